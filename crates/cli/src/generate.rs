@@ -1,0 +1,199 @@
+//! `sdbench generate`: one image from a prompt.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::image::write_png;
+use sdbench_diffusion::npy;
+use sdbench_diffusion::{
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision, SchedulerKind,
+};
+
+use crate::progress::StepProgress;
+
+#[derive(clap::Args, Debug)]
+pub struct GenerateArgs {
+    /// A diffusers model folder (the layout of stable-diffusion-v1-5/stable-diffusion-v1-5), or
+    /// `synthetic` for SD1.5's architecture with generated weights.
+    #[arg(long)]
+    model: String,
+    /// What to draw.
+    #[arg(long)]
+    prompt: String,
+    /// What to steer away from (classifier-free guidance's unconditional text).
+    #[arg(long, default_value = "")]
+    negative: String,
+    /// Denoising steps.
+    #[arg(long, default_value_t = 30)]
+    steps: usize,
+    /// Classifier-free guidance scale; 1 or less turns guidance off.
+    #[arg(long, default_value_t = 7.5)]
+    guidance: f64,
+    /// Scheduler; default: the model folder's own.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES))]
+    scheduler: Option<String>,
+    /// Image width in pixels (a multiple of 8).
+    #[arg(long, default_value_t = 512)]
+    width: usize,
+    /// Image height in pixels (a multiple of 8).
+    #[arg(long, default_value_t = 512)]
+    height: usize,
+    /// Seed of the initial noise (SD Bench's documented CPU generator, the same on every backend).
+    #[arg(long, conflicts_with = "latents")]
+    seed: Option<u64>,
+    /// Initial latents: a float32 .npy of shape [1, 4, H/8, W/8], used like diffusers' `latents=`.
+    #[arg(long)]
+    latents: Option<PathBuf>,
+    /// Compute backend.
+    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
+    backend: String,
+    /// Numeric precision: auto is f16 on GPUs that support it, f32 elsewhere.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
+    precision: String,
+    /// Where to write the PNG.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
+    // Cheap checks first: nothing is loaded when the request cannot succeed.
+    check_output_path(&args.out)?;
+    for (name, side) in [("--width", args.width), ("--height", args.height)] {
+        if side == 0 || side % 8 != 0 {
+            bail!("{name} must be a positive multiple of 8 (got {side})");
+        }
+    }
+    if args.steps == 0 {
+        bail!("--steps must be at least 1");
+    }
+    if !args.guidance.is_finite() {
+        bail!("--guidance must be a finite number");
+    }
+    let noise = match (&args.latents, args.seed) {
+        (Some(path), _) => {
+            let array = npy::read_f32(path)?;
+            InitialNoise::Latents {
+                shape: array.shape,
+                data: array.data,
+                step_seed: 0,
+            }
+        }
+        (None, seed) => InitialNoise::Seed(seed.unwrap_or(0)),
+    };
+    let scheduler = args.scheduler.as_deref().map(SchedulerKind::from_name).transpose()?;
+    let precision = match args.precision.as_str() {
+        "f32" => Some(Precision::F32),
+        "f16" => Some(Precision::F16),
+        _ => None,
+    };
+    let source = if args.model == "synthetic" {
+        ModelSource::Synthetic
+    } else {
+        let folder = PathBuf::from(&args.model);
+        if !folder.exists() {
+            bail!(
+                "model folder {} does not exist (pass a diffusers model folder, or `synthetic`)",
+                folder.display()
+            );
+        }
+        ModelSource::Folder(folder)
+    };
+
+    let device = select(BackendRequest::from_name(&args.backend)?)?;
+    eprintln!("backend: {} on {}", device.kind, device.name);
+    let load_start = Instant::now();
+    let pipeline = Pipeline::load(&source, device, precision).context("loading the model failed")?;
+    eprintln!(
+        "model loaded in {:.1} s ({})",
+        load_start.elapsed().as_secs_f64(),
+        pipeline.precision.name()
+    );
+
+    let request = GenerateRequest {
+        prompt: args.prompt.clone(),
+        negative_prompt: args.negative.clone(),
+        steps: args.steps,
+        guidance_scale: args.guidance,
+        scheduler,
+        width: args.width,
+        height: args.height,
+        noise,
+    };
+    pipeline.validate(&request)?;
+    let mut progress = StepProgress::new();
+    let generated = pipeline.generate(&request, &mut |e| progress.update(e), &CancelToken::new())?;
+
+    let seed_text = match (&args.latents, args.seed) {
+        (Some(p), _) => format!("latents {}", p.display()),
+        (None, s) => format!("{}", s.unwrap_or(0)),
+    };
+    let parameters = format!(
+        "{}\nNegative prompt: {}\nSteps: {}, Sampler: {}, CFG scale: {}, Seed: {}, Size: {}x{}, Model: {}, Backend: {}, Precision: {}",
+        args.prompt,
+        args.negative,
+        args.steps,
+        generated.scheduler,
+        args.guidance,
+        seed_text,
+        args.width,
+        args.height,
+        args.model,
+        pipeline.device.kind,
+        pipeline.precision.name(),
+    );
+    let json = serde_json::json!({
+        "prompt": args.prompt,
+        "negative_prompt": args.negative,
+        "steps": args.steps,
+        "guidance_scale": args.guidance,
+        "scheduler": generated.scheduler.name(),
+        "width": args.width,
+        "height": args.height,
+        "seed": args.seed,
+        "latents": args.latents.as_ref().map(|p| p.display().to_string()),
+        "model": args.model,
+        "backend": pipeline.device.kind.name(),
+        "device": pipeline.device.name,
+        "precision": pipeline.precision.name(),
+        "sdbench_version": env!("CARGO_PKG_VERSION"),
+    });
+    write_png(
+        &args.out,
+        &generated.image,
+        &[("parameters", parameters), ("sdbench", json.to_string())],
+    )?;
+    let t = &generated.timings;
+    let rate = t.unet_steps.len() as f64 / t.unet_total.max(1e-9);
+    println!(
+        "wrote {} ({}x{}) in {:.2} s: text encoder {:.2} s, {} steps {:.2} s ({:.2} it/s), vae decode {:.2} s",
+        args.out.display(),
+        generated.image.width,
+        generated.image.height,
+        t.total,
+        t.text_encoder,
+        t.unet_steps.len(),
+        t.unet_total,
+        rate,
+        t.vae_decode
+    );
+    Ok(())
+}
+
+fn check_output_path(out: &Path) -> anyhow::Result<()> {
+    let is_png = out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    if !is_png {
+        bail!("--out must name a .png file (got {})", out.display());
+    }
+    if out.is_dir() {
+        bail!("--out {} is a folder; name a .png file", out.display());
+    }
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        bail!("the folder for --out ({}) does not exist", parent.display());
+    }
+    Ok(())
+}

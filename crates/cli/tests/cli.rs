@@ -1,0 +1,110 @@
+//! The `sdbench` binary end to end: exit codes, messages, and that a failed run leaves no file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sdbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sdbench")).args(args).output().unwrap()
+}
+
+fn tiny() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../diffusion/tests/fixtures/tiny-sd")
+        .display()
+        .to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn generate(out: &Path, extra: &[&str]) -> Output {
+    let model = tiny();
+    let out = out.display().to_string();
+    let mut args = vec!["generate", "--model", &model, "--prompt", "a red barn", "--backend", "cpu", "--out", &out];
+    args.extend_from_slice(extra);
+    sdbench(&args)
+}
+
+fn assert_fails(o: &Output, out: &Path, needle: &str) {
+    assert!(!o.status.success(), "should fail: {}", stderr(o));
+    assert!(stderr(o).contains(needle), "stderr should mention {needle:?}: {}", stderr(o));
+    assert!(!out.exists(), "a failed run must not leave {}", out.display());
+}
+
+#[test]
+fn generates_a_png_with_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("barn.png");
+    let o = generate(&out, &["--width", "24", "--height", "16", "--steps", "3", "--seed", "5", "--scheduler", "euler"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("step 3/3"), "progress on stderr: {}", stderr(&o));
+    let decoder = png_info(&out);
+    assert_eq!(decoder.0, (24, 16));
+    assert!(decoder.1.contains("a red barn") && decoder.1.contains("Sampler: euler") && decoder.1.contains("Seed: 5"));
+
+    // Same seed, same image; another seed, another image.
+    let again = dir.path().join("again.png");
+    assert!(generate(&again, &["--width", "24", "--height", "16", "--steps", "3", "--seed", "5", "--scheduler", "euler"]).status.success());
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
+    let other = dir.path().join("other.png");
+    assert!(generate(&other, &["--width", "24", "--height", "16", "--steps", "3", "--seed", "6", "--scheduler", "euler"]).status.success());
+    assert_ne!(std::fs::read(&out).unwrap(), std::fs::read(&other).unwrap());
+}
+
+fn png_info(path: &Path) -> ((u32, u32), String) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+    let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    assert_eq!(bytes[24], 8, "8-bit");
+    assert_eq!(bytes[25], 2, "RGB");
+    ((width, height), String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[test]
+fn latents_file_is_used_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("z.npy");
+    sdbench_diffusion::npy::write_f32(&good, &[1, 4, 8, 12], &vec![0.5; 384]).unwrap();
+    let out = dir.path().join("z.png");
+    let o = generate(&out, &["--width", "24", "--height", "16", "--steps", "2", "--latents", good.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let wrong = dir.path().join("wrong.npy");
+    sdbench_diffusion::npy::write_f32(&wrong, &[1, 4, 4, 4], &vec![0.5; 64]).unwrap();
+    let out = dir.path().join("wrong.png");
+    assert_fails(&generate(&out, &["--width", "24", "--height", "16", "--latents", wrong.to_str().unwrap()]), &out, "shape");
+
+    let text = dir.path().join("text.npy");
+    std::fs::write(&text, "hello").unwrap();
+    assert_fails(&generate(&out, &["--latents", text.to_str().unwrap()]), &out, "not a .npy file");
+}
+
+#[test]
+fn bad_arguments_fail_without_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.png");
+    assert_fails(&generate(&out, &["--width", "30"]), &out, "multiple of 8");
+    assert_fails(&generate(&out, &["--steps", "0"]), &out, "steps");
+    let o = generate(&out, &["--scheduler", "magic"]);
+    assert_eq!(o.status.code(), Some(2), "usage errors exit 2");
+    assert_fails(&o, &out, "magic");
+    let o = sdbench(&["generate", "--model", "/nonexistent/model", "--prompt", "x", "--out", out.to_str().unwrap()]);
+    assert_fails(&o, &out, "does not exist");
+    let nested = dir.path().join("missing-dir/x.png");
+    assert_fails(&generate(&nested, &[]), &nested, "does not exist");
+    let jpg = dir.path().join("x.jpg");
+    assert_fails(&generate(&jpg, &[]), &jpg, ".png");
+}
+
+#[test]
+fn devices_lists_every_backend() {
+    let o = sdbench(&["devices"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for name in ["cuda", "rocm", "vulkan", "metal", "dx12", "cpu"] {
+        assert!(text.contains(name), "{text}");
+    }
+    assert!(text.contains("auto selects"));
+}

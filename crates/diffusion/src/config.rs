@@ -1,0 +1,427 @@
+//! Model configs as diffusers and transformers write them (`config.json` of each component), with the
+//! same defaults those libraries use for keys a file lacks. Options the engine does not implement are
+//! rejected by `validate` with a message that names the key, never silently ignored.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use crate::error::{DiffusionError, Result};
+
+/// A config value that diffusers accepts either as one number for every block or as a list.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum PerBlock<T> {
+    One(T),
+    Each(Vec<T>),
+}
+
+impl<T: Clone> PerBlock<T> {
+    /// The value for each of `blocks` blocks, or an error naming `key` when a list has the wrong length.
+    pub fn expand(&self, blocks: usize, key: &str, path: &Path) -> Result<Vec<T>> {
+        match self {
+            PerBlock::One(v) => Ok(vec![v.clone(); blocks]),
+            PerBlock::Each(list) if list.len() == blocks => Ok(list.clone()),
+            PerBlock::Each(list) => Err(DiffusionError::config(
+                path,
+                format!(
+                    "`{key}` lists {} values but there are {blocks} blocks",
+                    list.len()
+                ),
+            )),
+        }
+    }
+}
+
+/// `unet/config.json`: diffusers' `UNet2DConditionModel`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct UNetConfig {
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub center_input_sample: bool,
+    pub flip_sin_to_cos: bool,
+    pub freq_shift: f32,
+    pub down_block_types: Vec<String>,
+    pub mid_block_type: Option<String>,
+    pub up_block_types: Vec<String>,
+    pub only_cross_attention: PerBlock<bool>,
+    pub block_out_channels: Vec<usize>,
+    pub layers_per_block: PerBlock<usize>,
+    pub downsample_padding: usize,
+    pub mid_block_scale_factor: f32,
+    pub act_fn: String,
+    pub norm_num_groups: usize,
+    pub norm_eps: f64,
+    pub cross_attention_dim: PerBlock<usize>,
+    pub transformer_layers_per_block: PerBlock<usize>,
+    /// The head count in SD1.5-style configs (diffusers' long-standing naming quirk).
+    pub attention_head_dim: PerBlock<usize>,
+    pub num_attention_heads: Option<PerBlock<usize>>,
+    pub dual_cross_attention: bool,
+    pub use_linear_projection: bool,
+    pub class_embed_type: Option<String>,
+    pub addition_embed_type: Option<String>,
+    pub num_class_embeds: Option<usize>,
+    pub upcast_attention: bool,
+    pub resnet_time_scale_shift: String,
+    pub resnet_skip_time_act: bool,
+    pub resnet_out_scale_factor: f32,
+    pub time_embedding_type: String,
+    pub time_embedding_dim: Option<usize>,
+    pub time_embedding_act_fn: Option<String>,
+    pub timestep_post_act: Option<String>,
+    pub time_cond_proj_dim: Option<usize>,
+    pub conv_in_kernel: usize,
+    pub conv_out_kernel: usize,
+    pub encoder_hid_dim: Option<usize>,
+    pub cross_attention_norm: Option<String>,
+    pub attention_type: String,
+    pub mid_block_only_cross_attention: Option<bool>,
+    pub reverse_transformer_layers_per_block: Option<serde_json::Value>,
+}
+
+impl Default for UNetConfig {
+    /// diffusers' constructor defaults.
+    fn default() -> Self {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        UNetConfig {
+            in_channels: 4,
+            out_channels: 4,
+            center_input_sample: false,
+            flip_sin_to_cos: true,
+            freq_shift: 0.0,
+            down_block_types: strings(&[
+                "CrossAttnDownBlock2D",
+                "CrossAttnDownBlock2D",
+                "CrossAttnDownBlock2D",
+                "DownBlock2D",
+            ]),
+            mid_block_type: Some("UNetMidBlock2DCrossAttn".into()),
+            up_block_types: strings(&[
+                "UpBlock2D",
+                "CrossAttnUpBlock2D",
+                "CrossAttnUpBlock2D",
+                "CrossAttnUpBlock2D",
+            ]),
+            only_cross_attention: PerBlock::One(false),
+            block_out_channels: vec![320, 640, 1280, 1280],
+            layers_per_block: PerBlock::One(2),
+            downsample_padding: 1,
+            mid_block_scale_factor: 1.0,
+            act_fn: "silu".into(),
+            norm_num_groups: 32,
+            norm_eps: 1e-5,
+            cross_attention_dim: PerBlock::One(1280),
+            transformer_layers_per_block: PerBlock::One(1),
+            attention_head_dim: PerBlock::One(8),
+            num_attention_heads: None,
+            dual_cross_attention: false,
+            use_linear_projection: false,
+            class_embed_type: None,
+            addition_embed_type: None,
+            num_class_embeds: None,
+            upcast_attention: false,
+            resnet_time_scale_shift: "default".into(),
+            resnet_skip_time_act: false,
+            resnet_out_scale_factor: 1.0,
+            time_embedding_type: "positional".into(),
+            time_embedding_dim: None,
+            time_embedding_act_fn: None,
+            timestep_post_act: None,
+            time_cond_proj_dim: None,
+            conv_in_kernel: 3,
+            conv_out_kernel: 3,
+            encoder_hid_dim: None,
+            cross_attention_norm: None,
+            attention_type: "default".into(),
+            mid_block_only_cross_attention: None,
+            reverse_transformer_layers_per_block: None,
+        }
+    }
+}
+
+/// What the UNet builder needs per down block, resolved from the config's scalars and lists.
+#[derive(Debug, Clone)]
+pub struct UNetBlockPlan {
+    pub layers_per_block: Vec<usize>,
+    pub heads: Vec<usize>,
+    pub cross_attention_dim: Vec<usize>,
+    pub transformer_layers: Vec<usize>,
+}
+
+impl UNetConfig {
+    /// SD1.5's `unet/config.json` (stable-diffusion-v1-5/stable-diffusion-v1-5), for synthetic weights.
+    pub fn sd15() -> Self {
+        UNetConfig {
+            cross_attention_dim: PerBlock::One(768),
+            ..UNetConfig::default()
+        }
+    }
+
+    /// Checks every option against what the engine implements and resolves per-block values.
+    pub fn plan(&self, path: &Path) -> Result<UNetBlockPlan> {
+        let unsupported = |what: String| Err(DiffusionError::unsupported(path, what));
+        let blocks = self.block_out_channels.len();
+        if blocks == 0 {
+            return Err(DiffusionError::config(path, "`block_out_channels` is empty"));
+        }
+        if self.down_block_types.len() != blocks || self.up_block_types.len() != blocks {
+            return Err(DiffusionError::config(
+                path,
+                format!(
+                    "`down_block_types` ({}) and `up_block_types` ({}) must each have one entry per `block_out_channels` entry ({blocks})",
+                    self.down_block_types.len(),
+                    self.up_block_types.len()
+                ),
+            ));
+        }
+        for t in &self.down_block_types {
+            if t != "CrossAttnDownBlock2D" && t != "DownBlock2D" {
+                return unsupported(format!("down block type `{t}` (supported: CrossAttnDownBlock2D, DownBlock2D)"));
+            }
+        }
+        for t in &self.up_block_types {
+            if t != "CrossAttnUpBlock2D" && t != "UpBlock2D" {
+                return unsupported(format!("up block type `{t}` (supported: CrossAttnUpBlock2D, UpBlock2D)"));
+            }
+        }
+        match self.mid_block_type.as_deref() {
+            None | Some("UNetMidBlock2DCrossAttn") => {}
+            Some(other) => {
+                return unsupported(format!("mid block type `{other}` (supported: UNetMidBlock2DCrossAttn)"))
+            }
+        }
+        if self.num_attention_heads.is_some() {
+            // diffusers itself refuses this key for UNet2DConditionModel.
+            return unsupported("`num_attention_heads` (diffusers rejects it too; use `attention_head_dim`)".into());
+        }
+        let checks: [(bool, &str); 17] = [
+            (self.center_input_sample, "center_input_sample = true"),
+            (self.dual_cross_attention, "dual_cross_attention = true"),
+            (self.class_embed_type.is_some(), "class_embed_type"),
+            (self.num_class_embeds.is_some(), "num_class_embeds"),
+            (self.addition_embed_type.is_some(), "addition_embed_type"),
+            (self.resnet_time_scale_shift != "default", "resnet_time_scale_shift other than \"default\""),
+            (self.resnet_skip_time_act, "resnet_skip_time_act = true"),
+            (self.resnet_out_scale_factor != 1.0, "resnet_out_scale_factor other than 1"),
+            (self.time_embedding_type != "positional", "time_embedding_type other than \"positional\""),
+            (self.time_embedding_act_fn.is_some(), "time_embedding_act_fn"),
+            (self.timestep_post_act.is_some(), "timestep_post_act"),
+            (self.time_cond_proj_dim.is_some(), "time_cond_proj_dim"),
+            (self.encoder_hid_dim.is_some(), "encoder_hid_dim"),
+            (self.cross_attention_norm.is_some(), "cross_attention_norm"),
+            (self.attention_type != "default", "attention_type other than \"default\""),
+            (self.act_fn != "silu", "act_fn other than \"silu\""),
+            (self.mid_block_only_cross_attention == Some(true), "mid_block_only_cross_attention = true"),
+        ];
+        for (bad, what) in checks {
+            if bad {
+                return unsupported(format!("option {what}"));
+            }
+        }
+        if self.reverse_transformer_layers_per_block.as_ref().is_some_and(|v| !v.is_null()) {
+            return unsupported("option reverse_transformer_layers_per_block".into());
+        }
+        if self.only_cross_attention.expand(blocks, "only_cross_attention", path)?.contains(&true) {
+            return unsupported("option only_cross_attention = true".into());
+        }
+        if self.conv_in_kernel % 2 == 0 || self.conv_out_kernel % 2 == 0 {
+            return Err(DiffusionError::config(path, "conv_in_kernel and conv_out_kernel must be odd"));
+        }
+        for &c in &self.block_out_channels {
+            if self.norm_num_groups == 0 || c % self.norm_num_groups != 0 {
+                return Err(DiffusionError::config(
+                    path,
+                    format!("block channels {c} are not divisible by norm_num_groups {}", self.norm_num_groups),
+                ));
+            }
+        }
+        let heads = self.attention_head_dim.expand(blocks, "attention_head_dim", path)?;
+        for (i, (&h, &c)) in heads.iter().zip(&self.block_out_channels).enumerate() {
+            if h == 0 || c % h != 0 {
+                return Err(DiffusionError::config(
+                    path,
+                    format!("block {i}: {c} channels cannot be split into {h} attention heads"),
+                ));
+            }
+        }
+        Ok(UNetBlockPlan {
+            layers_per_block: self.layers_per_block.expand(blocks, "layers_per_block", path)?,
+            heads,
+            cross_attention_dim: self.cross_attention_dim.expand(blocks, "cross_attention_dim", path)?,
+            transformer_layers: self.transformer_layers_per_block.expand(
+                blocks,
+                "transformer_layers_per_block",
+                path,
+            )?,
+        })
+    }
+}
+
+/// `vae/config.json`: diffusers' `AutoencoderKL` (only the decoder half is used).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct VaeConfig {
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub up_block_types: Vec<String>,
+    pub block_out_channels: Vec<usize>,
+    pub layers_per_block: usize,
+    pub act_fn: String,
+    pub latent_channels: usize,
+    pub norm_num_groups: usize,
+    /// diffusers' default when the key is absent or null.
+    #[serde(deserialize_with = "null_as_default_scaling")]
+    pub scaling_factor: f64,
+    pub use_post_quant_conv: bool,
+    pub mid_block_add_attention: bool,
+}
+
+fn null_as_default_scaling<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(0.18215))
+}
+
+impl Default for VaeConfig {
+    fn default() -> Self {
+        VaeConfig {
+            in_channels: 3,
+            out_channels: 3,
+            up_block_types: vec!["UpDecoderBlock2D".into()],
+            block_out_channels: vec![64],
+            layers_per_block: 1,
+            act_fn: "silu".into(),
+            latent_channels: 4,
+            norm_num_groups: 32,
+            scaling_factor: 0.18215,
+            use_post_quant_conv: true,
+            mid_block_add_attention: true,
+        }
+    }
+}
+
+impl VaeConfig {
+    /// SD1.5's `vae/config.json`.
+    pub fn sd15() -> Self {
+        VaeConfig {
+            up_block_types: vec!["UpDecoderBlock2D".into(); 4],
+            block_out_channels: vec![128, 256, 512, 512],
+            layers_per_block: 2,
+            ..VaeConfig::default()
+        }
+    }
+
+    /// Image pixels per latent pixel: 2^(number of blocks - 1), as diffusers computes it.
+    pub fn scale_factor(&self) -> usize {
+        1 << self.block_out_channels.len().saturating_sub(1)
+    }
+
+    pub fn validate(&self, path: &Path) -> Result<()> {
+        if self.block_out_channels.is_empty() {
+            return Err(DiffusionError::config(path, "`block_out_channels` is empty"));
+        }
+        if self.up_block_types.len() != self.block_out_channels.len() {
+            return Err(DiffusionError::config(
+                path,
+                "`up_block_types` must have one entry per `block_out_channels` entry",
+            ));
+        }
+        if let Some(t) = self.up_block_types.iter().find(|t| *t != "UpDecoderBlock2D") {
+            return Err(DiffusionError::unsupported(
+                path,
+                format!("VAE up block type `{t}` (supported: UpDecoderBlock2D)"),
+            ));
+        }
+        if self.act_fn != "silu" {
+            return Err(DiffusionError::unsupported(path, format!("VAE act_fn `{}`", self.act_fn)));
+        }
+        for &c in &self.block_out_channels {
+            if self.norm_num_groups == 0 || c % self.norm_num_groups != 0 {
+                return Err(DiffusionError::config(
+                    path,
+                    format!("VAE channels {c} are not divisible by norm_num_groups {}", self.norm_num_groups),
+                ));
+            }
+        }
+        if !(self.scaling_factor.is_finite() && self.scaling_factor > 0.0) {
+            return Err(DiffusionError::config(path, "`scaling_factor` must be a positive number"));
+        }
+        Ok(())
+    }
+}
+
+/// `text_encoder/config.json`: transformers' `CLIPTextConfig`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct ClipConfig {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub max_position_embeddings: usize,
+    pub hidden_act: String,
+    pub layer_norm_eps: f64,
+}
+
+impl Default for ClipConfig {
+    fn default() -> Self {
+        ClipConfig {
+            vocab_size: 49408,
+            hidden_size: 512,
+            intermediate_size: 2048,
+            num_hidden_layers: 12,
+            num_attention_heads: 8,
+            max_position_embeddings: 77,
+            hidden_act: "quick_gelu".into(),
+            layer_norm_eps: 1e-5,
+        }
+    }
+}
+
+impl ClipConfig {
+    /// The text encoder of SD1.5 (openai/clip-vit-large-patch14's text half).
+    pub fn sd15() -> Self {
+        ClipConfig {
+            hidden_size: 768,
+            intermediate_size: 3072,
+            num_attention_heads: 12,
+            ..ClipConfig::default()
+        }
+    }
+
+    pub fn validate(&self, path: &Path) -> Result<()> {
+        if self.num_attention_heads == 0 || self.hidden_size % self.num_attention_heads != 0 {
+            return Err(DiffusionError::config(
+                path,
+                format!(
+                    "hidden_size {} is not divisible by num_attention_heads {}",
+                    self.hidden_size, self.num_attention_heads
+                ),
+            ));
+        }
+        if !matches!(self.hidden_act.as_str(), "quick_gelu" | "gelu") {
+            return Err(DiffusionError::unsupported(
+                path,
+                format!("text encoder hidden_act `{}` (supported: quick_gelu, gelu)", self.hidden_act),
+            ));
+        }
+        if self.vocab_size == 0 || self.max_position_embeddings == 0 {
+            return Err(DiffusionError::config(path, "vocab_size and max_position_embeddings must be positive"));
+        }
+        Ok(())
+    }
+}
+
+/// Reads and parses one JSON config file; a missing file, bad JSON or a wrongly typed key is an error
+/// naming the file.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(|e| DiffusionError::io(path, e))?;
+    parse_json(&text, path)
+}
+
+pub fn parse_json<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T> {
+    // Older diffusers configs may hold NaN/Infinity; none of SD's do, so plain JSON is required.
+    serde_json::from_str(text).map_err(|e| DiffusionError::config(path, e.to_string()))
+}

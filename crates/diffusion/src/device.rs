@@ -1,0 +1,466 @@
+//! Backend probing and device selection. Probing never crashes the process: the CUDA and ROCm
+//! backends abort when their driver libraries are missing, so those libraries are looked for and
+//! asked for a device count (through `libloading`) before burn touches them; wgpu adapters are
+//! enumerated before one is initialised.
+
+use std::fmt;
+
+use burn::backend::wgpu::{graphics, init_setup, RuntimeOptions, WgpuDevice};
+use burn::tensor::DType;
+use burn::{Dispatch, DispatchDevice};
+
+use crate::error::{DiffusionError, Result};
+use crate::weights::Precision;
+
+/// What `--backend` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendRequest {
+    Auto,
+    Cpu,
+    Cuda,
+    Rocm,
+    Vulkan,
+    Metal,
+    Dx12,
+}
+
+impl BackendRequest {
+    pub const NAMES: &'static [&'static str] = &["auto", "cpu", "cuda", "rocm", "vulkan", "metal", "dx12"];
+
+    pub fn from_name(name: &str) -> Result<Self> {
+        Ok(match name.to_ascii_lowercase().as_str() {
+            "auto" => BackendRequest::Auto,
+            "cpu" => BackendRequest::Cpu,
+            "cuda" => BackendRequest::Cuda,
+            "rocm" | "hip" => BackendRequest::Rocm,
+            "vulkan" => BackendRequest::Vulkan,
+            "metal" => BackendRequest::Metal,
+            "dx12" => BackendRequest::Dx12,
+            _ => {
+                return Err(DiffusionError::Request(format!(
+                    "unknown backend `{name}`; choose one of: {}",
+                    Self::NAMES.join(", ")
+                )))
+            }
+        })
+    }
+}
+
+/// A concrete backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    Cpu,
+    Cuda,
+    Rocm,
+    Vulkan,
+    Metal,
+    Dx12,
+}
+
+impl BackendKind {
+    pub const ALL: [BackendKind; 6] = [
+        BackendKind::Cuda,
+        BackendKind::Rocm,
+        BackendKind::Vulkan,
+        BackendKind::Metal,
+        BackendKind::Dx12,
+        BackendKind::Cpu,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Cuda => "cuda",
+            BackendKind::Rocm => "rocm",
+            BackendKind::Vulkan => "vulkan",
+            BackendKind::Metal => "metal",
+            BackendKind::Dx12 => "dx12",
+        }
+    }
+
+    fn wgpu_backend(self) -> Option<wgpu::Backend> {
+        match self {
+            BackendKind::Vulkan => Some(wgpu::Backend::Vulkan),
+            BackendKind::Metal => Some(wgpu::Backend::Metal),
+            BackendKind::Dx12 => Some(wgpu::Backend::Dx12),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One backend's probe result, for `sdbench devices` and the UI.
+#[derive(Debug, Clone)]
+pub struct BackendStatus {
+    pub kind: BackendKind,
+    pub usable: bool,
+    /// Why it is not usable, or what was found.
+    pub detail: String,
+    /// Devices found, best first.
+    pub devices: Vec<String>,
+}
+
+/// The device a pipeline runs on.
+#[derive(Debug, Clone)]
+pub struct SelectedDevice {
+    pub kind: BackendKind,
+    pub device: DispatchDevice,
+    /// A human-readable name (GPU model, or the CPU backend's name).
+    pub name: String,
+    /// Whether the device is a software rasteriser / CPU implementation of a GPU API.
+    pub software: bool,
+}
+
+impl SelectedDevice {
+    /// f16 where the device supports it (never on the CPU backend, which is faster in f32).
+    pub fn default_precision(&self) -> Precision {
+        if self.kind != BackendKind::Cpu && self.supports(Precision::F16) {
+            Precision::F16
+        } else {
+            Precision::F32
+        }
+    }
+
+    pub fn supports(&self, precision: Precision) -> bool {
+        match precision {
+            Precision::F32 => true,
+            Precision::F16 => {
+                let usage = <Dispatch as burn::tensor::backend::Backend>::dtype_usage(&self.device, DType::F16);
+                !usage.is_empty()
+            }
+        }
+    }
+
+    /// Waits for all queued work on the device; timing code calls this at region edges.
+    pub fn sync(&self) -> Result<()> {
+        <Dispatch as burn::tensor::backend::Backend>::sync(&self.device).map_err(|e| DiffusionError::Backend {
+            backend: self.kind.name().into(),
+            message: format!("{e:?}"),
+        })
+    }
+}
+
+/// Probes every backend without initialising any of them.
+pub fn probe_all() -> Vec<BackendStatus> {
+    BackendKind::ALL.iter().map(|&k| probe(k)).collect()
+}
+
+pub fn probe(kind: BackendKind) -> BackendStatus {
+    let (usable, detail, devices) = match kind {
+        BackendKind::Cpu => (true, "burn flex (pure Rust, always available)".to_string(), vec![cpu_name()]),
+        BackendKind::Cuda => match native::cuda_device_count() {
+            Ok(0) => (false, "NVIDIA driver found but it reports no CUDA device".into(), vec![]),
+            Ok(n) => match native::nvrtc_present() {
+                Ok(()) => (true, format!("NVIDIA driver with {n} device(s)"), (0..n).map(|i| format!("cuda:{i}")).collect()),
+                Err(why) => (false, why, vec![]),
+            },
+            Err(why) => (false, why, vec![]),
+        },
+        BackendKind::Rocm => match native::hip_device_count() {
+            Ok(0) => (false, "HIP runtime found but it reports no GPU".into(), vec![]),
+            Ok(n) => (true, format!("HIP runtime with {n} device(s)"), (0..n).map(|i| format!("rocm:{i}")).collect()),
+            Err(why) => (false, why, vec![]),
+        },
+        BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
+            let adapters = wgpu_adapters(kind);
+            if adapters.is_empty() {
+                (false, format!("no {} adapter found (no driver, or not this platform)", kind.name()), vec![])
+            } else {
+                let names = adapters.iter().map(|a| a.describe()).collect();
+                (true, format!("{} adapter(s)", adapters.len()), names)
+            }
+        }
+    };
+    BackendStatus {
+        kind,
+        usable,
+        detail,
+        devices,
+    }
+}
+
+/// Chooses and initialises a device. `Auto` takes CUDA where an NVIDIA driver is present, ROCm where
+/// the HIP runtime is, else the best hardware wgpu adapter (discrete before integrated), else the CPU.
+pub fn select(request: BackendRequest) -> Result<SelectedDevice> {
+    let explicit = match request {
+        BackendRequest::Auto => None,
+        BackendRequest::Cpu => Some(BackendKind::Cpu),
+        BackendRequest::Cuda => Some(BackendKind::Cuda),
+        BackendRequest::Rocm => Some(BackendKind::Rocm),
+        BackendRequest::Vulkan => Some(BackendKind::Vulkan),
+        BackendRequest::Metal => Some(BackendKind::Metal),
+        BackendRequest::Dx12 => Some(BackendKind::Dx12),
+    };
+    if let Some(kind) = explicit {
+        return init(kind, true);
+    }
+    for kind in [BackendKind::Cuda, BackendKind::Rocm] {
+        if probe(kind).usable {
+            return init(kind, false);
+        }
+    }
+    let preferred_apis: &[BackendKind] = if cfg!(target_os = "macos") {
+        &[BackendKind::Metal]
+    } else if cfg!(target_os = "windows") {
+        &[BackendKind::Vulkan, BackendKind::Dx12]
+    } else {
+        &[BackendKind::Vulkan]
+    };
+    // Best hardware adapter across the platform's APIs: discrete, then integrated, then virtual.
+    let mut best: Option<(u8, BackendKind)> = None;
+    for &kind in preferred_apis {
+        for adapter in wgpu_adapters(kind) {
+            if let Some(rank) = adapter.hardware_rank() {
+                if best.is_none_or(|(r, _)| rank < r) {
+                    best = Some((rank, kind));
+                }
+            }
+        }
+    }
+    match best {
+        Some((_, kind)) => init(kind, false),
+        None => init(BackendKind::Cpu, false),
+    }
+}
+
+fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
+    let unavailable = |reason: String| DiffusionError::BackendUnavailable {
+        backend: kind.name().into(),
+        reason,
+    };
+    match kind {
+        BackendKind::Cpu => Ok(SelectedDevice {
+            kind,
+            device: DispatchDevice::Flex(Default::default()),
+            name: cpu_name(),
+            software: false,
+        }),
+        BackendKind::Cuda => {
+            let status = probe(kind);
+            if !status.usable {
+                return Err(unavailable(status.detail));
+            }
+            Ok(SelectedDevice {
+                kind,
+                device: DispatchDevice::Cuda(Default::default()),
+                name: "CUDA device 0".into(),
+                software: false,
+            })
+        }
+        BackendKind::Rocm => {
+            let status = probe(kind);
+            if !status.usable {
+                return Err(unavailable(status.detail));
+            }
+            Ok(SelectedDevice {
+                kind,
+                device: DispatchDevice::Rocm(Default::default()),
+                name: "ROCm device 0".into(),
+                software: false,
+            })
+        }
+        BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
+            let adapters = wgpu_adapters(kind);
+            let chosen = adapters
+                .iter()
+                .filter(|a| allow_software || a.hardware_rank().is_some())
+                .min_by_key(|a| a.hardware_rank().unwrap_or(u8::MAX))
+                .ok_or_else(|| unavailable(format!("no {} adapter found", kind.name())))?;
+            let device = chosen.wgpu_device();
+            let options = RuntimeOptions::default();
+            // Binds this device to the requested graphics API before any tensor touches it.
+            let setup = std::panic::catch_unwind(|| match kind {
+                BackendKind::Vulkan => init_setup::<graphics::Vulkan>(&device, options),
+                BackendKind::Metal => init_setup::<graphics::Metal>(&device, options),
+                _ => init_setup::<graphics::Dx12>(&device, options),
+            });
+            if setup.is_err() {
+                return Err(unavailable(format!("initialising {} failed", chosen.describe())));
+            }
+            Ok(SelectedDevice {
+                kind,
+                device: DispatchDevice::Wgpu(device),
+                name: chosen.info.name.clone(),
+                software: chosen.info.device_type == wgpu::DeviceType::Cpu,
+            })
+        }
+    }
+}
+
+/// An adapter of one graphics API, with its index among adapters of the same type (cubecl's
+/// `WgpuDevice` numbering).
+struct Adapter {
+    info: wgpu::AdapterInfo,
+    index_in_type: usize,
+}
+
+impl Adapter {
+    /// Lower is better; `None` for software and unknown adapters.
+    fn hardware_rank(&self) -> Option<u8> {
+        match self.info.device_type {
+            wgpu::DeviceType::DiscreteGpu => Some(0),
+            wgpu::DeviceType::IntegratedGpu => Some(1),
+            wgpu::DeviceType::VirtualGpu => Some(2),
+            _ => None,
+        }
+    }
+
+    fn wgpu_device(&self) -> WgpuDevice {
+        match self.info.device_type {
+            wgpu::DeviceType::DiscreteGpu => WgpuDevice::DiscreteGpu(self.index_in_type),
+            wgpu::DeviceType::IntegratedGpu => WgpuDevice::IntegratedGpu(self.index_in_type),
+            wgpu::DeviceType::VirtualGpu => WgpuDevice::VirtualGpu(self.index_in_type),
+            _ => WgpuDevice::Cpu,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let kind = match self.info.device_type {
+            wgpu::DeviceType::DiscreteGpu => "discrete GPU",
+            wgpu::DeviceType::IntegratedGpu => "integrated GPU",
+            wgpu::DeviceType::VirtualGpu => "virtual GPU",
+            wgpu::DeviceType::Cpu => "software (CPU)",
+            wgpu::DeviceType::Other => "other",
+        };
+        format!("{} ({kind}, driver {} {})", self.info.name, self.info.driver, self.info.driver_info)
+            .replace("  ", " ")
+    }
+}
+
+fn wgpu_adapters(kind: BackendKind) -> Vec<Adapter> {
+    let Some(backend) = kind.wgpu_backend() else {
+        return Vec::new();
+    };
+    let backends = wgpu::Backends::from(backend);
+    let found = std::panic::catch_unwind(|| {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        pollster::block_on(instance.enumerate_adapters(backends))
+            .into_iter()
+            .map(|a| a.get_info())
+            .collect::<Vec<_>>()
+    })
+    .unwrap_or_default();
+    let mut per_type: Vec<(wgpu::DeviceType, usize)> = Vec::new();
+    found
+        .into_iter()
+        .filter(|info| info.device_type != wgpu::DeviceType::Other)
+        .map(|info| {
+            let index_in_type = match per_type.iter_mut().find(|(t, _)| *t == info.device_type) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n - 1
+                }
+                None => {
+                    per_type.push((info.device_type, 1));
+                    0
+                }
+            };
+            Adapter { info, index_in_type }
+        })
+        .collect()
+}
+
+fn cpu_name() -> String {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    format!("CPU ({threads} threads)")
+}
+
+/// Driver-library probes through `libloading`: only C entry points that return error codes.
+mod native {
+    use libloading::{Library, Symbol};
+
+    fn load_first(names: &[String]) -> Result<Library, String> {
+        let mut last = String::new();
+        for name in names {
+            // SAFETY: loading a vendor driver library runs its initialisers, which is what the
+            // backend itself would do; no symbol is called unless it resolves.
+            match unsafe { Library::new(name) } {
+                Ok(lib) => return Ok(lib),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(format!("none of {names:?} could be loaded ({last})"))
+    }
+
+    fn cuda_driver_names() -> Vec<String> {
+        if cfg!(windows) {
+            vec!["nvcuda.dll".into()]
+        } else {
+            vec!["libcuda.so.1".into(), "libcuda.so".into()]
+        }
+    }
+
+    pub fn cuda_device_count() -> Result<usize, String> {
+        let lib = load_first(&cuda_driver_names()).map_err(|e| format!("no NVIDIA driver: {e}"))?;
+        // SAFETY: signatures from cuda.h: CUresult cuInit(unsigned int), cuDeviceGetCount(int*).
+        unsafe {
+            let init: Symbol<unsafe extern "C" fn(u32) -> i32> =
+                lib.get(b"cuInit\0").map_err(|e| format!("NVIDIA driver lacks cuInit: {e}"))?;
+            let count: Symbol<unsafe extern "C" fn(*mut i32) -> i32> = lib
+                .get(b"cuDeviceGetCount\0")
+                .map_err(|e| format!("NVIDIA driver lacks cuDeviceGetCount: {e}"))?;
+            let code = init(0);
+            if code != 0 {
+                return Err(format!("the NVIDIA driver failed to initialise (CUresult {code})"));
+            }
+            let mut n = 0i32;
+            let code = count(&mut n);
+            if code != 0 {
+                return Err(format!("the NVIDIA driver could not count devices (CUresult {code})"));
+            }
+            Ok(n.max(0) as usize)
+        }
+    }
+
+    /// The CUDA backend compiles its kernels with NVRTC at run time.
+    pub fn nvrtc_present() -> Result<(), String> {
+        let names: Vec<String> = if cfg!(windows) {
+            ["nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll", "nvrtc64_110_0.dll", "nvrtc.dll"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        } else {
+            ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11", "libnvrtc.so.1"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        };
+        load_first(&names)
+            .map(|_| ())
+            .map_err(|e| format!("NVIDIA driver present but the CUDA runtime compiler (NVRTC) is missing; install the CUDA toolkit or use --backend vulkan: {e}"))
+    }
+
+    pub fn hip_device_count() -> Result<usize, String> {
+        let names: Vec<String> = if cfg!(windows) {
+            vec!["amdhip64.dll".into(), "amdhip64_6.dll".into(), "amdhip64_7.dll".into()]
+        } else {
+            let mut names = Vec::new();
+            for root in ["ROCM_PATH", "HIP_PATH"].iter().filter_map(|v| std::env::var(v).ok()) {
+                names.push(format!("{root}/lib/libamdhip64.so"));
+            }
+            names.extend(["libamdhip64.so".into(), "libamdhip64.so.7".into(), "libamdhip64.so.6".into()]);
+            names
+        };
+        let lib = load_first(&names).map_err(|e| format!("no HIP runtime (ROCm): {e}"))?;
+        // SAFETY: hipError_t hipGetDeviceCount(int*) from hip_runtime_api.h.
+        unsafe {
+            let count: Symbol<unsafe extern "C" fn(*mut i32) -> i32> = lib
+                .get(b"hipGetDeviceCount\0")
+                .map_err(|e| format!("HIP runtime lacks hipGetDeviceCount: {e}"))?;
+            let mut n = 0i32;
+            let code = count(&mut n);
+            if code != 0 {
+                return Err(format!("the HIP runtime found no usable GPU (hipError {code})"));
+            }
+            Ok(n.max(0) as usize)
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! Stable Diffusion 1.5 on burn: CLIP tokenizer and text encoder, UNet, VAE decoder and schedulers,
+//! loaded from a diffusers model folder (or synthetic weights) and run on the best available backend.
+//! Knows nothing of benchmarks, desktop shells or terminals.
+
+pub mod clip;
+pub mod config;
+pub mod device;
+pub mod error;
+pub mod image;
+pub mod nn;
+pub mod noise;
+pub mod npy;
+pub mod pipeline;
+pub mod resnet;
+pub mod safetensors;
+pub mod scheduler;
+pub mod tokenizer;
+pub mod unet;
+pub mod vae;
+pub mod weights;
+
+pub use device::{BackendKind, BackendRequest, SelectedDevice};
+pub use error::{DiffusionError, Result};
+pub use pipeline::{CancelToken, GenerateRequest, Generated, InitialNoise, ModelSource, Pipeline, Progress};
+pub use scheduler::SchedulerKind;
+pub use weights::Precision;

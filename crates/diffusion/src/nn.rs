@@ -1,0 +1,177 @@
+//! Layers shared by the text encoder, UNet and VAE. Plain structs of tensors, built by
+//! `weights::Loader`; norms compute their statistics in f32 whatever the activations' dtype.
+
+use burn::prelude::*;
+use burn::tensor::activation;
+use burn::tensor::module::{attention, conv2d, linear};
+use burn::tensor::ops::{AttentionModuleOptions, PaddedConvOptions};
+use burn::tensor::DType;
+
+/// `y = x W + b`, with `W` stored as [inputs, outputs].
+#[derive(Debug, Clone)]
+pub struct Linear<B: Backend> {
+    pub weight: Tensor<B, 2>,
+    pub bias: Option<Tensor<B, 1>>,
+}
+
+impl<B: Backend> Linear<B> {
+    /// `x`: [..., inputs] -> [..., outputs]
+    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        linear(x, self.weight.clone(), self.bias.clone())
+    }
+}
+
+/// A square-kernel 2D convolution with symmetric padding.
+#[derive(Debug, Clone)]
+pub struct Conv2d<B: Backend> {
+    /// [outputs, inputs, k, k]
+    pub weight: Tensor<B, 4>,
+    pub bias: Tensor<B, 1>,
+    pub stride: usize,
+    pub padding: usize,
+}
+
+impl<B: Backend> Conv2d<B> {
+    /// `x`: [N, inputs, H, W] -> [N, outputs, H', W']
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let options = PaddedConvOptions::asymmetric(
+            [self.stride; 2],
+            [self.padding; 2],
+            [self.padding; 2],
+            [1, 1],
+            1,
+        );
+        conv2d(x, self.weight.clone(), Some(self.bias.clone()), options)
+    }
+
+    /// Stride-2 convolution after padding one zero row and column at the bottom and right, as
+    /// diffusers' `Downsample2D` does when its padding is 0.
+    pub fn forward_pad_end(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let options = PaddedConvOptions::asymmetric([self.stride; 2], [0, 0], [1, 1], [1, 1], 1);
+        conv2d(x, self.weight.clone(), Some(self.bias.clone()), options)
+    }
+}
+
+/// `nn.GroupNorm` over [N, C, H, W]; parameters and statistics in f32.
+#[derive(Debug, Clone)]
+pub struct GroupNorm<B: Backend> {
+    pub gamma: Tensor<B, 1>,
+    pub beta: Tensor<B, 1>,
+    pub groups: usize,
+    pub eps: f64,
+}
+
+impl<B: Backend> GroupNorm<B> {
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let dtype = x.dtype();
+        let [n, c, h, w] = x.dims();
+        let x = x.cast(DType::F32).reshape([n, self.groups, (c / self.groups) * h * w]);
+        let mean = x.clone().mean_dim(2);
+        let centered = x - mean;
+        let var = centered.clone().square().mean_dim(2);
+        let normed = centered * (var + self.eps).sqrt().recip();
+        let y = normed.reshape([n, c, h, w]) * self.gamma.clone().reshape([1, c, 1, 1])
+            + self.beta.clone().reshape([1, c, 1, 1]);
+        y.cast(dtype)
+    }
+}
+
+/// `nn.LayerNorm` over the last dimension of [N, S, D]; parameters and statistics in f32.
+#[derive(Debug, Clone)]
+pub struct LayerNorm<B: Backend> {
+    pub gamma: Tensor<B, 1>,
+    pub beta: Tensor<B, 1>,
+    pub eps: f64,
+}
+
+impl<B: Backend> LayerNorm<B> {
+    pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        let dtype = x.dtype();
+        let d = x.dims()[2];
+        let x = x.cast(DType::F32);
+        let mean = x.clone().mean_dim(2);
+        let centered = x - mean;
+        let var = centered.clone().square().mean_dim(2);
+        let normed = centered * (var + self.eps).sqrt().recip();
+        let y = normed * self.gamma.clone().reshape([1, 1, d]) + self.beta.clone().reshape([1, 1, d]);
+        y.cast(dtype)
+    }
+}
+
+pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    activation::silu(x)
+}
+
+/// Score-matrix elements one attention call may hold if the backend falls back to the unfused
+/// kernel (burn's GPU autotune can pick it): 2^26 f32 = 256 MiB.
+const SCORE_BUDGET: usize = 1 << 26;
+
+/// Multi-head scaled dot-product attention through burn's fused attention op (flash-style kernels),
+/// with query rows processed in chunks so that no backend ever holds more than `SCORE_BUDGET`
+/// score elements at once (full SD1.5 at 64x64 latents would otherwise need 1 GiB per layer).
+/// `q`: [N, Sq, heads*dh], `k`/`v`: [N, Sk, heads*dh] -> [N, Sq, heads*dh]. With `upcast` the
+/// product runs in f32 (diffusers' `upcast_attention`).
+pub fn multi_head_attention<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    heads: usize,
+    causal: bool,
+    upcast: bool,
+) -> Tensor<B, 3> {
+    let dtype = q.dtype();
+    let [n, sq, inner] = q.dims();
+    let sk = k.dims()[1];
+    let dh = inner / heads;
+    let split = |t: Tensor<B, 3>, s: usize| {
+        let t = t.reshape([n, s, heads, dh]).swap_dims(1, 2);
+        if upcast {
+            t.cast(DType::F32)
+        } else {
+            t
+        }
+    };
+    let options = AttentionModuleOptions {
+        is_causal: causal,
+        ..Default::default()
+    };
+    let (q, k, v) = (split(q, sq), split(k, sk), split(v, sk));
+    let rows = (SCORE_BUDGET / (n * heads * sk).max(1)).max(1);
+    // A causal mask is relative to the query's position, so causal inputs are never chunked
+    // (they are the text encoder's 77 tokens).
+    let out = if causal || rows >= sq {
+        attention(q, k, v, None, None, options)
+    } else {
+        let chunks = (0..sq)
+            .step_by(rows)
+            .map(|start| {
+                let end = (start + rows).min(sq);
+                let qc = q.clone().slice([0..n, 0..heads, start..end, 0..dh]);
+                attention(qc, k.clone(), v.clone(), None, None, options)
+            })
+            .collect();
+        Tensor::cat(chunks, 2)
+    };
+    out.swap_dims(1, 2).reshape([n, sq, inner]).cast(dtype)
+}
+
+/// Nearest-neighbour resize of [N, C, H, W] to [N, C, oh, ow] with PyTorch's index rule
+/// (`floor(dst * in / out)` in f32; exact doubling when the size doubles).
+pub fn upsample_nearest<B: Backend>(x: Tensor<B, 4>, oh: usize, ow: usize) -> Tensor<B, 4> {
+    let [n, c, h, w] = x.dims();
+    if oh == 2 * h && ow == 2 * w {
+        return x
+            .reshape([n, c, h, 1, w, 1])
+            .expand([n, c, h, 2, w, 2])
+            .reshape([n, c, oh, ow]);
+    }
+    let device = x.device();
+    let indices = |inp: usize, out: usize| {
+        let scale = inp as f32 / out as f32;
+        let idx: Vec<i64> = (0..out)
+            .map(|o| ((o as f32 * scale).floor() as usize).min(inp - 1) as i64)
+            .collect();
+        Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [out]), &device)
+    };
+    x.select(2, indices(h, oh)).select(3, indices(w, ow))
+}

@@ -1,0 +1,241 @@
+//! A reader for the safetensors format that reads one tensor at a time (so a 3.4 GB UNet never sits
+//! in memory twice) and checks the whole file's layout up front, so a truncated or foreign file is
+//! reported before any work starts.
+//!
+//! Format: an 8-byte little-endian header length, a JSON header mapping each tensor name to
+//! `{dtype, shape, data_offsets: [begin, end]}` (offsets relative to the end of the header), then data.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::error::{DiffusionError, Result};
+
+/// Element types the engine can read as floats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StDtype {
+    F32,
+    F16,
+    BF16,
+    /// Any other type (integers, f64, fp8): listed so the header parses, refused when read.
+    Other(&'static str),
+}
+
+impl StDtype {
+    fn parse(name: &str) -> Option<(StDtype, usize)> {
+        Some(match name {
+            "F32" => (StDtype::F32, 4),
+            "F16" => (StDtype::F16, 2),
+            "BF16" => (StDtype::BF16, 2),
+            "F64" => (StDtype::Other("F64"), 8),
+            "I64" => (StDtype::Other("I64"), 8),
+            "U64" => (StDtype::Other("U64"), 8),
+            "I32" => (StDtype::Other("I32"), 4),
+            "U32" => (StDtype::Other("U32"), 4),
+            "I16" => (StDtype::Other("I16"), 2),
+            "U16" => (StDtype::Other("U16"), 2),
+            "I8" => (StDtype::Other("I8"), 1),
+            "U8" => (StDtype::Other("U8"), 1),
+            "BOOL" => (StDtype::Other("BOOL"), 1),
+            "F8_E4M3" => (StDtype::Other("F8_E4M3"), 1),
+            "F8_E5M2" => (StDtype::Other("F8_E5M2"), 1),
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TensorInfo {
+    pub dtype: StDtype,
+    pub shape: Vec<usize>,
+    begin: u64,
+    end: u64,
+}
+
+/// An open safetensors file whose header has been checked against the file's length.
+pub struct SafeTensors {
+    path: PathBuf,
+    file: File,
+    data_start: u64,
+    tensors: BTreeMap<String, TensorInfo>,
+}
+
+/// Headers larger than this are not safetensors files (the format caps them at 100 MB).
+const MAX_HEADER: u64 = 100 * 1024 * 1024;
+
+impl SafeTensors {
+    pub fn open(path: &Path) -> Result<Self> {
+        let bad = |problem: String| DiffusionError::Weights {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let mut file = File::open(path).map_err(|e| DiffusionError::io(path, e))?;
+        let file_len = file.metadata().map_err(|e| DiffusionError::io(path, e))?.len();
+        if file_len < 8 {
+            return Err(bad(format!(
+                "is {file_len} bytes long: truncated or not a safetensors file"
+            )));
+        }
+        let mut len_bytes = [0u8; 8];
+        file.read_exact(&mut len_bytes).map_err(|e| DiffusionError::io(path, e))?;
+        let header_len = u64::from_le_bytes(len_bytes);
+        if header_len > MAX_HEADER || header_len > file_len - 8 {
+            return Err(bad(format!(
+                "not a safetensors file, or truncated (header length {header_len} but the file has {file_len} bytes)"
+            )));
+        }
+        let mut header = vec![0u8; header_len as usize];
+        file.read_exact(&mut header).map_err(|e| DiffusionError::io(path, e))?;
+        let json: serde_json::Value = serde_json::from_slice(&header)
+            .map_err(|e| bad(format!("not a safetensors file: header is not JSON ({e})")))?;
+        let map = json
+            .as_object()
+            .ok_or_else(|| bad("not a safetensors file: header is not a JSON object".into()))?;
+        let data_start = 8 + header_len;
+        let data_len = file_len - data_start;
+        let mut tensors = BTreeMap::new();
+        for (name, entry) in map {
+            if name == "__metadata__" {
+                continue;
+            }
+            let info = parse_entry(entry).ok_or_else(|| DiffusionError::Tensor {
+                path: path.to_path_buf(),
+                tensor: name.clone(),
+                problem: "has a malformed header entry".into(),
+            })?;
+            let (info, elem_size) = info;
+            let numel: u64 = info.shape.iter().map(|&d| d as u64).product();
+            if info.end < info.begin || info.end - info.begin != numel * elem_size as u64 {
+                return Err(DiffusionError::Tensor {
+                    path: path.to_path_buf(),
+                    tensor: name.clone(),
+                    problem: format!(
+                        "has {} bytes of data but shape {:?} needs {}",
+                        info.end.saturating_sub(info.begin),
+                        info.shape,
+                        numel * elem_size as u64
+                    ),
+                });
+            }
+            if info.end > data_len {
+                return Err(DiffusionError::Tensor {
+                    path: path.to_path_buf(),
+                    tensor: name.clone(),
+                    problem: format!(
+                        "lies past the end of the file ({} of {} data bytes present): the file is truncated; download it again",
+                        data_len, info.end
+                    ),
+                });
+            }
+            tensors.insert(name.clone(), info);
+        }
+        Ok(SafeTensors {
+            path: path.to_path_buf(),
+            file,
+            data_start,
+            tensors,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tensors.keys().map(|s| s.as_str())
+    }
+
+    pub fn info(&self, name: &str) -> Option<&TensorInfo> {
+        self.tensors.get(name)
+    }
+
+    /// Reads one tensor as f32 values in row-major order.
+    pub fn read_f32(&mut self, name: &str) -> Result<Vec<f32>> {
+        let info = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| DiffusionError::Tensor {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+                problem: "is missing".into(),
+            })?
+            .clone();
+        let mut bytes = vec![0u8; (info.end - info.begin) as usize];
+        self.file
+            .seek(SeekFrom::Start(self.data_start + info.begin))
+            .and_then(|_| self.file.read_exact(&mut bytes))
+            .map_err(|e| DiffusionError::io(&self.path, e))?;
+        Ok(match info.dtype {
+            StDtype::F32 => bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            StDtype::F16 => bytes
+                .chunks_exact(2)
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+            StDtype::BF16 => bytes
+                .chunks_exact(2)
+                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+            StDtype::Other(kind) => {
+                return Err(DiffusionError::Tensor {
+                    path: self.path.clone(),
+                    tensor: name.to_string(),
+                    problem: format!("has element type {kind}; expected F32, F16 or BF16"),
+                })
+            }
+        })
+    }
+}
+
+fn parse_entry(entry: &serde_json::Value) -> Option<(TensorInfo, usize)> {
+    let (dtype, size) = StDtype::parse(entry.get("dtype")?.as_str()?)?;
+    let shape = entry
+        .get("shape")?
+        .as_array()?
+        .iter()
+        .map(|d| d.as_u64().map(|d| d as usize))
+        .collect::<Option<Vec<_>>>()?;
+    let offsets = entry.get("data_offsets")?.as_array()?;
+    if offsets.len() != 2 {
+        return None;
+    }
+    Some((
+        TensorInfo {
+            dtype,
+            shape,
+            begin: offsets[0].as_u64()?,
+            end: offsets[1].as_u64()?,
+        },
+        size,
+    ))
+}
+
+/// Writes f32 tensors as a safetensors file (used by tests to make broken and small model folders).
+pub fn write_f32(path: &Path, tensors: &[(&str, Vec<usize>, &[f32])]) -> std::io::Result<()> {
+    let mut header = serde_json::Map::new();
+    let mut offset = 0u64;
+    for (name, shape, data) in tensors {
+        let end = offset + 4 * data.len() as u64;
+        header.insert(
+            name.to_string(),
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [offset, end]}),
+        );
+        offset = end;
+    }
+    let mut header = serde_json::to_vec(&serde_json::Value::Object(header))?;
+    while header.len() % 8 != 0 {
+        header.push(b' ');
+    }
+    let mut out = Vec::with_capacity(8 + header.len() + offset as usize);
+    out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    out.extend_from_slice(&header);
+    for (_, _, data) in tensors {
+        for v in data.iter() {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    std::fs::write(path, out)
+}

@@ -1,0 +1,316 @@
+//! The CLIP byte-level BPE tokenizer, behaving like transformers' `CLIPTokenizer` as diffusers calls
+//! it (`padding="max_length", max_length=77, truncation=True`): NFC, whitespace collapsed, lower
+//! case, CLIP's pre-tokenizer regex, byte-level BPE with `</w>` word ends, BOS/EOS, truncation and
+//! padding with the pad token (EOS in SD1.5).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use regex::Regex;
+use unicode_normalization::UnicodeNormalization;
+
+use crate::error::{DiffusionError, Result};
+
+const BOS: &str = "<|startoftext|>";
+const EOS: &str = "<|endoftext|>";
+
+/// SD1.5's merges (openai/clip-vit-large-patch14), built in for synthetic models, which have no files.
+const BUILTIN_MERGES: &str = include_str!("../assets/clip-merges.txt");
+
+pub struct Tokenizer {
+    vocab: HashMap<String, u32>,
+    ranks: HashMap<(String, String), usize>,
+    byte_encoder: [char; 256],
+    pattern: Regex,
+    bos: u32,
+    eos: u32,
+    pad: u32,
+    unk: Option<u32>,
+    max_length: usize,
+}
+
+impl Tokenizer {
+    /// Reads `vocab.json`, `merges.txt` and, when present, the special tokens and
+    /// `model_max_length` from `special_tokens_map.json` / `tokenizer_config.json`.
+    pub fn from_folder(folder: &Path) -> Result<Self> {
+        let bad = |problem: String| DiffusionError::Tokenizer {
+            path: folder.to_path_buf(),
+            problem,
+        };
+        let vocab_path = folder.join("vocab.json");
+        let merges_path = folder.join("merges.txt");
+        let vocab_text = std::fs::read_to_string(&vocab_path).map_err(|e| DiffusionError::io(&vocab_path, e))?;
+        let vocab: HashMap<String, u32> = serde_json::from_str(&vocab_text)
+            .map_err(|e| bad(format!("vocab.json is not a JSON map of token to id: {e}")))?;
+        let merges_text = std::fs::read_to_string(&merges_path).map_err(|e| DiffusionError::io(&merges_path, e))?;
+        let merges = parse_merges(&merges_text).map_err(bad)?;
+
+        let mut special = SpecialTokens::default();
+        for file in ["tokenizer_config.json", "special_tokens_map.json"] {
+            let path = folder.join(file);
+            if path.is_file() {
+                let text = std::fs::read_to_string(&path).map_err(|e| DiffusionError::io(&path, e))?;
+                let json: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| DiffusionError::config(&path, e.to_string()))?;
+                special.update(&json);
+            }
+        }
+        Self::build(vocab, merges, special).map_err(bad)
+    }
+
+    /// SD1.5's tokenizer from the built-in merges list; the vocabulary follows from it exactly as
+    /// CLIP builds it (bytes, bytes with `</w>`, one token per merge, then BOS and EOS).
+    pub fn builtin_sd15() -> Self {
+        let merges = parse_merges(BUILTIN_MERGES).expect("built-in merges parse");
+        // CLIP lists the byte symbols printable bytes first, then the rest (as bytes_to_unicode
+        // builds them), not in byte order.
+        let map = bytes_to_unicode();
+        let mut order: Vec<usize> = (0..256).filter(|&b| map[b] as u32 == b as u32).collect();
+        order.extend((0..256).filter(|&b| map[b] as u32 != b as u32));
+        let byte_chars: Vec<char> = order.iter().map(|&b| map[b]).collect();
+        let mut tokens: Vec<String> = byte_chars.iter().map(|c| c.to_string()).collect();
+        tokens.extend(byte_chars.iter().map(|c| format!("{c}</w>")));
+        tokens.extend(merges.iter().map(|(a, b)| format!("{a}{b}")));
+        tokens.push(BOS.into());
+        tokens.push(EOS.into());
+        let vocab = tokens.into_iter().enumerate().map(|(i, t)| (t, i as u32)).collect();
+        Self::build(vocab, merges, SpecialTokens::default()).expect("built-in tokenizer is complete")
+    }
+
+    fn build(vocab: HashMap<String, u32>, merges: Vec<(String, String)>, special: SpecialTokens) -> std::result::Result<Self, String> {
+        let id = |token: &str, role: &str| {
+            vocab
+                .get(token)
+                .copied()
+                .ok_or_else(|| format!("the {role} token `{token}` is not in vocab.json"))
+        };
+        let bos = id(&special.bos, "BOS")?;
+        let eos = id(&special.eos, "EOS")?;
+        let pad = id(&special.pad, "pad")?;
+        let unk = vocab.get(&special.unk).copied();
+        let pattern = Regex::new(
+            r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+",
+        )
+        .expect("CLIP pattern compiles");
+        let ranks = merges.into_iter().enumerate().map(|(i, m)| (m, i)).collect();
+        Ok(Tokenizer {
+            vocab,
+            ranks,
+            byte_encoder: bytes_to_unicode(),
+            pattern,
+            bos,
+            eos,
+            pad,
+            unk,
+            max_length: special.max_length,
+        })
+    }
+
+    pub fn max_length(&self) -> usize {
+        self.max_length
+    }
+
+    /// Token ids of `text` without BOS/EOS.
+    pub fn encode_raw(&self, text: &str) -> Vec<u32> {
+        let normalized: String = text.nfc().collect::<String>();
+        let collapsed = collapse_whitespace(&normalized).to_lowercase();
+        let mut ids = Vec::new();
+        for piece in self.pattern.find_iter(&collapsed) {
+            let piece = piece.as_str();
+            if piece == BOS || piece == EOS {
+                ids.push(if piece == BOS { self.bos } else { self.eos });
+                continue;
+            }
+            let encoded: String = piece.bytes().map(|b| self.byte_encoder[b as usize]).collect();
+            for token in self.bpe(&encoded) {
+                match self.vocab.get(&token) {
+                    Some(&id) => ids.push(id),
+                    None => ids.extend(self.unk),
+                }
+            }
+        }
+        ids
+    }
+
+    /// `[BOS] ids[..max-2] [EOS] [pad]...`, exactly `max_length` ids.
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(self.max_length);
+        ids.push(self.bos);
+        let raw = self.encode_raw(text);
+        ids.extend(raw.into_iter().take(self.max_length.saturating_sub(2)));
+        ids.push(self.eos);
+        ids.resize(self.max_length, self.pad);
+        ids
+    }
+
+    /// Byte-pair merges of one pre-token, lowest-ranked pair first, the last symbol marked `</w>`.
+    fn bpe(&self, token: &str) -> Vec<String> {
+        let chars: Vec<char> = token.chars().collect();
+        if chars.is_empty() {
+            return Vec::new();
+        }
+        let mut word: Vec<String> = chars.iter().map(|c| c.to_string()).collect();
+        let last = word.len() - 1;
+        word[last].push_str("</w>");
+        loop {
+            let best = word
+                .windows(2)
+                .enumerate()
+                .filter_map(|(i, pair)| self.ranks.get(&(pair[0].clone(), pair[1].clone())).map(|&r| (r, i)))
+                .min();
+            let Some((_, _)) = best else { break };
+            let (first, second) = {
+                let (_, i) = best.unwrap();
+                (word[i].clone(), word[i + 1].clone())
+            };
+            // Merge every occurrence of the pair, left to right, as CLIP's reference does.
+            let mut merged = Vec::with_capacity(word.len());
+            let mut i = 0;
+            while i < word.len() {
+                if i + 1 < word.len() && word[i] == first && word[i + 1] == second {
+                    merged.push(format!("{first}{second}"));
+                    i += 2;
+                } else {
+                    merged.push(word[i].clone());
+                    i += 1;
+                }
+            }
+            word = merged;
+            if word.len() == 1 {
+                break;
+            }
+        }
+        word
+    }
+}
+
+struct SpecialTokens {
+    bos: String,
+    eos: String,
+    pad: String,
+    unk: String,
+    max_length: usize,
+}
+
+impl Default for SpecialTokens {
+    fn default() -> Self {
+        SpecialTokens {
+            bos: BOS.into(),
+            eos: EOS.into(),
+            pad: EOS.into(),
+            unk: EOS.into(),
+            max_length: 77,
+        }
+    }
+}
+
+impl SpecialTokens {
+    /// Reads `bos_token`, `eos_token`, `pad_token`, `unk_token` (a string or `{"content": ...}`) and
+    /// `model_max_length` where present.
+    fn update(&mut self, json: &serde_json::Value) {
+        let token = |key: &str| {
+            let v = json.get(key)?;
+            v.as_str()
+                .or_else(|| v.get("content").and_then(|c| c.as_str()))
+                .map(str::to_string)
+        };
+        if let Some(t) = token("bos_token") {
+            self.bos = t;
+        }
+        if let Some(t) = token("eos_token") {
+            self.eos = t;
+        }
+        if let Some(t) = token("pad_token") {
+            self.pad = t;
+        }
+        if let Some(t) = token("unk_token") {
+            self.unk = t;
+        }
+        // Some configs hold a huge sentinel (1e30) here; CLIP's text encoder takes 77.
+        if let Some(n) = json.get("model_max_length").and_then(|v| v.as_u64()) {
+            if (2..=4096).contains(&n) {
+                self.max_length = n as usize;
+            }
+        }
+    }
+}
+
+fn parse_merges(text: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let mut merges = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with("#version") || line.trim().is_empty() {
+            continue;
+        }
+        let mut parts = line.split(' ');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(a), Some(b), None) if !a.is_empty() && !b.is_empty() => merges.push((a.to_string(), b.to_string())),
+            _ => return Err(format!("merges.txt line {} is not two symbols: {line:?}", n + 1)),
+        }
+    }
+    Ok(merges)
+}
+
+/// Whitespace runs become one space (transformers' `Replace(\s+, " ")`).
+fn collapse_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            if !in_space {
+                out.push(' ');
+            }
+            in_space = true;
+        } else {
+            out.push(c);
+            in_space = false;
+        }
+    }
+    out
+}
+
+/// GPT-2's reversible byte-to-character map: printable bytes map to themselves, the rest to 256+n.
+fn bytes_to_unicode() -> [char; 256] {
+    let mut printable: Vec<u32> = (b'!' as u32..=b'~' as u32).collect();
+    printable.extend(0xA1..=0xAC);
+    printable.extend(0xAE..=0xFF);
+    let mut map = ['\0'; 256];
+    let mut extra = 0;
+    for b in 0..256u32 {
+        map[b as usize] = if printable.contains(&b) {
+            char::from_u32(b).unwrap()
+        } else {
+            extra += 1;
+            char::from_u32(255 + extra).unwrap()
+        };
+    }
+    map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_map_is_a_bijection_onto_printable_chars() {
+        let map = bytes_to_unicode();
+        let mut seen: Vec<char> = map.to_vec();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 256);
+        assert_eq!(map[b'a' as usize], 'a');
+        assert_eq!(map[b' ' as usize], 'Ġ');
+    }
+
+    #[test]
+    fn builtin_vocabulary_has_clip_size_and_ids() {
+        let t = Tokenizer::builtin_sd15();
+        assert_eq!(t.vocab.len(), 49408);
+        assert_eq!((t.bos, t.eos, t.pad), (49406, 49407, 49407));
+        assert_eq!(&t.encode("a photograph")[..4], &[49406, 320, 8853, 49407]);
+    }
+
+    #[test]
+    fn bad_merges_line_is_reported() {
+        assert!(parse_merges("#version: 0.2\na b c\n").unwrap_err().contains("line 2"));
+    }
+}

@@ -1,0 +1,273 @@
+//! diffusers' `UNet2DConditionModel`, built block by block from `unet/config.json`.
+
+mod transformer;
+
+use std::path::Path;
+
+use burn::prelude::*;
+use burn::tensor::{DType, TensorData};
+
+use crate::config::UNetConfig;
+use crate::error::Result;
+use crate::nn::{silu, Conv2d, GroupNorm, Linear};
+use crate::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
+use crate::weights::Loader;
+use transformer::{Transformer2DModel, TransformerSpec};
+
+/// A down or up block: resnets, each optionally followed by a transformer, then a resampler.
+struct Block<B: Backend> {
+    resnets: Vec<ResnetBlock2D<B>>,
+    attentions: Vec<Transformer2DModel<B>>,
+    downsampler: Option<Downsample2D<B>>,
+    upsampler: Option<Upsample2D<B>>,
+}
+
+struct MidBlock<B: Backend> {
+    first: ResnetBlock2D<B>,
+    rest: Vec<(Transformer2DModel<B>, ResnetBlock2D<B>)>,
+}
+
+pub struct UNet<B: Backend> {
+    time_channels: usize,
+    flip_sin_to_cos: bool,
+    freq_shift: f32,
+    linear_1: Linear<B>,
+    linear_2: Linear<B>,
+    conv_in: Conv2d<B>,
+    down: Vec<Block<B>>,
+    mid: Option<MidBlock<B>>,
+    up: Vec<Block<B>>,
+    conv_norm_out: GroupNorm<B>,
+    conv_out: Conv2d<B>,
+    in_channels: usize,
+    cross_attention_dim: usize,
+}
+
+impl<B: Backend> UNet<B> {
+    pub fn load(config: &UNetConfig, path: &Path, loader: &mut Loader<B>) -> Result<Self> {
+        let plan = config.plan(path)?;
+        let boc = &config.block_out_channels;
+        let n = boc.len();
+        let time_channels = boc[0];
+        let temb = config.time_embedding_dim.unwrap_or(4 * boc[0]);
+        let groups = config.norm_num_groups;
+        let eps = config.norm_eps;
+        let resnet = |inputs, outputs| ResnetSpec {
+            inputs,
+            outputs,
+            temb_channels: Some(temb),
+            groups,
+            eps,
+            output_scale_factor: 1.0,
+        };
+        let transformer = |channels, i: usize| TransformerSpec {
+            channels,
+            heads: plan.heads[i],
+            layers: plan.transformer_layers[i],
+            context_dim: plan.cross_attention_dim[i],
+            groups,
+            linear_projection: config.use_linear_projection,
+            upcast_attention: config.upcast_attention,
+        };
+
+        let linear_1 = loader.linear("time_embedding.linear_1", time_channels, temb, true)?;
+        let linear_2 = loader.linear("time_embedding.linear_2", temb, temb, true)?;
+        let k_in = config.conv_in_kernel;
+        let conv_in = loader.conv2d("conv_in", config.in_channels, boc[0], k_in, 1, k_in / 2)?;
+
+        let mut down = Vec::with_capacity(n);
+        let mut out_ch = boc[0];
+        for (i, kind) in config.down_block_types.iter().enumerate() {
+            let in_ch = out_ch;
+            out_ch = boc[i];
+            let p = format!("down_blocks.{i}");
+            let cross = kind == "CrossAttnDownBlock2D";
+            let mut block = Block {
+                resnets: Vec::new(),
+                attentions: Vec::new(),
+                downsampler: None,
+                upsampler: None,
+            };
+            for j in 0..plan.layers_per_block[i] {
+                let inputs = if j == 0 { in_ch } else { out_ch };
+                block
+                    .resnets
+                    .push(ResnetBlock2D::load(&format!("{p}.resnets.{j}"), &resnet(inputs, out_ch), loader)?);
+                if cross {
+                    block.attentions.push(Transformer2DModel::load(
+                        &format!("{p}.attentions.{j}"),
+                        &transformer(out_ch, i),
+                        loader,
+                    )?);
+                }
+            }
+            if i + 1 < n {
+                block.downsampler = Some(Downsample2D::load(
+                    &format!("{p}.downsamplers.0"),
+                    out_ch,
+                    config.downsample_padding,
+                    loader,
+                )?);
+            }
+            down.push(block);
+        }
+
+        let last = n - 1;
+        let mid = match config.mid_block_type {
+            Some(_) => {
+                let c = boc[last];
+                let spec = ResnetSpec {
+                    output_scale_factor: config.mid_block_scale_factor,
+                    ..resnet(c, c)
+                };
+                let first = ResnetBlock2D::load("mid_block.resnets.0", &spec, loader)?;
+                // diffusers' mid block has one attention/resnet pair; `transformer_layers_per_block`
+                // sets the depth inside that transformer.
+                let attn = Transformer2DModel::load("mid_block.attentions.0", &transformer(c, last), loader)?;
+                let res = ResnetBlock2D::load("mid_block.resnets.1", &spec, loader)?;
+                let rest = vec![(attn, res)];
+                Some(MidBlock { first, rest })
+            }
+            None => None,
+        };
+
+        let mut up = Vec::with_capacity(n);
+        let reversed: Vec<usize> = boc.iter().rev().copied().collect();
+        let mut out_ch = reversed[0];
+        for (i, kind) in config.up_block_types.iter().enumerate() {
+            let rev = n - 1 - i; // the down block this up block mirrors
+            let prev_out = out_ch;
+            out_ch = reversed[i];
+            let in_ch = reversed[(i + 1).min(n - 1)];
+            let p = format!("up_blocks.{i}");
+            let cross = kind == "CrossAttnUpBlock2D";
+            let layers = plan.layers_per_block[rev] + 1;
+            let mut block = Block {
+                resnets: Vec::new(),
+                attentions: Vec::new(),
+                downsampler: None,
+                upsampler: None,
+            };
+            for j in 0..layers {
+                let skip = if j == layers - 1 { in_ch } else { out_ch };
+                let inputs = if j == 0 { prev_out } else { out_ch };
+                block.resnets.push(ResnetBlock2D::load(
+                    &format!("{p}.resnets.{j}"),
+                    &resnet(inputs + skip, out_ch),
+                    loader,
+                )?);
+                if cross {
+                    block.attentions.push(Transformer2DModel::load(
+                        &format!("{p}.attentions.{j}"),
+                        &transformer(out_ch, rev),
+                        loader,
+                    )?);
+                }
+            }
+            if i + 1 < n {
+                block.upsampler = Some(Upsample2D::load(&format!("{p}.upsamplers.0"), out_ch, loader)?);
+            }
+            up.push(block);
+        }
+
+        let k_out = config.conv_out_kernel;
+        Ok(UNet {
+            time_channels,
+            flip_sin_to_cos: config.flip_sin_to_cos,
+            freq_shift: config.freq_shift,
+            linear_1,
+            linear_2,
+            conv_in,
+            down,
+            mid,
+            up,
+            conv_norm_out: loader.group_norm("conv_norm_out", groups, boc[0], eps)?,
+            conv_out: loader.conv2d("conv_out", boc[0], config.out_channels, k_out, 1, k_out / 2)?,
+            in_channels: config.in_channels,
+            cross_attention_dim: plan.cross_attention_dim[0],
+        })
+    }
+
+    pub fn in_channels(&self) -> usize {
+        self.in_channels
+    }
+
+    pub fn cross_attention_dim(&self) -> usize {
+        self.cross_attention_dim
+    }
+
+    /// Sinusoidal timestep embedding computed in f32 on the CPU, as diffusers'
+    /// `get_timestep_embedding` does: [sin | cos] (or [cos | sin] when flipped).
+    pub fn timestep_embedding(&self, timestep: f32, batch: usize, device: &B::Device) -> Tensor<B, 2> {
+        let dim = self.time_channels;
+        let half = dim / 2;
+        let mut row = vec![0f32; dim];
+        for k in 0..half {
+            let exponent = -(10000f32.ln()) * k as f32 / (half as f32 - self.freq_shift);
+            let arg = timestep * exponent.exp();
+            let (first, second) = if self.flip_sin_to_cos {
+                (arg.cos(), arg.sin())
+            } else {
+                (arg.sin(), arg.cos())
+            };
+            row[k] = first;
+            row[half + k] = second;
+        }
+        let data: Vec<f32> = row.iter().cycle().take(dim * batch).copied().collect();
+        Tensor::from_data(TensorData::new(data, [batch, dim]), (device, DType::F32))
+    }
+
+    /// `sample`: [N, C, h, w] latents, `timestep`, `context`: [N, S, cross_dim] -> noise prediction
+    /// [N, C_out, h, w], in the activation dtype.
+    pub fn forward(&self, sample: Tensor<B, 4>, timestep: f32, context: &Tensor<B, 3>) -> Tensor<B, 4> {
+        let [batch, _, _, _] = sample.dims();
+        let dtype = self.conv_in.weight.dtype();
+        let t = self
+            .timestep_embedding(timestep, batch, &sample.device())
+            .cast(dtype);
+        let emb = self.linear_2.forward(silu(self.linear_1.forward(t)));
+        let emb = Some(&emb);
+
+        let mut x = self.conv_in.forward(sample.cast(dtype));
+        let mut skips = vec![x.clone()];
+        for block in &self.down {
+            for (j, resnet) in block.resnets.iter().enumerate() {
+                x = resnet.forward(x, emb);
+                if let Some(attn) = block.attentions.get(j) {
+                    x = attn.forward(x, context);
+                }
+                skips.push(x.clone());
+            }
+            if let Some(down) = &block.downsampler {
+                x = down.forward(x);
+                skips.push(x.clone());
+            }
+        }
+        if let Some(mid) = &self.mid {
+            x = mid.first.forward(x, emb);
+            for (attn, resnet) in &mid.rest {
+                x = resnet.forward(attn.forward(x, context), emb);
+            }
+        }
+        for block in &self.up {
+            for (j, resnet) in block.resnets.iter().enumerate() {
+                let skip = skips.pop().expect("one skip per up-block resnet");
+                x = resnet.forward(Tensor::cat(vec![x, skip], 1), emb);
+                if let Some(attn) = block.attentions.get(j) {
+                    x = attn.forward(x, context);
+                }
+            }
+            if let Some(up) = &block.upsampler {
+                // Match the skip connection's size when an odd size was halved (diffusers'
+                // `upsample_size`).
+                let target = skips.last().map(|s| {
+                    let [_, _, h, w] = s.dims();
+                    [h, w]
+                });
+                x = up.forward(x, target);
+            }
+        }
+        self.conv_out
+            .forward(silu(self.conv_norm_out.forward(x)))
+    }
+}

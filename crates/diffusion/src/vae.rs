@@ -1,0 +1,177 @@
+//! The decoder half of diffusers' `AutoencoderKL`: post-quant conv, mid block (resnet, single-head
+//! spatial attention, resnet), up blocks, norm, conv out.
+
+use std::path::Path;
+
+use burn::prelude::*;
+
+use crate::config::VaeConfig;
+use crate::error::Result;
+use crate::nn::{multi_head_attention, silu, Conv2d, GroupNorm, Linear};
+use crate::resnet::{ResnetBlock2D, ResnetSpec, Upsample2D};
+use crate::weights::Loader;
+
+/// Old VAE checkpoints name the attention projections `query`/`key`/`value`/`proj_attn`.
+pub const LEGACY_ALIASES: &[(&str, &str)] = &[
+    (".to_q.", ".query."),
+    (".to_k.", ".key."),
+    (".to_v.", ".value."),
+    (".to_out.0.", ".proj_attn."),
+];
+
+/// The encoder is not needed to generate images.
+pub const IGNORED_PREFIXES: &[&str] = &["encoder.", "quant_conv."];
+
+/// Single-head self-attention over the pixels of a feature map, with its own group norm.
+struct SpatialAttention<B: Backend> {
+    group_norm: GroupNorm<B>,
+    to_q: Linear<B>,
+    to_k: Linear<B>,
+    to_v: Linear<B>,
+    to_out: Linear<B>,
+}
+
+impl<B: Backend> SpatialAttention<B> {
+    fn load(prefix: &str, channels: usize, groups: usize, loader: &mut Loader<B>) -> Result<Self> {
+        let c = channels;
+        Ok(SpatialAttention {
+            group_norm: loader.group_norm(&format!("{prefix}.group_norm"), groups, c, 1e-6)?,
+            to_q: loader.linear(&format!("{prefix}.to_q"), c, c, true)?,
+            to_k: loader.linear(&format!("{prefix}.to_k"), c, c, true)?,
+            to_v: loader.linear(&format!("{prefix}.to_v"), c, c, true)?,
+            to_out: loader.linear(&format!("{prefix}.to_out.0"), c, c, true)?,
+        })
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let [n, c, h, w] = x.dims();
+        let tokens = self.group_norm.forward(x.clone()).reshape([n, c, h * w]).swap_dims(1, 2);
+        let q = self.to_q.forward(tokens.clone());
+        let k = self.to_k.forward(tokens.clone());
+        let v = self.to_v.forward(tokens);
+        let out = self.to_out.forward(multi_head_attention(q, k, v, 1, false, false));
+        out.swap_dims(1, 2).reshape([n, c, h, w]) + x
+    }
+}
+
+struct UpBlock<B: Backend> {
+    resnets: Vec<ResnetBlock2D<B>>,
+    upsampler: Option<Upsample2D<B>>,
+}
+
+pub struct VaeDecoder<B: Backend> {
+    post_quant_conv: Option<Conv2d<B>>,
+    conv_in: Conv2d<B>,
+    mid_resnet_1: ResnetBlock2D<B>,
+    mid_attention: Option<SpatialAttention<B>>,
+    mid_resnet_2: ResnetBlock2D<B>,
+    up: Vec<UpBlock<B>>,
+    conv_norm_out: GroupNorm<B>,
+    conv_out: Conv2d<B>,
+    latent_channels: usize,
+    scaling_factor: f64,
+    scale_factor: usize,
+}
+
+impl<B: Backend> VaeDecoder<B> {
+    pub fn load(config: &VaeConfig, path: &Path, loader: &mut Loader<B>) -> Result<Self> {
+        config.validate(path)?;
+        let boc = &config.block_out_channels;
+        let groups = config.norm_num_groups;
+        let latent = config.latent_channels;
+        let resnet = |inputs, outputs| ResnetSpec {
+            inputs,
+            outputs,
+            temb_channels: None,
+            groups,
+            eps: 1e-6,
+            output_scale_factor: 1.0,
+        };
+        let top = *boc.last().expect("validated non-empty");
+        let post_quant_conv = if config.use_post_quant_conv {
+            Some(loader.conv2d("post_quant_conv", latent, latent, 1, 1, 0)?)
+        } else {
+            None
+        };
+        let conv_in = loader.conv2d("decoder.conv_in", latent, top, 3, 1, 1)?;
+        let mid_resnet_1 = ResnetBlock2D::load("decoder.mid_block.resnets.0", &resnet(top, top), loader)?;
+        let mid_attention = if config.mid_block_add_attention {
+            Some(SpatialAttention::load("decoder.mid_block.attentions.0", top, groups, loader)?)
+        } else {
+            None
+        };
+        let mid_resnet_2 = ResnetBlock2D::load("decoder.mid_block.resnets.1", &resnet(top, top), loader)?;
+
+        let reversed: Vec<usize> = boc.iter().rev().copied().collect();
+        let mut out_ch = reversed[0];
+        let mut up = Vec::with_capacity(boc.len());
+        for i in 0..reversed.len() {
+            let prev = out_ch;
+            out_ch = reversed[i];
+            let p = format!("decoder.up_blocks.{i}");
+            let mut resnets = Vec::new();
+            for j in 0..config.layers_per_block + 1 {
+                let inputs = if j == 0 { prev } else { out_ch };
+                resnets.push(ResnetBlock2D::load(&format!("{p}.resnets.{j}"), &resnet(inputs, out_ch), loader)?);
+            }
+            let upsampler = if i + 1 < reversed.len() {
+                Some(Upsample2D::load(&format!("{p}.upsamplers.0"), out_ch, loader)?)
+            } else {
+                None
+            };
+            up.push(UpBlock { resnets, upsampler });
+        }
+        Ok(VaeDecoder {
+            post_quant_conv,
+            conv_in,
+            mid_resnet_1,
+            mid_attention,
+            mid_resnet_2,
+            up,
+            conv_norm_out: loader.group_norm("decoder.conv_norm_out", groups, boc[0], 1e-6)?,
+            conv_out: loader.conv2d("decoder.conv_out", boc[0], config.out_channels, 3, 1, 1)?,
+            latent_channels: latent,
+            scaling_factor: config.scaling_factor,
+            scale_factor: config.scale_factor(),
+        })
+    }
+
+    pub fn latent_channels(&self) -> usize {
+        self.latent_channels
+    }
+
+    /// Latents are divided by this before decoding.
+    pub fn scaling_factor(&self) -> f64 {
+        self.scaling_factor
+    }
+
+    /// Image pixels per latent pixel.
+    pub fn scale_factor(&self) -> usize {
+        self.scale_factor
+    }
+
+    /// `z`: [N, latent, h, w] (already divided by the scaling factor) -> image [N, 3, h*f, w*f] in
+    /// about [-1, 1], in the activation dtype. Same as diffusers' `vae.decode(z).sample`.
+    pub fn decode(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
+        let dtype = self.conv_in.weight.dtype();
+        let mut x = z.cast(dtype);
+        if let Some(conv) = &self.post_quant_conv {
+            x = conv.forward(x);
+        }
+        x = self.conv_in.forward(x);
+        x = self.mid_resnet_1.forward(x, None);
+        if let Some(attn) = &self.mid_attention {
+            x = attn.forward(x);
+        }
+        x = self.mid_resnet_2.forward(x, None);
+        for block in &self.up {
+            for resnet in &block.resnets {
+                x = resnet.forward(x, None);
+            }
+            if let Some(up) = &block.upsampler {
+                x = up.forward(x, None);
+            }
+        }
+        self.conv_out.forward(silu(self.conv_norm_out.forward(x)))
+    }
+}

@@ -1,0 +1,331 @@
+//! Where a model's tensors come from: safetensors files in a model folder, or deterministic synthetic
+//! values. A `Loader` asks a source for each tensor by its diffusers/transformers name and expected
+//! shape, puts it on the device in the run's precision, and at the end the source reports any tensor
+//! the model never asked for.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use burn::prelude::*;
+use burn::tensor::{DType, TensorData};
+
+use crate::error::{DiffusionError, Result};
+use crate::nn::{Conv2d, GroupNorm, LayerNorm, Linear};
+use crate::safetensors::SafeTensors;
+
+/// Numeric precision of weights and activations. Norm statistics, softmax, timestep embeddings and
+/// scheduler arithmetic always run in f32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Precision {
+    F32,
+    F16,
+}
+
+impl Precision {
+    pub fn dtype(self) -> DType {
+        match self {
+            Precision::F32 => DType::F32,
+            Precision::F16 => DType::F16,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F16 => "f16",
+        }
+    }
+}
+
+/// How a synthetic tensor is initialised; a file source ignores it.
+#[derive(Debug, Clone, Copy)]
+pub enum Init {
+    Ones,
+    Zeros,
+    /// Uniform with variance 1/fan_in, which keeps activations at unit scale through a layer.
+    FanIn(usize),
+}
+
+/// A provider of named f32 tensors.
+pub trait WeightSource {
+    /// The tensor `name` in row-major order. `shape` is what the model's config needs; a source
+    /// that holds a different shape returns an error naming both.
+    fn take(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Vec<f32>>;
+    /// Called once every tensor has been taken: an error names any tensor that was not used.
+    fn finish(&mut self) -> Result<()>;
+}
+
+/// Picks a component's weights file: the `.fp16` variant first when running in f16, the plain file
+/// first otherwise, falling back to the other when only one exists.
+pub fn choose_weights_file(folder: &Path, stem: &str, precision: Precision) -> Result<PathBuf> {
+    let plain = folder.join(format!("{stem}.safetensors"));
+    let fp16 = folder.join(format!("{stem}.fp16.safetensors"));
+    let order = match precision {
+        Precision::F16 => [&fp16, &plain],
+        Precision::F32 => [&plain, &fp16],
+    };
+    if let Some(found) = order.iter().find(|p| p.is_file()) {
+        return Ok((*found).clone());
+    }
+    let bin = folder.join(format!("{stem}.bin"));
+    let problem = if bin.is_file() {
+        format!(
+            "has only PyTorch pickle weights ({}); SD Bench reads safetensors: download the .safetensors files",
+            bin.display()
+        )
+    } else {
+        format!("has no weights file: expected {} or {}", plain.display(), fp16.display())
+    };
+    Err(DiffusionError::ModelFolder {
+        path: folder.to_path_buf(),
+        problem,
+    })
+}
+
+/// Tensors from one safetensors file.
+pub struct FileWeights {
+    file: SafeTensors,
+    used: BTreeSet<String>,
+    /// Old checkpoint names for new ones (e.g. the VAE's legacy `query` for `to_q`).
+    aliases: Vec<(&'static str, &'static str)>,
+    /// Name prefixes of tensors the engine deliberately does not load (e.g. the VAE encoder).
+    ignored_prefixes: Vec<&'static str>,
+}
+
+impl FileWeights {
+    pub fn open(path: &Path) -> Result<Self> {
+        Ok(FileWeights {
+            file: SafeTensors::open(path)?,
+            used: BTreeSet::new(),
+            aliases: Vec::new(),
+            ignored_prefixes: Vec::new(),
+        })
+    }
+
+    pub fn with_aliases(mut self, aliases: &[(&'static str, &'static str)]) -> Self {
+        self.aliases.extend_from_slice(aliases);
+        self
+    }
+
+    pub fn ignoring(mut self, prefixes: &[&'static str]) -> Self {
+        self.ignored_prefixes.extend_from_slice(prefixes);
+        self
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// The name under which the file holds `name`: itself, or a legacy alias.
+    fn resolve(&self, name: &str) -> Option<String> {
+        if self.file.info(name).is_some() {
+            return Some(name.to_string());
+        }
+        self.aliases.iter().find_map(|(new, old)| {
+            let candidate = name.replace(new, old);
+            (candidate != name && self.file.info(&candidate).is_some()).then_some(candidate)
+        })
+    }
+}
+
+impl WeightSource for FileWeights {
+    fn take(&mut self, name: &str, shape: &[usize], _init: Init) -> Result<Vec<f32>> {
+        let stored = self.resolve(name).ok_or_else(|| DiffusionError::Tensor {
+            path: self.path().to_path_buf(),
+            tensor: name.to_string(),
+            problem: format!("is missing (the config needs shape {shape:?})"),
+        })?;
+        let found = &self.file.info(&stored).expect("resolved name exists").shape;
+        // Legacy checkpoints store some linear layers as 1x1 convolutions: same numbers.
+        let same_numbers = found.len() == 4
+            && shape.len() == 2
+            && found[..2] == shape[..]
+            && found[2] == 1
+            && found[3] == 1;
+        if found.as_slice() != shape && !same_numbers {
+            return Err(DiffusionError::Tensor {
+                path: self.path().to_path_buf(),
+                tensor: stored,
+                problem: format!("has shape {found:?} but the config needs {shape:?}"),
+            });
+        }
+        let values = self.file.read_f32(&stored)?;
+        self.used.insert(stored);
+        Ok(values)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let unexpected: Vec<&str> = self
+            .file
+            .names()
+            .filter(|n| !self.used.contains(*n))
+            .filter(|n| !self.ignored_prefixes.iter().any(|p| n.starts_with(p)))
+            .collect();
+        match unexpected.as_slice() {
+            [] => Ok(()),
+            [first, ..] => Err(DiffusionError::Tensor {
+                path: self.path().to_path_buf(),
+                tensor: first.to_string(),
+                problem: format!(
+                    "is not part of the model the config describes ({} unexpected tensor(s)); is the config from a different model?",
+                    unexpected.len()
+                ),
+            }),
+        }
+    }
+}
+
+/// Deterministic generated weights: each tensor's values depend only on the seed and its name.
+pub struct SyntheticWeights {
+    seed: u64,
+}
+
+impl SyntheticWeights {
+    pub fn new(seed: u64) -> Self {
+        SyntheticWeights { seed }
+    }
+}
+
+impl WeightSource for SyntheticWeights {
+    fn take(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Vec<f32>> {
+        let count: usize = shape.iter().product();
+        Ok(match init {
+            Init::Ones => vec![1.0; count],
+            Init::Zeros => vec![0.0; count],
+            Init::FanIn(fan_in) => {
+                // Uniform(-a, a) has variance a^2/3; a = sqrt(3 / fan_in) gives variance 1/fan_in.
+                let a = (3.0 / fan_in.max(1) as f64).sqrt() as f32;
+                let mut state = self.seed ^ fnv1a(name.as_bytes());
+                (0..count)
+                    .map(|_| {
+                        let bits = splitmix64(&mut state) >> 40; // 24 random bits
+                        (bits as f32 / (1u64 << 23) as f32 - 1.0) * a
+                    })
+                    .collect()
+            }
+        })
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E3779B97F4A7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+    z ^ (z >> 31)
+}
+
+/// Builds layers from a weight source onto a device.
+pub struct Loader<'a, B: Backend> {
+    source: &'a mut dyn WeightSource,
+    pub device: B::Device,
+    pub precision: Precision,
+}
+
+impl<'a, B: Backend> Loader<'a, B> {
+    pub fn new(source: &'a mut dyn WeightSource, device: &B::Device, precision: Precision) -> Self {
+        Loader {
+            source,
+            device: device.clone(),
+            precision,
+        }
+    }
+
+    pub fn finish(self) -> Result<()> {
+        self.source.finish()
+    }
+
+    fn upload<const D: usize>(&self, values: Vec<f32>, shape: [usize; D], dtype: DType) -> Tensor<B, D> {
+        let data = match dtype {
+            DType::F16 => TensorData::new(
+                values.into_iter().map(half::f16::from_f32).collect::<Vec<_>>(),
+                shape,
+            ),
+            _ => TensorData::new(values, shape),
+        };
+        Tensor::from_data(data, (&self.device, dtype))
+    }
+
+    /// A tensor in the run's precision.
+    pub fn tensor<const D: usize>(&mut self, name: &str, shape: [usize; D], init: Init) -> Result<Tensor<B, D>> {
+        let values = self.source.take(name, &shape, init)?;
+        Ok(self.upload(values, shape, self.precision.dtype()))
+    }
+
+    /// A tensor kept in f32 whatever the precision (norm parameters).
+    pub fn tensor_f32<const D: usize>(&mut self, name: &str, shape: [usize; D], init: Init) -> Result<Tensor<B, D>> {
+        let values = self.source.take(name, &shape, init)?;
+        Ok(self.upload(values, shape, DType::F32))
+    }
+
+    /// `nn.Linear(inputs, outputs)` stored as PyTorch does ([out, in]); kept as [in, out] for matmul.
+    pub fn linear(&mut self, prefix: &str, inputs: usize, outputs: usize, bias: bool) -> Result<Linear<B>> {
+        let w = self
+            .source
+            .take(&format!("{prefix}.weight"), &[outputs, inputs], Init::FanIn(inputs))?;
+        let mut transposed = vec![0f32; w.len()];
+        for o in 0..outputs {
+            for i in 0..inputs {
+                transposed[i * outputs + o] = w[o * inputs + i];
+            }
+        }
+        let weight = self.upload(transposed, [inputs, outputs], self.precision.dtype());
+        let bias = if bias {
+            Some(self.tensor(&format!("{prefix}.bias"), [outputs], Init::Zeros)?)
+        } else {
+            None
+        };
+        Ok(Linear { weight, bias })
+    }
+
+    /// `nn.Conv2d(inputs, outputs, kernel, stride, padding)` with a bias.
+    pub fn conv2d(
+        &mut self,
+        prefix: &str,
+        inputs: usize,
+        outputs: usize,
+        kernel: usize,
+        stride: usize,
+        padding: usize,
+    ) -> Result<Conv2d<B>> {
+        let weight = self.tensor(
+            &format!("{prefix}.weight"),
+            [outputs, inputs, kernel, kernel],
+            Init::FanIn(inputs * kernel * kernel),
+        )?;
+        let bias = self.tensor(&format!("{prefix}.bias"), [outputs], Init::Zeros)?;
+        Ok(Conv2d {
+            weight,
+            bias,
+            stride,
+            padding,
+        })
+    }
+
+    pub fn group_norm(&mut self, prefix: &str, groups: usize, channels: usize, eps: f64) -> Result<GroupNorm<B>> {
+        Ok(GroupNorm {
+            gamma: self.tensor_f32(&format!("{prefix}.weight"), [channels], Init::Ones)?,
+            beta: self.tensor_f32(&format!("{prefix}.bias"), [channels], Init::Zeros)?,
+            groups,
+            eps,
+        })
+    }
+
+    pub fn layer_norm(&mut self, prefix: &str, dim: usize, eps: f64) -> Result<LayerNorm<B>> {
+        Ok(LayerNorm {
+            gamma: self.tensor_f32(&format!("{prefix}.weight"), [dim], Init::Ones)?,
+            beta: self.tensor_f32(&format!("{prefix}.bias"), [dim], Init::Zeros)?,
+            eps,
+        })
+    }
+}

@@ -1,0 +1,55 @@
+//! Shared helpers for the parity tests: fixture paths, reference tensors, explicit tolerances.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use sdbench_diffusion::safetensors::SafeTensors;
+
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The tiny pipelines made by scripts/make_fixtures.py.
+pub const TINY: [&str; 2] = ["tiny-sd", "tiny-variant"];
+
+pub struct Reference {
+    file: SafeTensors,
+    pub meta: serde_json::Value,
+}
+
+impl Reference {
+    pub fn open(name: &str) -> Self {
+        let dir = fixtures();
+        let file = SafeTensors::open(&dir.join(format!("{name}.reference.safetensors"))).expect("reference file");
+        let meta = serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.reference.json"))).unwrap()).unwrap();
+        Reference { file, meta }
+    }
+
+    pub fn shape(&self, key: &str) -> Vec<usize> {
+        self.file.info(key).unwrap_or_else(|| panic!("reference has no {key}")).shape.clone()
+    }
+
+    pub fn get(&mut self, key: &str) -> Vec<f32> {
+        self.file.read_f32(key).unwrap()
+    }
+}
+
+/// Largest absolute difference, and the reference's largest magnitude (for scale).
+pub fn max_abs_diff(actual: &[f32], expected: &[f32]) -> (f32, f32) {
+    assert_eq!(actual.len(), expected.len(), "length differs");
+    let mut diff = 0f32;
+    let mut scale = 0f32;
+    for (a, e) in actual.iter().zip(expected) {
+        assert!(a.is_finite(), "non-finite output");
+        diff = diff.max((a - e).abs());
+        scale = scale.max(e.abs());
+    }
+    (diff, scale)
+}
+
+/// Asserts `actual` matches `expected` within `atol` absolute difference.
+pub fn assert_close(what: &str, actual: &[f32], expected: &[f32], atol: f32) {
+    let (diff, scale) = max_abs_diff(actual, expected);
+    eprintln!("{what}: max |diff| = {diff:.3e} (reference max |x| = {scale:.3e}, tolerance {atol:.1e})");
+    assert!(diff <= atol, "{what}: max |diff| {diff:e} exceeds {atol:e}");
+}

@@ -1,0 +1,131 @@
+//! Parity with diffusers on the tiny random-weight pipelines made by scripts/make_fixtures.py:
+//! text encoder, one UNet call, VAE decode, seeded noise, and full generations for every scheduler
+//! with and without a negative prompt, on the CPU backend and on wgpu through Vulkan.
+//!
+//! Tolerances are absolute, on values of order 1. Observed on the CPU: components about 4e-6,
+//! images about 3e-6. The bounds leave room for other backends' summation orders and still fail on
+//! any wiring or formula error: components 5e-5, generated images 2e-4 on the [0, 1] scale (1/20
+//! of one 8-bit level).
+
+mod common;
+
+use common::{assert_close, Reference, TINY};
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::{
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision, SchedulerKind,
+};
+
+const COMPONENT_ATOL: f32 = 5e-5;
+const IMAGE_ATOL: f32 = 2e-4;
+
+fn load(name: &str, backend: BackendRequest) -> Pipeline {
+    let device = select(backend).expect("backend available");
+    Pipeline::load(&ModelSource::Folder(common::fixtures().join(name)), device, Some(Precision::F32)).unwrap()
+}
+
+fn check_components(name: &str, backend: BackendRequest) {
+    let pipe = load(name, backend);
+    let mut r = Reference::open(name);
+
+    let ids: Vec<u32> = r.get("text_encoder.input_ids").iter().map(|&x| x as u32).collect();
+    let hidden = pipe.run_text_encoder(&[ids]).unwrap();
+    assert_close(&format!("{name} text encoder"), &hidden, &r.get("text_encoder.last_hidden_state"), COMPONENT_ATOL);
+
+    let s = r.shape("unet.sample");
+    let c = r.shape("unet.context");
+    let t = r.meta["unet_timestep"].as_f64().unwrap() as f32;
+    let out = pipe
+        .run_unet(&r.get("unet.sample"), [s[0], s[1], s[2], s[3]], t, &r.get("unet.context"), [c[0], c[1], c[2]])
+        .unwrap();
+    assert_close(&format!("{name} unet"), &out, &r.get("unet.out"), COMPONENT_ATOL);
+
+    let z = r.shape("vae.latents");
+    let image = pipe.run_vae_decode(&r.get("vae.latents"), [z[0], z[1], z[2], z[3]]).unwrap();
+    assert_close(&format!("{name} vae decode"), &image, &r.get("vae.image"), COMPONENT_ATOL);
+}
+
+fn check_generations(name: &str, backend: BackendRequest) {
+    let pipe = load(name, backend);
+    let mut r = Reference::open(name);
+    let g = r.meta["generate"].clone();
+    let latents = r.get("generate.latents");
+    let shape = r.shape("generate.latents");
+    let runs = g["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 12, "every scheduler, with and without a negative prompt");
+    for run in runs {
+        let key = run["key"].as_str().unwrap();
+        let request = GenerateRequest {
+            prompt: g["prompt"].as_str().unwrap().into(),
+            negative_prompt: run["negative"].as_str().unwrap_or("").into(),
+            steps: g["steps"].as_u64().unwrap() as usize,
+            guidance_scale: g["guidance"].as_f64().unwrap(),
+            scheduler: Some(SchedulerKind::from_name(run["scheduler"].as_str().unwrap()).unwrap()),
+            width: g["width"].as_u64().unwrap() as usize,
+            height: g["height"].as_u64().unwrap() as usize,
+            noise: InitialNoise::Latents {
+                shape: shape.clone(),
+                data: latents.clone(),
+                step_seed: 0,
+            },
+        };
+        let out = pipe.generate(&request, &mut |_| {}, &CancelToken::new()).unwrap();
+        assert_eq!((out.image.width, out.image.height), (request.width, request.height));
+        assert_close(&format!("{name} {key}"), &out.float_image, &r.get(key), IMAGE_ATOL);
+    }
+}
+
+#[test]
+fn components_match_diffusers_on_cpu() {
+    for name in TINY {
+        check_components(name, BackendRequest::Cpu);
+    }
+}
+
+#[test]
+fn generations_match_diffusers_on_cpu() {
+    for name in TINY {
+        check_generations(name, BackendRequest::Cpu);
+    }
+}
+
+#[test]
+fn seeded_noise_matches_the_documented_generator() {
+    for name in TINY {
+        let mut r = Reference::open(name);
+        let expected = r.get("noise.seed42");
+        let actual = sdbench_diffusion::noise::NormalGenerator::new(42).normals(expected.len());
+        assert_close(&format!("{name} seed 42 noise"), &actual, &expected, 1e-6);
+    }
+}
+
+/// The GPU code path through wgpu on a Vulkan device (Mesa lavapipe in CI). Skipped with a message
+/// when no Vulkan adapter exists, unless SDBENCH_REQUIRE_VULKAN=1 (set by .ci/run) makes it fail.
+fn vulkan_or_skip() -> bool {
+    let status = sdbench_diffusion::device::probe(sdbench_diffusion::BackendKind::Vulkan);
+    if status.usable {
+        return true;
+    }
+    if std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() == Ok("1") {
+        panic!("SDBENCH_REQUIRE_VULKAN=1 but no Vulkan adapter: {}", status.detail);
+    }
+    eprintln!("SKIPPED: no Vulkan adapter ({}); install mesa-vulkan-drivers", status.detail);
+    false
+}
+
+#[test]
+fn components_match_diffusers_on_vulkan() {
+    if vulkan_or_skip() {
+        for name in TINY {
+            check_components(name, BackendRequest::Vulkan);
+        }
+    }
+}
+
+#[test]
+fn generations_match_diffusers_on_vulkan() {
+    if vulkan_or_skip() {
+        for name in TINY {
+            check_generations(name, BackendRequest::Vulkan);
+        }
+    }
+}

@@ -1,0 +1,432 @@
+#!/usr/bin/env python3
+"""Make the reference fixtures that the engine's parity tests check against.
+
+Builds tiny random-weight Stable Diffusion pipelines with diffusers, saves them in the diffusers folder
+layout, and records what diffusers computes with them: tokenizer ids, one text-encoder call, one UNet
+call, one VAE decode, every scheduler's timesteps and sigmas, and full generations for every scheduler
+from fixed latents with and without a negative prompt.
+
+Usage (torch and diffusers are needed only here, never by the tests):
+    python3 -m venv ~/.cache/sdbench/venv
+    ~/.cache/sdbench/venv/bin/pip install torch diffusers transformers safetensors numpy open-clip-torch
+    ~/.cache/sdbench/venv/bin/python scripts/make_fixtures.py
+
+Output: crates/diffusion/tests/fixtures/ (committed; keep it small).
+"""
+
+import copy
+import gzip
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+import diffusers
+from diffusers import (
+    AutoencoderKL,
+    DDIMScheduler,
+    DPMSolverMultistepScheduler,
+    EulerAncestralDiscreteScheduler,
+    EulerDiscreteScheduler,
+    PNDMScheduler,
+    StableDiffusionPipeline,
+    UNet2DConditionModel,
+)
+from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "crates" / "diffusion" / "tests" / "fixtures"
+
+# The scheduler_config.json of stable-diffusion-v1-5/stable-diffusion-v1-5, verbatim.
+SD15_SCHEDULER = {
+    "_class_name": "PNDMScheduler",
+    "_diffusers_version": "0.6.0",
+    "beta_end": 0.012,
+    "beta_schedule": "scaled_linear",
+    "beta_start": 0.00085,
+    "num_train_timesteps": 1000,
+    "set_alpha_to_one": False,
+    "skip_prk_steps": True,
+    "steps_offset": 1,
+    "trained_betas": None,
+    "clip_sample": False,
+}
+
+SCHEDULERS = {
+    "pndm": (PNDMScheduler, {}),
+    "ddim": (DDIMScheduler, {}),
+    "euler": (EulerDiscreteScheduler, {}),
+    "euler_a": (EulerAncestralDiscreteScheduler, {}),
+    "dpmpp_2m": (DPMSolverMultistepScheduler, {"algorithm_type": "dpmsolver++", "solver_order": 2}),
+    "dpmpp_2m_karras": (
+        DPMSolverMultistepScheduler,
+        {"algorithm_type": "dpmsolver++", "solver_order": 2, "use_karras_sigmas": True},
+    ),
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The engine's documented noise generator (crates/diffusion/src/noise.rs), in Python, so that seeded
+# latents and ancestral-sampler noise are identical on both sides.
+MASK64 = (1 << 64) - 1
+
+
+class SdBenchNormal:
+    """SplitMix64 uniforms, Box-Muller pairs (cos first, then sin), float32 results."""
+
+    def __init__(self, seed):
+        self.state = seed & MASK64
+        self.spare = None
+
+    def next_u64(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
+
+    def uniform(self):
+        # In (0, 1]: never 0, so the logarithm below is finite.
+        return ((self.next_u64() >> 11) + 1) * (1.0 / (1 << 53))
+
+    def normal(self):
+        if self.spare is not None:
+            value, self.spare = self.spare, None
+            return value
+        u1, u2 = self.uniform(), self.uniform()
+        radius = math.sqrt(-2.0 * math.log(u1))
+        angle = 2.0 * math.pi * u2
+        self.spare = radius * math.sin(angle)
+        return radius * math.cos(angle)
+
+    def tensor(self, shape):
+        count = int(np.prod(shape))
+        values = np.array([self.normal() for _ in range(count)], dtype=np.float64)
+        return torch.from_numpy(values.astype(np.float32).reshape(shape))
+
+
+# ---------------------------------------------------------------------------------------------------
+# CLIP BPE vocabulary: the original merges list ships in open_clip's wheel; vocab.json and merges.txt
+# are derived from it exactly as openai/clip-vit-large-patch14 (SD1.5's tokenizer) has them.
+
+
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for c in cs]
+
+
+def clip_vocab(merge_count):
+    import open_clip
+
+    path = Path(open_clip.__file__).parent / "bpe_simple_vocab_16e6.txt.gz"
+    lines = gzip.open(path).read().decode("utf-8").split("\n")
+    merges = [tuple(line.split()) for line in lines[1 : 49152 - 256 - 2 + 1]][:merge_count]
+    vocab = bytes_to_unicode()
+    vocab = vocab + [v + "</w>" for v in vocab]
+    vocab += ["".join(m) for m in merges]
+    vocab += ["<|startoftext|>", "<|endoftext|>"]
+    return {token: i for i, token in enumerate(vocab)}, merges
+
+
+def write_tokenizer(folder, merge_count):
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab, merges = clip_vocab(merge_count)
+    with open(folder / "vocab.json", "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False, separators=(",", ":"))
+    with open(folder / "merges.txt", "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n")
+        for a, b in merges:
+            f.write(f"{a} {b}\n")
+    special = {
+        "bos_token": "<|startoftext|>",
+        "eos_token": "<|endoftext|>",
+        "pad_token": "<|endoftext|>",
+        "unk_token": "<|endoftext|>",
+    }
+    with open(folder / "special_tokens_map.json", "w") as f:
+        json.dump(special, f, indent=2)
+    with open(folder / "tokenizer_config.json", "w") as f:
+        json.dump({**special, "model_max_length": 77, "do_lower_case": True, "tokenizer_class": "CLIPTokenizer"}, f, indent=2)
+    return len(vocab)
+
+
+TOKENIZER_CASES = [
+    "a photograph of an astronaut riding a horse",
+    "A Photograph Of An ASTRONAUT, riding a horse!!",
+    "  lots   of\twhitespace\n\nand newlines  ",
+    "punctuation: commas, periods. (parentheses) [brackets] {braces} 'quotes' \"double\" ...?!",
+    "don't can't we're they've I'm you'll he'd",
+    "numbers 1234 and 3.14159 and 2nd 10x",
+    "café naïve résumé Zürich",
+    "emoji 🚀 and symbols © ™ → ∞",
+    "日本語のテキスト and 中文",
+    "",
+    "a very long prompt " + " ".join(f"word{i} with more detail" for i in range(40)),
+    "<|startoftext|> special tokens in the text <|endoftext|>",
+    "hyphen-ated and under_scored and slash/separated and email@example.com",
+]
+
+
+def tokenizer_cases(folder):
+    tokenizer = CLIPTokenizer.from_pretrained(folder)
+    cases = []
+    for text in TOKENIZER_CASES:
+        ids = tokenizer(text, padding="max_length", max_length=77, truncation=True).input_ids
+        cases.append({"text": text, "ids": ids})
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tiny pipelines. "tiny-sd" mirrors SD1.5's shape of config at toy sizes; "tiny-variant" changes every
+# option that a config can change (block order, head counts as a list, linear projections, flipped
+# sinusoids, a three-level VAE with its own scaling factor, gelu in CLIP).
+
+TINY = {
+    "tiny-sd": {
+        "unet": dict(
+            sample_size=8,
+            in_channels=4,
+            out_channels=4,
+            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+            block_out_channels=(24, 48),
+            layers_per_block=2,
+            cross_attention_dim=32,
+            attention_head_dim=4,
+            norm_num_groups=8,
+        ),
+        "vae": dict(
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+            up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+            block_out_channels=(16, 32),
+            layers_per_block=1,
+            latent_channels=4,
+            norm_num_groups=8,
+            sample_size=16,
+        ),
+        "clip": dict(
+            hidden_size=32,
+            intermediate_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            max_position_embeddings=77,
+            hidden_act="quick_gelu",
+        ),
+        "merges": 1000,
+        "fp16_variant": True,
+        "size": (16, 24),  # height, width: not square, to catch transposes
+    },
+    "tiny-variant": {
+        "unet": dict(
+            sample_size=8,
+            in_channels=4,
+            out_channels=4,
+            down_block_types=("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
+            up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
+            block_out_channels=(16, 32, 32),
+            layers_per_block=1,
+            cross_attention_dim=24,
+            attention_head_dim=[2, 4, 2],
+            norm_num_groups=4,
+            norm_eps=1e-6,
+            flip_sin_to_cos=False,
+            freq_shift=1,
+            downsample_padding=0,
+            use_linear_projection=True,
+        ),
+        "vae": dict(
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownEncoderBlock2D",) * 3,
+            up_block_types=("UpDecoderBlock2D",) * 3,
+            block_out_channels=(8, 16, 16),
+            layers_per_block=2,
+            latent_channels=4,
+            norm_num_groups=4,
+            sample_size=32,
+            scaling_factor=0.5,
+        ),
+        "clip": dict(
+            hidden_size=24,
+            intermediate_size=40,
+            num_hidden_layers=3,
+            num_attention_heads=3,
+            max_position_embeddings=77,
+            hidden_act="gelu",
+        ),
+        "merges": 600,
+        "fp16_variant": False,
+        "size": (32, 24),
+    },
+}
+
+
+def build_pipeline(name, spec, folder):
+    torch.manual_seed(sum(map(ord, name)))
+    vocab_size = write_tokenizer(folder / "tokenizer", spec["merges"])
+    tokenizer = CLIPTokenizer.from_pretrained(folder / "tokenizer")
+    text_encoder = CLIPTextModel(
+        CLIPTextConfig(vocab_size=vocab_size, bos_token_id=vocab_size - 2, eos_token_id=vocab_size - 1, pad_token_id=vocab_size - 1, **spec["clip"])
+    )
+    unet = UNet2DConditionModel(**spec["unet"])
+    vae = AutoencoderKL(**spec["vae"])
+    # Random init leaves some weights at zero (e.g. conv_out); give every tensor a little signal so
+    # a wrong wiring cannot hide behind a zero.
+    with torch.no_grad():
+        for model in (unet, vae, text_encoder):
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.02)
+    scheduler = PNDMScheduler.from_config(SD15_SCHEDULER)
+    pipe = StableDiffusionPipeline(
+        vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet, scheduler=scheduler,
+        safety_checker=None, feature_extractor=None, requires_safety_checker=False,
+    )
+    pipe.save_pretrained(folder, safe_serialization=True)
+    if spec["fp16_variant"]:
+        # A real fp16 variant next to the fp32 files, as the Hub repository has. Made from a copy:
+        # the references below must come from the exact fp32 weights.
+        copy.deepcopy(pipe).to(torch.float16).save_pretrained(folder, safe_serialization=True, variant="fp16")
+    # Keep the folder exactly as the Hub has it: the scheduler config verbatim from SD1.5.
+    with open(folder / "scheduler" / "scheduler_config.json", "w") as f:
+        json.dump(SD15_SCHEDULER, f, indent=2)
+    for extra in ("safety_checker", "feature_extractor"):
+        shutil.rmtree(folder / extra, ignore_errors=True)
+    # The Hub repository has no tokenizer.json; neither does the fixture.
+    (folder / "tokenizer" / "tokenizer.json").unlink(missing_ok=True)
+    return pipe
+
+
+def to_np(t):
+    return t.detach().to(torch.float32).cpu().contiguous()
+
+
+def make_references(name, spec, pipe, folder):
+    refs = {}
+    meta = {"diffusers_version": diffusers.__version__, "torch_version": torch.__version__}
+    height, width = spec["size"]
+    vae_factor = 2 ** (len(pipe.vae.config.block_out_channels) - 1)
+    lh, lw = height // vae_factor, width // vae_factor
+    gen = torch.Generator().manual_seed(7)
+
+    # Text encoder: one call on real token ids.
+    prompt = "a photograph of an astronaut riding a horse"
+    ids = pipe.tokenizer(prompt, padding="max_length", max_length=77, truncation=True, return_tensors="pt").input_ids
+    with torch.no_grad():
+        hidden = pipe.text_encoder(ids)[0]
+    refs["text_encoder.input_ids"] = ids.to(torch.float32)  # exact below 2^24
+    refs["text_encoder.last_hidden_state"] = to_np(hidden)
+
+    # UNet: one call at batch 2, a fractional timestep (Euler passes those).
+    cross = pipe.unet.config.cross_attention_dim
+    sample = torch.randn(2, 4, lh, lw, generator=gen)
+    context = torch.randn(2, 77, cross, generator=gen)
+    with torch.no_grad():
+        out = pipe.unet(sample, torch.tensor(421.5), encoder_hidden_states=context).sample
+    refs["unet.sample"], refs["unet.context"], refs["unet.out"] = sample, context, to_np(out)
+    meta["unet_timestep"] = 421.5
+
+    # VAE decoder: latents straight into decode (no scaling), as vae.decode does.
+    latents = torch.randn(1, 4, lh, lw, generator=gen)
+    with torch.no_grad():
+        image = pipe.vae.decode(latents).sample
+    refs["vae.latents"], refs["vae.image"] = latents, to_np(image)
+
+    # Full generations from fixed latents.
+    fixed = torch.randn(1, 4, lh, lw, generator=gen)
+    refs["generate.latents"] = fixed
+    steps = 4
+    runs = []
+    for sched_name, (cls, extra) in SCHEDULERS.items():
+        for negative in (None, "blurry, low quality"):
+            pipe.scheduler = cls.from_config(SD15_SCHEDULER, **extra)
+            restore = patch_ancestral_noise(seed=0)
+            with torch.no_grad():
+                image = pipe(
+                    prompt, negative_prompt=negative, num_inference_steps=steps, guidance_scale=7.5,
+                    height=height, width=width, latents=fixed.clone(), output_type="np",
+                ).images[0]
+            restore()
+            key = f"generate.{sched_name}.{'neg' if negative else 'noneg'}"
+            refs[key] = torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))
+            runs.append({"key": key, "scheduler": sched_name, "negative": negative})
+    meta["generate"] = {"prompt": prompt, "steps": steps, "guidance": 7.5, "height": height, "width": width, "runs": runs}
+
+    # Seeded latents: the engine's generator must give the same numbers.
+    refs["noise.seed42"] = SdBenchNormal(42).tensor((1, 4, lh, lw))
+
+    save_file({k: v.contiguous() for k, v in refs.items()}, str(folder.parent / f"{name}.reference.safetensors"))
+    with open(folder.parent / f"{name}.reference.json", "w") as f:
+        json.dump(meta, f, indent=2)
+
+
+def patch_ancestral_noise(seed):
+    """Make Euler-ancestral draw its per-step noise from the engine's generator."""
+    import diffusers.schedulers.scheduling_euler_ancestral_discrete as module
+
+    original = module.randn_tensor
+    normal = SdBenchNormal(seed)
+
+    def randn_tensor(shape, generator=None, device=None, dtype=None, **_):
+        return normal.tensor(tuple(shape)).to(dtype=dtype or torch.float32)
+
+    module.randn_tensor = randn_tensor
+
+    def restore():
+        module.randn_tensor = original
+
+    return restore
+
+
+def scheduler_references():
+    cases = []
+    for sched_name, (cls, extra) in SCHEDULERS.items():
+        for steps in (1, 4, 30, 50):
+            s = cls.from_config(SD15_SCHEDULER, **extra)
+            s.set_timesteps(steps)
+            case = {
+                "scheduler": sched_name,
+                "steps": steps,
+                "timesteps": [float(t) for t in s.timesteps],
+                "init_noise_sigma": float(s.init_noise_sigma),
+            }
+            if hasattr(s, "sigmas"):
+                case["sigmas"] = [float(x) for x in s.sigmas]
+            cases.append(case)
+    return cases
+
+
+def main():
+    torch.set_grad_enabled(False)
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    OUT.mkdir(parents=True)
+    # The full SD1.5 tokenizer (49408 tokens), for tokenizer parity.
+    write_tokenizer(OUT / "clip-tokenizer", 49152 - 256 - 2)
+    with open(OUT / "tokenizer_cases.json", "w", encoding="utf-8") as f:
+        json.dump(tokenizer_cases(OUT / "clip-tokenizer"), f, ensure_ascii=False, indent=1)
+    with open(OUT / "scheduler_cases.json", "w") as f:
+        json.dump(scheduler_references(), f)
+    for name, spec in TINY.items():
+        folder = OUT / name
+        pipe = build_pipeline(name, spec, folder)
+        make_references(name, spec, pipe, folder)
+    total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
+    print(f"fixtures: {total / 1e6:.2f} MB in {OUT}")
+
+
+if __name__ == "__main__":
+    main()
