@@ -26,21 +26,36 @@ pub fn run(args: DevicesArgs) -> anyhow::Result<()> {
             })
             .collect();
         let auto = match &auto {
-            Ok(d) => serde_json::json!({"backend": d.kind.name(), "device": d.name, "precision": d.default_precision().name()}),
+            Ok(d) => {
+                serde_json::json!({"backend": d.kind.name(), "device": d.name, "precision": d.default_precision().name()})
+            }
             Err(e) => serde_json::json!({"error": e.to_string()}),
         };
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"backends": list, "auto": auto}))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"backends": list, "auto": auto}))?
+        );
         return Ok(());
     }
     println!("{:<8} {:<7} DETAIL", "BACKEND", "USABLE");
     for s in &statuses {
-        println!("{:<8} {:<7} {}", s.kind.name(), if s.usable { "yes" } else { "no" }, s.detail);
+        println!(
+            "{:<8} {:<7} {}",
+            s.kind.name(),
+            if s.usable { "yes" } else { "no" },
+            s.detail
+        );
         for d in &s.devices {
             println!("{:<16} - {d}", "");
         }
     }
     match auto {
-        Ok(d) => println!("\nauto selects: {} on {} ({})", d.kind.name(), d.name, d.default_precision().name()),
+        Ok(d) => println!(
+            "\nauto selects: {} on {} ({})",
+            d.kind.name(),
+            d.name,
+            d.default_precision().name()
+        ),
         Err(e) => println!("\nauto selects nothing: {e}"),
     }
     Ok(())

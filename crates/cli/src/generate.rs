@@ -8,7 +8,8 @@ use sdbench_diffusion::device::select;
 use sdbench_diffusion::image::write_png;
 use sdbench_diffusion::npy;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision, SchedulerKind,
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
+    SchedulerKind,
 };
 
 use crate::progress::StepProgress;
@@ -82,7 +83,11 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         }
         (None, seed) => InitialNoise::Seed(seed.unwrap_or(0)),
     };
-    let scheduler = args.scheduler.as_deref().map(SchedulerKind::from_name).transpose()?;
+    let scheduler = args
+        .scheduler
+        .as_deref()
+        .map(SchedulerKind::from_name)
+        .transpose()?;
     let precision = match args.precision.as_str() {
         "f32" => Some(Precision::F32),
         "f16" => Some(Precision::F16),
@@ -104,7 +109,8 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let device = select(BackendRequest::from_name(&args.backend)?)?;
     eprintln!("backend: {} on {}", device.kind, device.name);
     let load_start = Instant::now();
-    let pipeline = Pipeline::load(&source, device, precision).context("loading the model failed")?;
+    let pipeline =
+        Pipeline::load(&source, device, precision).context("loading the model failed")?;
     eprintln!(
         "model loaded in {:.1} s ({})",
         load_start.elapsed().as_secs_f64(),
@@ -123,7 +129,8 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     };
     pipeline.validate(&request)?;
     let mut progress = StepProgress::new();
-    let generated = pipeline.generate(&request, &mut |e| progress.update(e), &CancelToken::new())?;
+    let generated =
+        pipeline.generate(&request, &mut |e| progress.update(e), &CancelToken::new())?;
 
     let seed_text = match (&args.latents, args.seed) {
         (Some(p), _) => format!("latents {}", p.display()),
@@ -191,7 +198,10 @@ fn check_output_path(out: &Path) -> anyhow::Result<()> {
     if out.is_dir() {
         bail!("--out {} is a folder; name a .png file", out.display());
     }
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     if !parent.is_dir() {
         bail!("the folder for --out ({}) does not exist", parent.display());
     }

@@ -4,11 +4,16 @@
 mod devices;
 mod generate;
 mod progress;
+mod timing;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "sdbench", version, about = "Stable Diffusion benchmark and image generator")]
+#[command(
+    name = "sdbench",
+    version,
+    about = "Stable Diffusion benchmark and image generator"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -20,6 +25,8 @@ enum Command {
     Generate(generate::GenerateArgs),
     /// List every backend, whether it is usable here, and why not.
     Devices(devices::DevicesArgs),
+    /// Time one UNet call (batch 2) and one VAE decode: warm-up, then the median of repeats.
+    Timing(timing::TimingArgs),
 }
 
 fn main() {
@@ -27,6 +34,7 @@ fn main() {
     let result = match cli.command {
         Command::Generate(args) => generate::run(args),
         Command::Devices(args) => devices::run(args),
+        Command::Timing(args) => timing::run(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error}");

@@ -23,7 +23,11 @@ impl StepProgress {
             Progress::TextEncoded { seconds } => {
                 let _ = writeln!(err, "text encoder: {seconds:.2} s");
             }
-            Progress::Step { index, total, seconds } => {
+            Progress::Step {
+                index,
+                total,
+                seconds,
+            } => {
                 self.recent.push(*seconds);
                 // Rate over the last few steps, so the first (slower, compiling) ones fade out.
                 let window = &self.recent[self.recent.len().saturating_sub(5)..];

@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn sdbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sdbench")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_sdbench"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn tiny() -> String {
@@ -21,34 +24,106 @@ fn stderr(o: &Output) -> String {
 fn generate(out: &Path, extra: &[&str]) -> Output {
     let model = tiny();
     let out = out.display().to_string();
-    let mut args = vec!["generate", "--model", &model, "--prompt", "a red barn", "--backend", "cpu", "--out", &out];
+    let mut args = vec![
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "a red barn",
+        "--backend",
+        "cpu",
+        "--out",
+        &out,
+    ];
     args.extend_from_slice(extra);
     sdbench(&args)
 }
 
 fn assert_fails(o: &Output, out: &Path, needle: &str) {
     assert!(!o.status.success(), "should fail: {}", stderr(o));
-    assert!(stderr(o).contains(needle), "stderr should mention {needle:?}: {}", stderr(o));
-    assert!(!out.exists(), "a failed run must not leave {}", out.display());
+    assert!(
+        stderr(o).contains(needle),
+        "stderr should mention {needle:?}: {}",
+        stderr(o)
+    );
+    assert!(
+        !out.exists(),
+        "a failed run must not leave {}",
+        out.display()
+    );
 }
 
 #[test]
 fn generates_a_png_with_parameters() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("barn.png");
-    let o = generate(&out, &["--width", "24", "--height", "16", "--steps", "3", "--seed", "5", "--scheduler", "euler"]);
+    let o = generate(
+        &out,
+        &[
+            "--width",
+            "24",
+            "--height",
+            "16",
+            "--steps",
+            "3",
+            "--seed",
+            "5",
+            "--scheduler",
+            "euler",
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("step 3/3"), "progress on stderr: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("step 3/3"),
+        "progress on stderr: {}",
+        stderr(&o)
+    );
     let decoder = png_info(&out);
     assert_eq!(decoder.0, (24, 16));
-    assert!(decoder.1.contains("a red barn") && decoder.1.contains("Sampler: euler") && decoder.1.contains("Seed: 5"));
+    assert!(
+        decoder.1.contains("a red barn")
+            && decoder.1.contains("Sampler: euler")
+            && decoder.1.contains("Seed: 5")
+    );
 
     // Same seed, same image; another seed, another image.
     let again = dir.path().join("again.png");
-    assert!(generate(&again, &["--width", "24", "--height", "16", "--steps", "3", "--seed", "5", "--scheduler", "euler"]).status.success());
+    assert!(generate(
+        &again,
+        &[
+            "--width",
+            "24",
+            "--height",
+            "16",
+            "--steps",
+            "3",
+            "--seed",
+            "5",
+            "--scheduler",
+            "euler"
+        ]
+    )
+    .status
+    .success());
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
     let other = dir.path().join("other.png");
-    assert!(generate(&other, &["--width", "24", "--height", "16", "--steps", "3", "--seed", "6", "--scheduler", "euler"]).status.success());
+    assert!(generate(
+        &other,
+        &[
+            "--width",
+            "24",
+            "--height",
+            "16",
+            "--steps",
+            "3",
+            "--seed",
+            "6",
+            "--scheduler",
+            "euler"
+        ]
+    )
+    .status
+    .success());
     assert_ne!(std::fs::read(&out).unwrap(), std::fs::read(&other).unwrap());
 }
 
@@ -59,7 +134,10 @@ fn png_info(path: &Path) -> ((u32, u32), String) {
     let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
     assert_eq!(bytes[24], 8, "8-bit");
     assert_eq!(bytes[25], 2, "RGB");
-    ((width, height), String::from_utf8_lossy(&bytes).into_owned())
+    (
+        (width, height),
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
 }
 
 #[test]
@@ -68,17 +146,47 @@ fn latents_file_is_used_and_checked() {
     let good = dir.path().join("z.npy");
     sdbench_diffusion::npy::write_f32(&good, &[1, 4, 8, 12], &vec![0.5; 384]).unwrap();
     let out = dir.path().join("z.png");
-    let o = generate(&out, &["--width", "24", "--height", "16", "--steps", "2", "--latents", good.to_str().unwrap()]);
+    let o = generate(
+        &out,
+        &[
+            "--width",
+            "24",
+            "--height",
+            "16",
+            "--steps",
+            "2",
+            "--latents",
+            good.to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
 
     let wrong = dir.path().join("wrong.npy");
     sdbench_diffusion::npy::write_f32(&wrong, &[1, 4, 4, 4], &vec![0.5; 64]).unwrap();
     let out = dir.path().join("wrong.png");
-    assert_fails(&generate(&out, &["--width", "24", "--height", "16", "--latents", wrong.to_str().unwrap()]), &out, "shape");
+    assert_fails(
+        &generate(
+            &out,
+            &[
+                "--width",
+                "24",
+                "--height",
+                "16",
+                "--latents",
+                wrong.to_str().unwrap(),
+            ],
+        ),
+        &out,
+        "shape",
+    );
 
     let text = dir.path().join("text.npy");
     std::fs::write(&text, "hello").unwrap();
-    assert_fails(&generate(&out, &["--latents", text.to_str().unwrap()]), &out, "not a .npy file");
+    assert_fails(
+        &generate(&out, &["--latents", text.to_str().unwrap()]),
+        &out,
+        "not a .npy file",
+    );
 }
 
 #[test]
@@ -90,7 +198,15 @@ fn bad_arguments_fail_without_output() {
     let o = generate(&out, &["--scheduler", "magic"]);
     assert_eq!(o.status.code(), Some(2), "usage errors exit 2");
     assert_fails(&o, &out, "magic");
-    let o = sdbench(&["generate", "--model", "/nonexistent/model", "--prompt", "x", "--out", out.to_str().unwrap()]);
+    let o = sdbench(&[
+        "generate",
+        "--model",
+        "/nonexistent/model",
+        "--prompt",
+        "x",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_fails(&o, &out, "does not exist");
     let nested = dir.path().join("missing-dir/x.png");
     assert_fails(&generate(&nested, &[]), &nested, "does not exist");

@@ -98,7 +98,11 @@ impl<B: Backend> ClipTextModel<B> {
             .clone()
             .select(0, ids.reshape([n * s]))
             .reshape([n, s, d]);
-        let positions = self.position_embedding.clone().slice([0..s]).reshape([1, s, d]);
+        let positions = self
+            .position_embedding
+            .clone()
+            .slice([0..s])
+            .reshape([1, s, d]);
         let mut x = tokens + positions;
         for layer in &self.layers {
             let h = layer.layer_norm1.forward(x.clone());

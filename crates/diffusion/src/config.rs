@@ -165,7 +165,10 @@ impl UNetConfig {
         let unsupported = |what: String| Err(DiffusionError::unsupported(path, what));
         let blocks = self.block_out_channels.len();
         if blocks == 0 {
-            return Err(DiffusionError::config(path, "`block_out_channels` is empty"));
+            return Err(DiffusionError::config(
+                path,
+                "`block_out_channels` is empty",
+            ));
         }
         if self.down_block_types.len() != blocks || self.up_block_types.len() != blocks {
             return Err(DiffusionError::config(
@@ -179,23 +182,31 @@ impl UNetConfig {
         }
         for t in &self.down_block_types {
             if t != "CrossAttnDownBlock2D" && t != "DownBlock2D" {
-                return unsupported(format!("down block type `{t}` (supported: CrossAttnDownBlock2D, DownBlock2D)"));
+                return unsupported(format!(
+                    "down block type `{t}` (supported: CrossAttnDownBlock2D, DownBlock2D)"
+                ));
             }
         }
         for t in &self.up_block_types {
             if t != "CrossAttnUpBlock2D" && t != "UpBlock2D" {
-                return unsupported(format!("up block type `{t}` (supported: CrossAttnUpBlock2D, UpBlock2D)"));
+                return unsupported(format!(
+                    "up block type `{t}` (supported: CrossAttnUpBlock2D, UpBlock2D)"
+                ));
             }
         }
         match self.mid_block_type.as_deref() {
             None | Some("UNetMidBlock2DCrossAttn") => {}
             Some(other) => {
-                return unsupported(format!("mid block type `{other}` (supported: UNetMidBlock2DCrossAttn)"))
+                return unsupported(format!(
+                    "mid block type `{other}` (supported: UNetMidBlock2DCrossAttn)"
+                ))
             }
         }
         if self.num_attention_heads.is_some() {
             // diffusers itself refuses this key for UNet2DConditionModel.
-            return unsupported("`num_attention_heads` (diffusers rejects it too; use `attention_head_dim`)".into());
+            return unsupported(
+                "`num_attention_heads` (diffusers rejects it too; use `attention_head_dim`)".into(),
+            );
         }
         let checks: [(bool, &str); 17] = [
             (self.center_input_sample, "center_input_sample = true"),
@@ -203,42 +214,76 @@ impl UNetConfig {
             (self.class_embed_type.is_some(), "class_embed_type"),
             (self.num_class_embeds.is_some(), "num_class_embeds"),
             (self.addition_embed_type.is_some(), "addition_embed_type"),
-            (self.resnet_time_scale_shift != "default", "resnet_time_scale_shift other than \"default\""),
+            (
+                self.resnet_time_scale_shift != "default",
+                "resnet_time_scale_shift other than \"default\"",
+            ),
             (self.resnet_skip_time_act, "resnet_skip_time_act = true"),
-            (self.resnet_out_scale_factor != 1.0, "resnet_out_scale_factor other than 1"),
-            (self.time_embedding_type != "positional", "time_embedding_type other than \"positional\""),
-            (self.time_embedding_act_fn.is_some(), "time_embedding_act_fn"),
+            (
+                self.resnet_out_scale_factor != 1.0,
+                "resnet_out_scale_factor other than 1",
+            ),
+            (
+                self.time_embedding_type != "positional",
+                "time_embedding_type other than \"positional\"",
+            ),
+            (
+                self.time_embedding_act_fn.is_some(),
+                "time_embedding_act_fn",
+            ),
             (self.timestep_post_act.is_some(), "timestep_post_act"),
             (self.time_cond_proj_dim.is_some(), "time_cond_proj_dim"),
             (self.encoder_hid_dim.is_some(), "encoder_hid_dim"),
             (self.cross_attention_norm.is_some(), "cross_attention_norm"),
-            (self.attention_type != "default", "attention_type other than \"default\""),
+            (
+                self.attention_type != "default",
+                "attention_type other than \"default\"",
+            ),
             (self.act_fn != "silu", "act_fn other than \"silu\""),
-            (self.mid_block_only_cross_attention == Some(true), "mid_block_only_cross_attention = true"),
+            (
+                self.mid_block_only_cross_attention == Some(true),
+                "mid_block_only_cross_attention = true",
+            ),
         ];
         for (bad, what) in checks {
             if bad {
                 return unsupported(format!("option {what}"));
             }
         }
-        if self.reverse_transformer_layers_per_block.as_ref().is_some_and(|v| !v.is_null()) {
+        if self
+            .reverse_transformer_layers_per_block
+            .as_ref()
+            .is_some_and(|v| !v.is_null())
+        {
             return unsupported("option reverse_transformer_layers_per_block".into());
         }
-        if self.only_cross_attention.expand(blocks, "only_cross_attention", path)?.contains(&true) {
+        if self
+            .only_cross_attention
+            .expand(blocks, "only_cross_attention", path)?
+            .contains(&true)
+        {
             return unsupported("option only_cross_attention = true".into());
         }
         if self.conv_in_kernel % 2 == 0 || self.conv_out_kernel % 2 == 0 {
-            return Err(DiffusionError::config(path, "conv_in_kernel and conv_out_kernel must be odd"));
+            return Err(DiffusionError::config(
+                path,
+                "conv_in_kernel and conv_out_kernel must be odd",
+            ));
         }
         for &c in &self.block_out_channels {
             if self.norm_num_groups == 0 || c % self.norm_num_groups != 0 {
                 return Err(DiffusionError::config(
                     path,
-                    format!("block channels {c} are not divisible by norm_num_groups {}", self.norm_num_groups),
+                    format!(
+                        "block channels {c} are not divisible by norm_num_groups {}",
+                        self.norm_num_groups
+                    ),
                 ));
             }
         }
-        let heads = self.attention_head_dim.expand(blocks, "attention_head_dim", path)?;
+        let heads = self
+            .attention_head_dim
+            .expand(blocks, "attention_head_dim", path)?;
         for (i, (&h, &c)) in heads.iter().zip(&self.block_out_channels).enumerate() {
             if h == 0 || c % h != 0 {
                 return Err(DiffusionError::config(
@@ -248,9 +293,15 @@ impl UNetConfig {
             }
         }
         Ok(UNetBlockPlan {
-            layers_per_block: self.layers_per_block.expand(blocks, "layers_per_block", path)?,
+            layers_per_block: self
+                .layers_per_block
+                .expand(blocks, "layers_per_block", path)?,
             heads,
-            cross_attention_dim: self.cross_attention_dim.expand(blocks, "cross_attention_dim", path)?,
+            cross_attention_dim: self.cross_attention_dim.expand(
+                blocks,
+                "cross_attention_dim",
+                path,
+            )?,
             transformer_layers: self.transformer_layers_per_block.expand(
                 blocks,
                 "transformer_layers_per_block",
@@ -319,7 +370,10 @@ impl VaeConfig {
 
     pub fn validate(&self, path: &Path) -> Result<()> {
         if self.block_out_channels.is_empty() {
-            return Err(DiffusionError::config(path, "`block_out_channels` is empty"));
+            return Err(DiffusionError::config(
+                path,
+                "`block_out_channels` is empty",
+            ));
         }
         if self.up_block_types.len() != self.block_out_channels.len() {
             return Err(DiffusionError::config(
@@ -327,25 +381,38 @@ impl VaeConfig {
                 "`up_block_types` must have one entry per `block_out_channels` entry",
             ));
         }
-        if let Some(t) = self.up_block_types.iter().find(|t| *t != "UpDecoderBlock2D") {
+        if let Some(t) = self
+            .up_block_types
+            .iter()
+            .find(|t| *t != "UpDecoderBlock2D")
+        {
             return Err(DiffusionError::unsupported(
                 path,
                 format!("VAE up block type `{t}` (supported: UpDecoderBlock2D)"),
             ));
         }
         if self.act_fn != "silu" {
-            return Err(DiffusionError::unsupported(path, format!("VAE act_fn `{}`", self.act_fn)));
+            return Err(DiffusionError::unsupported(
+                path,
+                format!("VAE act_fn `{}`", self.act_fn),
+            ));
         }
         for &c in &self.block_out_channels {
             if self.norm_num_groups == 0 || c % self.norm_num_groups != 0 {
                 return Err(DiffusionError::config(
                     path,
-                    format!("VAE channels {c} are not divisible by norm_num_groups {}", self.norm_num_groups),
+                    format!(
+                        "VAE channels {c} are not divisible by norm_num_groups {}",
+                        self.norm_num_groups
+                    ),
                 ));
             }
         }
         if !(self.scaling_factor.is_finite() && self.scaling_factor > 0.0) {
-            return Err(DiffusionError::config(path, "`scaling_factor` must be a positive number"));
+            return Err(DiffusionError::config(
+                path,
+                "`scaling_factor` must be a positive number",
+            ));
         }
         Ok(())
     }
@@ -404,11 +471,17 @@ impl ClipConfig {
         if !matches!(self.hidden_act.as_str(), "quick_gelu" | "gelu") {
             return Err(DiffusionError::unsupported(
                 path,
-                format!("text encoder hidden_act `{}` (supported: quick_gelu, gelu)", self.hidden_act),
+                format!(
+                    "text encoder hidden_act `{}` (supported: quick_gelu, gelu)",
+                    self.hidden_act
+                ),
             ));
         }
         if self.vocab_size == 0 || self.max_position_embeddings == 0 {
-            return Err(DiffusionError::config(path, "vocab_size and max_position_embeddings must be positive"));
+            return Err(DiffusionError::config(
+                path,
+                "vocab_size and max_position_embeddings must be positive",
+            ));
         }
         Ok(())
     }
@@ -422,6 +495,15 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
 }
 
 pub fn parse_json<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T> {
-    // Older diffusers configs may hold NaN/Infinity; none of SD's do, so plain JSON is required.
-    serde_json::from_str(text).map_err(|e| DiffusionError::config(path, e.to_string()))
+    // The error names the offending key (e.g. `block_out_channels: invalid type ...`).
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let key = e.path().to_string();
+        let inner = e.into_inner();
+        if key == "." {
+            DiffusionError::config(path, inner.to_string())
+        } else {
+            DiffusionError::config(path, format!("`{key}`: {inner}"))
+        }
+    })
 }

@@ -25,7 +25,8 @@ pub enum BackendRequest {
 }
 
 impl BackendRequest {
-    pub const NAMES: &'static [&'static str] = &["auto", "cpu", "cuda", "rocm", "vulkan", "metal", "dx12"];
+    pub const NAMES: &'static [&'static str] =
+        &["auto", "cpu", "cuda", "rocm", "vulkan", "metal", "dx12"];
 
     pub fn from_name(name: &str) -> Result<Self> {
         Ok(match name.to_ascii_lowercase().as_str() {
@@ -130,7 +131,10 @@ impl SelectedDevice {
         match precision {
             Precision::F32 => true,
             Precision::F16 => {
-                let usage = <Dispatch as burn::tensor::backend::Backend>::dtype_usage(&self.device, DType::F16);
+                let usage = <Dispatch as burn::tensor::backend::Backend>::dtype_usage(
+                    &self.device,
+                    DType::F16,
+                );
                 !usage.is_empty()
             }
         }
@@ -138,9 +142,11 @@ impl SelectedDevice {
 
     /// Waits for all queued work on the device; timing code calls this at region edges.
     pub fn sync(&self) -> Result<()> {
-        <Dispatch as burn::tensor::backend::Backend>::sync(&self.device).map_err(|e| DiffusionError::Backend {
-            backend: self.kind.name().into(),
-            message: format!("{e:?}"),
+        <Dispatch as burn::tensor::backend::Backend>::sync(&self.device).map_err(|e| {
+            DiffusionError::Backend {
+                backend: self.kind.name().into(),
+                message: format!("{e:?}"),
+            }
         })
     }
 }
@@ -152,24 +158,51 @@ pub fn probe_all() -> Vec<BackendStatus> {
 
 pub fn probe(kind: BackendKind) -> BackendStatus {
     let (usable, detail, devices) = match kind {
-        BackendKind::Cpu => (true, "burn flex (pure Rust, always available)".to_string(), vec![cpu_name()]),
+        BackendKind::Cpu => (
+            true,
+            "burn flex (pure Rust, always available)".to_string(),
+            vec![cpu_name()],
+        ),
         BackendKind::Cuda => match native::cuda_device_count() {
-            Ok(0) => (false, "NVIDIA driver found but it reports no CUDA device".into(), vec![]),
+            Ok(0) => (
+                false,
+                "NVIDIA driver found but it reports no CUDA device".into(),
+                vec![],
+            ),
             Ok(n) => match native::nvrtc_present() {
-                Ok(()) => (true, format!("NVIDIA driver with {n} device(s)"), (0..n).map(|i| format!("cuda:{i}")).collect()),
+                Ok(()) => (
+                    true,
+                    format!("NVIDIA driver with {n} device(s)"),
+                    (0..n).map(|i| format!("cuda:{i}")).collect(),
+                ),
                 Err(why) => (false, why, vec![]),
             },
             Err(why) => (false, why, vec![]),
         },
         BackendKind::Rocm => match native::hip_device_count() {
-            Ok(0) => (false, "HIP runtime found but it reports no GPU".into(), vec![]),
-            Ok(n) => (true, format!("HIP runtime with {n} device(s)"), (0..n).map(|i| format!("rocm:{i}")).collect()),
+            Ok(0) => (
+                false,
+                "HIP runtime found but it reports no GPU".into(),
+                vec![],
+            ),
+            Ok(n) => (
+                true,
+                format!("HIP runtime with {n} device(s)"),
+                (0..n).map(|i| format!("rocm:{i}")).collect(),
+            ),
             Err(why) => (false, why, vec![]),
         },
         BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
             let adapters = wgpu_adapters(kind);
             if adapters.is_empty() {
-                (false, format!("no {} adapter found (no driver, or not this platform)", kind.name()), vec![])
+                (
+                    false,
+                    format!(
+                        "no {} adapter found (no driver, or not this platform)",
+                        kind.name()
+                    ),
+                    vec![],
+                )
             } else {
                 let names = adapters.iter().map(|a| a.describe()).collect();
                 (true, format!("{} adapter(s)", adapters.len()), names)
@@ -272,16 +305,7 @@ fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
                 .min_by_key(|a| a.hardware_rank().unwrap_or(u8::MAX))
                 .ok_or_else(|| unavailable(format!("no {} adapter found", kind.name())))?;
             let device = chosen.wgpu_device();
-            let options = RuntimeOptions::default();
-            // Binds this device to the requested graphics API before any tensor touches it.
-            let setup = std::panic::catch_unwind(|| match kind {
-                BackendKind::Vulkan => init_setup::<graphics::Vulkan>(&device, options),
-                BackendKind::Metal => init_setup::<graphics::Metal>(&device, options),
-                _ => init_setup::<graphics::Dx12>(&device, options),
-            });
-            if setup.is_err() {
-                return Err(unavailable(format!("initialising {} failed", chosen.describe())));
-            }
+            bind_wgpu_device(kind, &device, &chosen.describe())?;
             Ok(SelectedDevice {
                 kind,
                 device: DispatchDevice::Wgpu(device),
@@ -290,6 +314,38 @@ fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
             })
         }
     }
+}
+
+/// wgpu devices already bound to a graphics API in this process (cubecl allows one binding each).
+static BOUND_WGPU: std::sync::Mutex<Vec<(WgpuDevice, BackendKind)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Binds `device` to `kind`'s graphics API before any tensor touches it, once per process.
+fn bind_wgpu_device(kind: BackendKind, device: &WgpuDevice, describe: &str) -> Result<()> {
+    let mut bound = BOUND_WGPU.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, api)) = bound.iter().find(|(d, _)| d == device) {
+        if *api == kind {
+            return Ok(());
+        }
+        return Err(DiffusionError::BackendUnavailable {
+            backend: kind.name().into(),
+            reason: format!("{describe} is already in use through {api} in this process"),
+        });
+    }
+    let options = RuntimeOptions::default();
+    let setup = std::panic::catch_unwind(|| match kind {
+        BackendKind::Vulkan => init_setup::<graphics::Vulkan>(device, options),
+        BackendKind::Metal => init_setup::<graphics::Metal>(device, options),
+        _ => init_setup::<graphics::Dx12>(device, options),
+    });
+    if setup.is_err() {
+        return Err(DiffusionError::BackendUnavailable {
+            backend: kind.name().into(),
+            reason: format!("initialising {describe} failed"),
+        });
+    }
+    bound.push((device.clone(), kind));
+    Ok(())
 }
 
 /// An adapter of one graphics API, with its index among adapters of the same type (cubecl's
@@ -327,8 +383,11 @@ impl Adapter {
             wgpu::DeviceType::Cpu => "software (CPU)",
             wgpu::DeviceType::Other => "other",
         };
-        format!("{} ({kind}, driver {} {})", self.info.name, self.info.driver, self.info.driver_info)
-            .replace("  ", " ")
+        format!(
+            "{} ({kind}, driver {} {})",
+            self.info.name, self.info.driver, self.info.driver_info
+        )
+        .replace("  ", " ")
     }
 }
 
@@ -363,13 +422,18 @@ fn wgpu_adapters(kind: BackendKind) -> Vec<Adapter> {
                     0
                 }
             };
-            Adapter { info, index_in_type }
+            Adapter {
+                info,
+                index_in_type,
+            }
         })
         .collect()
 }
 
 fn cpu_name() -> String {
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     format!("CPU ({threads} threads)")
 }
 
@@ -402,19 +466,24 @@ mod native {
         let lib = load_first(&cuda_driver_names()).map_err(|e| format!("no NVIDIA driver: {e}"))?;
         // SAFETY: signatures from cuda.h: CUresult cuInit(unsigned int), cuDeviceGetCount(int*).
         unsafe {
-            let init: Symbol<unsafe extern "C" fn(u32) -> i32> =
-                lib.get(b"cuInit\0").map_err(|e| format!("NVIDIA driver lacks cuInit: {e}"))?;
+            let init: Symbol<unsafe extern "C" fn(u32) -> i32> = lib
+                .get(b"cuInit\0")
+                .map_err(|e| format!("NVIDIA driver lacks cuInit: {e}"))?;
             let count: Symbol<unsafe extern "C" fn(*mut i32) -> i32> = lib
                 .get(b"cuDeviceGetCount\0")
                 .map_err(|e| format!("NVIDIA driver lacks cuDeviceGetCount: {e}"))?;
             let code = init(0);
             if code != 0 {
-                return Err(format!("the NVIDIA driver failed to initialise (CUresult {code})"));
+                return Err(format!(
+                    "the NVIDIA driver failed to initialise (CUresult {code})"
+                ));
             }
             let mut n = 0i32;
             let code = count(&mut n);
             if code != 0 {
-                return Err(format!("the NVIDIA driver could not count devices (CUresult {code})"));
+                return Err(format!(
+                    "the NVIDIA driver could not count devices (CUresult {code})"
+                ));
             }
             Ok(n.max(0) as usize)
         }
@@ -423,15 +492,28 @@ mod native {
     /// The CUDA backend compiles its kernels with NVRTC at run time.
     pub fn nvrtc_present() -> Result<(), String> {
         let names: Vec<String> = if cfg!(windows) {
-            ["nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll", "nvrtc64_110_0.dll", "nvrtc.dll"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
+            [
+                "nvrtc64_130_0.dll",
+                "nvrtc64_120_0.dll",
+                "nvrtc64_112_0.dll",
+                "nvrtc64_110_0.dll",
+                "nvrtc.dll",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
         } else {
-            ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11", "libnvrtc.so.1"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
+            [
+                "libnvrtc.so",
+                "libnvrtc.so.13",
+                "libnvrtc.so.12",
+                "libnvrtc.so.11.2",
+                "libnvrtc.so.11",
+                "libnvrtc.so.1",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
         };
         load_first(&names)
             .map(|_| ())
@@ -440,13 +522,24 @@ mod native {
 
     pub fn hip_device_count() -> Result<usize, String> {
         let names: Vec<String> = if cfg!(windows) {
-            vec!["amdhip64.dll".into(), "amdhip64_6.dll".into(), "amdhip64_7.dll".into()]
+            vec![
+                "amdhip64.dll".into(),
+                "amdhip64_6.dll".into(),
+                "amdhip64_7.dll".into(),
+            ]
         } else {
             let mut names = Vec::new();
-            for root in ["ROCM_PATH", "HIP_PATH"].iter().filter_map(|v| std::env::var(v).ok()) {
+            for root in ["ROCM_PATH", "HIP_PATH"]
+                .iter()
+                .filter_map(|v| std::env::var(v).ok())
+            {
                 names.push(format!("{root}/lib/libamdhip64.so"));
             }
-            names.extend(["libamdhip64.so".into(), "libamdhip64.so.7".into(), "libamdhip64.so.6".into()]);
+            names.extend([
+                "libamdhip64.so".into(),
+                "libamdhip64.so.7".into(),
+                "libamdhip64.so.6".into(),
+            ]);
             names
         };
         let lib = load_first(&names).map_err(|e| format!("no HIP runtime (ROCm): {e}"))?;
@@ -458,7 +551,9 @@ mod native {
             let mut n = 0i32;
             let code = count(&mut n);
             if code != 0 {
-                return Err(format!("the HIP runtime found no usable GPU (hipError {code})"));
+                return Err(format!(
+                    "the HIP runtime found no usable GPU (hipError {code})"
+                ));
             }
             Ok(n.max(0) as usize)
         }

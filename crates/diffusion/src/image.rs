@@ -27,7 +27,14 @@ pub fn postprocess(values: &[f32], height: usize, width: usize) -> (Vec<f32>, Rg
             pixels[i * 3 + c] = (v * 255.0).round_ties_even() as u8;
         }
     }
-    (float, RgbImage { width, height, pixels })
+    (
+        float,
+        RgbImage {
+            width,
+            height,
+            pixels,
+        },
+    )
 }
 
 /// Writes `image` as an RGB PNG with one UTF-8 `iTXt` chunk per (keyword, text) pair. The file appears
@@ -48,10 +55,17 @@ pub fn write_png(path: &Path, image: &RgbImage, text: &[(&str, String)]) -> Resu
                 .map_err(|e| fail(e.to_string()))?;
         }
         let mut writer = encoder.write_header().map_err(|e| fail(e.to_string()))?;
-        writer.write_image_data(&image.pixels).map_err(|e| fail(e.to_string()))?;
+        writer
+            .write_image_data(&image.pixels)
+            .map_err(|e| fail(e.to_string()))?;
     }
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| fail("the path has no file name".into()))?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| fail("the path has no file name".into()))?;
     let tmp = dir.join(format!(".{}.partial", name.to_string_lossy()));
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
@@ -82,9 +96,14 @@ mod tests {
     fn png_round_trip_keeps_text() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.png");
-        let img = RgbImage { width: 2, height: 1, pixels: vec![1, 2, 3, 4, 5, 6] };
+        let img = RgbImage {
+            width: 2,
+            height: 1,
+            pixels: vec![1, 2, 3, 4, 5, 6],
+        };
         write_png(&path, &img, &[("parameters", "prompt: a cat".into())]).unwrap();
-        let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
         let mut reader = decoder.read_info().unwrap();
         let mut buf = vec![0; reader.output_buffer_size().unwrap()];
         reader.next_frame(&mut buf).unwrap();

@@ -21,6 +21,8 @@ pub mod weights;
 
 pub use device::{BackendKind, BackendRequest, SelectedDevice};
 pub use error::{DiffusionError, Result};
-pub use pipeline::{CancelToken, GenerateRequest, Generated, InitialNoise, ModelSource, Pipeline, Progress};
+pub use pipeline::{
+    CancelToken, GenerateRequest, Generated, InitialNoise, ModelSource, Pipeline, Progress,
+};
 pub use scheduler::SchedulerKind;
 pub use weights::Precision;

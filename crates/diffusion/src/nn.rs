@@ -65,7 +65,9 @@ impl<B: Backend> GroupNorm<B> {
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let dtype = x.dtype();
         let [n, c, h, w] = x.dims();
-        let x = x.cast(DType::F32).reshape([n, self.groups, (c / self.groups) * h * w]);
+        let x = x
+            .cast(DType::F32)
+            .reshape([n, self.groups, (c / self.groups) * h * w]);
         let mean = x.clone().mean_dim(2);
         let centered = x - mean;
         let var = centered.clone().square().mean_dim(2);
@@ -93,7 +95,8 @@ impl<B: Backend> LayerNorm<B> {
         let centered = x - mean;
         let var = centered.clone().square().mean_dim(2);
         let normed = centered * (var + self.eps).sqrt().recip();
-        let y = normed * self.gamma.clone().reshape([1, 1, d]) + self.beta.clone().reshape([1, 1, d]);
+        let y =
+            normed * self.gamma.clone().reshape([1, 1, d]) + self.beta.clone().reshape([1, 1, d]);
         y.cast(dtype)
     }
 }

@@ -19,7 +19,10 @@ pub struct NormalGenerator {
 
 impl NormalGenerator {
     pub fn new(seed: u64) -> Self {
-        NormalGenerator { state: seed, spare: None }
+        NormalGenerator {
+            state: seed,
+            spare: None,
+        }
     }
 
     fn uniform(&mut self) -> f64 {

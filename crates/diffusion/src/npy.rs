@@ -22,13 +22,17 @@ pub fn read_f32(path: &Path) -> Result<NpyArray> {
     }
     let (header_len, start) = match bytes[6] {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
         v => return Err(bad(format!("unsupported .npy version {v}"))),
     };
     let header = bytes
         .get(start..start + header_len)
         .ok_or_else(|| bad("truncated .npy header".into()))?;
-    let header = std::str::from_utf8(header).map_err(|_| bad("the .npy header is not text".into()))?;
+    let header =
+        std::str::from_utf8(header).map_err(|_| bad("the .npy header is not text".into()))?;
     let field = |name: &str| -> Option<&str> {
         let at = header.find(&format!("'{name}'"))?;
         let rest = &header[at + name.len() + 2..];
@@ -37,9 +41,12 @@ pub fn read_f32(path: &Path) -> Result<NpyArray> {
     let descr = field("descr").ok_or_else(|| bad("the .npy header has no 'descr'".into()))?;
     if !(descr.starts_with("'<f4'") || descr.starts_with("'=f4'")) {
         let shown: String = descr.chars().take(8).collect();
-        return Err(bad(format!("holds dtype {shown}; float32 ('<f4') is required")));
+        return Err(bad(format!(
+            "holds dtype {shown}; float32 ('<f4') is required"
+        )));
     }
-    let fortran = field("fortran_order").ok_or_else(|| bad("the .npy header has no 'fortran_order'".into()))?;
+    let fortran = field("fortran_order")
+        .ok_or_else(|| bad("the .npy header has no 'fortran_order'".into()))?;
     if fortran.starts_with("True") {
         return Err(bad("is in Fortran order; save it in C order".into()));
     }
@@ -73,7 +80,11 @@ pub fn read_f32(path: &Path) -> Result<NpyArray> {
 
 pub fn write_f32(path: &Path, shape: &[usize], data: &[f32]) -> std::io::Result<()> {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let shape_text = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let shape_text = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
     let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape_text}, }}");
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
@@ -97,12 +108,20 @@ mod tests {
     fn round_trip_and_rejections() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.npy");
-        write_f32(&path, &[1, 4, 2, 3], &(0..24).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+        write_f32(
+            &path,
+            &[1, 4, 2, 3],
+            &(0..24).map(|i| i as f32).collect::<Vec<_>>(),
+        )
+        .unwrap();
         let a = read_f32(&path).unwrap();
         assert_eq!(a.shape, vec![1, 4, 2, 3]);
         assert_eq!(a.data[23], 23.0);
 
         std::fs::write(&path, b"not numpy at all").unwrap();
-        assert!(read_f32(&path).unwrap_err().to_string().contains("not a .npy file"));
+        assert!(read_f32(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not a .npy file"));
     }
 }

@@ -22,7 +22,9 @@ use crate::scheduler::{self, SchedulerKind};
 use crate::tokenizer::Tokenizer;
 use crate::unet::UNet;
 use crate::vae::{self, VaeDecoder};
-use crate::weights::{choose_weights_file, FileWeights, Loader, Precision, SyntheticWeights, WeightSource};
+use crate::weights::{
+    choose_weights_file, FileWeights, Loader, Precision, SyntheticWeights, WeightSource,
+};
 
 /// The backend every pipeline runs on: burn's runtime dispatch over flex, wgpu, CUDA and ROCm.
 pub type B = Dispatch;
@@ -54,7 +56,11 @@ pub enum InitialNoise {
     Seed(u64),
     /// Given latents, [1, C, H/f, W/f], used like diffusers' `latents=` (scaled by the scheduler's
     /// init noise sigma). Ancestral samplers draw their step noise from `step_seed`.
-    Latents { shape: Vec<usize>, data: Vec<f32>, step_seed: u64 },
+    Latents {
+        shape: Vec<usize>,
+        data: Vec<f32>,
+        step_seed: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -89,9 +95,17 @@ impl GenerateRequest {
 /// Progress events, in order: text encoded, each step, decoded.
 #[derive(Debug, Clone)]
 pub enum Progress {
-    TextEncoded { seconds: f64 },
-    Step { index: usize, total: usize, seconds: f64 },
-    Decoded { seconds: f64 },
+    TextEncoded {
+        seconds: f64,
+    },
+    Step {
+        index: usize,
+        total: usize,
+        seconds: f64,
+    },
+    Decoded {
+        seconds: f64,
+    },
 }
 
 /// A flag checked between steps; set it from any thread to stop a generation.
@@ -148,12 +162,20 @@ const SD15_SCHEDULER: &str = r#"{"_class_name": "PNDMScheduler", "beta_end": 0.0
 
 impl Pipeline {
     /// Loads a model onto `device` in `precision` (`None`: f16 where the device supports it).
-    pub fn load(source: &ModelSource, device: SelectedDevice, precision: Option<Precision>) -> Result<Self> {
+    pub fn load(
+        source: &ModelSource,
+        device: SelectedDevice,
+        precision: Option<Precision>,
+    ) -> Result<Self> {
         let precision = precision.unwrap_or_else(|| device.default_precision());
         if !device.supports(precision) {
             return Err(DiffusionError::BackendUnavailable {
                 backend: device.kind.name().into(),
-                reason: format!("{} does not support {}; use --precision f32", device.name, precision.name()),
+                reason: format!(
+                    "{} does not support {}; use --precision f32",
+                    device.name,
+                    precision.name()
+                ),
             });
         }
         let backend = device.kind.name().to_string();
@@ -179,7 +201,8 @@ impl Pipeline {
             .get("_class_name")
             .and_then(Value::as_str)
             .ok_or_else(|| DiffusionError::config(&scheduler_path, "`_class_name` is missing"))?;
-        let default_scheduler = SchedulerKind::from_class_name(class, &scheduler_config, &scheduler_path)?;
+        let default_scheduler =
+            SchedulerKind::from_class_name(class, &scheduler_config, &scheduler_path)?;
         let tokenizer = Tokenizer::from_folder(&layout.tokenizer)?;
 
         // Pick every weights file before reading any, so a missing one fails fast.
@@ -191,13 +214,19 @@ impl Pipeline {
         let mut te_source = FileWeights::open(&te_file)?
             .with_aliases(clip::ALIASES)
             .ignoring(clip::IGNORED_PREFIXES);
-        let text_encoder = load_component(&mut te_source, &dev, precision, |l| ClipTextModel::load(&clip_config, l))?;
+        let text_encoder = load_component(&mut te_source, &dev, precision, |l| {
+            ClipTextModel::load(&clip_config, l)
+        })?;
         let mut unet_source = FileWeights::open(&unet_file)?;
-        let unet = load_component(&mut unet_source, &dev, precision, |l| UNet::load(&unet_config, &unet_path, l))?;
+        let unet = load_component(&mut unet_source, &dev, precision, |l| {
+            UNet::load(&unet_config, &unet_path, l)
+        })?;
         let mut vae_source = FileWeights::open(&vae_file)?
             .with_aliases(vae::LEGACY_ALIASES)
             .ignoring(vae::IGNORED_PREFIXES);
-        let vae = load_component(&mut vae_source, &dev, precision, |l| VaeDecoder::load(&vae_config, &vae_path, l))?;
+        let vae = load_component(&mut vae_source, &dev, precision, |l| {
+            VaeDecoder::load(&vae_config, &vae_path, l)
+        })?;
 
         let pipeline = Pipeline {
             precision,
@@ -225,10 +254,17 @@ impl Pipeline {
         let here = Path::new("<synthetic>");
         let dev = device.device.clone();
         let mut source = SyntheticWeights::new(0x5D_BE_AC_15);
-        let text_encoder = load_component(&mut source, &dev, precision, |l| ClipTextModel::load(&ClipConfig::sd15(), l))?;
-        let unet = load_component(&mut source, &dev, precision, |l| UNet::load(&UNetConfig::sd15(), here, l))?;
-        let vae = load_component(&mut source, &dev, precision, |l| VaeDecoder::load(&VaeConfig::sd15(), here, l))?;
-        let scheduler_config: Map<String, Value> = serde_json::from_str(SD15_SCHEDULER).expect("built-in JSON");
+        let text_encoder = load_component(&mut source, &dev, precision, |l| {
+            ClipTextModel::load(&ClipConfig::sd15(), l)
+        })?;
+        let unet = load_component(&mut source, &dev, precision, |l| {
+            UNet::load(&UNetConfig::sd15(), here, l)
+        })?;
+        let vae = load_component(&mut source, &dev, precision, |l| {
+            VaeDecoder::load(&VaeConfig::sd15(), here, l)
+        })?;
+        let scheduler_config: Map<String, Value> =
+            serde_json::from_str(SD15_SCHEDULER).expect("built-in JSON");
         let pipeline = Pipeline {
             precision,
             tokenizer: Tokenizer::builtin_sd15(),
@@ -301,14 +337,18 @@ impl Pipeline {
                 )));
             }
             if side > 4096 {
-                return Err(DiffusionError::Request(format!("{name} {side} is larger than 4096")));
+                return Err(DiffusionError::Request(format!(
+                    "{name} {side} is larger than 4096"
+                )));
             }
         }
         if request.steps == 0 {
             return Err(DiffusionError::Request("steps must be at least 1".into()));
         }
         if !request.guidance_scale.is_finite() {
-            return Err(DiffusionError::Request("guidance must be a finite number".into()));
+            return Err(DiffusionError::Request(
+                "guidance must be a finite number".into(),
+            ));
         }
         if let InitialNoise::Latents { shape, data, .. } = &request.noise {
             let expected = self.latent_shape(request);
@@ -319,7 +359,9 @@ impl Pipeline {
                 )));
             }
             if data.iter().any(|v| !v.is_finite()) {
-                return Err(DiffusionError::Request("latents contain NaN or infinite values".into()));
+                return Err(DiffusionError::Request(
+                    "latents contain NaN or infinite values".into(),
+                ));
             }
         }
         Ok(())
@@ -328,7 +370,12 @@ impl Pipeline {
     /// [1, latent channels, H/f, W/f]
     pub fn latent_shape(&self, request: &GenerateRequest) -> [usize; 4] {
         let f = self.info.vae_scale_factor;
-        [1, self.info.latent_channels, request.height / f, request.width / f]
+        [
+            1,
+            self.info.latent_channels,
+            request.height / f,
+            request.width / f,
+        ]
     }
 
     /// Runs one generation. `progress` receives stage and step events; `cancel` is checked
@@ -342,9 +389,16 @@ impl Pipeline {
         self.validate(request)?;
         let kind = request.scheduler.unwrap_or(self.info.default_scheduler);
         // Built before any device work so a bad scheduler config fails early.
-        let mut scheduler = scheduler::build::<B>(kind, &self.scheduler_config, request.steps, &self.scheduler_path)?;
+        let mut scheduler = scheduler::build::<B>(
+            kind,
+            &self.scheduler_config,
+            request.steps,
+            &self.scheduler_path,
+        )?;
         let backend = self.device.kind.name().to_string();
-        guard(&backend, || self.run(request, kind, scheduler.as_mut(), progress, cancel))
+        guard(&backend, || {
+            self.run(request, kind, scheduler.as_mut(), progress, cancel)
+        })
     }
 
     fn run(
@@ -363,7 +417,10 @@ impl Pipeline {
 
         // Text: [negative; positive] when guided (diffusers' order), else the prompt alone.
         let context = if guided {
-            let ids = [self.tokenizer.encode(&request.negative_prompt), self.tokenizer.encode(&request.prompt)];
+            let ids = [
+                self.tokenizer.encode(&request.negative_prompt),
+                self.tokenizer.encode(&request.prompt),
+            ];
             self.encode_ids(&ids)
         } else {
             self.encode_ids(&[self.tokenizer.encode(&request.prompt)])
@@ -381,13 +438,19 @@ impl Pipeline {
                 let mut generator = NormalGenerator::new(*seed);
                 (generator.normals(count), generator)
             }
-            InitialNoise::Latents { data, step_seed, .. } => (data.clone(), NormalGenerator::new(*step_seed)),
+            InitialNoise::Latents {
+                data, step_seed, ..
+            } => (data.clone(), NormalGenerator::new(*step_seed)),
         };
-        let mut latents = Tensor::<B, 4>::from_data(TensorData::new(initial, shape), (dev, DType::F32))
-            * scheduler.init_noise_sigma();
+        let mut latents =
+            Tensor::<B, 4>::from_data(TensorData::new(initial, shape), (dev, DType::F32))
+                * scheduler.init_noise_sigma();
         let mut noise = |dims: [usize; 4]| {
             let n: usize = dims.iter().product();
-            Tensor::<B, 4>::from_data(TensorData::new(step_noise.normals(n), dims), (dev, DType::F32))
+            Tensor::<B, 4>::from_data(
+                TensorData::new(step_noise.normals(n), dims),
+                (dev, DType::F32),
+            )
         };
 
         let timesteps = scheduler.timesteps().to_vec();
@@ -405,7 +468,8 @@ impl Pipeline {
             let input = scheduler.scale_model_input(input, i);
             let out = self.unet.forward(input, t, &context).cast(DType::F32);
             let guided_out = if guided {
-                let [uncond, text]: [Tensor<B, 4>; 2] = out.chunk(2, 0).try_into().expect("batch of two");
+                let [uncond, text]: [Tensor<B, 4>; 2] =
+                    out.chunk(2, 0).try_into().expect("batch of two");
                 uncond.clone() + (text - uncond) * request.guidance_scale
             } else {
                 out
@@ -460,7 +524,10 @@ impl Pipeline {
     fn encode_ids(&self, rows: &[Vec<u32>]) -> Tensor<B, 3> {
         let s = rows[0].len();
         let flat: Vec<i64> = rows.iter().flatten().map(|&id| id as i64).collect();
-        let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(flat, [rows.len(), s]), &self.device.device);
+        let ids = Tensor::<B, 2, Int>::from_data(
+            TensorData::new(flat, [rows.len(), s]),
+            &self.device.device,
+        );
         self.text_encoder.forward(ids)
     }
 
@@ -468,17 +535,34 @@ impl Pipeline {
     pub fn run_text_encoder(&self, ids: &[Vec<u32>]) -> Result<Vec<f32>> {
         let vocab = self.text_encoder.vocab_size() as u32;
         if let Some(bad) = ids.iter().flatten().find(|&&id| id >= vocab) {
-            return Err(DiffusionError::Request(format!("token id {bad} is outside the vocabulary ({vocab})")));
+            return Err(DiffusionError::Request(format!(
+                "token id {bad} is outside the vocabulary ({vocab})"
+            )));
         }
-        guard(self.device.kind.name(), || tensor_to_vec(self.encode_ids(ids).cast(DType::F32)))
+        guard(self.device.kind.name(), || {
+            tensor_to_vec(self.encode_ids(ids).cast(DType::F32))
+        })
     }
 
     /// One UNet call on raw inputs (f32, row-major): `sample` [N, C, h, w], `context` [N, S, D].
-    pub fn run_unet(&self, sample: &[f32], sample_shape: [usize; 4], timestep: f32, context: &[f32], context_shape: [usize; 3]) -> Result<Vec<f32>> {
+    pub fn run_unet(
+        &self,
+        sample: &[f32],
+        sample_shape: [usize; 4],
+        timestep: f32,
+        context: &[f32],
+        context_shape: [usize; 3],
+    ) -> Result<Vec<f32>> {
         guard(self.device.kind.name(), || {
             let dev = &self.device.device;
-            let x = Tensor::<B, 4>::from_data(TensorData::new(sample.to_vec(), sample_shape), (dev, DType::F32));
-            let c = Tensor::<B, 3>::from_data(TensorData::new(context.to_vec(), context_shape), (dev, self.precision.dtype()));
+            let x = Tensor::<B, 4>::from_data(
+                TensorData::new(sample.to_vec(), sample_shape),
+                (dev, DType::F32),
+            );
+            let c = Tensor::<B, 3>::from_data(
+                TensorData::new(context.to_vec(), context_shape),
+                (dev, self.precision.dtype()),
+            );
             tensor_to_vec(self.unet.forward(x, timestep, &c).cast(DType::F32))
         })
     }
@@ -486,7 +570,10 @@ impl Pipeline {
     /// One VAE decode of raw latents (no scaling), returning [N, 3, H, W] in about [-1, 1].
     pub fn run_vae_decode(&self, latents: &[f32], shape: [usize; 4]) -> Result<Vec<f32>> {
         guard(self.device.kind.name(), || {
-            let z = Tensor::<B, 4>::from_data(TensorData::new(latents.to_vec(), shape), (&self.device.device, DType::F32));
+            let z = Tensor::<B, 4>::from_data(
+                TensorData::new(latents.to_vec(), shape),
+                (&self.device.device, DType::F32),
+            );
             tensor_to_vec(self.vae.decode(z).cast(DType::F32))
         })
     }

@@ -80,7 +80,12 @@ pub struct Downsample2D<B: Backend> {
 }
 
 impl<B: Backend> Downsample2D<B> {
-    pub fn load(prefix: &str, channels: usize, padding: usize, loader: &mut Loader<B>) -> Result<Self> {
+    pub fn load(
+        prefix: &str,
+        channels: usize,
+        padding: usize,
+        loader: &mut Loader<B>,
+    ) -> Result<Self> {
         Ok(Downsample2D {
             conv: loader.conv2d(&format!("{prefix}.conv"), channels, channels, 3, 2, padding)?,
             pad_end: padding == 0,

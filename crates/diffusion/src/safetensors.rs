@@ -71,14 +71,18 @@ impl SafeTensors {
             problem,
         };
         let mut file = File::open(path).map_err(|e| DiffusionError::io(path, e))?;
-        let file_len = file.metadata().map_err(|e| DiffusionError::io(path, e))?.len();
+        let file_len = file
+            .metadata()
+            .map_err(|e| DiffusionError::io(path, e))?
+            .len();
         if file_len < 8 {
             return Err(bad(format!(
                 "is {file_len} bytes long: truncated or not a safetensors file"
             )));
         }
         let mut len_bytes = [0u8; 8];
-        file.read_exact(&mut len_bytes).map_err(|e| DiffusionError::io(path, e))?;
+        file.read_exact(&mut len_bytes)
+            .map_err(|e| DiffusionError::io(path, e))?;
         let header_len = u64::from_le_bytes(len_bytes);
         if header_len > MAX_HEADER || header_len > file_len - 8 {
             return Err(bad(format!(
@@ -86,7 +90,8 @@ impl SafeTensors {
             )));
         }
         let mut header = vec![0u8; header_len as usize];
-        file.read_exact(&mut header).map_err(|e| DiffusionError::io(path, e))?;
+        file.read_exact(&mut header)
+            .map_err(|e| DiffusionError::io(path, e))?;
         let json: serde_json::Value = serde_json::from_slice(&header)
             .map_err(|e| bad(format!("not a safetensors file: header is not JSON ({e})")))?;
         let map = json

@@ -39,17 +39,20 @@ impl Tokenizer {
         };
         let vocab_path = folder.join("vocab.json");
         let merges_path = folder.join("merges.txt");
-        let vocab_text = std::fs::read_to_string(&vocab_path).map_err(|e| DiffusionError::io(&vocab_path, e))?;
+        let vocab_text =
+            std::fs::read_to_string(&vocab_path).map_err(|e| DiffusionError::io(&vocab_path, e))?;
         let vocab: HashMap<String, u32> = serde_json::from_str(&vocab_text)
             .map_err(|e| bad(format!("vocab.json is not a JSON map of token to id: {e}")))?;
-        let merges_text = std::fs::read_to_string(&merges_path).map_err(|e| DiffusionError::io(&merges_path, e))?;
+        let merges_text = std::fs::read_to_string(&merges_path)
+            .map_err(|e| DiffusionError::io(&merges_path, e))?;
         let merges = parse_merges(&merges_text).map_err(bad)?;
 
         let mut special = SpecialTokens::default();
         for file in ["tokenizer_config.json", "special_tokens_map.json"] {
             let path = folder.join(file);
             if path.is_file() {
-                let text = std::fs::read_to_string(&path).map_err(|e| DiffusionError::io(&path, e))?;
+                let text =
+                    std::fs::read_to_string(&path).map_err(|e| DiffusionError::io(&path, e))?;
                 let json: serde_json::Value = serde_json::from_str(&text)
                     .map_err(|e| DiffusionError::config(&path, e.to_string()))?;
                 special.update(&json);
@@ -73,11 +76,20 @@ impl Tokenizer {
         tokens.extend(merges.iter().map(|(a, b)| format!("{a}{b}")));
         tokens.push(BOS.into());
         tokens.push(EOS.into());
-        let vocab = tokens.into_iter().enumerate().map(|(i, t)| (t, i as u32)).collect();
-        Self::build(vocab, merges, SpecialTokens::default()).expect("built-in tokenizer is complete")
+        let vocab = tokens
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| (t, i as u32))
+            .collect();
+        Self::build(vocab, merges, SpecialTokens::default())
+            .expect("built-in tokenizer is complete")
     }
 
-    fn build(vocab: HashMap<String, u32>, merges: Vec<(String, String)>, special: SpecialTokens) -> std::result::Result<Self, String> {
+    fn build(
+        vocab: HashMap<String, u32>,
+        merges: Vec<(String, String)>,
+        special: SpecialTokens,
+    ) -> std::result::Result<Self, String> {
         let id = |token: &str, role: &str| {
             vocab
                 .get(token)
@@ -92,7 +104,11 @@ impl Tokenizer {
             r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+",
         )
         .expect("CLIP pattern compiles");
-        let ranks = merges.into_iter().enumerate().map(|(i, m)| (m, i)).collect();
+        let ranks = merges
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| (m, i))
+            .collect();
         Ok(Tokenizer {
             vocab,
             ranks,
@@ -121,7 +137,10 @@ impl Tokenizer {
                 ids.push(if piece == BOS { self.bos } else { self.eos });
                 continue;
             }
-            let encoded: String = piece.bytes().map(|b| self.byte_encoder[b as usize]).collect();
+            let encoded: String = piece
+                .bytes()
+                .map(|b| self.byte_encoder[b as usize])
+                .collect();
             for token in self.bpe(&encoded) {
                 match self.vocab.get(&token) {
                     Some(&id) => ids.push(id),
@@ -156,7 +175,11 @@ impl Tokenizer {
             let best = word
                 .windows(2)
                 .enumerate()
-                .filter_map(|(i, pair)| self.ranks.get(&(pair[0].clone(), pair[1].clone())).map(|&r| (r, i)))
+                .filter_map(|(i, pair)| {
+                    self.ranks
+                        .get(&(pair[0].clone(), pair[1].clone()))
+                        .map(|&r| (r, i))
+                })
                 .min();
             let Some((_, _)) = best else { break };
             let (first, second) = {
@@ -243,8 +266,15 @@ fn parse_merges(text: &str) -> std::result::Result<Vec<(String, String)>, String
         }
         let mut parts = line.split(' ');
         match (parts.next(), parts.next(), parts.next()) {
-            (Some(a), Some(b), None) if !a.is_empty() && !b.is_empty() => merges.push((a.to_string(), b.to_string())),
-            _ => return Err(format!("merges.txt line {} is not two symbols: {line:?}", n + 1)),
+            (Some(a), Some(b), None) if !a.is_empty() && !b.is_empty() => {
+                merges.push((a.to_string(), b.to_string()))
+            }
+            _ => {
+                return Err(format!(
+                    "merges.txt line {} is not two symbols: {line:?}",
+                    n + 1
+                ))
+            }
         }
     }
     Ok(merges)
@@ -311,6 +341,8 @@ mod tests {
 
     #[test]
     fn bad_merges_line_is_reported() {
-        assert!(parse_merges("#version: 0.2\na b c\n").unwrap_err().contains("line 2"));
+        assert!(parse_merges("#version: 0.2\na b c\n")
+            .unwrap_err()
+            .contains("line 2"));
     }
 }

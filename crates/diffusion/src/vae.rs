@@ -45,11 +45,17 @@ impl<B: Backend> SpatialAttention<B> {
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let [n, c, h, w] = x.dims();
-        let tokens = self.group_norm.forward(x.clone()).reshape([n, c, h * w]).swap_dims(1, 2);
+        let tokens = self
+            .group_norm
+            .forward(x.clone())
+            .reshape([n, c, h * w])
+            .swap_dims(1, 2);
         let q = self.to_q.forward(tokens.clone());
         let k = self.to_k.forward(tokens.clone());
         let v = self.to_v.forward(tokens);
-        let out = self.to_out.forward(multi_head_attention(q, k, v, 1, false, false));
+        let out = self
+            .to_out
+            .forward(multi_head_attention(q, k, v, 1, false, false));
         out.swap_dims(1, 2).reshape([n, c, h, w]) + x
     }
 }
@@ -94,13 +100,20 @@ impl<B: Backend> VaeDecoder<B> {
             None
         };
         let conv_in = loader.conv2d("decoder.conv_in", latent, top, 3, 1, 1)?;
-        let mid_resnet_1 = ResnetBlock2D::load("decoder.mid_block.resnets.0", &resnet(top, top), loader)?;
+        let mid_resnet_1 =
+            ResnetBlock2D::load("decoder.mid_block.resnets.0", &resnet(top, top), loader)?;
         let mid_attention = if config.mid_block_add_attention {
-            Some(SpatialAttention::load("decoder.mid_block.attentions.0", top, groups, loader)?)
+            Some(SpatialAttention::load(
+                "decoder.mid_block.attentions.0",
+                top,
+                groups,
+                loader,
+            )?)
         } else {
             None
         };
-        let mid_resnet_2 = ResnetBlock2D::load("decoder.mid_block.resnets.1", &resnet(top, top), loader)?;
+        let mid_resnet_2 =
+            ResnetBlock2D::load("decoder.mid_block.resnets.1", &resnet(top, top), loader)?;
 
         let reversed: Vec<usize> = boc.iter().rev().copied().collect();
         let mut out_ch = reversed[0];
@@ -112,10 +125,18 @@ impl<B: Backend> VaeDecoder<B> {
             let mut resnets = Vec::new();
             for j in 0..config.layers_per_block + 1 {
                 let inputs = if j == 0 { prev } else { out_ch };
-                resnets.push(ResnetBlock2D::load(&format!("{p}.resnets.{j}"), &resnet(inputs, out_ch), loader)?);
+                resnets.push(ResnetBlock2D::load(
+                    &format!("{p}.resnets.{j}"),
+                    &resnet(inputs, out_ch),
+                    loader,
+                )?);
             }
             let upsampler = if i + 1 < reversed.len() {
-                Some(Upsample2D::load(&format!("{p}.upsamplers.0"), out_ch, loader)?)
+                Some(Upsample2D::load(
+                    &format!("{p}.upsamplers.0"),
+                    out_ch,
+                    loader,
+                )?)
             } else {
                 None
             };

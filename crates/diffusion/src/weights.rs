@@ -74,7 +74,11 @@ pub fn choose_weights_file(folder: &Path, stem: &str, precision: Precision) -> R
             bin.display()
         )
     } else {
-        format!("has no weights file: expected {} or {}", plain.display(), fp16.display())
+        format!(
+            "has no weights file: expected {} or {}",
+            plain.display(),
+            fp16.display()
+        )
     };
     Err(DiffusionError::ModelFolder {
         path: folder.to_path_buf(),
@@ -245,10 +249,18 @@ impl<'a, B: Backend> Loader<'a, B> {
         self.source.finish()
     }
 
-    fn upload<const D: usize>(&self, values: Vec<f32>, shape: [usize; D], dtype: DType) -> Tensor<B, D> {
+    fn upload<const D: usize>(
+        &self,
+        values: Vec<f32>,
+        shape: [usize; D],
+        dtype: DType,
+    ) -> Tensor<B, D> {
         let data = match dtype {
             DType::F16 => TensorData::new(
-                values.into_iter().map(half::f16::from_f32).collect::<Vec<_>>(),
+                values
+                    .into_iter()
+                    .map(half::f16::from_f32)
+                    .collect::<Vec<_>>(),
                 shape,
             ),
             _ => TensorData::new(values, shape),
@@ -257,22 +269,40 @@ impl<'a, B: Backend> Loader<'a, B> {
     }
 
     /// A tensor in the run's precision.
-    pub fn tensor<const D: usize>(&mut self, name: &str, shape: [usize; D], init: Init) -> Result<Tensor<B, D>> {
+    pub fn tensor<const D: usize>(
+        &mut self,
+        name: &str,
+        shape: [usize; D],
+        init: Init,
+    ) -> Result<Tensor<B, D>> {
         let values = self.source.take(name, &shape, init)?;
         Ok(self.upload(values, shape, self.precision.dtype()))
     }
 
     /// A tensor kept in f32 whatever the precision (norm parameters).
-    pub fn tensor_f32<const D: usize>(&mut self, name: &str, shape: [usize; D], init: Init) -> Result<Tensor<B, D>> {
+    pub fn tensor_f32<const D: usize>(
+        &mut self,
+        name: &str,
+        shape: [usize; D],
+        init: Init,
+    ) -> Result<Tensor<B, D>> {
         let values = self.source.take(name, &shape, init)?;
         Ok(self.upload(values, shape, DType::F32))
     }
 
     /// `nn.Linear(inputs, outputs)` stored as PyTorch does ([out, in]); kept as [in, out] for matmul.
-    pub fn linear(&mut self, prefix: &str, inputs: usize, outputs: usize, bias: bool) -> Result<Linear<B>> {
-        let w = self
-            .source
-            .take(&format!("{prefix}.weight"), &[outputs, inputs], Init::FanIn(inputs))?;
+    pub fn linear(
+        &mut self,
+        prefix: &str,
+        inputs: usize,
+        outputs: usize,
+        bias: bool,
+    ) -> Result<Linear<B>> {
+        let w = self.source.take(
+            &format!("{prefix}.weight"),
+            &[outputs, inputs],
+            Init::FanIn(inputs),
+        )?;
         let mut transposed = vec![0f32; w.len()];
         for o in 0..outputs {
             for i in 0..inputs {
@@ -312,7 +342,13 @@ impl<'a, B: Backend> Loader<'a, B> {
         })
     }
 
-    pub fn group_norm(&mut self, prefix: &str, groups: usize, channels: usize, eps: f64) -> Result<GroupNorm<B>> {
+    pub fn group_norm(
+        &mut self,
+        prefix: &str,
+        groups: usize,
+        channels: usize,
+        eps: f64,
+    ) -> Result<GroupNorm<B>> {
         Ok(GroupNorm {
             gamma: self.tensor_f32(&format!("{prefix}.weight"), [channels], Init::Ones)?,
             beta: self.tensor_f32(&format!("{prefix}.bias"), [channels], Init::Zeros)?,

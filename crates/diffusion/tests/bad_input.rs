@@ -5,7 +5,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::{BackendRequest, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision, SchedulerKind};
+use sdbench_diffusion::{
+    BackendRequest, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision, SchedulerKind,
+};
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -38,7 +40,11 @@ fn tiny_copy() -> (tempfile::TempDir, PathBuf) {
 
 fn load_err(folder: &Path) -> String {
     let device = select(BackendRequest::Cpu).unwrap();
-    match Pipeline::load(&ModelSource::Folder(folder.to_path_buf()), device, Some(Precision::F32)) {
+    match Pipeline::load(
+        &ModelSource::Folder(folder.to_path_buf()),
+        device,
+        Some(Precision::F32),
+    ) {
         Ok(_) => panic!("loading {} should fail", folder.display()),
         Err(e) => e.to_string(),
     }
@@ -46,7 +52,10 @@ fn load_err(folder: &Path) -> String {
 
 fn assert_mentions(message: &str, needles: &[&str]) {
     for n in needles {
-        assert!(message.contains(n), "error {message:?} should mention {n:?}");
+        assert!(
+            message.contains(n),
+            "error {message:?} should mention {n:?}"
+        );
     }
 }
 
@@ -64,7 +73,14 @@ fn missing_and_empty_folders() {
 fn missing_weights_file() {
     let (_keep, model) = tiny_copy();
     std::fs::remove_file(model.join("unet/diffusion_pytorch_model.safetensors")).unwrap();
-    assert_mentions(&load_err(&model), &["unet", "no weights file", "diffusion_pytorch_model.safetensors"]);
+    assert_mentions(
+        &load_err(&model),
+        &[
+            "unet",
+            "no weights file",
+            "diffusion_pytorch_model.safetensors",
+        ],
+    );
 }
 
 #[test]
@@ -73,7 +89,10 @@ fn truncated_weights_file() {
     let path = model.join("unet/diffusion_pytorch_model.safetensors");
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() - 1000]).unwrap();
-    assert_mentions(&load_err(&model), &["diffusion_pytorch_model.safetensors", "truncated"]);
+    assert_mentions(
+        &load_err(&model),
+        &["diffusion_pytorch_model.safetensors", "truncated"],
+    );
     std::fs::write(&path, &bytes[..4]).unwrap();
     assert_mentions(&load_err(&model), &["truncated"]);
 }
@@ -82,7 +101,11 @@ fn truncated_weights_file() {
 fn garbage_weights_file() {
     let (_keep, model) = tiny_copy();
     let path = model.join("vae/diffusion_pytorch_model.safetensors");
-    std::fs::write(&path, b"this is not a safetensors file, just some text that is long enough").unwrap();
+    std::fs::write(
+        &path,
+        b"this is not a safetensors file, just some text that is long enough",
+    )
+    .unwrap();
     assert_mentions(&load_err(&model), &["vae", "not a safetensors file"]);
 }
 
@@ -94,25 +117,47 @@ fn missing_unexpected_and_misshapen_tensors_are_named() {
     let names: Vec<String> = file.names().map(String::from).collect();
     let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = names
         .iter()
-        .map(|n| (n.clone(), file.info(n).unwrap().shape.clone(), file.read_f32(n).unwrap()))
+        .map(|n| {
+            (
+                n.clone(),
+                file.info(n).unwrap().shape.clone(),
+                file.read_f32(n).unwrap(),
+            )
+        })
         .collect();
     let write = |list: &[(String, Vec<usize>, Vec<f32>)]| {
-        let refs: Vec<(&str, Vec<usize>, &[f32])> = list.iter().map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice())).collect();
+        let refs: Vec<(&str, Vec<usize>, &[f32])> = list
+            .iter()
+            .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
+            .collect();
         sdbench_diffusion::safetensors::write_f32(&path, &refs).unwrap();
     };
 
-    let without: Vec<_> = tensors.iter().filter(|t| t.0 != "decoder.conv_out.weight").cloned().collect();
+    let without: Vec<_> = tensors
+        .iter()
+        .filter(|t| t.0 != "decoder.conv_out.weight")
+        .cloned()
+        .collect();
     write(&without);
     assert_mentions(&load_err(&model), &["decoder.conv_out.weight", "missing"]);
 
     let mut extra = tensors.clone();
     extra.push(("decoder.surprise.weight".into(), vec![2], vec![0.0, 1.0]));
     write(&extra);
-    assert_mentions(&load_err(&model), &["decoder.surprise.weight", "not part of the model"]);
+    assert_mentions(
+        &load_err(&model),
+        &["decoder.surprise.weight", "not part of the model"],
+    );
 
     let misshapen: Vec<_> = tensors
         .iter()
-        .map(|(n, s, d)| if n == "decoder.conv_in.bias" { (n.clone(), vec![s[0] - 1], d[1..].to_vec()) } else { (n.clone(), s.clone(), d.clone()) })
+        .map(|(n, s, d)| {
+            if n == "decoder.conv_in.bias" {
+                (n.clone(), vec![s[0] - 1], d[1..].to_vec())
+            } else {
+                (n.clone(), s.clone(), d.clone())
+            }
+        })
         .collect();
     write(&misshapen);
     assert_mentions(&load_err(&model), &["decoder.conv_in.bias", "shape"]);
@@ -124,15 +169,23 @@ fn invalid_config_json() {
     std::fs::write(model.join("unet/config.json"), "{ not json").unwrap();
     assert_mentions(&load_err(&model), &["unet", "config.json"]);
     let (_keep2, model) = tiny_copy();
-    std::fs::write(model.join("vae/config.json"), r#"{"block_out_channels": "wide"}"#).unwrap();
-    assert_mentions(&load_err(&model), &["vae", "config.json", "block_out_channels"]);
+    std::fs::write(
+        model.join("vae/config.json"),
+        r#"{"block_out_channels": "wide"}"#,
+    )
+    .unwrap();
+    assert_mentions(
+        &load_err(&model),
+        &["vae", "config.json", "block_out_channels"],
+    );
 }
 
 #[test]
 fn unsupported_architecture_is_named() {
     let (_keep, model) = tiny_copy();
     let path = model.join("unet/config.json");
-    let mut config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     config["down_block_types"][0] = "SimpleCrossAttnDownBlock2D".into();
     std::fs::write(&path, config.to_string()).unwrap();
     assert_mentions(&load_err(&model), &["SimpleCrossAttnDownBlock2D"]);
@@ -141,7 +194,12 @@ fn unsupported_architecture_is_named() {
 #[test]
 fn bad_requests() {
     let device = select(BackendRequest::Cpu).unwrap();
-    let pipe = Pipeline::load(&ModelSource::Folder(common::fixtures().join("tiny-sd")), device, Some(Precision::F32)).unwrap();
+    let pipe = Pipeline::load(
+        &ModelSource::Folder(common::fixtures().join("tiny-sd")),
+        device,
+        Some(Precision::F32),
+    )
+    .unwrap();
     let base = GenerateRequest {
         width: 24,
         height: 16,
@@ -149,11 +207,39 @@ fn bad_requests() {
         ..GenerateRequest::new("a cat")
     };
     let err = |r: GenerateRequest| pipe.validate(&r).unwrap_err().to_string();
-    assert_mentions(&err(GenerateRequest { width: 30, ..base.clone() }), &["width", "multiple of 8"]);
-    assert_mentions(&err(GenerateRequest { height: 0, ..base.clone() }), &["height"]);
-    assert_mentions(&err(GenerateRequest { steps: 0, ..base.clone() }), &["steps"]);
-    let wrong = InitialNoise::Latents { shape: vec![1, 4, 9, 9], data: vec![0.0; 324], step_seed: 0 };
-    assert_mentions(&err(GenerateRequest { noise: wrong, ..base.clone() }), &["latents", "[1, 4, 8, 12]"]);
+    assert_mentions(
+        &err(GenerateRequest {
+            width: 30,
+            ..base.clone()
+        }),
+        &["width", "multiple of 8"],
+    );
+    assert_mentions(
+        &err(GenerateRequest {
+            height: 0,
+            ..base.clone()
+        }),
+        &["height"],
+    );
+    assert_mentions(
+        &err(GenerateRequest {
+            steps: 0,
+            ..base.clone()
+        }),
+        &["steps"],
+    );
+    let wrong = InitialNoise::Latents {
+        shape: vec![1, 4, 9, 9],
+        data: vec![0.0; 324],
+        step_seed: 0,
+    };
+    assert_mentions(
+        &err(GenerateRequest {
+            noise: wrong,
+            ..base.clone()
+        }),
+        &["latents", "[1, 4, 8, 12]"],
+    );
     assert!(SchedulerKind::from_name("karras_magic").is_err());
     assert!(pipe.validate(&base).is_ok());
 }

@@ -12,7 +12,8 @@ mod common;
 use common::{assert_close, Reference, TINY};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision, SchedulerKind,
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
+    SchedulerKind,
 };
 
 const COMPONENT_ATOL: f32 = 5e-5;
@@ -20,28 +21,60 @@ const IMAGE_ATOL: f32 = 2e-4;
 
 fn load(name: &str, backend: BackendRequest) -> Pipeline {
     let device = select(backend).expect("backend available");
-    Pipeline::load(&ModelSource::Folder(common::fixtures().join(name)), device, Some(Precision::F32)).unwrap()
+    Pipeline::load(
+        &ModelSource::Folder(common::fixtures().join(name)),
+        device,
+        Some(Precision::F32),
+    )
+    .unwrap()
 }
 
 fn check_components(name: &str, backend: BackendRequest) {
     let pipe = load(name, backend);
     let mut r = Reference::open(name);
 
-    let ids: Vec<u32> = r.get("text_encoder.input_ids").iter().map(|&x| x as u32).collect();
+    let ids: Vec<u32> = r
+        .get("text_encoder.input_ids")
+        .iter()
+        .map(|&x| x as u32)
+        .collect();
     let hidden = pipe.run_text_encoder(&[ids]).unwrap();
-    assert_close(&format!("{name} text encoder"), &hidden, &r.get("text_encoder.last_hidden_state"), COMPONENT_ATOL);
+    assert_close(
+        &format!("{name} text encoder"),
+        &hidden,
+        &r.get("text_encoder.last_hidden_state"),
+        COMPONENT_ATOL,
+    );
 
     let s = r.shape("unet.sample");
     let c = r.shape("unet.context");
     let t = r.meta["unet_timestep"].as_f64().unwrap() as f32;
     let out = pipe
-        .run_unet(&r.get("unet.sample"), [s[0], s[1], s[2], s[3]], t, &r.get("unet.context"), [c[0], c[1], c[2]])
+        .run_unet(
+            &r.get("unet.sample"),
+            [s[0], s[1], s[2], s[3]],
+            t,
+            &r.get("unet.context"),
+            [c[0], c[1], c[2]],
+        )
         .unwrap();
-    assert_close(&format!("{name} unet"), &out, &r.get("unet.out"), COMPONENT_ATOL);
+    assert_close(
+        &format!("{name} unet"),
+        &out,
+        &r.get("unet.out"),
+        COMPONENT_ATOL,
+    );
 
     let z = r.shape("vae.latents");
-    let image = pipe.run_vae_decode(&r.get("vae.latents"), [z[0], z[1], z[2], z[3]]).unwrap();
-    assert_close(&format!("{name} vae decode"), &image, &r.get("vae.image"), COMPONENT_ATOL);
+    let image = pipe
+        .run_vae_decode(&r.get("vae.latents"), [z[0], z[1], z[2], z[3]])
+        .unwrap();
+    assert_close(
+        &format!("{name} vae decode"),
+        &image,
+        &r.get("vae.image"),
+        COMPONENT_ATOL,
+    );
 }
 
 fn check_generations(name: &str, backend: BackendRequest) {
@@ -51,7 +84,11 @@ fn check_generations(name: &str, backend: BackendRequest) {
     let latents = r.get("generate.latents");
     let shape = r.shape("generate.latents");
     let runs = g["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 12, "every scheduler, with and without a negative prompt");
+    assert_eq!(
+        runs.len(),
+        12,
+        "every scheduler, with and without a negative prompt"
+    );
     for run in runs {
         let key = run["key"].as_str().unwrap();
         let request = GenerateRequest {
@@ -68,9 +105,19 @@ fn check_generations(name: &str, backend: BackendRequest) {
                 step_seed: 0,
             },
         };
-        let out = pipe.generate(&request, &mut |_| {}, &CancelToken::new()).unwrap();
-        assert_eq!((out.image.width, out.image.height), (request.width, request.height));
-        assert_close(&format!("{name} {key}"), &out.float_image, &r.get(key), IMAGE_ATOL);
+        let out = pipe
+            .generate(&request, &mut |_| {}, &CancelToken::new())
+            .unwrap();
+        assert_eq!(
+            (out.image.width, out.image.height),
+            (request.width, request.height)
+        );
+        assert_close(
+            &format!("{name} {key}"),
+            &out.float_image,
+            &r.get(key),
+            IMAGE_ATOL,
+        );
     }
 }
 
@@ -106,9 +153,15 @@ fn vulkan_or_skip() -> bool {
         return true;
     }
     if std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() == Ok("1") {
-        panic!("SDBENCH_REQUIRE_VULKAN=1 but no Vulkan adapter: {}", status.detail);
+        panic!(
+            "SDBENCH_REQUIRE_VULKAN=1 but no Vulkan adapter: {}",
+            status.detail
+        );
     }
-    eprintln!("SKIPPED: no Vulkan adapter ({}); install mesa-vulkan-drivers", status.detail);
+    eprintln!(
+        "SKIPPED: no Vulkan adapter ({}); install mesa-vulkan-drivers",
+        status.detail
+    );
     false
 }
 

@@ -9,34 +9,62 @@ use sdbench_diffusion::scheduler::{build, SchedulerKind};
 #[test]
 fn timesteps_and_sigmas_match_diffusers() {
     let config: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(common::fixtures().join("tiny-sd/scheduler/scheduler_config.json")).unwrap(),
+        &std::fs::read_to_string(
+            common::fixtures().join("tiny-sd/scheduler/scheduler_config.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
-    let cases: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(common::fixtures().join("scheduler_cases.json")).unwrap()).unwrap();
+    let cases: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(common::fixtures().join("scheduler_cases.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(cases.len(), 24);
     for case in cases {
         let name = case["scheduler"].as_str().unwrap();
         let steps = case["steps"].as_u64().unwrap() as usize;
         let kind = SchedulerKind::from_name(name).unwrap();
         let s = build::<Dispatch>(kind, &config, steps, std::path::Path::new("test")).unwrap();
-        let expected: Vec<f64> = case["timesteps"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let expected: Vec<f64> = case["timesteps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
         let actual: Vec<f64> = s.timesteps().iter().map(|&t| t as f64).collect();
-        assert_eq!(actual.len(), expected.len(), "{name} {steps}: timestep count");
+        assert_eq!(
+            actual.len(),
+            expected.len(),
+            "{name} {steps}: timestep count"
+        );
         for (a, e) in actual.iter().zip(&expected) {
-            assert!((a - e).abs() <= 1e-3, "{name} {steps}: timesteps {actual:?} vs {expected:?}");
+            assert!(
+                (a - e).abs() <= 1e-3,
+                "{name} {steps}: timesteps {actual:?} vs {expected:?}"
+            );
         }
         if let Some(sigmas) = case.get("sigmas") {
-            let expected: Vec<f64> = sigmas.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+            let expected: Vec<f64> = sigmas
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
             let actual = s.sigmas();
             assert_eq!(actual.len(), expected.len(), "{name} {steps}: sigma count");
             for (a, e) in actual.iter().zip(&expected) {
                 let a = *a as f64;
-                assert!((a - e).abs() <= 1e-4 * e.abs().max(1.0), "{name} {steps}: sigma {a} vs {e}");
+                assert!(
+                    (a - e).abs() <= 1e-4 * e.abs().max(1.0),
+                    "{name} {steps}: sigma {a} vs {e}"
+                );
             }
         }
         let init = case["init_noise_sigma"].as_f64().unwrap();
-        assert!((s.init_noise_sigma() - init).abs() <= 1e-4 * init.max(1.0), "{name} {steps}: init noise sigma");
+        assert!(
+            (s.init_noise_sigma() - init).abs() <= 1e-4 * init.max(1.0),
+            "{name} {steps}: init noise sigma"
+        );
     }
 }
 
@@ -44,14 +72,24 @@ fn timesteps_and_sigmas_match_diffusers() {
 fn unsupported_options_are_refused_by_name() {
     let config: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(r#"{"prediction_type": "v_prediction"}"#).unwrap();
-    let err = build::<Dispatch>(SchedulerKind::Euler, &config, 10, std::path::Path::new("s.json"))
-        .err()
-        .unwrap()
-        .to_string();
+    let err = build::<Dispatch>(
+        SchedulerKind::Euler,
+        &config,
+        10,
+        std::path::Path::new("s.json"),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(err.contains("prediction_type"), "{err}");
-    let err = build::<Dispatch>(SchedulerKind::Ddim, &Default::default(), 0, std::path::Path::new("s.json"))
-        .err()
-        .unwrap()
-        .to_string();
+    let err = build::<Dispatch>(
+        SchedulerKind::Ddim,
+        &Default::default(),
+        0,
+        std::path::Path::new("s.json"),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(err.contains("steps"), "{err}");
 }

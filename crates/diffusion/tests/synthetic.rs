@@ -2,7 +2,10 @@
 //! resolution on the CPU.
 
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::{BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision, Progress};
+use sdbench_diffusion::{
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
+    Progress,
+};
 
 #[test]
 fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
@@ -18,12 +21,26 @@ fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
     };
     let mut steps = 0;
     let out = pipe
-        .generate(&request, &mut |e| if let Progress::Step { .. } = e { steps += 1 }, &CancelToken::new())
+        .generate(
+            &request,
+            &mut |e| {
+                if let Progress::Step { .. } = e {
+                    steps += 1
+                }
+            },
+            &CancelToken::new(),
+        )
         .unwrap();
-    assert_eq!(steps, 3, "PNDM with skip_prk_steps makes steps + 1 model calls");
+    assert_eq!(
+        steps, 3,
+        "PNDM with skip_prk_steps makes steps + 1 model calls"
+    );
     assert_eq!((out.image.width, out.image.height), (64, 48));
     assert!(out.float_image.iter().all(|v| v.is_finite()));
-    let (lo, hi) = out.float_image.iter().fold((1f32, 0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = out
+        .float_image
+        .iter()
+        .fold((1f32, 0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
     assert!(hi - lo > 0.05, "image is flat: {lo}..{hi}");
     assert_eq!(out.timings.unet_steps.len(), 3);
 

@@ -19,7 +19,11 @@ impl Ddim {
         cfg.reject_true("thresholding")?;
         let alphas_cumprod = cfg.alphas_cumprod()?;
         // DDIM's own defaults differ from PNDM's: clip_sample and set_alpha_to_one are true.
-        let final_alpha_cumprod = if cfg.bool("set_alpha_to_one", true)? { 1.0 } else { alphas_cumprod[0] };
+        let final_alpha_cumprod = if cfg.bool("set_alpha_to_one", true)? {
+            1.0
+        } else {
+            alphas_cumprod[0]
+        };
         let clip_sample = if cfg.bool("clip_sample", true)? {
             Some(cfg.f64("clip_sample_range", 1.0)?)
         } else {
@@ -49,7 +53,13 @@ impl<B: Backend> Scheduler<B> for Ddim {
         1.0
     }
 
-    fn step(&mut self, model_output: Tensor<B, 4>, index: usize, sample: Tensor<B, 4>, _noise: &mut NoiseFn<B>) -> Tensor<B, 4> {
+    fn step(
+        &mut self,
+        model_output: Tensor<B, 4>,
+        index: usize,
+        sample: Tensor<B, 4>,
+        _noise: &mut NoiseFn<B>,
+    ) -> Tensor<B, 4> {
         let t = self.timesteps[index] as i64;
         let prev_t = t - self.stride;
         let a_t = self.alphas_cumprod[t as usize] as f64;

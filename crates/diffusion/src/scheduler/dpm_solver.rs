@@ -3,7 +3,10 @@
 
 use burn::prelude::*;
 
-use super::{interp_index, karras_sigmas, sigma_to_t, spaced_timesteps, train_sigmas, NoiseFn, Scheduler, SchedulerConfig};
+use super::{
+    interp_index, karras_sigmas, sigma_to_t, spaced_timesteps, train_sigmas, NoiseFn, Scheduler,
+    SchedulerConfig,
+};
 use crate::error::{DiffusionError, Result};
 
 pub struct DpmSolverPP2M<B: Backend> {
@@ -27,8 +30,14 @@ impl<B: Backend> DpmSolverPP2M<B> {
         cfg.reject_true("use_flow_sigmas")?;
         // The name picks the algorithm: a folder configured for another DPM variant still runs 2M++.
         let solver = cfg.only("solver_type", "midpoint", &["midpoint", "heun"])?;
-        if cfg.opt_f64("lambda_min_clipped")?.is_some_and(|v| v.is_finite()) {
-            return Err(DiffusionError::unsupported(cfg.path, "scheduler option lambda_min_clipped"));
+        if cfg
+            .opt_f64("lambda_min_clipped")?
+            .is_some_and(|v| v.is_finite())
+        {
+            return Err(DiffusionError::unsupported(
+                cfg.path,
+                "scheduler option lambda_min_clipped",
+            ));
         }
         let alphas_cumprod = cfg.alphas_cumprod()?;
         let train = train_sigmas(&alphas_cumprod);
@@ -46,19 +55,28 @@ impl<B: Backend> DpmSolverPP2M<B> {
             let n = cfg.usize("num_train_timesteps", 1000)?;
             let ratio = (n / (steps + 1)) as f64;
             let offset = cfg.usize("steps_offset", 0)? as f64;
-            timesteps = (1..=steps).rev().map(|k| k as f64 * ratio + offset).collect();
+            timesteps = (1..=steps)
+                .rev()
+                .map(|k| k as f64 * ratio + offset)
+                .collect();
         }
         let mut sigmas: Vec<f64>;
         if karras || cfg.bool("use_karras_sigmas", false)? {
             let log_sigmas: Vec<f64> = train.iter().map(|s| s.ln()).collect();
             let lo = cfg.opt_f64("sigma_min")?.unwrap_or(train[0]);
-            let hi = cfg.opt_f64("sigma_max")?.unwrap_or(*train.last().expect("non-empty"));
+            let hi = cfg
+                .opt_f64("sigma_max")?
+                .unwrap_or(*train.last().expect("non-empty"));
             sigmas = karras_sigmas(lo, hi, steps);
-            timesteps = sigmas.iter().map(|&s| sigma_to_t(s, &log_sigmas).round_ties_even()).collect();
+            timesteps = sigmas
+                .iter()
+                .map(|&s| sigma_to_t(s, &log_sigmas).round_ties_even())
+                .collect();
         } else {
             sigmas = timesteps.iter().map(|&t| interp_index(t, &train)).collect();
         }
-        let final_sigma_zero = cfg.only("final_sigmas_type", "zero", &["zero", "sigma_min"])? == "zero";
+        let final_sigma_zero =
+            cfg.only("final_sigmas_type", "zero", &["zero", "sigma_min"])? == "zero";
         sigmas.push(if final_sigma_zero { 0.0 } else { train[0] });
         Ok(DpmSolverPP2M {
             timesteps: timesteps.into_iter().map(|t| t as f32).collect(),
@@ -93,10 +111,18 @@ impl<B: Backend> Scheduler<B> for DpmSolverPP2M<B> {
         1.0
     }
 
-    fn step(&mut self, model_output: Tensor<B, 4>, index: usize, sample: Tensor<B, 4>, _noise: &mut NoiseFn<B>) -> Tensor<B, 4> {
+    fn step(
+        &mut self,
+        model_output: Tensor<B, 4>,
+        index: usize,
+        sample: Tensor<B, 4>,
+        _noise: &mut NoiseFn<B>,
+    ) -> Tensor<B, 4> {
         let steps = self.timesteps.len();
         let lower_order_final = index == steps - 1
-            && (self.euler_at_final || (self.lower_order_final && steps < 15) || self.final_sigma_zero);
+            && (self.euler_at_final
+                || (self.lower_order_final && steps < 15)
+                || self.final_sigma_zero);
         let (alpha_s, sigma_s, lambda_s) = Self::alpha_sigma_lambda(self.sigmas[index] as f64);
         // Data prediction: x0 = (x - sigma_t * eps) / alpha_t.
         let x0 = (sample.clone() - model_output * sigma_s) / alpha_s;
@@ -104,7 +130,11 @@ impl<B: Backend> Scheduler<B> for DpmSolverPP2M<B> {
         let h = lambda_t - lambda_s;
         // At sigma = 0, lambda_t is infinite and exp(-h) is 0: the step lands on x0.
         let exp_m1 = (-h).exp() - 1.0;
-        let ratio = if sigma_t == 0.0 { 0.0 } else { sigma_t / sigma_s };
+        let ratio = if sigma_t == 0.0 {
+            0.0
+        } else {
+            sigma_t / sigma_s
+        };
         let first_order = self.lower_order_nums < 1 || lower_order_final;
         let prev = match (&self.previous_x0, first_order) {
             (Some(m1), false) => {

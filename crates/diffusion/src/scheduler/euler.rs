@@ -3,7 +3,10 @@
 
 use burn::prelude::*;
 
-use super::{interp_index, karras_sigmas, sigma_to_t, spaced_timesteps, train_sigmas, NoiseFn, Scheduler, SchedulerConfig};
+use super::{
+    interp_index, karras_sigmas, sigma_to_t, spaced_timesteps, train_sigmas, NoiseFn, Scheduler,
+    SchedulerConfig,
+};
 use crate::error::Result;
 
 pub struct Euler {
@@ -34,7 +37,9 @@ impl Euler {
         let karras = !ancestral && cfg.bool("use_karras_sigmas", false)?;
         if karras {
             let log_sigmas: Vec<f64> = train.iter().map(|s| s.ln()).collect();
-            let lo = cfg.opt_f64("sigma_min")?.unwrap_or(*sigmas.last().expect("steps >= 1"));
+            let lo = cfg
+                .opt_f64("sigma_min")?
+                .unwrap_or(*sigmas.last().expect("steps >= 1"));
             let hi = cfg.opt_f64("sigma_max")?.unwrap_or(sigmas[0]);
             sigmas = karras_sigmas(lo, hi, steps);
             timesteps = sigmas.iter().map(|&s| sigma_to_t(s, &log_sigmas)).collect();
@@ -42,7 +47,10 @@ impl Euler {
         let last = if ancestral {
             0.0
         } else {
-            match cfg.only("final_sigmas_type", "zero", &["zero", "sigma_min"])?.as_str() {
+            match cfg
+                .only("final_sigmas_type", "zero", &["zero", "sigma_min"])?
+                .as_str()
+            {
                 "zero" => 0.0,
                 _ => train[0],
             }
@@ -82,14 +90,22 @@ impl<B: Backend> Scheduler<B> for Euler {
         sample / (sigma * sigma + 1.0).sqrt()
     }
 
-    fn step(&mut self, model_output: Tensor<B, 4>, index: usize, sample: Tensor<B, 4>, noise: &mut NoiseFn<B>) -> Tensor<B, 4> {
+    fn step(
+        &mut self,
+        model_output: Tensor<B, 4>,
+        index: usize,
+        sample: Tensor<B, 4>,
+        noise: &mut NoiseFn<B>,
+    ) -> Tensor<B, 4> {
         let sigma = self.sigmas[index] as f64;
         let sigma_next = self.sigmas[index + 1] as f64;
         // x0 = x - sigma * eps; derivative d = (x - x0) / sigma = eps.
         if !self.ancestral {
             return sample + model_output * (sigma_next - sigma);
         }
-        let up = (sigma_next * sigma_next * (sigma * sigma - sigma_next * sigma_next) / (sigma * sigma)).sqrt();
+        let up = (sigma_next * sigma_next * (sigma * sigma - sigma_next * sigma_next)
+            / (sigma * sigma))
+            .sqrt();
         let down = (sigma_next * sigma_next - up * up).sqrt();
         let dims = sample.dims();
         // The noise is drawn on every step, also the last (where `up` is 0), as diffusers does.

@@ -28,7 +28,14 @@ pub enum SchedulerKind {
 }
 
 impl SchedulerKind {
-    pub const NAMES: &'static [&'static str] = &["pndm", "ddim", "euler", "euler_a", "dpmpp_2m", "dpmpp_2m_karras"];
+    pub const NAMES: &'static [&'static str] = &[
+        "pndm",
+        "ddim",
+        "euler",
+        "euler_a",
+        "dpmpp_2m",
+        "dpmpp_2m_karras",
+    ];
 
     pub fn from_name(name: &str) -> Result<Self> {
         Ok(match name.to_ascii_lowercase().as_str() {
@@ -55,7 +62,10 @@ impl SchedulerKind {
             "EulerDiscreteScheduler" => SchedulerKind::Euler,
             "EulerAncestralDiscreteScheduler" => SchedulerKind::EulerAncestral,
             "DPMSolverMultistepScheduler" => SchedulerKind::DpmSolverPP2M {
-                karras: config.get("use_karras_sigmas").and_then(Value::as_bool).unwrap_or(false),
+                karras: config
+                    .get("use_karras_sigmas")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
             },
             other => {
                 return Err(DiffusionError::unsupported(
@@ -105,7 +115,13 @@ pub trait Scheduler<B: Backend>: Send {
         sample
     }
     /// Advances `sample` (f32) by one step given the UNet's (guided) output at step `index`.
-    fn step(&mut self, model_output: Tensor<B, 4>, index: usize, sample: Tensor<B, 4>, noise: &mut NoiseFn<B>) -> Tensor<B, 4>;
+    fn step(
+        &mut self,
+        model_output: Tensor<B, 4>,
+        index: usize,
+        sample: Tensor<B, 4>,
+        noise: &mut NoiseFn<B>,
+    ) -> Tensor<B, 4>;
 }
 
 /// Builds the scheduler `kind` for `steps` steps from a folder's scheduler config.
@@ -130,7 +146,9 @@ pub fn build<B: Backend>(
         SchedulerKind::Ddim => Box::new(ddim::Ddim::new(&cfg, steps)?),
         SchedulerKind::Euler => Box::new(euler::Euler::new(&cfg, steps, false)?),
         SchedulerKind::EulerAncestral => Box::new(euler::Euler::new(&cfg, steps, true)?),
-        SchedulerKind::DpmSolverPP2M { karras } => Box::new(dpm_solver::DpmSolverPP2M::new(&cfg, steps, karras)?),
+        SchedulerKind::DpmSolverPP2M { karras } => {
+            Box::new(dpm_solver::DpmSolverPP2M::new(&cfg, steps, karras)?)
+        }
     })
 }
 
@@ -182,7 +200,10 @@ impl SchedulerConfig<'_> {
     pub fn str(&self, key: &str, default: &str) -> Result<String> {
         match self.present(key) {
             None => Ok(default.to_string()),
-            Some(v) => v.as_str().map(str::to_string).ok_or_else(|| self.error(key, "a string")),
+            Some(v) => v
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| self.error(key, "a string")),
         }
     }
 
@@ -194,14 +215,20 @@ impl SchedulerConfig<'_> {
         } else {
             Err(DiffusionError::unsupported(
                 self.path,
-                format!("scheduler option {key} = {value:?} (supported: {})", allowed.join(", ")),
+                format!(
+                    "scheduler option {key} = {value:?} (supported: {})",
+                    allowed.join(", ")
+                ),
             ))
         }
     }
 
     pub fn reject_true(&self, key: &str) -> Result<()> {
         if self.bool(key, false)? {
-            return Err(DiffusionError::unsupported(self.path, format!("scheduler option {key} = true")));
+            return Err(DiffusionError::unsupported(
+                self.path,
+                format!("scheduler option {key} = true"),
+            ));
         }
         Ok(())
     }
@@ -211,7 +238,9 @@ impl SchedulerConfig<'_> {
         self.reject_true("rescale_betas_zero_snr")?;
         let n = self.usize("num_train_timesteps", 1000)?;
         let betas: Vec<f32> = if let Some(list) = self.present("trained_betas") {
-            let list = list.as_array().ok_or_else(|| self.error("trained_betas", "a list of numbers"))?;
+            let list = list
+                .as_array()
+                .ok_or_else(|| self.error("trained_betas", "a list of numbers"))?;
             let betas = list
                 .iter()
                 .map(|v| v.as_f64().map(|b| b as f32))
@@ -231,7 +260,11 @@ impl SchedulerConfig<'_> {
                     .map(|b| b * b)
                     .collect(),
                 "squaredcos_cap_v2" => {
-                    let alpha_bar = |t: f64| ((t + 0.008) / 1.008 * std::f64::consts::PI / 2.0).cos().powi(2);
+                    let alpha_bar = |t: f64| {
+                        ((t + 0.008) / 1.008 * std::f64::consts::PI / 2.0)
+                            .cos()
+                            .powi(2)
+                    };
                     (0..n)
                         .map(|i| {
                             let (t1, t2) = (i as f64 / n as f64, (i + 1) as f64 / n as f64);
@@ -240,7 +273,10 @@ impl SchedulerConfig<'_> {
                         .collect()
                 }
                 other => {
-                    return Err(DiffusionError::unsupported(self.path, format!("beta_schedule {other:?}")))
+                    return Err(DiffusionError::unsupported(
+                        self.path,
+                        format!("beta_schedule {other:?}"),
+                    ))
                 }
             }
         };
@@ -256,7 +292,8 @@ impl SchedulerConfig<'_> {
     }
 
     pub fn prediction_type(&self) -> Result<()> {
-        self.only("prediction_type", "epsilon", &["epsilon"]).map(|_| ())
+        self.only("prediction_type", "epsilon", &["epsilon"])
+            .map(|_| ())
     }
 }
 
@@ -323,7 +360,10 @@ fn karras_sigmas(sigma_min: f64, sigma_max: f64, steps: usize) -> Vec<f64> {
 /// diffusers' `_sigma_to_t`: the (fractional) training timestep whose log-sigma matches.
 fn sigma_to_t(sigma: f64, log_sigmas: &[f64]) -> f64 {
     let log_sigma = sigma.max(1e-10).ln();
-    let count = log_sigmas.iter().filter(|&&ls| log_sigma - ls >= 0.0).count();
+    let count = log_sigmas
+        .iter()
+        .filter(|&&ls| log_sigma - ls >= 0.0)
+        .count();
     // argmax of cumsum(dists >= 0): the last index where the running count first reaches its max.
     let low = if count == 0 {
         0
@@ -349,10 +389,18 @@ fn sigma_to_t(sigma: f64, log_sigmas: &[f64]) -> f64 {
 
 /// The descending integer timesteps of "leading", "linspace" or "trailing" spacing
 /// (PNDM's are reversed by the caller to ascending where its reference is).
-fn spaced_timesteps(cfg: &SchedulerConfig, steps: usize, default_spacing: &str) -> Result<Vec<f64>> {
+fn spaced_timesteps(
+    cfg: &SchedulerConfig,
+    steps: usize,
+    default_spacing: &str,
+) -> Result<Vec<f64>> {
     let train = cfg.usize("num_train_timesteps", 1000)?;
     let offset = cfg.usize("steps_offset", 0)? as f64;
-    let spacing = cfg.only("timestep_spacing", default_spacing, &["leading", "linspace", "trailing"])?;
+    let spacing = cfg.only(
+        "timestep_spacing",
+        default_spacing,
+        &["leading", "linspace", "trailing"],
+    )?;
     Ok(match spacing.as_str() {
         "linspace" => np_linspace(0.0, (train - 1) as f64, steps)
             .into_iter()
@@ -360,7 +408,10 @@ fn spaced_timesteps(cfg: &SchedulerConfig, steps: usize, default_spacing: &str) 
             .collect(),
         "leading" => {
             let ratio = (train / steps) as f64;
-            (0..steps).rev().map(|k| k as f64 * ratio + offset).collect()
+            (0..steps)
+                .rev()
+                .map(|k| k as f64 * ratio + offset)
+                .collect()
         }
         _ => {
             let ratio = train as f64 / steps as f64;
@@ -389,12 +440,18 @@ mod tests {
         for name in SchedulerKind::NAMES {
             assert_eq!(SchedulerKind::from_name(name).unwrap().name(), *name);
         }
-        assert!(SchedulerKind::from_name("heun").unwrap_err().to_string().contains("dpmpp_2m"));
+        assert!(SchedulerKind::from_name("heun")
+            .unwrap_err()
+            .to_string()
+            .contains("dpmpp_2m"));
     }
 
     #[test]
     fn numpy_helpers_match_numpy() {
-        assert_eq!(np_arange(1000.0, 0.0, -250.0), vec![1000.0, 750.0, 500.0, 250.0]);
+        assert_eq!(
+            np_arange(1000.0, 0.0, -250.0),
+            vec![1000.0, 750.0, 500.0, 250.0]
+        );
         assert_eq!(np_linspace(0.0, 999.0, 4), vec![0.0, 333.0, 666.0, 999.0]);
         assert_eq!(interp_index(1.5, &[0.0, 2.0, 4.0]), 3.0);
         assert_eq!(interp_index(7.0, &[0.0, 2.0, 4.0]), 4.0);

@@ -25,7 +25,11 @@ impl<B: Backend> Pndm<B> {
     pub fn new(cfg: &SchedulerConfig, steps: usize) -> Result<Self> {
         cfg.prediction_type()?;
         let alphas_cumprod = cfg.alphas_cumprod()?;
-        let final_alpha_cumprod = if cfg.bool("set_alpha_to_one", false)? { 1.0 } else { alphas_cumprod[0] };
+        let final_alpha_cumprod = if cfg.bool("set_alpha_to_one", false)? {
+            1.0
+        } else {
+            alphas_cumprod[0]
+        };
         let train = cfg.usize("num_train_timesteps", 1000)? as i64;
         // PNDM keeps its base timesteps ascending.
         let mut base: Vec<i64> = spaced_timesteps(cfg, steps, "leading")?
@@ -77,7 +81,13 @@ impl<B: Backend> Pndm<B> {
     }
 
     /// Formula (9) of the PNDM paper: x_{t-δ} from x_t and ε.
-    fn prev_sample(&self, sample: Tensor<B, 4>, t: i64, prev_t: i64, eps: Tensor<B, 4>) -> Tensor<B, 4> {
+    fn prev_sample(
+        &self,
+        sample: Tensor<B, 4>,
+        t: i64,
+        prev_t: i64,
+        eps: Tensor<B, 4>,
+    ) -> Tensor<B, 4> {
         let a_t = self.alpha(t);
         let a_prev = self.alpha(prev_t);
         let b_t = 1.0 - a_t;
@@ -89,7 +99,11 @@ impl<B: Backend> Pndm<B> {
 
     fn step_prk(&mut self, model_output: Tensor<B, 4>, sample: Tensor<B, 4>) -> Tensor<B, 4> {
         let timestep_now = self.timesteps_int[self.counter];
-        let diff = if self.counter % 2 == 1 { 0 } else { self.stride / 2 };
+        let diff = if self.counter % 2 == 1 {
+            0
+        } else {
+            self.stride / 2
+        };
         let prev_t = timestep_now - diff;
         let t = self.timesteps_int[self.counter / 4 * 4];
         let add = |acc: Option<Tensor<B, 4>>, x: Tensor<B, 4>| match acc {
@@ -98,13 +112,19 @@ impl<B: Backend> Pndm<B> {
         };
         let model_output = match self.counter % 4 {
             0 => {
-                self.cur_model_output = Some(add(self.cur_model_output.take(), model_output.clone() / 6.0));
+                self.cur_model_output = Some(add(
+                    self.cur_model_output.take(),
+                    model_output.clone() / 6.0,
+                ));
                 self.ets.push(model_output.clone());
                 self.cur_sample = Some(sample.clone());
                 model_output
             }
             1 | 2 => {
-                self.cur_model_output = Some(add(self.cur_model_output.take(), model_output.clone() / 3.0));
+                self.cur_model_output = Some(add(
+                    self.cur_model_output.take(),
+                    model_output.clone() / 3.0,
+                ));
                 model_output
             }
             _ => {
@@ -119,7 +139,12 @@ impl<B: Backend> Pndm<B> {
         prev
     }
 
-    fn step_plms(&mut self, model_output: Tensor<B, 4>, timestep: i64, sample: Tensor<B, 4>) -> Tensor<B, 4> {
+    fn step_plms(
+        &mut self,
+        model_output: Tensor<B, 4>,
+        timestep: i64,
+        sample: Tensor<B, 4>,
+    ) -> Tensor<B, 4> {
         let mut t = timestep;
         let mut prev_t = t - self.stride;
         if self.counter != 1 {
@@ -141,10 +166,14 @@ impl<B: Backend> Pndm<B> {
         } else if n == 2 {
             ((e[1].clone() * 3.0 - e[0].clone()) / 2.0, sample)
         } else if n == 3 {
-            ((e[2].clone() * 23.0 - e[1].clone() * 16.0 + e[0].clone() * 5.0) / 12.0, sample)
+            (
+                (e[2].clone() * 23.0 - e[1].clone() * 16.0 + e[0].clone() * 5.0) / 12.0,
+                sample,
+            )
         } else {
             (
-                (e[n - 1].clone() * 55.0 - e[n - 2].clone() * 59.0 + e[n - 3].clone() * 37.0 - e[n - 4].clone() * 9.0)
+                (e[n - 1].clone() * 55.0 - e[n - 2].clone() * 59.0 + e[n - 3].clone() * 37.0
+                    - e[n - 4].clone() * 9.0)
                     / 24.0,
                 sample,
             )
@@ -164,7 +193,13 @@ impl<B: Backend> Scheduler<B> for Pndm<B> {
         1.0
     }
 
-    fn step(&mut self, model_output: Tensor<B, 4>, index: usize, sample: Tensor<B, 4>, _noise: &mut NoiseFn<B>) -> Tensor<B, 4> {
+    fn step(
+        &mut self,
+        model_output: Tensor<B, 4>,
+        index: usize,
+        sample: Tensor<B, 4>,
+        _noise: &mut NoiseFn<B>,
+    ) -> Tensor<B, 4> {
         if self.counter < self.prk_count {
             self.step_prk(model_output, sample)
         } else {

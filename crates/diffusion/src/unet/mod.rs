@@ -90,9 +90,11 @@ impl<B: Backend> UNet<B> {
             };
             for j in 0..plan.layers_per_block[i] {
                 let inputs = if j == 0 { in_ch } else { out_ch };
-                block
-                    .resnets
-                    .push(ResnetBlock2D::load(&format!("{p}.resnets.{j}"), &resnet(inputs, out_ch), loader)?);
+                block.resnets.push(ResnetBlock2D::load(
+                    &format!("{p}.resnets.{j}"),
+                    &resnet(inputs, out_ch),
+                    loader,
+                )?);
                 if cross {
                     block.attentions.push(Transformer2DModel::load(
                         &format!("{p}.attentions.{j}"),
@@ -123,7 +125,11 @@ impl<B: Backend> UNet<B> {
                 let first = ResnetBlock2D::load("mid_block.resnets.0", &spec, loader)?;
                 // diffusers' mid block has one attention/resnet pair; `transformer_layers_per_block`
                 // sets the depth inside that transformer.
-                let attn = Transformer2DModel::load("mid_block.attentions.0", &transformer(c, last), loader)?;
+                let attn = Transformer2DModel::load(
+                    "mid_block.attentions.0",
+                    &transformer(c, last),
+                    loader,
+                )?;
                 let res = ResnetBlock2D::load("mid_block.resnets.1", &spec, loader)?;
                 let rest = vec![(attn, res)];
                 Some(MidBlock { first, rest })
@@ -165,7 +171,11 @@ impl<B: Backend> UNet<B> {
                 }
             }
             if i + 1 < n {
-                block.upsampler = Some(Upsample2D::load(&format!("{p}.upsamplers.0"), out_ch, loader)?);
+                block.upsampler = Some(Upsample2D::load(
+                    &format!("{p}.upsamplers.0"),
+                    out_ch,
+                    loader,
+                )?);
             }
             up.push(block);
         }
@@ -182,7 +192,14 @@ impl<B: Backend> UNet<B> {
             mid,
             up,
             conv_norm_out: loader.group_norm("conv_norm_out", groups, boc[0], eps)?,
-            conv_out: loader.conv2d("conv_out", boc[0], config.out_channels, k_out, 1, k_out / 2)?,
+            conv_out: loader.conv2d(
+                "conv_out",
+                boc[0],
+                config.out_channels,
+                k_out,
+                1,
+                k_out / 2,
+            )?,
             in_channels: config.in_channels,
             cross_attention_dim: plan.cross_attention_dim[0],
         })
@@ -198,7 +215,12 @@ impl<B: Backend> UNet<B> {
 
     /// Sinusoidal timestep embedding computed in f32 on the CPU, as diffusers'
     /// `get_timestep_embedding` does: [sin | cos] (or [cos | sin] when flipped).
-    pub fn timestep_embedding(&self, timestep: f32, batch: usize, device: &B::Device) -> Tensor<B, 2> {
+    pub fn timestep_embedding(
+        &self,
+        timestep: f32,
+        batch: usize,
+        device: &B::Device,
+    ) -> Tensor<B, 2> {
         let dim = self.time_channels;
         let half = dim / 2;
         let mut row = vec![0f32; dim];
@@ -219,7 +241,12 @@ impl<B: Backend> UNet<B> {
 
     /// `sample`: [N, C, h, w] latents, `timestep`, `context`: [N, S, cross_dim] -> noise prediction
     /// [N, C_out, h, w], in the activation dtype.
-    pub fn forward(&self, sample: Tensor<B, 4>, timestep: f32, context: &Tensor<B, 3>) -> Tensor<B, 4> {
+    pub fn forward(
+        &self,
+        sample: Tensor<B, 4>,
+        timestep: f32,
+        context: &Tensor<B, 3>,
+    ) -> Tensor<B, 4> {
         let [batch, _, _, _] = sample.dims();
         let dtype = self.conv_in.weight.dtype();
         let t = self
@@ -267,7 +294,6 @@ impl<B: Backend> UNet<B> {
                 x = up.forward(x, target);
             }
         }
-        self.conv_out
-            .forward(silu(self.conv_norm_out.forward(x)))
+        self.conv_out.forward(silu(self.conv_norm_out.forward(x)))
     }
 }

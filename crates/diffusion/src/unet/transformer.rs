@@ -42,8 +42,14 @@ impl<B: Backend> Attention<B> {
         let q = self.to_q.forward(x);
         let k = self.to_k.forward(context.clone());
         let v = self.to_v.forward(context);
-        self.to_out
-            .forward(multi_head_attention(q, k, v, self.heads, false, self.upcast))
+        self.to_out.forward(multi_head_attention(
+            q,
+            k,
+            v,
+            self.heads,
+            false,
+            self.upcast,
+        ))
     }
 }
 
@@ -111,7 +117,14 @@ impl<B: Backend> Transformer2DModel<B> {
             let inner = 4 * c;
             blocks.push(BasicTransformerBlock {
                 norm1: loader.layer_norm(&format!("{p}.norm1"), c, 1e-5)?,
-                attn1: Attention::load(&format!("{p}.attn1"), c, c, spec.heads, spec.upcast_attention, loader)?,
+                attn1: Attention::load(
+                    &format!("{p}.attn1"),
+                    c,
+                    c,
+                    spec.heads,
+                    spec.upcast_attention,
+                    loader,
+                )?,
                 norm2: loader.layer_norm(&format!("{p}.norm2"), c, 1e-5)?,
                 attn2: Attention::load(
                     &format!("{p}.attn2"),

@@ -20,13 +20,21 @@ pub struct Reference {
 impl Reference {
     pub fn open(name: &str) -> Self {
         let dir = fixtures();
-        let file = SafeTensors::open(&dir.join(format!("{name}.reference.safetensors"))).expect("reference file");
-        let meta = serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.reference.json"))).unwrap()).unwrap();
+        let file = SafeTensors::open(&dir.join(format!("{name}.reference.safetensors")))
+            .expect("reference file");
+        let meta = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{name}.reference.json"))).unwrap(),
+        )
+        .unwrap();
         Reference { file, meta }
     }
 
     pub fn shape(&self, key: &str) -> Vec<usize> {
-        self.file.info(key).unwrap_or_else(|| panic!("reference has no {key}")).shape.clone()
+        self.file
+            .info(key)
+            .unwrap_or_else(|| panic!("reference has no {key}"))
+            .shape
+            .clone()
     }
 
     pub fn get(&mut self, key: &str) -> Vec<f32> {
@@ -50,6 +58,8 @@ pub fn max_abs_diff(actual: &[f32], expected: &[f32]) -> (f32, f32) {
 /// Asserts `actual` matches `expected` within `atol` absolute difference.
 pub fn assert_close(what: &str, actual: &[f32], expected: &[f32], atol: f32) {
     let (diff, scale) = max_abs_diff(actual, expected);
-    eprintln!("{what}: max |diff| = {diff:.3e} (reference max |x| = {scale:.3e}, tolerance {atol:.1e})");
+    eprintln!(
+        "{what}: max |diff| = {diff:.3e} (reference max |x| = {scale:.3e}, tolerance {atol:.1e})"
+    );
     assert!(diff <= atol, "{what}: max |diff| {diff:e} exceeds {atol:e}");
 }

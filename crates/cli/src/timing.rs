@@ -1,0 +1,124 @@
+//! `sdbench timing`: seconds for one UNet call (batch 2, as classifier-free guidance runs it) and
+//! one VAE decode at a given image size. One untimed warm-up call each, then `--repeat` timed calls
+//! bounded by device syncs; prints the median with min and max and every raw sample.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::noise::NormalGenerator;
+use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};
+
+#[derive(clap::Args, Debug)]
+pub struct TimingArgs {
+    /// A diffusers model folder, or `synthetic`.
+    #[arg(long, default_value = "synthetic")]
+    model: String,
+    #[arg(long, default_value_t = 512)]
+    width: usize,
+    #[arg(long, default_value_t = 512)]
+    height: usize,
+    /// Timed calls per component, after one warm-up call.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
+    backend: String,
+    #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
+    precision: String,
+}
+
+pub fn run(args: TimingArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
+    anyhow::ensure!(
+        args.width > 0 && args.height > 0 && args.width % 8 == 0 && args.height % 8 == 0,
+        "--width and --height must be positive multiples of 8"
+    );
+    let source = if args.model == "synthetic" {
+        ModelSource::Synthetic
+    } else {
+        ModelSource::Folder(PathBuf::from(&args.model))
+    };
+    let precision = match args.precision.as_str() {
+        "f32" => Some(Precision::F32),
+        "f16" => Some(Precision::F16),
+        _ => None,
+    };
+    let device = select(BackendRequest::from_name(&args.backend)?)?;
+    let pipe = Pipeline::load(&source, device, precision).context("loading the model failed")?;
+    println!(
+        "backend {} on {}, {}, model {}",
+        pipe.device.kind,
+        pipe.device.name,
+        pipe.precision.name(),
+        args.model
+    );
+
+    let f = pipe.info.vae_scale_factor;
+    let c = pipe.info.latent_channels;
+    let (h, w) = (args.height / f, args.width / f);
+    let mut noise = NormalGenerator::new(1);
+    let tokens = pipe
+        .tokenizer()
+        .encode("a photograph of an astronaut riding a horse");
+    let empty = pipe.tokenizer().encode("");
+    let context = pipe.run_text_encoder(&[empty, tokens.clone()])?;
+    let context_shape = [2, tokens.len(), context.len() / (2 * tokens.len())];
+    let sample = noise.normals(2 * c * h * w);
+    let latents = noise.normals(c * h * w);
+
+    let unet = measure(&pipe, args.repeat, || {
+        pipe.run_unet(&sample, [2, c, h, w], 500.0, &context, context_shape)
+            .map(|_| ())
+    })?;
+    report(&format!("unet call (batch 2, {c}x{h}x{w} latents)"), &unet);
+    let vae = measure(&pipe, args.repeat, || {
+        pipe.run_vae_decode(&latents, [1, c, h, w]).map(|_| ())
+    })?;
+    report(
+        &format!(
+            "vae decode ({c}x{h}x{w} -> 3x{}x{})",
+            args.height, args.width
+        ),
+        &vae,
+    );
+    Ok(())
+}
+
+/// (warm-up seconds, timed samples)
+fn measure(
+    pipe: &Pipeline,
+    repeat: usize,
+    mut call: impl FnMut() -> sdbench_diffusion::Result<()>,
+) -> anyhow::Result<(f64, Vec<f64>)> {
+    let mut once = || -> anyhow::Result<f64> {
+        pipe.device.sync()?;
+        let start = Instant::now();
+        call()?; // reads the result back, so the device has finished
+        pipe.device.sync()?;
+        Ok(start.elapsed().as_secs_f64())
+    };
+    let warm_up = once()?;
+    let samples = (0..repeat)
+        .map(|_| once())
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((warm_up, samples))
+}
+
+fn report(what: &str, (warm_up, samples): &(f64, Vec<f64>)) {
+    let mut sorted = samples.clone();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    let raw: Vec<String> = samples.iter().map(|s| format!("{s:.3}")).collect();
+    println!(
+        "{what}: median {median:.3} s (min {:.3}, max {:.3}, n={n}); warm-up {warm_up:.3} s; samples [{}]",
+        sorted[0],
+        sorted[n - 1],
+        raw.join(", ")
+    );
+}

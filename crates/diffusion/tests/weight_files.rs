@@ -1,0 +1,124 @@
+//! Weight-file handling: the fp16 variant files, legacy VAE key names.
+
+mod common;
+
+use std::path::Path;
+
+use common::{assert_close, Reference};
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::safetensors::{write_f32, SafeTensors};
+use sdbench_diffusion::weights::choose_weights_file;
+use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn vae_decode(folder: &Path, precision: Precision, r: &mut Reference) -> Vec<f32> {
+    let pipe = Pipeline::load(
+        &ModelSource::Folder(folder.to_path_buf()),
+        select(BackendRequest::Cpu).unwrap(),
+        Some(precision),
+    )
+    .unwrap();
+    let z = r.shape("vae.latents");
+    pipe.run_vae_decode(&r.get("vae.latents"), [z[0], z[1], z[2], z[3]])
+        .unwrap()
+}
+
+#[test]
+fn variant_choice_follows_precision() {
+    let unet = common::fixtures().join("tiny-sd/unet");
+    let f16 = choose_weights_file(&unet, "diffusion_pytorch_model", Precision::F16).unwrap();
+    let f32 = choose_weights_file(&unet, "diffusion_pytorch_model", Precision::F32).unwrap();
+    assert!(f16.ends_with("diffusion_pytorch_model.fp16.safetensors"));
+    assert!(f32.ends_with("diffusion_pytorch_model.safetensors"));
+    // tiny-variant ships no fp16 files: f16 falls back to the plain file.
+    let plain = common::fixtures().join("tiny-variant/unet");
+    assert!(
+        choose_weights_file(&plain, "diffusion_pytorch_model", Precision::F16)
+            .unwrap()
+            .ends_with("diffusion_pytorch_model.safetensors")
+    );
+}
+
+#[test]
+fn fp16_files_alone_load_and_upcast_in_f32() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m");
+    copy_tree(&common::fixtures().join("tiny-sd"), &model);
+    for sub in ["unet", "vae", "text_encoder"] {
+        let stem = if sub == "text_encoder" {
+            "model"
+        } else {
+            "diffusion_pytorch_model"
+        };
+        std::fs::remove_file(model.join(sub).join(format!("{stem}.safetensors"))).unwrap();
+    }
+    let mut r = Reference::open("tiny-sd");
+    let image = vae_decode(&model, Precision::F32, &mut r);
+    // fp16 weights round to 11 significant bits: about 1e-3 relative.
+    assert_close(
+        "vae decode from fp16 weights",
+        &image,
+        &r.get("vae.image"),
+        2e-2,
+    );
+}
+
+#[test]
+fn legacy_vae_attention_names_load_the_same_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m");
+    copy_tree(&common::fixtures().join("tiny-sd"), &model);
+    let path = model.join("vae/diffusion_pytorch_model.safetensors");
+    std::fs::remove_file(model.join("vae/diffusion_pytorch_model.fp16.safetensors")).unwrap();
+    let mut file = SafeTensors::open(&path).unwrap();
+    let names: Vec<String> = file.names().map(String::from).collect();
+    let mut renamed = 0;
+    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = names
+        .iter()
+        .map(|n| {
+            let mut shape = file.info(n).unwrap().shape.clone();
+            let legacy = n
+                .replace(".to_q.", ".query.")
+                .replace(".to_k.", ".key.")
+                .replace(".to_v.", ".value.")
+                .replace(".to_out.0.", ".proj_attn.");
+            if legacy != *n {
+                renamed += 1;
+                // Some old checkpoints store these projections as 1x1 convolutions.
+                if shape.len() == 2 {
+                    shape.extend([1, 1]);
+                }
+            }
+            (legacy, shape, file.read_f32(n).unwrap())
+        })
+        .collect();
+    assert!(
+        renamed >= 8,
+        "the fixture VAE has attention weights to rename"
+    );
+    let refs: Vec<(&str, Vec<usize>, &[f32])> = tensors
+        .iter()
+        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
+        .collect();
+    write_f32(&path, &refs).unwrap();
+
+    let mut r = Reference::open("tiny-sd");
+    let image = vae_decode(&model, Precision::F32, &mut r);
+    assert_close(
+        "vae decode with legacy names",
+        &image,
+        &r.get("vae.image"),
+        5e-5,
+    );
+}
