@@ -31,7 +31,10 @@ pub struct TimingArgs {
 pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
     anyhow::ensure!(
-        args.width > 0 && args.height > 0 && args.width % 8 == 0 && args.height % 8 == 0,
+        args.width > 0
+            && args.height > 0
+            && args.width.is_multiple_of(8)
+            && args.height.is_multiple_of(8),
         "--width and --height must be positive multiples of 8"
     );
     let source = if args.model == "synthetic" {

@@ -101,7 +101,7 @@ impl<B: Backend> ClipTextModel<B> {
         let positions = self
             .position_embedding
             .clone()
-            .slice([0..s])
+            .narrow(0, 0, s)
             .reshape([1, s, d]);
         let mut x = tokens + positions;
         for layer in &self.layers {

@@ -264,7 +264,7 @@ impl UNetConfig {
         {
             return unsupported("option only_cross_attention = true".into());
         }
-        if self.conv_in_kernel % 2 == 0 || self.conv_out_kernel % 2 == 0 {
+        if self.conv_in_kernel.is_multiple_of(2) || self.conv_out_kernel.is_multiple_of(2) {
             return Err(DiffusionError::config(
                 path,
                 "conv_in_kernel and conv_out_kernel must be odd",
@@ -459,7 +459,9 @@ impl ClipConfig {
     }
 
     pub fn validate(&self, path: &Path) -> Result<()> {
-        if self.num_attention_heads == 0 || self.hidden_size % self.num_attention_heads != 0 {
+        if self.num_attention_heads == 0
+            || !self.hidden_size.is_multiple_of(self.num_attention_heads)
+        {
             return Err(DiffusionError::config(
                 path,
                 format!(
