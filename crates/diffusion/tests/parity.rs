@@ -19,12 +19,20 @@ use sdbench_diffusion::{
 const COMPONENT_ATOL: f32 = 5e-5;
 const IMAGE_ATOL: f32 = 2e-4;
 
+/// f16 activations carry about 3 significant digits; after four guided steps the decoded image
+/// stays within 3e-2 of the f32 reference.
+const F16_IMAGE_ATOL: f32 = 3e-2;
+
 fn load(name: &str, backend: BackendRequest) -> Pipeline {
+    load_in(name, backend, Precision::F32)
+}
+
+fn load_in(name: &str, backend: BackendRequest, precision: Precision) -> Pipeline {
     let device = select(backend).expect("backend available");
     Pipeline::load(
         &ModelSource::Folder(common::fixtures().join(name)),
         device,
-        Some(Precision::F32),
+        Some(precision),
     )
     .unwrap()
 }
@@ -78,7 +86,17 @@ fn check_components(name: &str, backend: BackendRequest) {
 }
 
 fn check_generations(name: &str, backend: BackendRequest) {
-    let pipe = load(name, backend);
+    check_generations_in(name, backend, Precision::F32, IMAGE_ATOL, None);
+}
+
+fn check_generations_in(
+    name: &str,
+    backend: BackendRequest,
+    precision: Precision,
+    atol: f32,
+    only: Option<&[&str]>,
+) {
+    let pipe = load_in(name, backend, precision);
     let mut r = Reference::open(name);
     let g = r.meta["generate"].clone();
     let latents = r.get("generate.latents");
@@ -91,6 +109,9 @@ fn check_generations(name: &str, backend: BackendRequest) {
     );
     for run in runs {
         let key = run["key"].as_str().unwrap();
+        if only.is_some_and(|keys| !keys.contains(&key)) {
+            continue;
+        }
         let request = GenerateRequest {
             prompt: g["prompt"].as_str().unwrap().into(),
             negative_prompt: run["negative"].as_str().unwrap_or("").into(),
@@ -112,12 +133,8 @@ fn check_generations(name: &str, backend: BackendRequest) {
             (out.image.width, out.image.height),
             (request.width, request.height)
         );
-        assert_close(
-            &format!("{name} {key}"),
-            &out.float_image,
-            &r.get(key),
-            IMAGE_ATOL,
-        );
+        let what = format!("{name} {key} {}", precision.name());
+        assert_close(&what, &out.float_image, &r.get(key), atol);
     }
 }
 
@@ -180,5 +197,24 @@ fn generations_match_diffusers_on_vulkan() {
         for name in TINY {
             check_generations(name, BackendRequest::Vulkan);
         }
+    }
+}
+
+/// The f16 path GPUs take by default (`--precision auto`), from the fp16 variant files.
+#[test]
+fn f16_generations_track_diffusers_on_vulkan() {
+    if vulkan_or_skip() {
+        let keys = [
+            "generate.euler.neg",
+            "generate.dpmpp_2m.noneg",
+            "generate.pndm.neg",
+        ];
+        check_generations_in(
+            "tiny-sd",
+            BackendRequest::Vulkan,
+            Precision::F16,
+            F16_IMAGE_ATOL,
+            Some(&keys),
+        );
     }
 }
