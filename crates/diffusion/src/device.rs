@@ -273,27 +273,21 @@ fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
             name: cpu_name(),
             software: false,
         }),
-        BackendKind::Cuda => {
+        BackendKind::Cuda | BackendKind::Rocm => {
+            // Only touch the backend once its driver library answered with a device.
             let status = probe(kind);
             if !status.usable {
                 return Err(unavailable(status.detail));
             }
+            let (device, name) = if kind == BackendKind::Cuda {
+                (DispatchDevice::Cuda(Default::default()), "CUDA device 0")
+            } else {
+                (DispatchDevice::Rocm(Default::default()), "ROCm device 0")
+            };
             Ok(SelectedDevice {
                 kind,
-                device: DispatchDevice::Cuda(Default::default()),
-                name: "CUDA device 0".into(),
-                software: false,
-            })
-        }
-        BackendKind::Rocm => {
-            let status = probe(kind);
-            if !status.usable {
-                return Err(unavailable(status.detail));
-            }
-            Ok(SelectedDevice {
-                kind,
-                device: DispatchDevice::Rocm(Default::default()),
-                name: "ROCm device 0".into(),
+                device,
+                name: name.into(),
                 software: false,
             })
         }

@@ -9,24 +9,11 @@ use sdbench_diffusion::{
     BackendRequest, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision, SchedulerKind,
 };
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// A writable copy of the tiny pipeline (fp32 files only, so damage to them is what gets loaded).
 fn tiny_copy() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("model");
-    copy_dir(&common::fixtures().join("tiny-sd"), &model);
+    common::copy_tree(&common::fixtures().join("tiny-sd"), &model);
     for sub in ["unet", "vae", "text_encoder"] {
         for entry in std::fs::read_dir(model.join(sub)).unwrap() {
             let p = entry.unwrap().path();

@@ -10,18 +10,6 @@ use sdbench_diffusion::safetensors::{write_f32, SafeTensors};
 use sdbench_diffusion::weights::choose_weights_file;
 use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
 fn vae_decode(folder: &Path, precision: Precision, r: &mut Reference) -> Vec<f32> {
     let pipe = Pipeline::load(
         &ModelSource::Folder(folder.to_path_buf()),
@@ -54,7 +42,7 @@ fn variant_choice_follows_precision() {
 fn fp16_files_alone_load_and_upcast_in_f32() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("m");
-    copy_tree(&common::fixtures().join("tiny-sd"), &model);
+    common::copy_tree(&common::fixtures().join("tiny-sd"), &model);
     for sub in ["unet", "vae", "text_encoder"] {
         let stem = if sub == "text_encoder" {
             "model"
@@ -78,7 +66,7 @@ fn fp16_files_alone_load_and_upcast_in_f32() {
 fn legacy_vae_attention_names_load_the_same_model() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("m");
-    copy_tree(&common::fixtures().join("tiny-sd"), &model);
+    common::copy_tree(&common::fixtures().join("tiny-sd"), &model);
     let path = model.join("vae/diffusion_pytorch_model.safetensors");
     std::fs::remove_file(model.join("vae/diffusion_pytorch_model.fp16.safetensors")).unwrap();
     let mut file = SafeTensors::open(&path).unwrap();

@@ -1,7 +1,7 @@
 //! Shared helpers for the parity tests: fixture paths, reference tensors, explicit tolerances.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sdbench_diffusion::safetensors::SafeTensors;
 
@@ -62,4 +62,18 @@ pub fn assert_close(what: &str, actual: &[f32], expected: &[f32], atol: f32) {
         "{what}: max |diff| = {diff:.3e} (reference max |x| = {scale:.3e}, tolerance {atol:.1e})"
     );
     assert!(diff <= atol, "{what}: max |diff| {diff:e} exceeds {atol:e}");
+}
+
+/// Copies a folder tree (a fixture model) so a test can damage or edit its copy.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
