@@ -49,10 +49,6 @@ impl<B: Backend> Scheduler<B> for Ddim {
         &self.timesteps
     }
 
-    fn init_noise_sigma(&self) -> f64 {
-        1.0
-    }
-
     fn step(
         &mut self,
         model_output: Tensor<B, 4>,

@@ -107,10 +107,6 @@ impl<B: Backend> Scheduler<B> for DpmSolverPP2M<B> {
         &self.sigmas
     }
 
-    fn init_noise_sigma(&self) -> f64 {
-        1.0
-    }
-
     fn step(
         &mut self,
         model_output: Tensor<B, 4>,

@@ -108,8 +108,10 @@ pub trait Scheduler<B: Backend>: Send {
     fn sigmas(&self) -> &[f32] {
         &[]
     }
-    /// Initial latents are standard noise times this.
-    fn init_noise_sigma(&self) -> f64;
+    /// Initial latents are standard noise times this (1 for the DDPM-family schedulers).
+    fn init_noise_sigma(&self) -> f64 {
+        1.0
+    }
     /// Scales the latents before the UNet call of step `index`.
     fn scale_model_input(&self, sample: Tensor<B, 4>, _index: usize) -> Tensor<B, 4> {
         sample
