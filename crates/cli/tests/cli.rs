@@ -56,74 +56,43 @@ fn assert_fails(o: &Output, out: &Path, needle: &str) {
 #[test]
 fn generates_a_png_with_parameters() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("barn.png");
-    let o = generate(
-        &out,
-        &[
-            "--width",
-            "24",
-            "--height",
-            "16",
-            "--steps",
-            "3",
-            "--seed",
-            "5",
-            "--scheduler",
-            "euler",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    // A small Euler run with the given seed.
+    let run = |name: &str, seed: &str| {
+        let out = dir.path().join(name);
+        let o = generate(
+            &out,
+            &[
+                "--width",
+                "24",
+                "--height",
+                "16",
+                "--steps",
+                "3",
+                "--seed",
+                seed,
+                "--scheduler",
+                "euler",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        (out, o)
+    };
+    let (out, o) = run("barn.png", "5");
     assert!(
         stderr(&o).contains("step 3/3"),
         "progress on stderr: {}",
         stderr(&o)
     );
-    let decoder = png_info(&out);
-    assert_eq!(decoder.0, (24, 16));
+    let (size, text) = png_info(&out);
+    assert_eq!(size, (24, 16));
     assert!(
-        decoder.1.contains("a red barn")
-            && decoder.1.contains("Sampler: euler")
-            && decoder.1.contains("Seed: 5")
+        text.contains("a red barn") && text.contains("Sampler: euler") && text.contains("Seed: 5")
     );
 
     // Same seed, same image; another seed, another image.
-    let again = dir.path().join("again.png");
-    assert!(generate(
-        &again,
-        &[
-            "--width",
-            "24",
-            "--height",
-            "16",
-            "--steps",
-            "3",
-            "--seed",
-            "5",
-            "--scheduler",
-            "euler"
-        ]
-    )
-    .status
-    .success());
+    let (again, _) = run("again.png", "5");
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
-    let other = dir.path().join("other.png");
-    assert!(generate(
-        &other,
-        &[
-            "--width",
-            "24",
-            "--height",
-            "16",
-            "--steps",
-            "3",
-            "--seed",
-            "6",
-            "--scheduler",
-            "euler"
-        ]
-    )
-    .status
-    .success());
+    let (other, _) = run("other.png", "6");
     assert_ne!(std::fs::read(&out).unwrap(), std::fs::read(&other).unwrap());
 }
 
