@@ -8,15 +8,14 @@ use sdbench_diffusion::device::select;
 use sdbench_diffusion::image::write_png;
 use sdbench_diffusion::npy;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
-    SchedulerKind,
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, Pipeline, Precision, SchedulerKind,
 };
 
 use crate::progress::StepProgress;
 
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
-    /// A diffusers model folder (the layout of stable-diffusion-v1-5/stable-diffusion-v1-5), or
+    /// A diffusers model folder, a Hub id (from the Hugging Face cache, downloaded if missing), or
     /// `synthetic` for SD1.5's architecture with generated weights.
     #[arg(long)]
     model: String,
@@ -93,18 +92,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         "f16" => Some(Precision::F16),
         _ => None,
     };
-    let source = if args.model == "synthetic" {
-        ModelSource::Synthetic
-    } else {
-        let folder = PathBuf::from(&args.model);
-        if !folder.exists() {
-            bail!(
-                "model folder {} does not exist (pass a diffusers model folder, or `synthetic`)",
-                folder.display()
-            );
-        }
-        ModelSource::Folder(folder)
-    };
+    let source = crate::model_arg::resolve(&args.model)?;
 
     let device = select(BackendRequest::from_name(&args.backend)?)?;
     eprintln!("backend: {} on {}", device.kind, device.name);

@@ -1,9 +1,15 @@
 //! `sdbench`: the command-line front end. Parses arguments, draws progress on stderr, prints the
 //! whole error chain on failure and exits non-zero (1 for a failed run, 2 for bad usage).
 
+mod bench;
+mod cache;
 mod devices;
+mod download;
 mod generate;
+mod interrupt;
+mod model_arg;
 mod progress;
+mod submit;
 mod timing;
 
 use clap::{Parser, Subcommand};
@@ -21,20 +27,33 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the standard benchmark (sd15-512-30) and write benchmark_diffusion_result.json.
+    Bench(bench::BenchArgs),
     /// Generate one image from a prompt and write it as a PNG.
     Generate(generate::GenerateArgs),
     /// List every backend, whether it is usable here, and why not.
     Devices(devices::DevicesArgs),
     /// Time one UNet call (batch 2) and one VAE decode: warm-up, then the median of repeats.
     Timing(timing::TimingArgs),
+    /// Download a model into the Hugging Face cache.
+    Download(download::DownloadArgs),
+    /// List or clean the model cache.
+    #[command(subcommand)]
+    Cache(cache::CacheCommand),
+    /// Send a result file to a collection endpoint.
+    Submit(submit::SubmitArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Bench(args) => bench::run(args),
         Command::Generate(args) => generate::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Timing(args) => timing::run(args),
+        Command::Download(args) => download::run(args),
+        Command::Cache(command) => cache::run(command),
+        Command::Submit(args) => submit::run(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error}");

@@ -2,17 +2,16 @@
 //! one VAE decode at a given image size. One untimed warm-up call each, then `--repeat` timed calls
 //! bounded by device syncs; prints the median with min and max and every raw sample.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::noise::NormalGenerator;
-use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};
+use sdbench_diffusion::{BackendRequest, Pipeline, Precision};
 
 #[derive(clap::Args, Debug)]
 pub struct TimingArgs {
-    /// A diffusers model folder, or `synthetic`.
+    /// A diffusers model folder, a Hub id, or `synthetic`.
     #[arg(long, default_value = "synthetic")]
     model: String,
     #[arg(long, default_value_t = 512)]
@@ -37,11 +36,7 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
             && args.height.is_multiple_of(8),
         "--width and --height must be positive multiples of 8"
     );
-    let source = if args.model == "synthetic" {
-        ModelSource::Synthetic
-    } else {
-        ModelSource::Folder(PathBuf::from(&args.model))
-    };
+    let source = crate::model_arg::resolve(&args.model)?;
     let precision = match args.precision.as_str() {
         "f32" => Some(Precision::F32),
         "f16" => Some(Precision::F16),

@@ -151,6 +151,36 @@ impl SelectedDevice {
     }
 }
 
+/// Bytes a GPU backend's memory allocator holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocatorMemory {
+    /// Bytes in live allocations (padding included).
+    pub in_use: u64,
+    /// Bytes reserved from the device (pools keep freed memory for reuse).
+    pub reserved: u64,
+}
+
+impl SelectedDevice {
+    /// The allocator's current holdings; `None` on the CPU backend, which has no device memory.
+    pub fn allocator_memory(&self) -> Option<AllocatorMemory> {
+        use cubecl::Runtime;
+        let query = || match &self.device {
+            DispatchDevice::Wgpu(d) => cubecl::wgpu::WgpuRuntime::client(d).memory_usage().ok(),
+            DispatchDevice::Cuda(d) => cubecl::cuda::CudaRuntime::client(d).memory_usage().ok(),
+            DispatchDevice::Rocm(d) => cubecl::hip::HipRuntime::client(d).memory_usage().ok(),
+            _ => None,
+        };
+        // A runtime that cannot answer is "no figure", never a crash.
+        let usage = std::panic::catch_unwind(std::panic::AssertUnwindSafe(query))
+            .ok()
+            .flatten()?;
+        Some(AllocatorMemory {
+            in_use: usage.bytes_in_use + usage.bytes_padding,
+            reserved: usage.bytes_reserved,
+        })
+    }
+}
+
 /// Probes every backend without initialising any of them.
 pub fn probe_all() -> Vec<BackendStatus> {
     BackendKind::ALL.iter().map(|&k| probe(k)).collect()

@@ -19,7 +19,7 @@ pub mod unet;
 pub mod vae;
 pub mod weights;
 
-pub use device::{BackendKind, BackendRequest, SelectedDevice};
+pub use device::{AllocatorMemory, BackendKind, BackendRequest, SelectedDevice};
 pub use error::{DiffusionError, Result};
 pub use pipeline::{
     CancelToken, GenerateRequest, Generated, InitialNoise, ModelSource, Pipeline, Progress,

@@ -1,0 +1,236 @@
+//! The result file, `benchmark_diffusion_result.json`, schema version 1. The committed JSON Schema
+//! (`schema/benchmark_diffusion_result.v1.schema.json`) describes the same document; tests check
+//! that every result this crate writes validates against it.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use sdbench_telemetry::{Sample, SourceInfo, SystemInfo, Unavailable};
+
+use crate::checks::ImageCheck;
+use crate::error::{BenchError, Result};
+use crate::stats::Stats;
+use crate::workload::PromptSeed;
+
+pub const SCHEMA_VERSION: u32 = 1;
+pub const DEFAULT_FILE_NAME: &str = "benchmark_diffusion_result.json";
+/// The committed JSON Schema, for validators and the desktop app.
+pub const JSON_SCHEMA: &str = include_str!("../schema/benchmark_diffusion_result.v1.schema.json");
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub schema_version: u32,
+    pub run_id: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    pub app: AppInfo,
+    pub system: SystemInfo,
+    pub backend: BackendInfo,
+    pub workload: WorkloadInfo,
+    pub results: Vec<ImageResult>,
+    pub scores: Scores,
+    pub cold_start: ColdStart,
+    pub telemetry: Telemetry,
+    pub valid: bool,
+    pub invalid_reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppInfo {
+    pub name: String,
+    pub version: String,
+    pub commit: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackendInfo {
+    /// cpu, cuda, rocm, vulkan, metal or dx12.
+    pub name: String,
+    pub device: String,
+    /// f16 or f32.
+    pub precision: String,
+    /// A software implementation of a GPU API (e.g. Mesa lavapipe).
+    pub software: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadInfo {
+    /// `sd15-512-30` or `custom`.
+    pub name: String,
+    pub version: u32,
+    /// The unmodified standard workload on real weights: the only runs whose score is comparable.
+    pub standard: bool,
+    pub model: ModelRecord,
+    pub width: usize,
+    pub height: usize,
+    pub steps: usize,
+    pub scheduler: String,
+    pub guidance: f64,
+    pub negative_prompt: String,
+    pub prompts: Vec<PromptSeed>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRecord {
+    /// Hub id, local folder path, or `synthetic`.
+    pub id: String,
+    /// The Hub commit, for Hub models.
+    pub revision: Option<String>,
+    /// hub, folder or synthetic.
+    pub source: String,
+    pub synthetic: bool,
+    /// The weight files read, with their sha256.
+    pub files: Vec<FileRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileRecord {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageResult {
+    /// Index into `workload.prompts`.
+    pub prompt_index: usize,
+    pub seed: u64,
+    /// Text encoder + UNet loop + VAE decode, bounded by device syncs.
+    pub seconds: f64,
+    pub stages: Stages,
+    pub step_seconds: Vec<f64>,
+    /// steps / UNet-loop seconds.
+    pub steps_per_second: f64,
+    pub image: ImageRecord,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stages {
+    pub text_encoder: f64,
+    pub unet_loop: f64,
+    pub vae_decode: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageRecord {
+    /// File name beside the result JSON, once saved.
+    pub file: Option<String>,
+    #[serde(flatten)]
+    pub check: ImageCheck,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scores {
+    /// round(100 x images per minute); absent for invalid runs.
+    pub score: Option<u64>,
+    pub images_per_minute: f64,
+    pub seconds_per_image: Stats,
+    /// Median over images of steps / UNet-loop seconds.
+    pub steps_per_second: f64,
+    /// The largest of the allocator's peak and the device's used memory; absent when neither is known.
+    pub vram_peak_bytes: Option<u64>,
+    pub vram: Vram,
+    pub power: Power,
+    pub throttled: bool,
+    pub throttle_reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vram {
+    /// Peak bytes the backend's allocator reserved from the device, sampled after every step.
+    pub allocator_peak_bytes: Option<u64>,
+    /// Peak device memory in use (all processes) from telemetry.
+    pub device_used_peak_bytes: Option<u64>,
+    pub device_source: Option<String>,
+    /// Why a figure is missing.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Power {
+    pub available: bool,
+    pub reason: Option<String>,
+    /// The telemetry source id and what it reads.
+    pub source: Option<String>,
+    pub method: Option<String>,
+    pub avg_w: Option<f64>,
+    pub min_w: Option<f64>,
+    pub max_w: Option<f64>,
+    /// Average power during the idle baseline before the run.
+    pub idle_w: Option<f64>,
+    pub energy_j_per_image: Option<f64>,
+    pub images_per_minute_per_watt: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColdStart {
+    /// Finding (and downloading) the model.
+    pub resolve_seconds: f64,
+    pub downloaded_bytes: u64,
+    /// Reading weights onto the device.
+    pub load_seconds: f64,
+    /// The untimed first image (kernel compilation, autotuning).
+    pub warmup_seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Telemetry {
+    pub interval_ms: u64,
+    pub sources: Vec<SourceInfo>,
+    pub unavailable: Vec<Unavailable>,
+    /// Seconds on the samples' clock.
+    pub baseline: Window,
+    pub timed: Window,
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub start: f64,
+    pub end: f64,
+}
+
+impl BenchResult {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results serialize")
+    }
+
+    /// Reads a result file, refusing other schema versions by name.
+    pub fn load(path: &Path) -> Result<BenchResult> {
+        let text = std::fs::read_to_string(path).map_err(|e| BenchError::io(path, e))?;
+        Self::from_json(&text).map_err(|problem| BenchError::BadResult {
+            path: path.to_path_buf(),
+            problem,
+        })
+    }
+
+    pub fn from_json(text: &str) -> std::result::Result<BenchResult, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        match value.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == SCHEMA_VERSION as u64 => {}
+            Some(v) => {
+                return Err(format!(
+                    "schema_version {v}; this SD Bench reads version {SCHEMA_VERSION}"
+                ))
+            }
+            None => return Err("no schema_version".into()),
+        }
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+
+    /// Writes the JSON beside `path` and renames it into place, so a failure never leaves half a file.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        write_atomically(path, self.to_json().as_bytes())
+    }
+}
+
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&tmp, bytes).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        BenchError::io(path, e)
+    })?;
+    std::fs::rename(&tmp, path).map_err(|e| BenchError::io(path, e))
+}

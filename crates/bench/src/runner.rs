@@ -1,0 +1,560 @@
+//! Runs a workload: resolve the model, load it, sample an idle baseline, one untimed warm-up
+//! image, then every timed image with telemetry running, and assemble the result.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use sdbench_diffusion::image::{write_png, RgbImage};
+use sdbench_diffusion::{
+    device, BackendRequest, CancelToken, DiffusionError, GenerateRequest, InitialNoise,
+    ModelSource, Pipeline, Precision, Progress,
+};
+use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
+use sdbench_telemetry::{discover, Sampler, SystemInfo};
+
+use crate::checks::{check_image, hex};
+use crate::error::{BenchError, Result};
+use crate::metrics::{choose_source, compute_scores, device_vendor, ScoreInputs};
+use crate::result::{
+    AppInfo, BackendInfo, BenchResult, ColdStart, FileRecord, ImageRecord, ImageResult,
+    ModelRecord, Stages, Telemetry, Window, WorkloadInfo, SCHEMA_VERSION,
+};
+use crate::workload::Workload;
+
+#[derive(Debug, Clone)]
+pub enum ModelChoice {
+    /// A Hub repository, downloaded into (or read from) the Hugging Face cache. With
+    /// `fallback_to_synthetic`, a machine with no network and no cached copy runs on synthetic
+    /// weights instead (and says so).
+    Hub {
+        id: RepoId,
+        revision: String,
+        fallback_to_synthetic: bool,
+    },
+    Folder(PathBuf),
+    Synthetic,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub workload: Workload,
+    pub model: ModelChoice,
+    pub backend: BackendRequest,
+    /// `None`: f16 where the device supports it.
+    pub precision: Option<Precision>,
+    pub hub: HubSettings,
+    pub app: AppInfo,
+    /// `/` on a real machine; a recorded tree in tests.
+    pub sysfs_root: PathBuf,
+    pub use_nvml: bool,
+    pub sample_interval: Duration,
+    /// Idle sampling before the run.
+    pub baseline: Duration,
+}
+
+impl RunOptions {
+    pub fn new(workload: Workload, model: ModelChoice, app: AppInfo) -> RunOptions {
+        RunOptions {
+            workload,
+            model,
+            backend: BackendRequest::Auto,
+            precision: None,
+            hub: HubSettings::from_env(),
+            app,
+            sysfs_root: PathBuf::from("/"),
+            use_nvml: true,
+            sample_interval: sdbench_telemetry::sampler::DEFAULT_INTERVAL,
+            baseline: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What a front end hears while a benchmark runs.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// Something the person should know (a renamed model id, offline fallback…).
+    Note(String),
+    Download(DownloadProgress),
+    Loading {
+        model: String,
+        backend: String,
+    },
+    Loaded {
+        seconds: f64,
+        device: String,
+        precision: String,
+    },
+    Baseline {
+        seconds: f64,
+    },
+    /// `index` counts timed images from 1; the warm-up image is index 0.
+    ImageStarted {
+        index: usize,
+        total: usize,
+        warmup: bool,
+    },
+    Step {
+        index: usize,
+        total: usize,
+        step: usize,
+        steps: usize,
+        seconds: f64,
+        warmup: bool,
+    },
+    ImageFinished {
+        index: usize,
+        total: usize,
+        seconds: f64,
+        valid: bool,
+        warmup: bool,
+    },
+}
+
+pub struct RunOutput {
+    pub result: BenchResult,
+    /// The timed images, in order.
+    pub images: Vec<RgbImage>,
+}
+
+pub fn run(
+    options: &RunOptions,
+    observer: &mut dyn FnMut(&Event),
+    cancel: &CancelToken,
+) -> Result<RunOutput> {
+    let resolve_start = Instant::now();
+    let (source, mut model, downloaded_bytes) = resolve_model(options, observer, cancel)?;
+    let resolve_seconds = resolve_start.elapsed().as_secs_f64();
+
+    let device = device::select(options.backend)?;
+    observer(&Event::Loading {
+        model: model.id.clone(),
+        backend: device.kind.name().into(),
+    });
+    let load_start = Instant::now();
+    let pipeline = Pipeline::load(&source, device, options.precision)?;
+    let load_seconds = load_start.elapsed().as_secs_f64();
+    let dev = &pipeline.device;
+    observer(&Event::Loaded {
+        seconds: load_seconds,
+        device: dev.name.clone(),
+        precision: pipeline.precision.name().into(),
+    });
+    model.files = pipeline
+        .info
+        .weight_files
+        .iter()
+        .map(|p| file_record(p))
+        .collect::<Result<_>>()?;
+
+    let workload = &options.workload;
+    let system = SystemInfo::collect(&options.sysfs_root, options.use_nvml);
+    let found = discover(&options.sysfs_root, options.use_nvml);
+    let source_infos: Vec<_> = found.sources.iter().map(|s| s.info().clone()).collect();
+    let unavailable = found.unavailable;
+
+    // Idle baseline: telemetry runs, the device does nothing.
+    let epoch = Instant::now();
+    let sampler = Sampler::start(found.sources, options.sample_interval, epoch);
+    let baseline_start = epoch.elapsed().as_secs_f64();
+    let until = Instant::now() + options.baseline;
+    while Instant::now() < until {
+        if cancel.is_cancelled() {
+            return Err(BenchError::Cancelled);
+        }
+        std::thread::sleep(
+            Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())),
+        );
+    }
+    let baseline = Window {
+        start: baseline_start,
+        end: epoch.elapsed().as_secs_f64(),
+    };
+    observer(&Event::Baseline {
+        seconds: baseline.end - baseline.start,
+    });
+
+    // Untimed warm-up: a full first image compiles kernels and settles autotuning.
+    let total = workload.prompts.len();
+    let warmup_start = Instant::now();
+    observer(&Event::ImageStarted {
+        index: 0,
+        total,
+        warmup: true,
+    });
+    let warm = generate(
+        &pipeline,
+        workload,
+        0,
+        cancel,
+        &mut |step, steps, seconds| {
+            observer(&Event::Step {
+                index: 0,
+                total,
+                step,
+                steps,
+                seconds,
+                warmup: true,
+            })
+        },
+    )?;
+    let warmup_seconds = warmup_start.elapsed().as_secs_f64();
+    observer(&Event::ImageFinished {
+        index: 0,
+        total,
+        seconds: warm.timings.total,
+        valid: true,
+        warmup: true,
+    });
+    drop(warm);
+
+    let allocator_reason = (dev.allocator_memory().is_none()).then(|| {
+        format!(
+            "the {} backend has no device memory allocator",
+            dev.kind.name()
+        )
+    });
+    let mut allocator_peak: Option<u64> = None;
+    let track_allocator = |peak: &mut Option<u64>| {
+        if let Some(m) = dev.allocator_memory() {
+            *peak = Some(peak.unwrap_or(0).max(m.reserved));
+        }
+    };
+    dev.sync()?;
+    let timed_start = epoch.elapsed().as_secs_f64();
+    let mut results = Vec::with_capacity(total);
+    let mut images = Vec::with_capacity(total);
+    for (i, spec) in workload.prompts.iter().enumerate() {
+        let index = i + 1;
+        observer(&Event::ImageStarted {
+            index,
+            total,
+            warmup: false,
+        });
+        let generated = generate(
+            &pipeline,
+            workload,
+            i,
+            cancel,
+            &mut |step, steps, seconds| {
+                track_allocator(&mut allocator_peak);
+                observer(&Event::Step {
+                    index,
+                    total,
+                    step,
+                    steps,
+                    seconds,
+                    warmup: false,
+                })
+            },
+        )?;
+        let t = &generated.timings;
+        let check = check_image(&generated.image, &generated.float_image);
+        observer(&Event::ImageFinished {
+            index,
+            total,
+            seconds: t.total,
+            valid: check.valid,
+            warmup: false,
+        });
+        results.push(ImageResult {
+            prompt_index: i,
+            seed: spec.seed,
+            seconds: t.total,
+            stages: Stages {
+                text_encoder: t.text_encoder,
+                unet_loop: t.unet_total,
+                vae_decode: t.vae_decode,
+            },
+            step_seconds: t.unet_steps.clone(),
+            steps_per_second: if t.unet_total > 0.0 {
+                t.unet_steps.len() as f64 / t.unet_total
+            } else {
+                0.0
+            },
+            image: ImageRecord { file: None, check },
+        });
+        images.push(generated.image);
+    }
+    let timed = Window {
+        start: timed_start,
+        end: epoch.elapsed().as_secs_f64(),
+    };
+    // A last reading after the end of the timed region, then stop.
+    let samples = sampler.stop();
+
+    let mut invalid_reasons: Vec<String> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            r.image
+                .check
+                .reason
+                .as_ref()
+                .map(|why| format!("image {}: {why}", i + 1))
+        })
+        .collect();
+    if results.is_empty() {
+        invalid_reasons.push("no images were timed".into());
+    }
+    let valid = invalid_reasons.is_empty();
+    let vendor = device_vendor(dev.kind, &dev.name, dev.software);
+    let source = choose_source(vendor, &dev.name, &source_infos, &unavailable);
+    let scores = compute_scores(&ScoreInputs {
+        results: &results,
+        samples: &samples,
+        baseline,
+        timed,
+        source,
+        allocator_peak,
+        allocator_reason,
+        valid,
+    });
+
+    let result = BenchResult {
+        schema_version: SCHEMA_VERSION,
+        run_id: uuid::Uuid::new_v4().to_string(),
+        created_at: now_rfc3339(),
+        app: options.app.clone(),
+        system,
+        backend: BackendInfo {
+            name: dev.kind.name().into(),
+            device: dev.name.clone(),
+            precision: pipeline.precision.name().into(),
+            software: dev.software,
+        },
+        workload: WorkloadInfo {
+            name: workload.name.clone(),
+            version: workload.version,
+            standard: workload.standard && !model.synthetic,
+            width: workload.width,
+            height: workload.height,
+            steps: workload.steps,
+            scheduler: workload.scheduler.name().into(),
+            guidance: workload.guidance,
+            negative_prompt: workload.negative_prompt.clone(),
+            prompts: workload.prompts.clone(),
+            model,
+        },
+        results,
+        scores,
+        cold_start: ColdStart {
+            resolve_seconds,
+            downloaded_bytes,
+            load_seconds,
+            warmup_seconds,
+        },
+        telemetry: Telemetry {
+            interval_ms: options.sample_interval.as_millis() as u64,
+            sources: source_infos,
+            unavailable,
+            baseline,
+            timed,
+            samples,
+        },
+        valid,
+        invalid_reasons,
+    };
+    Ok(RunOutput { result, images })
+}
+
+fn generate(
+    pipeline: &Pipeline,
+    workload: &Workload,
+    index: usize,
+    cancel: &CancelToken,
+    on_step: &mut dyn FnMut(usize, usize, f64),
+) -> Result<sdbench_diffusion::Generated> {
+    let spec = &workload.prompts[index];
+    let request = GenerateRequest {
+        prompt: spec.prompt.clone(),
+        negative_prompt: workload.negative_prompt.clone(),
+        steps: workload.steps,
+        guidance_scale: workload.guidance,
+        scheduler: Some(workload.scheduler),
+        width: workload.width,
+        height: workload.height,
+        noise: InitialNoise::Seed(spec.seed),
+    };
+    let mut progress = |p: &Progress| {
+        if let Progress::Step {
+            index,
+            total,
+            seconds,
+        } = p
+        {
+            on_step(*index, *total, *seconds)
+        }
+    };
+    pipeline
+        .generate(&request, &mut progress, cancel)
+        .map_err(|e| match e {
+            DiffusionError::Cancelled => BenchError::Cancelled,
+            other => other.into(),
+        })
+}
+
+/// Finds the model: cache or download for Hub ids (synthetic weights when offline and allowed),
+/// a local folder as is, or synthetic weights.
+fn resolve_model(
+    options: &RunOptions,
+    observer: &mut dyn FnMut(&Event),
+    cancel: &CancelToken,
+) -> Result<(ModelSource, ModelRecord, u64)> {
+    let synthetic = || {
+        (
+            ModelSource::Synthetic,
+            ModelRecord {
+                id: "synthetic".into(),
+                revision: None,
+                source: "synthetic".into(),
+                synthetic: true,
+                files: Vec::new(),
+            },
+            0,
+        )
+    };
+    match &options.model {
+        ModelChoice::Synthetic => Ok(synthetic()),
+        ModelChoice::Folder(path) => Ok((
+            ModelSource::Folder(path.clone()),
+            ModelRecord {
+                id: path.display().to_string(),
+                revision: None,
+                source: "folder".into(),
+                synthetic: false,
+                files: Vec::new(),
+            },
+            0,
+        )),
+        ModelChoice::Hub {
+            id,
+            revision,
+            fallback_to_synthetic,
+        } => {
+            let hub = Hub::new(options.hub.clone());
+            let cancelled = || cancel.is_cancelled();
+            let resolved = hub.resolve(
+                id,
+                revision,
+                &mut |p| observer(&Event::Download(p.clone())),
+                &cancelled,
+            );
+            match resolved {
+                Ok(r) => {
+                    if let Some(reason) = &r.offline_reason {
+                        observer(&Event::Note(format!(
+                            "the Hub is not reachable ({reason}); using the cached {id} at {}",
+                            short(&r.commit)
+                        )));
+                    }
+                    Ok((
+                        ModelSource::Folder(r.path),
+                        ModelRecord {
+                            id: id.to_string(),
+                            revision: Some(r.commit),
+                            source: "hub".into(),
+                            synthetic: false,
+                            files: Vec::new(),
+                        },
+                        r.downloaded_bytes,
+                    ))
+                }
+                Err(HubError::Cancelled) => Err(BenchError::Cancelled),
+                Err(e @ HubError::NotCached { .. }) if *fallback_to_synthetic => {
+                    observer(&Event::Note(format!(
+                        "{e}.\nRunning on synthetic weights instead: the timing is real, the images are noise, and the result is not a standard score."
+                    )));
+                    Ok(synthetic())
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(10)]
+}
+
+/// Size and sha256 of a weights file. Files in the Hugging Face cache are links named by their
+/// sha256, which is used as is; other files are hashed.
+fn file_record(path: &Path) -> Result<FileRecord> {
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| BenchError::io(path, e))?
+        .len();
+    let from_link = std::fs::read_link(path).ok().and_then(|target| {
+        let name = target.file_name()?.to_string_lossy().to_string();
+        (name.len() == 64 && name.chars().all(|c| c.is_ascii_hexdigit())).then_some(name)
+    });
+    let sha256 = match from_link {
+        Some(sha) => sha,
+        None => {
+            let mut file = File::open(path).map_err(|e| BenchError::io(path, e))?;
+            let mut hasher = Sha256::new();
+            let mut buffer = vec![0u8; 1 << 20];
+            loop {
+                let n = file
+                    .read(&mut buffer)
+                    .map_err(|e| BenchError::io(path, e))?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buffer[..n]);
+            }
+            hex(&hasher.finalize())
+        }
+    };
+    Ok(FileRecord {
+        path: path.display().to_string(),
+        bytes,
+        sha256,
+    })
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Saves the images beside `json_path` (`{stem}-1.png`, …) and then the result JSON, which names
+/// them. Returns the image paths.
+pub fn save(output: &mut RunOutput, json_path: &Path) -> Result<Vec<PathBuf>> {
+    let dir = json_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| BenchError::io(dir, e))?;
+    let stem = json_path
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_string();
+    let w = &output.result.workload;
+    let mut paths = Vec::new();
+    for (i, image) in output.images.iter().enumerate() {
+        let name = format!("{stem}-{}.png", i + 1);
+        let path = dir.join(&name);
+        let spec = &w.prompts[output.result.results[i].prompt_index];
+        let parameters = format!(
+            "{}\nNegative prompt: {}\nSteps: {}, Sampler: {}, CFG scale: {}, Seed: {}, Size: {}x{}, Model: {}",
+            spec.prompt, w.negative_prompt, w.steps, w.scheduler, w.guidance, spec.seed, w.width, w.height, w.model.id
+        );
+        write_png(
+            &path,
+            image,
+            &[
+                ("parameters", parameters),
+                ("sdbench_run_id", output.result.run_id.clone()),
+            ],
+        )?;
+        output.result.results[i].image.file = Some(name);
+        paths.push(path);
+    }
+    output.result.save(json_path)?;
+    Ok(paths)
+}

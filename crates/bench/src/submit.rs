@@ -1,0 +1,160 @@
+//! Sends result files to a collection endpoint, keeping the ones that cannot be sent in an outbox
+//! to send later.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{BenchError, Result};
+use crate::result::{write_atomically, BenchResult};
+
+/// Where results wait to be sent: `SDBENCH_DATA_DIR/outbox`, else the platform data folder
+/// (`~/.local/share/sdbench/outbox` on Linux).
+pub fn default_outbox() -> PathBuf {
+    std::env::var_os("SDBENCH_DATA_DIR")
+        .map(PathBuf::from)
+        .or_else(|| dirs::data_dir().map(|d| d.join("sdbench")))
+        .unwrap_or_else(|| PathBuf::from(".sdbench"))
+        .join("outbox")
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Sent {
+        status: u16,
+    },
+    /// Could not be sent; saved in the outbox.
+    Queued {
+        path: PathBuf,
+        reason: String,
+    },
+}
+
+pub struct Submitter {
+    endpoint: String,
+    outbox: PathBuf,
+    attempts: u32,
+    delay: Duration,
+    agent: ureq::Agent,
+}
+
+impl Submitter {
+    pub fn new(endpoint: &str, outbox: PathBuf) -> Result<Submitter> {
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(BenchError::Submit {
+                endpoint: endpoint.into(),
+                reason: "the endpoint must be an http:// or https:// URL".into(),
+            });
+        }
+        Ok(Submitter {
+            endpoint: endpoint.into(),
+            outbox,
+            attempts: 4,
+            delay: Duration::from_millis(500),
+            agent: ureq::AgentBuilder::new()
+                .timeout_connect(Duration::from_secs(10))
+                .timeout(Duration::from_secs(60))
+                .user_agent(concat!("sdbench/", env!("CARGO_PKG_VERSION")))
+                .build(),
+        })
+    }
+
+    /// Retry `attempts` times, waiting `delay`, doubling.
+    pub fn with_retries(mut self, attempts: u32, delay: Duration) -> Submitter {
+        self.attempts = attempts.max(1);
+        self.delay = delay;
+        self
+    }
+
+    /// POSTs one result (retrying); on failure it goes to the outbox.
+    pub fn submit(&self, result: &BenchResult) -> Result<Outcome> {
+        let body = result.to_json();
+        match self.post(&body) {
+            Ok(status) => Ok(Outcome::Sent { status }),
+            Err(Failure::Refused(reason)) => Err(BenchError::Submit {
+                endpoint: self.endpoint.clone(),
+                reason,
+            }),
+            Err(Failure::Unreachable(reason)) => {
+                std::fs::create_dir_all(&self.outbox)
+                    .map_err(|e| BenchError::io(&self.outbox, e))?;
+                let path = self.outbox.join(format!("{}.json", result.run_id));
+                write_atomically(&path, body.as_bytes())?;
+                Ok(Outcome::Queued { path, reason })
+            }
+        }
+    }
+
+    /// Sends every result waiting in the outbox; sent ones are removed. Returns (file, outcome).
+    pub fn flush_outbox(&self) -> Vec<(PathBuf, std::result::Result<u16, String>)> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.outbox)
+            .map(|it| {
+                it.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+            .into_iter()
+            .map(|path| {
+                let outcome = std::fs::read_to_string(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|body| self.post(&body).map_err(|f| f.to_string()));
+                if outcome.is_ok() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                (path, outcome)
+            })
+            .collect()
+    }
+
+    fn post(&self, body: &str) -> std::result::Result<u16, Failure> {
+        let mut delay = self.delay;
+        let mut last = String::new();
+        for attempt in 0..self.attempts {
+            if attempt > 0 {
+                std::thread::sleep(delay);
+                delay *= 2;
+            }
+            match self
+                .agent
+                .post(&self.endpoint)
+                .set("Content-Type", "application/json")
+                .send_string(body)
+            {
+                Ok(response) => return Ok(response.status()),
+                // A refusal of the content will not change on retry.
+                Err(ureq::Error::Status(code, response))
+                    if (400..500).contains(&code) && code != 429 =>
+                {
+                    let text = response.into_string().unwrap_or_default();
+                    return Err(Failure::Refused(format!(
+                        "the endpoint refused the result: HTTP {code} {}",
+                        text.trim()
+                    )));
+                }
+                Err(ureq::Error::Status(code, _)) => last = format!("HTTP {code}"),
+                Err(ureq::Error::Transport(t)) => last = t.to_string(),
+            }
+        }
+        Err(Failure::Unreachable(format!(
+            "{} attempts failed; last: {last}",
+            self.attempts
+        )))
+    }
+}
+
+/// Why a POST failed: worth retrying later, or not.
+enum Failure {
+    Unreachable(String),
+    Refused(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Unreachable(s) | Failure::Refused(s) => f.write_str(s),
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The end-of-run summary in four forms: a terminal table, Markdown, CSV and JSON.
+
+use crate::result::BenchResult;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Markdown,
+    Csv,
+    Json,
+}
+
+impl Format {
+    pub fn from_name(name: &str) -> Option<Format> {
+        match name {
+            "table" => Some(Format::Table),
+            "md" | "markdown" => Some(Format::Markdown),
+            "csv" => Some(Format::Csv),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+}
+
+/// (metric, value, unit) rows; a missing figure is "unavailable".
+pub fn rows(r: &BenchResult) -> Vec<(String, String, String)> {
+    let s = &r.scores;
+    let p = &s.power;
+    let na = || "unavailable".to_string();
+    let num = |v: Option<f64>, digits: usize| v.map(|x| format!("{x:.digits$}")).unwrap_or_else(na);
+    let gib = |b: Option<u64>| {
+        b.map(|b| format!("{:.2}", b as f64 / (1u64 << 30) as f64))
+            .unwrap_or_else(na)
+    };
+    let sp = &s.seconds_per_image;
+    let mut rows = vec![
+        (
+            "score".into(),
+            s.score
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "none (invalid run)".into()),
+            String::new(),
+        ),
+        (
+            "images per minute".into(),
+            format!("{:.3}", s.images_per_minute),
+            "img/min".into(),
+        ),
+        (
+            "seconds per image (median)".into(),
+            format!("{:.3}", sp.median),
+            "s".into(),
+        ),
+        (
+            "seconds per image (mean ± stdev)".into(),
+            format!("{:.3} ± {:.3}", sp.mean, sp.stdev),
+            "s".into(),
+        ),
+        (
+            "seconds per image (min – max)".into(),
+            format!("{:.3} – {:.3}", sp.min, sp.max),
+            "s".into(),
+        ),
+        (
+            "steps per second (median)".into(),
+            format!("{:.3}", s.steps_per_second),
+            "it/s".into(),
+        ),
+        ("peak VRAM".into(), gib(s.vram_peak_bytes), "GiB".into()),
+        (
+            "power avg / min / max".into(),
+            if p.available {
+                format!(
+                    "{} / {} / {}",
+                    num(p.avg_w, 1),
+                    num(p.min_w, 1),
+                    num(p.max_w, 1)
+                )
+            } else {
+                na()
+            },
+            "W".into(),
+        ),
+        ("idle power".into(), num(p.idle_w, 1), "W".into()),
+        (
+            "energy per image".into(),
+            num(p.energy_j_per_image, 1),
+            "J".into(),
+        ),
+        (
+            "images per minute per watt".into(),
+            num(p.images_per_minute_per_watt, 4),
+            "img/min/W".into(),
+        ),
+        (
+            "model load".into(),
+            format!("{:.2}", r.cold_start.load_seconds),
+            "s".into(),
+        ),
+        (
+            "warm-up image".into(),
+            format!("{:.2}", r.cold_start.warmup_seconds),
+            "s".into(),
+        ),
+    ];
+    if !p.available {
+        rows.push((
+            "power unavailable because".into(),
+            p.reason.clone().unwrap_or_default(),
+            String::new(),
+        ));
+    }
+    if s.throttled {
+        rows.push((
+            "throttled".into(),
+            s.throttle_reasons.join(", "),
+            String::new(),
+        ));
+    }
+    rows
+}
+
+fn header(r: &BenchResult) -> Vec<(String, String)> {
+    let w = &r.workload;
+    let kind = if w.standard {
+        format!("{} v{} (standard)", w.name, w.version)
+    } else if w.model.synthetic {
+        format!("{} (synthetic weights: not a standard score)", w.name)
+    } else {
+        format!("{} (custom: not a standard score)", w.name)
+    };
+    vec![
+        ("workload".into(), kind),
+        (
+            "model".into(),
+            format!(
+                "{}{}",
+                w.model.id,
+                w.model
+                    .revision
+                    .as_deref()
+                    .map(|c| format!(" @ {}", &c[..c.len().min(10)]))
+                    .unwrap_or_default()
+            ),
+        ),
+        (
+            "size / steps / scheduler".into(),
+            format!("{}x{} / {} / {}", w.width, w.height, w.steps, w.scheduler),
+        ),
+        (
+            "backend".into(),
+            format!(
+                "{} on {} ({}{})",
+                r.backend.name,
+                r.backend.device,
+                r.backend.precision,
+                if r.backend.software { ", software" } else { "" }
+            ),
+        ),
+        (
+            "valid".into(),
+            if r.valid {
+                "yes".into()
+            } else {
+                format!("NO: {}", r.invalid_reasons.join("; "))
+            },
+        ),
+    ]
+}
+
+pub fn render(r: &BenchResult, format: Format) -> String {
+    match format {
+        Format::Table => table(r),
+        Format::Markdown => markdown(r),
+        Format::Csv => csv(r),
+        Format::Json => json(r),
+    }
+}
+
+fn table(r: &BenchResult) -> String {
+    let mut all: Vec<(String, String)> = header(r);
+    all.extend(rows(r).into_iter().map(|(m, v, u)| {
+        (
+            m,
+            if u.is_empty() || v == "unavailable" {
+                v
+            } else {
+                format!("{v} {u}")
+            },
+        )
+    }));
+    let width = all
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for (k, v) in &all {
+        out.push_str(&format!("  {k:<width$}  {v}\n"));
+    }
+    out.push_str("\n  image  seconds  text enc  UNet loop  VAE     it/s    valid\n");
+    for (i, x) in r.results.iter().enumerate() {
+        out.push_str(&format!(
+            "  {:<5}  {:>7.3}  {:>8.3}  {:>9.3}  {:>6.3}  {:>6.2}  {}\n",
+            i + 1,
+            x.seconds,
+            x.stages.text_encoder,
+            x.stages.unet_loop,
+            x.stages.vae_decode,
+            x.steps_per_second,
+            if x.image.check.valid { "yes" } else { "no" }
+        ));
+    }
+    out
+}
+
+fn markdown(r: &BenchResult) -> String {
+    let mut out = String::from("| | |\n| --- | --- |\n");
+    for (k, v) in header(r) {
+        out.push_str(&format!("| {k} | {} |\n", v.replace('|', "\\|")));
+    }
+    out.push_str("\n| metric | value | unit |\n| --- | ---: | --- |\n");
+    for (m, v, u) in rows(r) {
+        out.push_str(&format!("| {m} | {} | {u} |\n", v.replace('|', "\\|")));
+    }
+    out.push_str("\n| image | seed | seconds | text encoder | UNet loop | VAE decode | it/s | valid |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    for (i, x) in r.results.iter().enumerate() {
+        out.push_str(&format!(
+            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {} |\n",
+            i + 1,
+            x.seed,
+            x.seconds,
+            x.stages.text_encoder,
+            x.stages.unet_loop,
+            x.stages.vae_decode,
+            x.steps_per_second,
+            if x.image.check.valid { "yes" } else { "no" }
+        ));
+    }
+    out
+}
+
+fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n']) {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    } else {
+        v.to_string()
+    }
+}
+
+fn csv(r: &BenchResult) -> String {
+    let mut out = String::from("metric,value,unit\n");
+    for (k, v) in header(r) {
+        out.push_str(&format!("{},{},\n", csv_field(&k), csv_field(&v)));
+    }
+    for (m, v, u) in rows(r) {
+        out.push_str(&format!(
+            "{},{},{}\n",
+            csv_field(&m),
+            csv_field(&v),
+            csv_field(&u)
+        ));
+    }
+    out
+}
+
+fn json(r: &BenchResult) -> String {
+    let summary = serde_json::json!({
+        "run_id": r.run_id,
+        "workload": r.workload.name,
+        "standard": r.workload.standard,
+        "model": r.workload.model.id,
+        "backend": r.backend,
+        "valid": r.valid,
+        "invalid_reasons": r.invalid_reasons,
+        "scores": r.scores,
+        "cold_start": r.cold_start,
+    });
+    serde_json::to_string_pretty(&summary).expect("summary serializes") + "\n"
+}

@@ -1,0 +1,229 @@
+//! The standard workload and the overrides that turn a run into a custom one.
+
+use serde::{Deserialize, Serialize};
+
+use sdbench_diffusion::SchedulerKind;
+
+use crate::error::{BenchError, Result};
+
+pub const STANDARD_NAME: &str = "sd15-512-30";
+pub const STANDARD_VERSION: u32 = 1;
+
+/// The five prompts and seeds of `sd15-512-30` version 1.
+pub const STANDARD_PROMPTS: [(&str, u64); 5] = [
+    ("a photograph of an astronaut riding a horse on the moon, highly detailed", 42),
+    ("a cozy wooden cabin in a snowy pine forest at dusk, warm light in the windows, oil painting", 1234),
+    ("portrait of an old fisherman with a weathered face, dramatic studio lighting, 85mm photograph", 2718),
+    ("a futuristic city skyline at night, neon signs, flying cars, digital art", 31415),
+    ("a bowl of fresh fruit on a marble table, still life, soft window light", 8080),
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptSeed {
+    pub prompt: String,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    pub name: String,
+    pub version: u32,
+    /// True only for the unmodified standard workload.
+    pub standard: bool,
+    pub width: usize,
+    pub height: usize,
+    pub steps: usize,
+    pub scheduler: SchedulerKind,
+    pub guidance: f64,
+    pub negative_prompt: String,
+    /// One timed image per entry, in order.
+    pub prompts: Vec<PromptSeed>,
+}
+
+/// What a person may change; any `Some` makes the run custom.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub steps: Option<usize>,
+    pub width: Option<usize>,
+    pub height: Option<usize>,
+    pub images: Option<usize>,
+    pub scheduler: Option<SchedulerKind>,
+    pub prompt: Option<String>,
+}
+
+impl Overrides {
+    pub fn any(&self) -> bool {
+        self.steps.is_some()
+            || self.width.is_some()
+            || self.height.is_some()
+            || self.images.is_some()
+            || self.scheduler.is_some()
+            || self.prompt.is_some()
+    }
+}
+
+impl Workload {
+    /// `sd15-512-30` v1: 512x512, 30 steps, euler, guidance 7.5, empty negative prompt.
+    pub fn standard() -> Workload {
+        Workload {
+            name: STANDARD_NAME.into(),
+            version: STANDARD_VERSION,
+            standard: true,
+            width: 512,
+            height: 512,
+            steps: 30,
+            scheduler: SchedulerKind::Euler,
+            guidance: 7.5,
+            negative_prompt: String::new(),
+            prompts: STANDARD_PROMPTS
+                .iter()
+                .map(|(p, s)| PromptSeed {
+                    prompt: p.to_string(),
+                    seed: *s,
+                })
+                .collect(),
+        }
+    }
+
+    /// The standard workload with `overrides` applied. `--images N` cycles through the standard
+    /// prompts; a repeated prompt gets its seed plus the round number, so every image differs.
+    pub fn with_overrides(overrides: &Overrides) -> Result<Workload> {
+        let mut w = Workload::standard();
+        if !overrides.any() {
+            return Ok(w);
+        }
+        w.name = "custom".into();
+        w.standard = false;
+        if let Some(steps) = overrides.steps {
+            if steps == 0 || steps > 1000 {
+                return Err(BenchError::Workload(format!(
+                    "--steps {steps}: use 1 to 1000"
+                )));
+            }
+            w.steps = steps;
+        }
+        for (flag, value, slot) in [
+            ("--width", overrides.width, &mut w.width),
+            ("--height", overrides.height, &mut w.height),
+        ] {
+            if let Some(v) = value {
+                if v == 0 || !v.is_multiple_of(8) || v > 2048 {
+                    return Err(BenchError::Workload(format!(
+                        "{flag} {v}: use a multiple of 8 from 8 to 2048"
+                    )));
+                }
+                *slot = v;
+            }
+        }
+        if let Some(kind) = overrides.scheduler {
+            w.scheduler = kind;
+        }
+        let count = overrides.images.unwrap_or(w.prompts.len());
+        if count == 0 || count > 1000 {
+            return Err(BenchError::Workload(format!(
+                "--images {count}: use 1 to 1000"
+            )));
+        }
+        let base = w.prompts.clone();
+        w.prompts = (0..count)
+            .map(|i| {
+                let standard = &base[i % base.len()];
+                PromptSeed {
+                    prompt: overrides
+                        .prompt
+                        .clone()
+                        .unwrap_or_else(|| standard.prompt.clone()),
+                    seed: standard.seed + (i / base.len()) as u64,
+                }
+            })
+            .collect();
+        if w.prompts.iter().any(|p| p.prompt.trim().is_empty()) {
+            return Err(BenchError::Workload("--prompt is empty".into()));
+        }
+        Ok(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_standard_workload_is_the_published_one() {
+        let w = Workload::with_overrides(&Overrides::default()).unwrap();
+        assert_eq!(w, Workload::standard());
+        assert!(w.standard);
+        assert_eq!(
+            (w.name.as_str(), w.width, w.height, w.steps),
+            ("sd15-512-30", 512, 512, 30)
+        );
+        assert_eq!(w.scheduler, SchedulerKind::Euler);
+        let seeds: Vec<u64> = w.prompts.iter().map(|p| p.seed).collect();
+        assert_eq!(seeds, [42, 1234, 2718, 31415, 8080]);
+    }
+
+    #[test]
+    fn any_override_makes_it_custom() {
+        let same_steps = Overrides {
+            steps: Some(30),
+            ..Overrides::default()
+        };
+        let w = Workload::with_overrides(&same_steps).unwrap();
+        assert!(!w.standard);
+        assert_eq!(w.name, "custom");
+
+        let seven = Overrides {
+            images: Some(7),
+            prompt: Some("a red cube".into()),
+            ..Overrides::default()
+        };
+        let w = Workload::with_overrides(&seven).unwrap();
+        let seeds: Vec<u64> = w.prompts.iter().map(|p| p.seed).collect();
+        assert_eq!(seeds, [42, 1234, 2718, 31415, 8080, 43, 1235]);
+        assert!(w.prompts.iter().all(|p| p.prompt == "a red cube"));
+    }
+
+    #[test]
+    fn bad_overrides_are_refused_by_name() {
+        for (o, flag) in [
+            (
+                Overrides {
+                    width: Some(500),
+                    ..Default::default()
+                },
+                "--width 500",
+            ),
+            (
+                Overrides {
+                    height: Some(0),
+                    ..Default::default()
+                },
+                "--height 0",
+            ),
+            (
+                Overrides {
+                    steps: Some(0),
+                    ..Default::default()
+                },
+                "--steps 0",
+            ),
+            (
+                Overrides {
+                    images: Some(0),
+                    ..Default::default()
+                },
+                "--images 0",
+            ),
+            (
+                Overrides {
+                    prompt: Some(" ".into()),
+                    ..Default::default()
+                },
+                "--prompt",
+            ),
+        ] {
+            let err = Workload::with_overrides(&o).unwrap_err().to_string();
+            assert!(err.contains(flag), "{err}");
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The runner end to end on the tiny diffusers fixture: a custom small workload on the CPU, with a
+//! fake RAPL counter that a background thread advances at a known rate, so power and energy
+//! figures can be checked. The result must validate against the committed schema and round-trip.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sdbench_bench::result::{AppInfo, BenchResult, JSON_SCHEMA};
+use sdbench_bench::runner::{self, Event};
+use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
+use sdbench_diffusion::{BackendRequest, CancelToken, Precision};
+use sdbench_hub::HubSettings;
+
+fn tiny() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures/tiny-sd")
+}
+
+/// A sysfs tree with one RAPL package whose counter rises at `watts` while the guard lives.
+struct FakeRapl {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeRapl {
+    fn start(root: &Path, watts: f64) -> FakeRapl {
+        let zone = root.join("sys/class/powercap/intel-rapl:0");
+        std::fs::create_dir_all(&zone).unwrap();
+        std::fs::write(zone.join("max_energy_range_uj"), "262143328850").unwrap();
+        std::fs::write(zone.join("energy_uj"), "1000000").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            while !flag.load(Ordering::SeqCst) {
+                let uj = 1_000_000.0 + watts * 1e6 * start.elapsed().as_secs_f64();
+                // Write-then-rename so a reader never sees a half-written number.
+                let tmp = zone.join("energy_uj.tmp");
+                std::fs::write(&tmp, format!("{}", uj as u64)).unwrap();
+                std::fs::rename(&tmp, zone.join("energy_uj")).unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        FakeRapl {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for FakeRapl {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn options(root: &Path, images: usize) -> RunOptions {
+    let workload = Workload::with_overrides(&Overrides {
+        steps: Some(3),
+        width: Some(32),
+        height: Some(24),
+        images: Some(images),
+        ..Overrides::default()
+    })
+    .unwrap();
+    let mut options = RunOptions::new(
+        workload,
+        ModelChoice::Folder(tiny()),
+        AppInfo {
+            name: "sdbench".into(),
+            version: "test".into(),
+            commit: None,
+        },
+    );
+    options.backend = BackendRequest::Cpu;
+    options.precision = Some(Precision::F32);
+    options.sysfs_root = root.to_path_buf();
+    options.use_nvml = false;
+    options.baseline = Duration::from_millis(400);
+    options.hub = HubSettings {
+        cache_dir: root.join("hub"),
+        endpoint: "http://127.0.0.1:9".into(),
+        token: None,
+        offline: true,
+    };
+    options
+}
+
+pub fn validate(value: &serde_json::Value) -> Result<(), Vec<String>> {
+    let schema: serde_json::Value = serde_json::from_str(JSON_SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Equal after a JSON round trip: serde_json may read a float back one unit in the last place
+/// away, so numbers compare to 1e-12 relative, everything else exactly.
+fn assert_same(a: &BenchResult, b: &BenchResult) {
+    fn close(a: &serde_json::Value, b: &serde_json::Value, path: &str) {
+        use serde_json::Value::*;
+        match (a, b) {
+            (Number(x), Number(y)) => {
+                let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                assert!(
+                    (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                    "{path}: {x} != {y}"
+                );
+            }
+            (Array(x), Array(y)) => {
+                assert_eq!(x.len(), y.len(), "{path}");
+                for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                    close(u, v, &format!("{path}[{i}]"));
+                }
+            }
+            (Object(x), Object(y)) => {
+                assert_eq!(
+                    x.keys().collect::<Vec<_>>(),
+                    y.keys().collect::<Vec<_>>(),
+                    "{path}"
+                );
+                for (k, u) in x {
+                    close(u, &y[k], &format!("{path}.{k}"));
+                }
+            }
+            _ => assert_eq!(a, b, "{path}"),
+        }
+    }
+    close(
+        &serde_json::to_value(a).unwrap(),
+        &serde_json::to_value(b).unwrap(),
+        "",
+    );
+}
+
+#[test]
+fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
+    let root = tempfile::tempdir().unwrap();
+    let _rapl = FakeRapl::start(root.path(), 40.0);
+    let mut events = Vec::new();
+    let mut output = runner::run(
+        &options(root.path(), 3),
+        &mut |e| events.push(e.clone()),
+        &CancelToken::new(),
+    )
+    .unwrap();
+    let r = &output.result;
+
+    // Workload and identity.
+    assert_eq!(r.workload.name, "custom");
+    assert!(!r.workload.standard);
+    assert_eq!(r.workload.model.source, "folder");
+    assert_eq!(r.workload.model.files.len(), 3);
+    assert!(r
+        .workload
+        .model
+        .files
+        .iter()
+        .all(|f| f.sha256.len() == 64 && f.bytes > 0));
+    assert_eq!(
+        (r.backend.name.as_str(), r.backend.precision.as_str()),
+        ("cpu", "f32")
+    );
+    assert_eq!(r.results.len(), 3);
+    let seeds: Vec<u64> = r.results.iter().map(|x| x.seed).collect();
+    assert_eq!(seeds, [42, 1234, 2718]);
+
+    // Per-image timings are consistent with each other.
+    for x in &r.results {
+        assert_eq!(x.step_seconds.len(), 3);
+        let steps: f64 = x.step_seconds.iter().sum();
+        assert!(steps <= x.stages.unet_loop + 1e-6);
+        let stages = x.stages.text_encoder + x.stages.unet_loop + x.stages.vae_decode;
+        assert!(
+            stages <= x.seconds + 1e-6 && x.seconds < stages + 0.05,
+            "{x:?}"
+        );
+        assert!((x.steps_per_second - 3.0 / x.stages.unet_loop).abs() < 1e-9);
+        assert!(x.image.check.valid, "{:?}", x.image.check.reason);
+    }
+    let total: f64 = r.results.iter().map(|x| x.seconds).sum();
+    let s = &r.scores;
+    assert!((s.images_per_minute - 180.0 / total).abs() < 1e-9);
+    assert_eq!(s.score, Some((100.0 * s.images_per_minute).round() as u64));
+    assert!(r.valid && r.invalid_reasons.is_empty());
+
+    // Power from the fake RAPL counter: 40 W, during the run and the baseline.
+    let p = &s.power;
+    assert!(p.available, "{:?}", p.reason);
+    assert_eq!(
+        p.source.as_deref(),
+        Some("rapl:package (CPU package (1 zone))")
+    );
+    let avg = p.avg_w.unwrap();
+    assert!((avg - 40.0).abs() < 4.0, "avg {avg}");
+    assert!((p.idle_w.unwrap() - 40.0).abs() < 4.0);
+    let window = r.telemetry.timed.end - r.telemetry.timed.start;
+    assert!((p.energy_j_per_image.unwrap() - avg * window / 3.0).abs() < 1e-6);
+    assert!((p.images_per_minute_per_watt.unwrap() - s.images_per_minute / avg).abs() < 1e-9);
+    // The CPU backend has no allocator; the reason says so.
+    assert_eq!(s.vram_peak_bytes, None);
+    assert!(s
+        .vram
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("cpu backend has no device memory"));
+
+    // Telemetry covers the baseline and the timed window at about 10 Hz.
+    assert!(r.telemetry.baseline.end <= r.telemetry.timed.start);
+    assert!(
+        r.telemetry.samples.len() >= 4,
+        "{}",
+        r.telemetry.samples.len()
+    );
+    assert!(r.telemetry.samples.last().unwrap().t >= r.telemetry.timed.end);
+
+    // Events: a warm-up before the timed images, steps in order.
+    let started: Vec<(usize, bool)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ImageStarted { index, warmup, .. } => Some((*index, *warmup)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [(0, true), (1, false), (2, false), (3, false)]);
+    assert!(r.cold_start.warmup_seconds > 0.0 && r.cold_start.load_seconds > 0.0);
+
+    // Schema and round trip, before and after saving the images.
+    let value = serde_json::to_value(r).unwrap();
+    validate(&value).unwrap();
+    assert_same(&BenchResult::from_json(&r.to_json()).unwrap(), r);
+    let out_dir = tempfile::tempdir().unwrap();
+    let json = out_dir.path().join("result.json");
+    let images = runner::save(&mut output, &json).unwrap();
+    assert_eq!(images.len(), 3);
+    assert!(images.iter().all(|p| p.is_file()));
+    let loaded = BenchResult::load(&json).unwrap();
+    assert_same(&loaded, &output.result);
+    assert_eq!(
+        loaded.results[1].image.file.as_deref(),
+        Some("result-2.png")
+    );
+    validate(&serde_json::to_value(&loaded).unwrap()).unwrap();
+}
+
+#[test]
+fn a_cancelled_run_returns_cancelled() {
+    let root = tempfile::tempdir().unwrap();
+    let cancel = CancelToken::new();
+    let c = cancel.clone();
+    let err = runner::run(
+        &options(root.path(), 2),
+        &mut |e| {
+            if matches!(
+                e,
+                Event::Step {
+                    warmup: true,
+                    step: 1,
+                    ..
+                }
+            ) {
+                c.cancel();
+            }
+        },
+        &cancel,
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(err, BenchError::Cancelled), "{err}");
+}
+
+#[test]
+fn without_telemetry_power_says_why() {
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 1);
+    o.baseline = Duration::ZERO;
+    let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
+    let p = &output.result.scores.power;
+    assert!(!p.available);
+    assert!(
+        p.reason.as_deref().unwrap().contains("RAPL"),
+        "{:?}",
+        p.reason
+    );
+    assert_eq!(p.avg_w, None);
+    validate(&serde_json::to_value(&output.result).unwrap()).unwrap();
+}

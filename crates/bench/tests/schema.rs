@@ -1,0 +1,95 @@
+//! The committed JSON Schema rejects results that break the contract.
+
+use sdbench_bench::result::JSON_SCHEMA;
+
+fn validator() -> jsonschema::Validator {
+    let schema: serde_json::Value = serde_json::from_str(JSON_SCHEMA).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+/// A hand-written valid result (the runner test validates real ones).
+fn sample() -> serde_json::Value {
+    serde_json::from_str(include_str!("data/result-v1.json")).unwrap()
+}
+
+fn errors(value: &serde_json::Value) -> Vec<String> {
+    validator()
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect()
+}
+
+#[test]
+fn the_sample_is_valid() {
+    assert_eq!(errors(&sample()), Vec::<String>::new());
+}
+
+/// Makes one change that breaks the contract.
+type Breaker = Box<dyn Fn(&mut serde_json::Value)>;
+
+#[test]
+fn broken_results_are_rejected() {
+    let cases: Vec<(&str, Breaker)> = vec![
+        (
+            "missing scores",
+            Box::new(|v| {
+                v.as_object_mut().unwrap().remove("scores");
+            }),
+        ),
+        (
+            "other schema version",
+            Box::new(|v| v["schema_version"] = 2.into()),
+        ),
+        (
+            "unknown top-level key",
+            Box::new(|v| v["extra"] = true.into()),
+        ),
+        (
+            "seconds as text",
+            Box::new(|v| v["results"][0]["seconds"] = "1.5".into()),
+        ),
+        (
+            "bad sha256",
+            Box::new(|v| v["results"][0]["image"]["sha256"] = "xyz".into()),
+        ),
+        (
+            "width not a multiple of 8",
+            Box::new(|v| v["workload"]["width"] = 500.into()),
+        ),
+        (
+            "unknown backend",
+            Box::new(|v| v["backend"]["name"] = "opencl".into()),
+        ),
+        (
+            "invalid run with a score",
+            Box::new(|v| {
+                v["valid"] = false.into();
+                v["invalid_reasons"] = serde_json::json!(["image 1: blank"]);
+            }),
+        ),
+        (
+            "invalid run without reasons",
+            Box::new(|v| {
+                v["valid"] = false.into();
+                v["scores"]["score"] = serde_json::Value::Null;
+            }),
+        ),
+        (
+            "synthetic run called standard",
+            Box::new(|v| v["workload"]["model"]["synthetic"] = true.into()),
+        ),
+        (
+            "power available without a figure",
+            Box::new(|v| v["scores"]["power"]["avg_w"] = serde_json::Value::Null),
+        ),
+        (
+            "power unavailable without a reason",
+            Box::new(|v| v["scores"]["power"]["available"] = false.into()),
+        ),
+    ];
+    for (name, break_it) in cases {
+        let mut v = sample();
+        break_it(&mut v);
+        assert!(!errors(&v).is_empty(), "{name} was accepted");
+    }
+}

@@ -1,0 +1,293 @@
+//! `sdbench bench`: the standard benchmark (or a custom variant), its summary and result JSON.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use sdbench_bench::result::{AppInfo, DEFAULT_FILE_NAME};
+use sdbench_bench::runner::{self, Event};
+use sdbench_bench::summary::{self, Format};
+use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
+use sdbench_diffusion::{BackendRequest, Precision, SchedulerKind};
+use sdbench_hub::{HubSettings, RepoId, DEFAULT_MODEL};
+
+use crate::model_arg::{self, ModelArg};
+use crate::progress::{format_duration, DownloadBar};
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, or
+    /// `synthetic`. Default: stable-diffusion-v1-5/stable-diffusion-v1-5.
+    #[arg(long)]
+    model: Option<String>,
+    /// Run on synthetic SD1.5 weights (no download; never a standard score).
+    #[arg(long, conflicts_with = "model")]
+    synthetic: bool,
+    /// Hub revision (branch or commit).
+    #[arg(long, default_value = "main")]
+    revision: String,
+    /// Compute backend.
+    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
+    backend: String,
+    /// Numeric precision: auto is f16 where the device supports it.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
+    precision: String,
+    /// The result JSON; the images are saved beside it.
+    #[arg(long, default_value = DEFAULT_FILE_NAME)]
+    out: PathBuf,
+    /// How to print the summary.
+    #[arg(long, default_value = "table", value_parser = ["table", "md", "csv", "json"])]
+    format: String,
+    /// Custom run: denoising steps.
+    #[arg(long)]
+    steps: Option<usize>,
+    /// Custom run: width (a multiple of 8).
+    #[arg(long)]
+    width: Option<usize>,
+    /// Custom run: height (a multiple of 8).
+    #[arg(long)]
+    height: Option<usize>,
+    /// Custom run: number of timed images (cycling through the five prompts).
+    #[arg(long)]
+    images: Option<usize>,
+    /// Custom run: scheduler.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES))]
+    scheduler: Option<String>,
+    /// Custom run: one prompt for every image (seeds stay the standard ones).
+    #[arg(long)]
+    prompt: Option<String>,
+    /// Seconds of idle power sampling before the run.
+    #[arg(long, default_value_t = 1.0)]
+    baseline: f64,
+}
+
+pub fn app_info() -> AppInfo {
+    let commit = env!("SDBENCH_GIT_COMMIT");
+    AppInfo {
+        name: "sdbench".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: (!commit.is_empty()).then(|| commit.to_string()),
+    }
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let overrides = Overrides {
+        steps: args.steps,
+        width: args.width,
+        height: args.height,
+        images: args.images,
+        scheduler: args
+            .scheduler
+            .as_deref()
+            .map(SchedulerKind::from_name)
+            .transpose()?,
+        prompt: args.prompt.clone(),
+    };
+    let workload = Workload::with_overrides(&overrides)?;
+    let model = if args.synthetic {
+        ModelChoice::Synthetic
+    } else {
+        match args.model.as_deref() {
+            None => ModelChoice::Hub {
+                id: RepoId::parse(DEFAULT_MODEL)?.0,
+                revision: args.revision.clone(),
+                fallback_to_synthetic: true,
+            },
+            Some(text) => match model_arg::parse(text)? {
+                ModelArg::Synthetic => ModelChoice::Synthetic,
+                ModelArg::Folder(path) => ModelChoice::Folder(path),
+                ModelArg::Hub(id) => ModelChoice::Hub {
+                    id,
+                    revision: args.revision.clone(),
+                    fallback_to_synthetic: false,
+                },
+            },
+        }
+    };
+    if !(0.0..=60.0).contains(&args.baseline) {
+        anyhow::bail!("--baseline {}: use 0 to 60 seconds", args.baseline);
+    }
+    let format = Format::from_name(&args.format).expect("clap checked the format");
+    check_out_path(&args.out)?;
+    let mut options = RunOptions::new(workload, model, app_info());
+    options.backend = BackendRequest::from_name(&args.backend)?;
+    options.precision = match args.precision.as_str() {
+        "f32" => Some(Precision::F32),
+        "f16" => Some(Precision::F16),
+        _ => None,
+    };
+    options.hub = HubSettings::from_env();
+    options.baseline = Duration::from_secs_f64(args.baseline);
+
+    let cancel = crate::interrupt::token();
+    let mut view = BenchProgress::new(options.workload.steps);
+    let outcome = runner::run(&options, &mut |e| view.event(e), &cancel);
+    view.finish_line();
+    let mut output = match outcome {
+        Ok(output) => output,
+        Err(BenchError::Cancelled) => {
+            eprintln!("cancelled: nothing was saved");
+            std::process::exit(130);
+        }
+        Err(e) => return Err(e).context("the benchmark failed"),
+    };
+    let images = runner::save(&mut output, &args.out)
+        .with_context(|| format!("saving the result to {} failed", args.out.display()))?;
+    print!("{}", summary::render(&output.result, format));
+    std::io::stdout().flush()?;
+    eprintln!(
+        "result: {} (images: {})",
+        args.out.display(),
+        images
+            .iter()
+            .map(|p| p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if !output.result.valid {
+        anyhow::bail!(
+            "the run is invalid and has no score: {}",
+            output.result.invalid_reasons.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// Fails before any work when the result could not be written.
+fn check_out_path(out: &std::path::Path) -> anyhow::Result<()> {
+    if out.extension().and_then(|e| e.to_str()) != Some("json") {
+        anyhow::bail!("--out {}: the result file must end in .json", out.display());
+    }
+    let dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "--out {}: folder {} does not exist",
+            out.display(),
+            dir.display()
+        );
+    }
+    if out.is_dir() {
+        anyhow::bail!("--out {} is a folder", out.display());
+    }
+    Ok(())
+}
+
+/// The run's progress on stderr: image i/N, step j/S, it/s, elapsed and ETA.
+struct BenchProgress {
+    terminal: bool,
+    start: Instant,
+    steps: usize,
+    recent: Vec<f64>,
+    download: DownloadBar,
+    open_line: bool,
+}
+
+impl BenchProgress {
+    fn new(steps: usize) -> Self {
+        BenchProgress {
+            terminal: std::io::stderr().is_terminal(),
+            start: Instant::now(),
+            steps,
+            recent: Vec::new(),
+            download: DownloadBar::new(),
+            open_line: false,
+        }
+    }
+
+    fn say(&mut self, text: &str) {
+        self.finish_line();
+        eprintln!("{text}");
+    }
+
+    fn finish_line(&mut self) {
+        if self.open_line {
+            eprintln!();
+            self.open_line = false;
+        }
+        self.download.finish();
+    }
+
+    fn event(&mut self, event: &Event) {
+        match event {
+            Event::Note(text) => self.say(&format!("note: {text}")),
+            Event::Download(p) => self.download.update(p),
+            Event::Loading { model, backend } => {
+                self.say(&format!("loading {model} on {backend}…"))
+            }
+            Event::Loaded {
+                seconds,
+                device,
+                precision,
+            } => self.say(&format!("loaded in {seconds:.1} s: {device}, {precision}")),
+            Event::Baseline { seconds } => {
+                self.say(&format!("idle baseline sampled for {seconds:.1} s"))
+            }
+            Event::ImageStarted { warmup: true, .. } => {
+                self.say("warm-up image (untimed: compiles kernels and tunes them)…")
+            }
+            Event::ImageStarted { index: 1, .. } => {
+                // Elapsed counts the timed run.
+                self.start = Instant::now();
+                self.recent.clear();
+            }
+            Event::ImageStarted { .. } => self.recent.clear(),
+            Event::Step {
+                index,
+                total,
+                step,
+                steps,
+                seconds,
+                warmup,
+            } => {
+                self.recent.push(*seconds);
+                let window = &self.recent[self.recent.len().saturating_sub(5)..];
+                let step_time = window.iter().sum::<f64>() / window.len().max(1) as f64;
+                let rate = 1.0 / step_time.max(1e-9);
+                let label = if *warmup {
+                    "warm-up".to_string()
+                } else {
+                    format!("image {index}/{total}")
+                };
+                let remaining_steps = if *warmup {
+                    steps - step
+                } else {
+                    (steps - step) + (total - index) * self.steps
+                };
+                let line = format!(
+                    "{label}  step {step}/{steps}  {rate:.2} it/s  elapsed {}  ETA {}",
+                    format_duration(self.start.elapsed().as_secs_f64()),
+                    format_duration(remaining_steps as f64 * step_time)
+                );
+                if self.terminal {
+                    eprint!("\r{line:<78}");
+                    self.open_line = true;
+                } else if step == steps || step % 10 == 0 || *step == 1 {
+                    eprintln!("{line}");
+                }
+            }
+            Event::ImageFinished {
+                index,
+                total,
+                seconds,
+                valid,
+                warmup,
+            } => {
+                let what = if *warmup {
+                    "warm-up".to_string()
+                } else {
+                    format!("image {index}/{total}")
+                };
+                let check = if *valid { "" } else { "  INVALID" };
+                self.say(&format!("{what} done in {seconds:.2} s{check}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! `--model`: a local folder, a Hub id (from the cache, or downloaded), or `synthetic`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use sdbench_diffusion::ModelSource;
+use sdbench_hub::{Hub, HubSettings, RepoId};
+
+use crate::progress::DownloadBar;
+
+/// What `--model` names.
+pub enum ModelArg {
+    Folder(PathBuf),
+    Hub(RepoId),
+    Synthetic,
+}
+
+/// An existing folder wins; `synthetic` is synthetic weights; anything else must be a Hub id.
+/// A renamed Hub id is mapped to its successor with a note on stderr.
+pub fn parse(text: &str) -> anyhow::Result<ModelArg> {
+    if text == "synthetic" {
+        return Ok(ModelArg::Synthetic);
+    }
+    let path = PathBuf::from(text);
+    if path.is_dir() {
+        return Ok(ModelArg::Folder(path));
+    }
+    let looks_like_path =
+        text.starts_with(['.', '/', '~']) || text.contains('\\') || text.matches('/').count() != 1;
+    match RepoId::parse(text) {
+        Ok((id, note)) => {
+            if let Some(note) = note {
+                eprintln!("note: {note}");
+            }
+            Ok(ModelArg::Hub(id))
+        }
+        Err(_) if looks_like_path => anyhow::bail!(
+            "model folder {} does not exist (pass a diffusers model folder, a Hub id like stable-diffusion-v1-5/stable-diffusion-v1-5, or `synthetic`)",
+            path.display()
+        ),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The model as the engine loads it: Hub ids come from the cache, or are downloaded with a
+/// progress bar.
+pub fn resolve(text: &str) -> anyhow::Result<ModelSource> {
+    Ok(match parse(text)? {
+        ModelArg::Synthetic => ModelSource::Synthetic,
+        ModelArg::Folder(path) => ModelSource::Folder(path),
+        ModelArg::Hub(id) => {
+            let hub = Hub::new(HubSettings::from_env());
+            let mut bar = DownloadBar::new();
+            let cancel = crate::interrupt::token();
+            let resolved = hub
+                .resolve(&id, "main", &mut |p| bar.update(p), &|| {
+                    cancel.is_cancelled()
+                })
+                .with_context(|| format!("getting {id} failed"))?;
+            bar.finish();
+            if let Some(reason) = resolved.offline_reason {
+                eprintln!("note: the Hub is not reachable ({reason}); using the cached copy");
+            }
+            ModelSource::Folder(resolved.path)
+        }
+    })
+}

@@ -1,0 +1,410 @@
+//! `sdbench bench`, `download`, `cache` and `submit` end to end, against the tiny fixture model and a
+//! loopback server that behaves like the Hub.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sdbench_test_server::{FakeRepo, RepoFile, TestServer};
+
+fn tiny() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures/tiny-sd")
+}
+
+/// An address where nothing listens.
+fn dead_endpoint() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}")
+}
+
+/// `sdbench` with its own Hub cache, endpoint and data folder.
+fn sdbench(home: &Path, endpoint: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sdbench"))
+        .args(args)
+        .env("HF_HUB_CACHE", home.join("hub"))
+        .env("HF_ENDPOINT", endpoint)
+        .env("SDBENCH_DATA_DIR", home.join("data"))
+        .env_remove("HF_TOKEN")
+        .env_remove("HF_HUB_OFFLINE")
+        .env_remove("HF_HOME")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "failed:\nstdout: {}\nstderr: {}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+fn validate(value: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(sdbench_bench::result::JSON_SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+const SMALL: &[&str] = &[
+    "--backend",
+    "cpu",
+    "--steps",
+    "2",
+    "--width",
+    "32",
+    "--height",
+    "24",
+    "--images",
+    "2",
+    "--baseline",
+    "0.2",
+];
+
+#[test]
+fn bench_on_a_local_folder_writes_result_images_and_summary() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("run.json");
+    let model = tiny().display().to_string();
+    let out_s = out.display().to_string();
+    let mut args = vec![
+        "bench", "--model", &model, "--out", &out_s, "--format", "json",
+    ];
+    args.extend_from_slice(SMALL);
+    let o = sdbench(home.path(), &dead_endpoint(), &args);
+    ok(&o);
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["workload"], "custom");
+    assert_eq!(summary["standard"], false);
+    assert_eq!(summary["valid"], true);
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    validate(&result);
+    assert_eq!(result["run_id"], summary["run_id"]);
+    assert_eq!(result["results"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        result["results"][0]["step_seconds"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    for i in 1..=2 {
+        let png = home.path().join(format!("run-{i}.png"));
+        assert!(png.is_file(), "{} missing", png.display());
+        assert_eq!(
+            result["results"][i - 1]["image"]["file"],
+            format!("run-{i}.png")
+        );
+    }
+    let stderr = text(&o.stderr);
+    assert!(stderr.contains("warm-up"), "{stderr}");
+    assert!(stderr.contains("image 2/2"), "{stderr}");
+
+    // The other summary formats.
+    for (format, needle) in [
+        ("md", "| images per minute |"),
+        ("csv", "metric,value,unit"),
+        ("table", "steps per second"),
+    ] {
+        let out2 = home.path().join(format!("run-{format}.json"));
+        let out2_s = out2.display().to_string();
+        let mut args = vec![
+            "bench", "--model", &model, "--out", &out2_s, "--format", format,
+        ];
+        // SMALL without its trailing `--images 2 --baseline 0.2`.
+        args.extend_from_slice(&SMALL[..SMALL.len() - 4]);
+        args.extend_from_slice(&["--images", "1", "--baseline", "0"]);
+        let o = sdbench(home.path(), &dead_endpoint(), &args);
+        ok(&o);
+        assert!(
+            text(&o.stdout).contains(needle),
+            "{format}: {}",
+            text(&o.stdout)
+        );
+    }
+}
+
+#[test]
+fn bench_refuses_bad_input_before_any_work() {
+    let home = tempfile::tempdir().unwrap();
+    let model = tiny().display().to_string();
+    for (args, needle) in [
+        (
+            vec!["bench", "--model", &model, "--width", "30"],
+            "--width 30",
+        ),
+        (
+            vec!["bench", "--model", &model, "--out", "result.txt"],
+            "must end in .json",
+        ),
+        (
+            vec![
+                "bench",
+                "--model",
+                &model,
+                "--out",
+                "/no/such/folder/r.json",
+            ],
+            "does not exist",
+        ),
+        (
+            vec!["bench", "--model", "./missing-folder"],
+            "does not exist",
+        ),
+        (vec!["bench", "--model", "not a model"], "a Hub id like"),
+        (vec!["bench", "--model", "a/b c"], "not a model id"),
+    ] {
+        let o = sdbench(home.path(), &dead_endpoint(), &args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(needle),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+    // A named Hub model that is neither cached nor reachable is an error, not a silent fallback.
+    let o = sdbench(
+        home.path(),
+        &dead_endpoint(),
+        &["bench", "--model", "someone/some-model", "--backend", "cpu"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("sdbench download --model someone/some-model"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!Path::new("benchmark_diffusion_result.json").exists());
+}
+
+#[test]
+fn with_no_network_and_no_cache_bench_says_so_and_runs_synthetic() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("offline.json");
+    let out_s = out.display().to_string();
+    let o = sdbench(
+        home.path(),
+        &dead_endpoint(),
+        &[
+            "bench",
+            "--out",
+            &out_s,
+            "--backend",
+            "cpu",
+            "--steps",
+            "1",
+            "--width",
+            "64",
+            "--height",
+            "64",
+            "--images",
+            "1",
+            "--baseline",
+            "0",
+        ],
+    );
+    ok(&o);
+    let stderr = text(&o.stderr);
+    assert!(stderr.contains("synthetic weights"), "{stderr}");
+    assert!(
+        stderr.contains("stable-diffusion-v1-5/stable-diffusion-v1-5"),
+        "{stderr}"
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    validate(&result);
+    assert_eq!(result["workload"]["model"]["synthetic"], true);
+    assert_eq!(result["workload"]["standard"], false);
+}
+
+/// The tiny fixture folder served as a Hub repository (weights as LFS files).
+fn tiny_repo() -> FakeRepo {
+    let root = tiny();
+    let mut files = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                files.push(RepoFile {
+                    lfs: rel.ends_with(".safetensors"),
+                    bytes: std::fs::read(&path).unwrap(),
+                    path: rel,
+                });
+            }
+        }
+    }
+    FakeRepo {
+        id: "test-org/tiny-sd".into(),
+        commit: "feedfacefeedfacefeedfacefeedfacefeedface".into(),
+        files,
+    }
+}
+
+#[test]
+fn download_use_offline_list_and_clean_the_cache() {
+    let server = TestServer::start();
+    server.add_repo(tiny_repo());
+    server.drop_next_download("unet/diffusion_pytorch_model.fp16.safetensors", 1000);
+    let home = tempfile::tempdir().unwrap();
+
+    let o = sdbench(
+        home.path(),
+        &server.url(),
+        &["download", "--model", "test-org/tiny-sd"],
+    );
+    ok(&o);
+    assert!(
+        text(&o.stdout).contains("test-org/tiny-sd @ feedfacefe ready"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(
+        text(&o.stderr).contains("downloading"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    // With the network gone, the cached copy serves generate.
+    let png = home.path().join("cached.png");
+    let png_s = png.display().to_string();
+    let o = sdbench(
+        home.path(),
+        &dead_endpoint(),
+        &[
+            "generate",
+            "--model",
+            "test-org/tiny-sd",
+            "--prompt",
+            "a barn",
+            "--backend",
+            "cpu",
+            "--width",
+            "24",
+            "--height",
+            "16",
+            "--steps",
+            "2",
+            "--out",
+            &png_s,
+        ],
+    );
+    ok(&o);
+    assert!(png.is_file());
+    assert!(
+        text(&o.stderr).contains("cached copy"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let o = sdbench(home.path(), &server.url(), &["cache", "list", "--json"]);
+    ok(&o);
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let model = &listed["models"][0];
+    assert_eq!(model["repo"], "test-org/tiny-sd");
+    assert_eq!(model["runnable"], true);
+    let size = model["size_bytes"].as_u64().unwrap();
+    assert!(size > 100_000, "{size}");
+
+    // Cleaning asks first; without a terminal it needs --yes.
+    let o = sdbench(
+        home.path(),
+        &server.url(),
+        &["cache", "clean", "--model", "test-org/tiny-sd"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("--yes"), "{}", text(&o.stderr));
+    assert!(home.path().join("hub/models--test-org--tiny-sd").exists());
+    let o = sdbench(
+        home.path(),
+        &server.url(),
+        &["cache", "clean", "--model", "test-org/tiny-sd", "--yes"],
+    );
+    ok(&o);
+    assert!(
+        text(&o.stdout).contains(&format!("({size} bytes)")),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(!home.path().join("hub/models--test-org--tiny-sd").exists());
+    let o = sdbench(home.path(), &server.url(), &["cache", "list"]);
+    ok(&o);
+    assert!(text(&o.stdout).contains("(no models)"));
+}
+
+#[test]
+fn submit_dry_run_send_and_outbox() {
+    let server = TestServer::start();
+    let home = tempfile::tempdir().unwrap();
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bench/tests/data/result-v1.json");
+    let file_s = file.display().to_string();
+    let endpoint = format!("{}/api/results", server.url());
+
+    let o = sdbench(
+        home.path(),
+        &server.url(),
+        &["submit", &file_s, "--endpoint", &endpoint, "--dry-run"],
+    );
+    ok(&o);
+    assert!(text(&o.stdout).contains("\"run_id\""));
+    assert!(server.posted().is_empty());
+
+    // Unreachable: exit 1, kept in the outbox.
+    let dead = format!("{}/api/results", dead_endpoint());
+    let o = sdbench(
+        home.path(),
+        &server.url(),
+        &["submit", &file_s, "--endpoint", &dead],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("outbox"), "{}", text(&o.stderr));
+    let outbox = home.path().join("data/outbox");
+    assert_eq!(std::fs::read_dir(&outbox).unwrap().count(), 1);
+
+    // Reachable: the queued one goes first, then this one.
+    let o = sdbench(
+        home.path(),
+        &server.url(),
+        &["submit", &file_s, "--endpoint", &endpoint],
+    );
+    ok(&o);
+    assert_eq!(server.posted().len(), 2);
+    assert_eq!(std::fs::read_dir(&outbox).unwrap().count(), 0);
+
+    let bad = home.path().join("bad.json");
+    std::fs::write(&bad, r#"{"schema_version": 9}"#).unwrap();
+    let o = sdbench(
+        home.path(),
+        &server.url(),
+        &[
+            "submit",
+            &bad.display().to_string(),
+            "--endpoint",
+            &endpoint,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("schema_version 9"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -1,0 +1,620 @@
+//! Downloads a pipeline from the Hub into the cache: only the files the engine reads, resumed
+//! after a dropped connection, verified against the Hub's checksums before they become visible.
+
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use sha1::Digest as _;
+
+use crate::cache::{
+    cached_snapshot, DownloadLock, PIPELINE_CONFIGS, PIPELINE_EXTRAS, PIPELINE_WEIGHTS,
+};
+use crate::error::{HubError, Result};
+use crate::repo::{HubSettings, RepoId};
+
+/// One file of a repository as the Hub lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteFile {
+    pub path: String,
+    pub size: u64,
+    /// The cache blob name: the LFS sha256 for LFS files, else the git blob id.
+    pub blob_id: String,
+    /// The content sha256 for LFS files (the weights).
+    pub sha256: Option<String>,
+}
+
+/// A repository at one commit.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    pub commit: String,
+    pub files: Vec<RemoteFile>,
+}
+
+#[derive(Deserialize)]
+struct ApiModel {
+    sha: Option<String>,
+    #[serde(default)]
+    siblings: Vec<ApiSibling>,
+}
+
+#[derive(Deserialize)]
+struct ApiSibling {
+    rfilename: String,
+    size: Option<u64>,
+    #[serde(rename = "blobId")]
+    blob_id: Option<String>,
+    lfs: Option<ApiLfs>,
+}
+
+#[derive(Deserialize)]
+struct ApiLfs {
+    sha256: String,
+    size: u64,
+}
+
+/// Progress of a download, over all files.
+#[derive(Debug, Clone)]
+pub struct DownloadProgress {
+    pub file: String,
+    pub file_done: u64,
+    pub file_total: u64,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// How dropped connections and server errors are retried.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// Failed attempts in a row (without new bytes) before giving up.
+    pub attempts: u32,
+    pub first_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 6,
+            first_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(16),
+        }
+    }
+}
+
+/// A model ready on disk.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub repo: RepoId,
+    pub commit: String,
+    /// The snapshot folder, in the diffusers layout.
+    pub path: PathBuf,
+    /// The pipeline's files, with their sizes and (for weights) sha256.
+    pub files: Vec<RemoteFile>,
+    /// Bytes fetched by this call (0 when everything was cached).
+    pub downloaded_bytes: u64,
+}
+
+/// How a model was found.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub path: PathBuf,
+    pub commit: String,
+    /// Set when the network could not be used and the cache served the model.
+    pub offline_reason: Option<String>,
+    pub downloaded_bytes: u64,
+}
+
+pub struct Hub {
+    settings: HubSettings,
+    agent: ureq::Agent,
+    retry: RetryPolicy,
+}
+
+impl Hub {
+    pub fn new(settings: HubSettings) -> Hub {
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(Duration::from_secs(15))
+            .timeout_read(Duration::from_secs(60))
+            .user_agent(concat!("sdbench/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Hub {
+            settings,
+            agent,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Hub {
+        self.retry = retry;
+        self
+    }
+
+    pub fn settings(&self) -> &HubSettings {
+        &self.settings
+    }
+
+    fn get(&self, url: &str) -> ureq::Request {
+        let request = self.agent.get(url);
+        match &self.settings.token {
+            Some(token) => request.set("Authorization", &format!("Bearer {token}")),
+            None => request,
+        }
+    }
+
+    /// The repository's files at `revision`, with sizes and checksums.
+    pub fn listing(&self, repo: &RepoId, revision: &str) -> Result<Listing> {
+        let url = format!(
+            "{}/api/models/{}/revision/{}?blobs=true",
+            self.settings.endpoint, repo, revision
+        );
+        let body = self.with_retries(|| {
+            let response = self.get(&url).call().map_err(|e| http_error(&url, e))?;
+            response.into_string().map_err(|e| HubError::Network {
+                url: url.clone(),
+                reason: e.to_string(),
+            })
+        })?;
+        let bad = |problem: String| HubError::Listing {
+            repo: repo.to_string(),
+            problem,
+        };
+        let model: ApiModel = serde_json::from_str(&body).map_err(|e| bad(e.to_string()))?;
+        let commit = model.sha.ok_or_else(|| bad("no commit sha".into()))?;
+        let files = model
+            .siblings
+            .into_iter()
+            .map(|s| {
+                let (size, blob_id, sha256) = match s.lfs {
+                    Some(lfs) => (lfs.size, lfs.sha256.clone(), Some(lfs.sha256)),
+                    None => (
+                        s.size
+                            .ok_or_else(|| bad(format!("{} has no size", s.rfilename)))?,
+                        s.blob_id
+                            .ok_or_else(|| bad(format!("{} has no blob id", s.rfilename)))?,
+                        None,
+                    ),
+                };
+                Ok(RemoteFile {
+                    path: s.rfilename,
+                    size,
+                    blob_id,
+                    sha256,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Listing { commit, files })
+    }
+
+    /// Makes `repo` runnable from the cache: uses the cache when it is complete and either the
+    /// network is off (`HF_HUB_OFFLINE`, or unreachable) or the Hub reports the same commit;
+    /// downloads otherwise.
+    pub fn resolve(
+        &self,
+        repo: &RepoId,
+        revision: &str,
+        progress: &mut dyn FnMut(&DownloadProgress),
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Resolved> {
+        let cached = cached_snapshot(&self.settings, repo, revision);
+        let offline = |reason: String| match &cached {
+            Some(c) => Ok(Resolved {
+                path: c.path.clone(),
+                commit: c.commit.clone(),
+                offline_reason: Some(reason),
+                downloaded_bytes: 0,
+            }),
+            None => Err(HubError::NotCached {
+                repo: repo.to_string(),
+                cache: self.settings.cache_dir.clone(),
+                reason,
+            }),
+        };
+        if self.settings.offline {
+            return offline("HF_HUB_OFFLINE is set".into());
+        }
+        let listing = match self.listing(repo, revision) {
+            Ok(listing) => listing,
+            Err(HubError::Network { reason, .. } | HubError::Unreachable { reason, .. }) => {
+                return offline(reason)
+            }
+            Err(e) => return Err(e),
+        };
+        let snapshot = self.download_listing(repo, revision, &listing, progress, cancelled)?;
+        Ok(Resolved {
+            path: snapshot.path,
+            commit: snapshot.commit,
+            offline_reason: None,
+            downloaded_bytes: snapshot.downloaded_bytes,
+        })
+    }
+
+    /// Downloads the pipeline's files at `revision` (files already cached are not fetched again).
+    pub fn download(
+        &self,
+        repo: &RepoId,
+        revision: &str,
+        progress: &mut dyn FnMut(&DownloadProgress),
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Snapshot> {
+        if self.settings.offline {
+            return Err(HubError::Network {
+                url: self.settings.endpoint.clone(),
+                reason: "HF_HUB_OFFLINE is set".into(),
+            });
+        }
+        let listing = self.listing(repo, revision)?;
+        self.download_listing(repo, revision, &listing, progress, cancelled)
+    }
+
+    fn download_listing(
+        &self,
+        repo: &RepoId,
+        revision: &str,
+        listing: &Listing,
+        progress: &mut dyn FnMut(&DownloadProgress),
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Snapshot> {
+        let files = pipeline_files(repo, listing)?;
+        let _lock = DownloadLock::acquire(&self.settings, repo)?;
+        let model_dir = self.settings.model_dir(repo);
+        let blobs = model_dir.join("blobs");
+        let snapshot = model_dir.join("snapshots").join(&listing.commit);
+        fs::create_dir_all(&blobs).map_err(|e| HubError::io(&blobs, e))?;
+
+        let total: u64 = files.iter().map(|f| f.size).sum();
+        let mut done = 0;
+        let mut downloaded = 0;
+        for file in &files {
+            let blob = blobs.join(&file.blob_id);
+            let complete = fs::metadata(&blob)
+                .map(|m| m.len() == file.size)
+                .unwrap_or(false);
+            if !complete {
+                let url = format!(
+                    "{}/{}/resolve/{}/{}",
+                    self.settings.endpoint, repo, listing.commit, file.path
+                );
+                let base = done;
+                downloaded += self.fetch_blob(&url, file, &blob, cancelled, &mut |file_done| {
+                    progress(&DownloadProgress {
+                        file: file.path.clone(),
+                        file_done,
+                        file_total: file.size,
+                        done: base + file_done,
+                        total,
+                    })
+                })?;
+            }
+            done += file.size;
+            progress(&DownloadProgress {
+                file: file.path.clone(),
+                file_done: file.size,
+                file_total: file.size,
+                done,
+                total,
+            });
+            link_into_snapshot(&blob, &snapshot, &file.path)?;
+        }
+        if revision != listing.commit {
+            let refs = model_dir.join("refs");
+            fs::create_dir_all(&refs).map_err(|e| HubError::io(&refs, e))?;
+            write_atomically(&refs.join(revision), listing.commit.as_bytes())?;
+        }
+        Ok(Snapshot {
+            repo: repo.clone(),
+            commit: listing.commit.clone(),
+            path: snapshot,
+            files,
+            downloaded_bytes: downloaded,
+        })
+    }
+
+    /// Fetches one file into `blob`, resuming `{blob}.incomplete`, and returns the bytes fetched.
+    fn fetch_blob(
+        &self,
+        url: &str,
+        file: &RemoteFile,
+        blob: &Path,
+        cancelled: &dyn Fn() -> bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64> {
+        let partial = blob.with_file_name(format!("{}.incomplete", file.blob_id));
+        let mut fetched = 0;
+        let mut failures = 0;
+        let mut delay = self.retry.first_delay;
+        loop {
+            if cancelled() {
+                return Err(HubError::Cancelled);
+            }
+            let have = fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
+            if have >= file.size {
+                if have > file.size {
+                    fs::remove_file(&partial).map_err(|e| HubError::io(&partial, e))?;
+                    continue;
+                }
+                break;
+            }
+            let before = have;
+            match self.fetch_range(url, &partial, have, file.size, cancelled, progress) {
+                Ok(()) => {}
+                Err(e) if is_retryable(&e) => {
+                    let after = fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
+                    fetched += after.saturating_sub(before);
+                    // Only failures that made no progress count towards giving up.
+                    if after > before {
+                        failures = 0;
+                        delay = self.retry.first_delay;
+                    }
+                    failures += 1;
+                    if failures > self.retry.attempts {
+                        return Err(e);
+                    }
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(self.retry.max_delay);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            let after = fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
+            fetched += after.saturating_sub(before);
+        }
+        if let Err(e) = verify(&partial, file) {
+            // A corrupt partial file must not be resumed.
+            let _ = fs::remove_file(&partial);
+            return Err(e);
+        }
+        fs::rename(&partial, blob).map_err(|e| HubError::io(blob, e))?;
+        Ok(fetched)
+    }
+
+    /// One request for the bytes from `from` on, appended to `partial`.
+    fn fetch_range(
+        &self,
+        url: &str,
+        partial: &Path,
+        from: u64,
+        size: u64,
+        cancelled: &dyn Fn() -> bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<()> {
+        let mut request = self.get(url);
+        if from > 0 {
+            request = request.set("Range", &format!("bytes={from}-"));
+        }
+        let response = match request.call() {
+            // The partial file is longer than the server's: start again.
+            Err(ureq::Error::Status(416, _)) => {
+                fs::remove_file(partial).map_err(|e| HubError::io(partial, e))?;
+                return Err(HubError::Network {
+                    url: url.into(),
+                    reason: "range not satisfiable; restarting the file".into(),
+                });
+            }
+            other => other.map_err(|e| http_error(url, e))?,
+        };
+        let resumed = response.status() == 206;
+        if resumed {
+            let range = response.header("Content-Range").unwrap_or("");
+            if !range.starts_with(&format!("bytes {from}-")) {
+                return Err(HubError::Network {
+                    url: url.into(),
+                    reason: format!("unexpected Content-Range `{range}`"),
+                });
+            }
+        }
+        let mut out = File::options()
+            .create(true)
+            .append(resumed)
+            .write(true)
+            .truncate(!resumed)
+            .open(partial)
+            .map_err(|e| HubError::io(partial, e))?;
+        let mut written = if resumed { from } else { 0 };
+        let mut reader = response.into_reader();
+        let mut buffer = vec![0u8; 1 << 18];
+        loop {
+            if cancelled() {
+                out.flush().map_err(|e| HubError::io(partial, e))?;
+                return Err(HubError::Cancelled);
+            }
+            let n = reader.read(&mut buffer).map_err(|e| HubError::Network {
+                url: url.into(),
+                reason: format!("connection dropped after {written} of {size} bytes: {e}"),
+            })?;
+            if n == 0 {
+                break;
+            }
+            out.write_all(&buffer[..n])
+                .map_err(|e| HubError::io(partial, e))?;
+            written += n as u64;
+            progress(written);
+        }
+        out.sync_all().map_err(|e| HubError::io(partial, e))?;
+        if written < size {
+            return Err(HubError::Network {
+                url: url.into(),
+                reason: format!("connection closed after {written} of {size} bytes"),
+            });
+        }
+        Ok(())
+    }
+
+    fn with_retries<T>(&self, mut call: impl FnMut() -> Result<T>) -> Result<T> {
+        let mut delay = self.retry.first_delay;
+        let mut failures = 0;
+        loop {
+            match call() {
+                // Unreachable hosts are not retried here: a machine with no network at all should
+                // reach the offline path without minutes of waiting.
+                Err(e)
+                    if is_retryable(&e)
+                        && !matches!(e, HubError::Unreachable { .. })
+                        && failures < self.retry.attempts =>
+                {
+                    failures += 1;
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(self.retry.max_delay);
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// The files of `listing` the pipeline needs: configs, tokenizer, and one weights file per
+/// component (fp16 variant where it exists).
+pub fn pipeline_files(repo: &RepoId, listing: &Listing) -> Result<Vec<RemoteFile>> {
+    let find = |path: &str| listing.files.iter().find(|f| f.path == path).cloned();
+    let mut files = Vec::new();
+    let mut missing = Vec::new();
+    for path in PIPELINE_CONFIGS {
+        match find(path) {
+            Some(f) => files.push(f),
+            None => missing.push(path.to_string()),
+        }
+    }
+    files.extend(PIPELINE_EXTRAS.iter().filter_map(|p| find(p)));
+    for (component, stem) in PIPELINE_WEIGHTS {
+        let fp16 = format!("{component}/{stem}.fp16.safetensors");
+        let plain = format!("{component}/{stem}.safetensors");
+        match find(&fp16).or_else(|| find(&plain)) {
+            Some(f) => files.push(f),
+            None => missing.push(format!("{plain} (or {fp16})")),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(HubError::NotAPipeline {
+            repo: repo.to_string(),
+            problem: format!("it has no {}", missing.join(", ")),
+        });
+    }
+    Ok(files)
+}
+
+fn is_retryable(e: &HubError) -> bool {
+    match e {
+        HubError::Network { .. } | HubError::Unreachable { .. } => true,
+        HubError::Http { status, .. } => *status == 429 || *status >= 500,
+        _ => false,
+    }
+}
+
+fn http_error(url: &str, e: ureq::Error) -> HubError {
+    match e {
+        ureq::Error::Status(status, _) => {
+            let hint = match status {
+                401 | 403 => "the repository is gated or private: accept its terms on the Hub and set HF_TOKEN".to_string(),
+                404 => "no such repository, revision or file".to_string(),
+                429 => "rate limited by the Hub".to_string(),
+                s if s >= 500 => "the server had an error".to_string(),
+                _ => "unexpected answer".to_string(),
+            };
+            HubError::Http {
+                url: url.into(),
+                status,
+                hint,
+            }
+        }
+        ureq::Error::Transport(t) => {
+            let reason = t.to_string();
+            match t.kind() {
+                ureq::ErrorKind::Dns | ureq::ErrorKind::ConnectionFailed => HubError::Unreachable {
+                    url: url.into(),
+                    reason,
+                },
+                _ => HubError::Network {
+                    url: url.into(),
+                    reason,
+                },
+            }
+        }
+    }
+}
+
+/// Checks size and checksum: sha256 for LFS files, the git blob id (sha1) for the others.
+fn verify(path: &Path, file: &RemoteFile) -> Result<()> {
+    let mut input = File::open(path).map_err(|e| HubError::io(path, e))?;
+    let len = input.metadata().map_err(|e| HubError::io(path, e))?.len();
+    let mut buffer = vec![0u8; 1 << 20];
+    let (expected, actual) = match &file.sha256 {
+        Some(sha) => {
+            let mut hasher = sha2::Sha256::new();
+            loop {
+                let n = input.read(&mut buffer).map_err(|e| HubError::io(path, e))?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buffer[..n]);
+            }
+            (sha.clone(), hex(&hasher.finalize()))
+        }
+        None => {
+            let mut hasher = sha1::Sha1::new();
+            hasher.update(format!("blob {len}\0").as_bytes());
+            loop {
+                let n = input.read(&mut buffer).map_err(|e| HubError::io(path, e))?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buffer[..n]);
+            }
+            (file.blob_id.clone(), hex(&hasher.finalize()))
+        }
+    };
+    if len != file.size || !expected.eq_ignore_ascii_case(&actual) {
+        return Err(HubError::Checksum {
+            file: file.path.clone(),
+            expected: format!("{expected}, {} bytes", file.size),
+            actual: format!("{actual}, {len} bytes"),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `snapshot/path` -> the blob, as a relative link like huggingface_hub makes (a copy where the
+/// file system refuses links).
+fn link_into_snapshot(blob: &Path, snapshot: &Path, path: &str) -> Result<()> {
+    let target = snapshot.join(path);
+    let parent = target.parent().expect("a file inside the snapshot");
+    fs::create_dir_all(parent).map_err(|e| HubError::io(parent, e))?;
+    if target.is_file()
+        && fs::metadata(&target).map(|m| m.len()).ok() == fs::metadata(blob).map(|m| m.len()).ok()
+    {
+        return Ok(());
+    }
+    let _ = fs::remove_file(&target);
+    let depth = path.split('/').count() + 1; // snapshots/{commit}/{path...}
+    let mut relative = PathBuf::new();
+    for _ in 0..depth {
+        relative.push("..");
+    }
+    relative.push("blobs");
+    relative.push(blob.file_name().expect("blob name"));
+    if make_link(&relative, &target).is_err() {
+        fs::copy(blob, &target).map_err(|e| HubError::io(&target, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn make_link(relative: &Path, target: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(relative, target)
+}
+
+#[cfg(windows)]
+fn make_link(relative: &Path, target: &Path) -> std::io::Result<()> {
+    std::os::windows::fs::symlink_file(relative, target)
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("sdbench-tmp");
+    fs::write(&tmp, bytes).map_err(|e| HubError::io(&tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| HubError::io(path, e))
+}

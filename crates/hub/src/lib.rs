@@ -1,0 +1,12 @@
+//! SD Bench's model store: Hub model ids, the Hugging Face cache layout shared with Python tools,
+//! downloads that resume and verify, offline use of cached models, and cleanup.
+
+pub mod cache;
+pub mod download;
+pub mod error;
+pub mod repo;
+
+pub use cache::{CachedModel, CachedSnapshot};
+pub use download::{DownloadProgress, Hub, Listing, RemoteFile, Resolved, RetryPolicy, Snapshot};
+pub use error::{HubError, Result};
+pub use repo::{HubSettings, RepoId, DEFAULT_MODEL};

@@ -1,0 +1,416 @@
+//! The model store against a loopback server that behaves like the Hub.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use sdbench_hub::{cache, Hub, HubError, HubSettings, RepoId, RetryPolicy};
+use sdbench_test_server::{FakeRepo, RepoFile, TestServer};
+
+const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+fn file(path: &str, bytes: Vec<u8>, lfs: bool) -> RepoFile {
+    RepoFile {
+        path: path.into(),
+        bytes,
+        lfs,
+    }
+}
+
+/// Bytes that differ per file and are long enough for partial transfers.
+fn payload(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(31).wrapping_add(seed as u32) as u8)
+        .collect()
+}
+
+/// A pipeline repository with extra files SD Bench must not fetch.
+fn fake_pipeline() -> FakeRepo {
+    let json = |s: &str| s.as_bytes().to_vec();
+    FakeRepo {
+        id: "test-org/tiny-pipeline".into(),
+        commit: COMMIT.into(),
+        files: vec![
+            file(
+                "model_index.json",
+                json(r#"{"_class_name":"StableDiffusionPipeline"}"#),
+                false,
+            ),
+            file(
+                "scheduler/scheduler_config.json",
+                json(r#"{"_class_name":"PNDMScheduler"}"#),
+                false,
+            ),
+            file("text_encoder/config.json", json(r#"{"te":1}"#), false),
+            file("tokenizer/vocab.json", json(r#"{"a":0}"#), false),
+            file("tokenizer/merges.txt", json("#version: 0.2\n"), false),
+            file(
+                "tokenizer/tokenizer_config.json",
+                json(r#"{"tok":1}"#),
+                false,
+            ),
+            file("unet/config.json", json(r#"{"unet":1}"#), false),
+            file("vae/config.json", json(r#"{"vae":1}"#), false),
+            file("text_encoder/model.safetensors", payload(1, 30_000), true),
+            file(
+                "text_encoder/model.fp16.safetensors",
+                payload(2, 15_000),
+                true,
+            ),
+            file(
+                "unet/diffusion_pytorch_model.safetensors",
+                payload(3, 80_000),
+                true,
+            ),
+            file(
+                "unet/diffusion_pytorch_model.fp16.safetensors",
+                payload(4, 40_000),
+                true,
+            ),
+            // No fp16 variant: the plain file is taken.
+            file(
+                "vae/diffusion_pytorch_model.safetensors",
+                payload(5, 20_000),
+                true,
+            ),
+            file("safety_checker/model.safetensors", payload(6, 50_000), true),
+            file("v1-5-pruned.safetensors", payload(7, 90_000), true),
+        ],
+    }
+}
+
+const EXPECTED_FILES: &[&str] = &[
+    "model_index.json",
+    "scheduler/scheduler_config.json",
+    "text_encoder/config.json",
+    "tokenizer/vocab.json",
+    "tokenizer/merges.txt",
+    "tokenizer/tokenizer_config.json",
+    "unet/config.json",
+    "vae/config.json",
+    "text_encoder/model.fp16.safetensors",
+    "unet/diffusion_pytorch_model.fp16.safetensors",
+    "vae/diffusion_pytorch_model.safetensors",
+];
+
+fn settings(cache: &Path, endpoint: &str) -> HubSettings {
+    HubSettings {
+        cache_dir: cache.to_path_buf(),
+        endpoint: endpoint.to_string(),
+        token: None,
+        offline: false,
+    }
+}
+
+fn quick_retry() -> RetryPolicy {
+    RetryPolicy {
+        attempts: 3,
+        first_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(40),
+    }
+}
+
+fn repo_id() -> RepoId {
+    RepoId::parse("test-org/tiny-pipeline").unwrap().0
+}
+
+fn never() -> bool {
+    false
+}
+
+/// An address where nothing listens.
+fn dead_endpoint() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}")
+}
+
+fn downloads(server: &TestServer) -> Vec<(String, Option<String>)> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains("/resolve/"))
+        .map(|r| (r.path.clone(), r.headers.get("range").cloned()))
+        .collect()
+}
+
+#[test]
+fn downloads_only_the_pipeline_files_into_the_hf_layout() {
+    let server = TestServer::start();
+    server.add_repo(fake_pipeline());
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let mut events = Vec::new();
+    let snapshot = hub
+        .download(&repo_id(), "main", &mut |p| events.push(p.clone()), &never)
+        .unwrap();
+
+    let model_dir = dir.path().join("models--test-org--tiny-pipeline");
+    assert_eq!(snapshot.commit, COMMIT);
+    assert_eq!(snapshot.path, model_dir.join("snapshots").join(COMMIT));
+    assert_eq!(
+        fs::read_to_string(model_dir.join("refs/main")).unwrap(),
+        COMMIT
+    );
+    let repo = fake_pipeline();
+    let mut fetched: Vec<String> = downloads(&server).into_iter().map(|(p, _)| p).collect();
+    fetched.sort();
+    let mut expected: Vec<String> = EXPECTED_FILES
+        .iter()
+        .map(|f| format!("/test-org/tiny-pipeline/resolve/{COMMIT}/{f}"))
+        .collect();
+    expected.sort();
+    assert_eq!(fetched, expected);
+    for name in EXPECTED_FILES {
+        let local = snapshot.path.join(name);
+        let original = repo.files.iter().find(|f| f.path == *name).unwrap();
+        assert_eq!(fs::read(&local).unwrap(), original.bytes, "{name}");
+        // Relative links into blobs/, as huggingface_hub makes them.
+        let link = fs::read_link(&local).unwrap();
+        assert!(link.starts_with(".."), "{name} -> {}", link.display());
+        assert!(fs::canonicalize(&local)
+            .unwrap()
+            .starts_with(fs::canonicalize(model_dir.join("blobs")).unwrap()));
+    }
+    // Weights blobs are named by their sha256.
+    let unet = snapshot
+        .files
+        .iter()
+        .find(|f| f.path == "unet/diffusion_pytorch_model.fp16.safetensors")
+        .unwrap();
+    assert_eq!(unet.sha256.as_deref(), Some(unet.blob_id.as_str()));
+    assert!(model_dir.join("blobs").join(&unet.blob_id).is_file());
+    let total: u64 = snapshot.files.iter().map(|f| f.size).sum();
+    assert_eq!(snapshot.downloaded_bytes, total);
+    let last = events.last().unwrap();
+    assert_eq!((last.done, last.total), (total, total));
+    assert!(events.windows(2).all(|w| w[0].done <= w[1].done));
+    assert!(cache::missing_pipeline_files(&snapshot.path).is_empty());
+
+    // A second download finds everything cached and fetches nothing.
+    let before = downloads(&server).len();
+    let again = hub
+        .download(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    assert_eq!(again.downloaded_bytes, 0);
+    assert_eq!(downloads(&server).len(), before);
+}
+
+#[test]
+fn a_dropped_connection_is_resumed_with_a_range_request() {
+    let server = TestServer::start();
+    server.add_repo(fake_pipeline());
+    server.drop_next_download("unet/diffusion_pytorch_model.fp16.safetensors", 12_345);
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let snapshot = hub
+        .download(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    let unet = snapshot
+        .path
+        .join("unet/diffusion_pytorch_model.fp16.safetensors");
+    assert_eq!(fs::read(unet).unwrap(), payload(4, 40_000));
+    let unet_requests: Vec<Option<String>> = downloads(&server)
+        .into_iter()
+        .filter(|(p, _)| p.ends_with("unet/diffusion_pytorch_model.fp16.safetensors"))
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(unet_requests, vec![None, Some("bytes=12345-".to_string())]);
+}
+
+#[test]
+fn an_interrupted_download_keeps_no_broken_file_and_resumes_next_time() {
+    let server = TestServer::start();
+    server.add_repo(fake_pipeline());
+    server.drop_next_download("unet/diffusion_pytorch_model.fp16.safetensors", 5_000);
+    let dir = tempfile::tempdir().unwrap();
+    let no_retry = RetryPolicy {
+        attempts: 0,
+        ..quick_retry()
+    };
+    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(no_retry);
+    let err = hub
+        .download(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap_err();
+    assert!(matches!(err, HubError::Network { .. }), "{err}");
+    assert!(err.to_string().contains("5000 of 40000"), "{err}");
+    let snapshot = dir
+        .path()
+        .join("models--test-org--tiny-pipeline/snapshots")
+        .join(COMMIT);
+    assert!(!snapshot
+        .join("unet/diffusion_pytorch_model.fp16.safetensors")
+        .exists());
+    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main").is_none());
+
+    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let done = hub
+        .download(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    let unet = done
+        .path
+        .join("unet/diffusion_pytorch_model.fp16.safetensors");
+    assert_eq!(fs::read(unet).unwrap(), payload(4, 40_000));
+    assert!(downloads(&server)
+        .iter()
+        .any(|(_, r)| r.as_deref() == Some("bytes=5000-")));
+}
+
+#[test]
+fn a_corrupt_file_is_refused_and_removed() {
+    let server = TestServer::start();
+    server.add_repo(fake_pipeline());
+    server.corrupt("vae/diffusion_pytorch_model.safetensors");
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let err = hub
+        .download(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap_err();
+    assert!(matches!(err, HubError::Checksum { .. }), "{err}");
+    assert!(err
+        .to_string()
+        .contains("vae/diffusion_pytorch_model.safetensors"));
+    let blobs = dir.path().join("models--test-org--tiny-pipeline/blobs");
+    let leftovers: Vec<String> = fs::read_dir(blobs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".incomplete"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main").is_none());
+}
+
+#[test]
+fn a_cached_model_works_with_no_network_and_a_missing_one_says_what_to_do() {
+    let server = TestServer::start();
+    server.add_repo(fake_pipeline());
+    let dir = tempfile::tempdir().unwrap();
+    let online = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let downloaded = online
+        .resolve(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    assert!(downloaded.offline_reason.is_none());
+
+    let start = std::time::Instant::now();
+    let offline = Hub::new(settings(dir.path(), &dead_endpoint())).with_retry(quick_retry());
+    let resolved = offline
+        .resolve(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "offline fallback was slow"
+    );
+    assert_eq!(resolved.path, downloaded.path);
+    assert!(resolved.offline_reason.is_some());
+
+    let mut forced = settings(dir.path(), &server.url());
+    forced.offline = true;
+    let before = server.requests().len();
+    let resolved = Hub::new(forced)
+        .resolve(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    assert_eq!(resolved.path, downloaded.path);
+    assert_eq!(
+        server.requests().len(),
+        before,
+        "HF_HUB_OFFLINE touched the network"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let offline = Hub::new(settings(empty.path(), &dead_endpoint())).with_retry(quick_retry());
+    let err = offline
+        .resolve(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap_err();
+    assert!(matches!(err, HubError::NotCached { .. }), "{err}");
+    assert!(err
+        .to_string()
+        .contains("sdbench download --model test-org/tiny-pipeline"));
+}
+
+#[test]
+fn listing_cleaning_and_the_download_lock() {
+    let server = TestServer::start();
+    server.add_repo(fake_pipeline());
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let snapshot = hub
+        .download(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    // Something else in the shared cache must survive cleanup.
+    let other = dir.path().join("models--someone--llm/blobs");
+    fs::create_dir_all(&other).unwrap();
+    fs::write(other.join("abc"), vec![0u8; 1000]).unwrap();
+
+    let models = cache::list(hub.settings()).unwrap();
+    let names: Vec<&str> = models.iter().map(|m| m.repo.as_str()).collect();
+    assert_eq!(names, ["someone/llm", "test-org/tiny-pipeline"]);
+    let ours = &models[1];
+    let total: u64 = snapshot.files.iter().map(|f| f.size).sum();
+    // Blobs plus refs/main.
+    assert_eq!(ours.size_bytes, total + COMMIT.len() as u64);
+    assert!(ours.runnable);
+    assert!(!models[0].runnable);
+
+    {
+        let _held = cache::DownloadLock::acquire(hub.settings(), &repo_id()).unwrap();
+        let err = cache::remove(hub.settings(), &repo_id()).unwrap_err();
+        assert!(matches!(err, HubError::Busy { .. }), "{err}");
+    }
+    let freed = cache::remove(hub.settings(), &repo_id()).unwrap();
+    assert_eq!(freed, total + COMMIT.len() as u64);
+    let left: Vec<String> = cache::list(hub.settings())
+        .unwrap()
+        .into_iter()
+        .map(|m| m.repo)
+        .collect();
+    assert_eq!(left, ["someone/llm"]);
+    assert_eq!(cache::remove(hub.settings(), &repo_id()).unwrap(), 0);
+}
+
+#[test]
+fn tokens_are_sent_and_errors_name_the_problem() {
+    let server = TestServer::start();
+    server.add_repo(fake_pipeline());
+    let mut incomplete = fake_pipeline();
+    incomplete.id = "test-org/not-a-pipeline".into();
+    incomplete.files.retain(|f| !f.path.starts_with("unet/"));
+    server.add_repo(incomplete);
+    let dir = tempfile::tempdir().unwrap();
+    let mut with_token = settings(dir.path(), &server.url());
+    with_token.token = Some("hf_secret".into());
+    let hub = Hub::new(with_token).with_retry(quick_retry());
+    hub.download(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.headers.get("authorization").map(String::as_str) == Some("Bearer hf_secret")));
+
+    let bad = RepoId::parse("test-org/not-a-pipeline").unwrap().0;
+    let err = hub.download(&bad, "main", &mut |_| {}, &never).unwrap_err();
+    assert!(matches!(err, HubError::NotAPipeline { .. }), "{err}");
+    assert!(err.to_string().contains("unet/config.json"), "{err}");
+
+    let missing = RepoId::parse("test-org/nothing-here").unwrap().0;
+    let err = hub
+        .download(&missing, "main", &mut |_| {}, &never)
+        .unwrap_err();
+    assert!(matches!(err, HubError::Http { status: 404, .. }), "{err}");
+
+    let cancel = || true;
+    let err = hub.download(
+        &RepoId::parse("test-org/tiny-pipeline").unwrap().0,
+        "main",
+        &mut |_| {},
+        &cancel,
+    );
+    // Everything is cached already, so there is nothing to cancel; a fresh cache is cancelled.
+    assert!(err.is_ok());
+    let fresh = tempfile::tempdir().unwrap();
+    let hub = Hub::new(settings(fresh.path(), &server.url()));
+    let err = hub
+        .download(&repo_id(), "main", &mut |_| {}, &cancel)
+        .unwrap_err();
+    assert!(matches!(err, HubError::Cancelled), "{err}");
+}

@@ -1,0 +1,111 @@
+//! Finds every telemetry source this machine offers, and why the others are unavailable.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::amd::AmdgpuSource;
+use crate::intel::IntelGpuSource;
+use crate::nvidia::NvmlSource;
+use crate::rapl::RaplSource;
+use crate::reading::{Source, Vendor};
+use crate::sysfs::{entries, read_trimmed};
+
+/// A figure SD Bench cannot read here, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unavailable {
+    pub vendor: Vendor,
+    pub device: String,
+    pub reason: String,
+}
+
+pub struct Discovery {
+    pub sources: Vec<Box<dyn Source>>,
+    pub unavailable: Vec<Unavailable>,
+}
+
+/// Looks under `root` (`/` on a real machine) for sysfs sources, and asks NVML when `use_nvml`.
+pub fn discover(root: &Path, use_nvml: bool) -> Discovery {
+    let mut sources: Vec<Box<dyn Source>> = Vec::new();
+    let mut unavailable = Vec::new();
+    let mut nvidia_cards = Vec::new();
+
+    let drm = root.join("sys/class/drm");
+    for card in entries(&drm, "card") {
+        let name = card
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        // cardN only; cardN-HDMI-A-1 and friends are connectors.
+        if name.contains('-') {
+            continue;
+        }
+        let Some(vendor) =
+            read_trimmed(&card.join("device/vendor")).and_then(|v| Vendor::from_pci(&v))
+        else {
+            continue;
+        };
+        let opened: Result<Box<dyn Source>, String> = match vendor {
+            Vendor::Amd => AmdgpuSource::open(&card).map(|s| Box::new(s) as Box<dyn Source>),
+            Vendor::Intel => IntelGpuSource::open(&card).map(|s| Box::new(s) as Box<dyn Source>),
+            Vendor::Nvidia => {
+                nvidia_cards.push(name.clone());
+                continue;
+            }
+            _ => continue,
+        };
+        match opened {
+            Ok(source) => sources.push(source),
+            Err(reason) => unavailable.push(Unavailable {
+                vendor,
+                device: name,
+                reason,
+            }),
+        }
+    }
+
+    if use_nvml {
+        match NvmlSource::all() {
+            Ok(found) => sources.extend(found.into_iter().map(|s| Box::new(s) as Box<dyn Source>)),
+            Err(reason) => unavailable.push(Unavailable {
+                vendor: Vendor::Nvidia,
+                device: if nvidia_cards.is_empty() {
+                    "NVIDIA GPU".into()
+                } else {
+                    nvidia_cards.join(", ")
+                },
+                reason,
+            }),
+        }
+    }
+
+    let powercap = root.join("sys/class/powercap");
+    if cfg!(target_os = "linux") || powercap.exists() {
+        match RaplSource::open(&powercap) {
+            Ok(source) => sources.push(Box::new(source)),
+            Err(reason) => unavailable.push(Unavailable {
+                vendor: Vendor::Cpu,
+                device: "CPU package".into(),
+                reason,
+            }),
+        }
+    } else {
+        unavailable.push(Unavailable {
+            vendor: Vendor::Cpu,
+            device: "CPU package".into(),
+            reason: "CPU package energy is read through Linux RAPL only".into(),
+        });
+    }
+    if cfg!(target_os = "macos") {
+        unavailable.push(Unavailable {
+            vendor: Vendor::Apple,
+            device: "Apple GPU".into(),
+            reason: "Apple GPU power (IOReport) is not read by this version of SD Bench".into(),
+        });
+    }
+    Discovery {
+        sources,
+        unavailable,
+    }
+}

@@ -1,0 +1,22 @@
+//! What SD Bench knows about the machine: system identity (OS, CPU, RAM, GPUs) and a 10 Hz sampler
+//! of power, energy, VRAM, clocks, temperature and throttling, per vendor:
+//! NVIDIA through NVML, AMD through amdgpu sysfs, Intel GPUs through i915/xe hwmon energy, the CPU
+//! package through RAPL. Every figure names its source or says why it is unavailable. The sysfs
+//! readers take a root folder so tests run on recorded trees.
+
+pub mod amd;
+pub mod discover;
+pub mod intel;
+pub mod nvidia;
+pub mod power;
+pub mod rapl;
+pub mod reading;
+pub mod sampler;
+mod sysfs;
+pub mod system;
+
+pub use discover::{discover, Discovery, Unavailable};
+pub use power::{summarize_power, PowerSummary};
+pub use reading::{Reading, Sample, Source, SourceInfo, Vendor};
+pub use sampler::Sampler;
+pub use system::{GpuInfo, SystemInfo};
