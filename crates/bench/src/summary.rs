@@ -199,16 +199,16 @@ fn table(r: &BenchResult) -> String {
         out.push_str(&format!("  {k:<width$}  {v}\n"));
     }
     out.push_str("\n  image  seconds  text enc  UNet loop  VAE     it/s    valid\n");
-    for (i, x) in r.results.iter().enumerate() {
+    for (i, c) in image_cells(r).iter().enumerate() {
         out.push_str(&format!(
-            "  {:<5}  {:>7.3}  {:>8.3}  {:>9.3}  {:>6.3}  {:>6.2}  {}\n",
+            "  {:<5}  {:>7}  {:>8}  {:>9}  {:>6}  {:>6}  {}\n",
             i + 1,
-            x.seconds,
-            x.stages.text_encoder,
-            x.stages.unet_loop,
-            x.stages.vae_decode,
-            x.steps_per_second,
-            if x.image.check.valid { "yes" } else { "no" }
+            c[1],
+            c[2],
+            c[3],
+            c[4],
+            c[5],
+            c[6]
         ));
     }
     out
@@ -224,20 +224,28 @@ fn markdown(r: &BenchResult) -> String {
         out.push_str(&format!("| {m} | {} | {u} |\n", v.replace('|', "\\|")));
     }
     out.push_str("\n| image | seed | seconds | text encoder | UNet loop | VAE decode | it/s | valid |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
-    for (i, x) in r.results.iter().enumerate() {
-        out.push_str(&format!(
-            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {} |\n",
-            i + 1,
-            x.seed,
-            x.seconds,
-            x.stages.text_encoder,
-            x.stages.unet_loop,
-            x.stages.vae_decode,
-            x.steps_per_second,
-            if x.image.check.valid { "yes" } else { "no" }
-        ));
+    for (i, c) in image_cells(r).iter().enumerate() {
+        out.push_str(&format!("| {} | {} |\n", i + 1, c.join(" | ")));
     }
     out
+}
+
+/// Per image: seed, seconds, text encoder, UNet loop, VAE decode, it/s, valid.
+fn image_cells(r: &BenchResult) -> Vec<[String; 7]> {
+    r.results
+        .iter()
+        .map(|x| {
+            [
+                x.seed.to_string(),
+                format!("{:.3}", x.seconds),
+                format!("{:.3}", x.stages.text_encoder),
+                format!("{:.3}", x.stages.unet_loop),
+                format!("{:.3}", x.stages.vae_decode),
+                format!("{:.2}", x.steps_per_second),
+                if x.image.check.valid { "yes" } else { "no" }.to_string(),
+            ]
+        })
+        .collect()
 }
 
 fn csv_field(v: &str) -> String {

@@ -9,7 +9,7 @@ use crate::intel::IntelGpuSource;
 use crate::nvidia::NvmlSource;
 use crate::rapl::RaplSource;
 use crate::reading::{Source, Vendor};
-use crate::sysfs::{entries, read_trimmed};
+use crate::sysfs::{drm_cards, read_trimmed};
 
 /// A figure SD Bench cannot read here, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,17 +30,7 @@ pub fn discover(root: &Path, use_nvml: bool) -> Discovery {
     let mut unavailable = Vec::new();
     let mut nvidia_cards = Vec::new();
 
-    let drm = root.join("sys/class/drm");
-    for card in entries(&drm, "card") {
-        let name = card
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
-        // cardN only; cardN-HDMI-A-1 and friends are connectors.
-        if name.contains('-') {
-            continue;
-        }
+    for (card, name) in drm_cards(root) {
         let Some(vendor) =
             read_trimmed(&card.join("device/vendor")).and_then(|v| Vendor::from_pci(&v))
         else {

@@ -48,3 +48,20 @@ pub fn uevent(device: &Path, key: &str) -> Option<String> {
 pub fn hwmons(device: &Path) -> Vec<PathBuf> {
     entries(&device.join("hwmon"), "hwmon")
 }
+
+/// The GPUs under `root/sys/class/drm` as (cardN folder, its name); connectors such as
+/// `card0-HDMI-A-1` are left out.
+pub fn drm_cards(root: &Path) -> Vec<(PathBuf, String)> {
+    entries(&root.join("sys/class/drm"), "card")
+        .into_iter()
+        .map(|card| {
+            let name = card
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            (card, name)
+        })
+        .filter(|(_, name)| !name.contains('-'))
+        .collect()
+}

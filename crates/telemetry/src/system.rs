@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::reading::Vendor;
-use crate::sysfs::{entries, read_trimmed, read_u64, uevent};
+use crate::sysfs::{drm_cards, read_trimmed, read_u64, uevent};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuInfo {
@@ -64,15 +64,7 @@ impl SystemInfo {
 /// GPUs listed by the Linux DRM subsystem under `root/sys/class/drm`.
 pub fn drm_gpus(root: &Path) -> Vec<GpuInfo> {
     let mut gpus = Vec::new();
-    for card in entries(&root.join("sys/class/drm"), "card") {
-        let name = card
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
-        if name.contains('-') {
-            continue;
-        }
+    for (card, _) in drm_cards(root) {
         let device = card.join("device");
         let Some(vendor_id) = read_trimmed(&device.join("vendor")) else {
             continue;
