@@ -1,24 +1,23 @@
 //! Scores from raw per-image timings and telemetry samples.
 
-use sdbench_diffusion::BackendKind;
+use sdbench_diffusion::{BackendKind, SelectedDevice};
 use sdbench_telemetry::power::{peak_vram, summarize_power, throttle_reasons};
 use sdbench_telemetry::{Sample, SourceInfo, Unavailable, Vendor};
 
 use crate::result::{ImageResult, Power, Scores, Vram, Window};
 use crate::stats::{median, Stats};
 
-/// Which vendor's power reading describes the device the benchmark ran on. Software rasterisers
-/// (lavapipe) and the CPU backend run on the CPU package.
-pub fn device_vendor(kind: BackendKind, device_name: &str, software: bool) -> Option<Vendor> {
-    if software || kind == BackendKind::Cpu {
+/// Which vendor's power reading describes the device the benchmark ran on: the device's PCI
+/// vendor id, else its name (some drivers report no id). Software rasterisers (lavapipe) and the
+/// CPU backend run on the CPU package.
+pub fn device_vendor(device: &SelectedDevice) -> Option<Vendor> {
+    if device.software || device.kind == BackendKind::Cpu {
         return Some(Vendor::Cpu);
     }
-    match kind {
-        BackendKind::Cuda => return Some(Vendor::Nvidia),
-        BackendKind::Rocm => return Some(Vendor::Amd),
-        _ => {}
+    if let Some(vendor) = device.pci_vendor.and_then(Vendor::from_pci_id) {
+        return Some(vendor);
     }
-    let name = device_name.to_ascii_lowercase();
+    let name = device.name.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
     if has(&["nvidia", "geforce", "quadro", "tesla", "rtx"]) {
         Some(Vendor::Nvidia)

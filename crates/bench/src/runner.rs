@@ -1,12 +1,8 @@
 //! Runs a workload: resolve the model, load it, sample an idle baseline, one untimed warm-up
 //! image, then every timed image with telemetry running, and assemble the result.
 
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use sha2::{Digest, Sha256};
 
 use sdbench_diffusion::image::{write_png, RgbImage};
 use sdbench_diffusion::{
@@ -16,7 +12,7 @@ use sdbench_diffusion::{
 use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
 use sdbench_telemetry::{discover, Sampler, SystemInfo};
 
-use crate::checks::{check_image, hex};
+use crate::checks::check_image;
 use crate::error::{BenchError, Result};
 use crate::metrics::{choose_source, compute_scores, device_vendor, ScoreInputs};
 use crate::result::{
@@ -218,11 +214,6 @@ pub fn run(
         )
     });
     let mut allocator_peak: Option<u64> = None;
-    let track_allocator = |peak: &mut Option<u64>| {
-        if let Some(m) = dev.allocator_memory() {
-            *peak = Some(peak.unwrap_or(0).max(m.reserved));
-        }
-    };
     dev.sync()?;
     let timed_start = epoch.elapsed().as_secs_f64();
     let mut results = Vec::with_capacity(total);
@@ -240,7 +231,10 @@ pub fn run(
             i,
             cancel,
             &mut |step, steps, seconds| {
-                track_allocator(&mut allocator_peak);
+                // Pools rarely shrink, so sampling at step edges catches the peak reservation.
+                if let Some(m) = dev.allocator_memory() {
+                    allocator_peak = allocator_peak.max(Some(m.reserved));
+                }
                 observer(&Event::Step {
                     index,
                     total,
@@ -301,7 +295,7 @@ pub fn run(
         invalid_reasons.push("no images were timed".into());
     }
     let valid = invalid_reasons.is_empty();
-    let vendor = device_vendor(dev.kind, &dev.name, dev.software);
+    let vendor = device_vendor(dev);
     let source = choose_source(vendor, &dev.name, &source_infos, &unavailable);
     let scores = compute_scores(&ScoreInputs {
         results: &results,
@@ -480,38 +474,15 @@ fn short(commit: &str) -> &str {
     &commit[..commit.len().min(10)]
 }
 
-/// Size and sha256 of a weights file. Files in the Hugging Face cache are links named by their
-/// sha256, which is used as is; other files are hashed.
+/// Size and sha256 of a weights file (from the cache's blob name where it can).
 fn file_record(path: &Path) -> Result<FileRecord> {
     let bytes = std::fs::metadata(path)
         .map_err(|e| BenchError::io(path, e))?
         .len();
-    let from_link = std::fs::read_link(path).ok().and_then(|target| {
-        let name = target.file_name()?.to_string_lossy().to_string();
-        (name.len() == 64 && name.chars().all(|c| c.is_ascii_hexdigit())).then_some(name)
-    });
-    let sha256 = match from_link {
-        Some(sha) => sha,
-        None => {
-            let mut file = File::open(path).map_err(|e| BenchError::io(path, e))?;
-            let mut hasher = Sha256::new();
-            let mut buffer = vec![0u8; 1 << 20];
-            loop {
-                let n = file
-                    .read(&mut buffer)
-                    .map_err(|e| BenchError::io(path, e))?;
-                if n == 0 {
-                    break;
-                }
-                hasher.update(&buffer[..n]);
-            }
-            hex(&hasher.finalize())
-        }
-    };
     Ok(FileRecord {
         path: path.display().to_string(),
         bytes,
-        sha256,
+        sha256: sdbench_hub::cache::file_sha256(path)?,
     })
 }
 

@@ -13,7 +13,7 @@ use sdbench_diffusion::{BackendRequest, Precision, SchedulerKind};
 use sdbench_hub::{HubSettings, RepoId, DEFAULT_MODEL};
 
 use crate::model_arg::{self, ModelArg};
-use crate::progress::{format_duration, DownloadBar};
+use crate::progress::{format_duration, DownloadBar, RecentSteps};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
@@ -185,7 +185,7 @@ struct BenchProgress {
     terminal: bool,
     start: Instant,
     steps: usize,
-    recent: Vec<f64>,
+    recent: RecentSteps,
     download: DownloadBar,
     open_line: bool,
 }
@@ -196,7 +196,7 @@ impl BenchProgress {
             terminal: std::io::stderr().is_terminal(),
             start: Instant::now(),
             steps,
-            recent: Vec::new(),
+            recent: RecentSteps::default(),
             download: DownloadBar::new(),
             open_line: false,
         }
@@ -247,9 +247,7 @@ impl BenchProgress {
                 seconds,
                 warmup,
             } => {
-                self.recent.push(*seconds);
-                let window = &self.recent[self.recent.len().saturating_sub(5)..];
-                let step_time = window.iter().sum::<f64>() / window.len().max(1) as f64;
+                let step_time = self.recent.push(*seconds);
                 let rate = 1.0 / step_time.max(1e-9);
                 let label = if *warmup {
                     "warm-up".to_string()

@@ -6,16 +6,33 @@ use std::time::Instant;
 use sdbench_diffusion::Progress;
 use sdbench_hub::DownloadProgress;
 
+/// Mean seconds per step over the last few steps, so the first (slower, compiling) ones fade out.
+#[derive(Default)]
+pub struct RecentSteps(Vec<f64>);
+
+impl RecentSteps {
+    /// Records a step and returns the current mean step time.
+    pub fn push(&mut self, seconds: f64) -> f64 {
+        self.0.push(seconds);
+        let window = &self.0[self.0.len().saturating_sub(5)..];
+        window.iter().sum::<f64>() / window.len() as f64
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear()
+    }
+}
+
 pub struct StepProgress {
     terminal: bool,
-    recent: Vec<f64>,
+    recent: RecentSteps,
 }
 
 impl StepProgress {
     pub fn new() -> Self {
         StepProgress {
             terminal: std::io::stderr().is_terminal(),
-            recent: Vec::new(),
+            recent: RecentSteps::default(),
         }
     }
 
@@ -30,10 +47,7 @@ impl StepProgress {
                 total,
                 seconds,
             } => {
-                self.recent.push(*seconds);
-                // Rate over the last few steps, so the first (slower, compiling) ones fade out.
-                let window = &self.recent[self.recent.len().saturating_sub(5)..];
-                let rate = window.len() as f64 / window.iter().sum::<f64>().max(1e-9);
+                let rate = 1.0 / self.recent.push(*seconds).max(1e-9);
                 let line = format!("step {index}/{total}  {rate:.2} it/s");
                 if self.terminal {
                     let _ = write!(err, "\r{line}   ");

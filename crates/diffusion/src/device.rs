@@ -115,6 +115,8 @@ pub struct SelectedDevice {
     pub name: String,
     /// Whether the device is a software rasteriser / CPU implementation of a GPU API.
     pub software: bool,
+    /// The GPU's PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel…); `None` on the CPU backend.
+    pub pci_vendor: Option<u32>,
 }
 
 impl SelectedDevice {
@@ -302,6 +304,7 @@ fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
             device: DispatchDevice::Flex(Default::default()),
             name: cpu_name(),
             software: false,
+            pci_vendor: None,
         }),
         BackendKind::Cuda | BackendKind::Rocm => {
             // Only touch the backend once its driver library answered with a device.
@@ -309,16 +312,25 @@ fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
             if !status.usable {
                 return Err(unavailable(status.detail));
             }
-            let (device, name) = if kind == BackendKind::Cuda {
-                (DispatchDevice::Cuda(Default::default()), "CUDA device 0")
+            let (device, name, vendor) = if kind == BackendKind::Cuda {
+                (
+                    DispatchDevice::Cuda(Default::default()),
+                    "CUDA device 0",
+                    0x10de,
+                )
             } else {
-                (DispatchDevice::Rocm(Default::default()), "ROCm device 0")
+                (
+                    DispatchDevice::Rocm(Default::default()),
+                    "ROCm device 0",
+                    0x1002,
+                )
             };
             Ok(SelectedDevice {
                 kind,
                 device,
                 name: name.into(),
                 software: false,
+                pci_vendor: Some(vendor),
             })
         }
         BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
@@ -335,6 +347,7 @@ fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
                 device: DispatchDevice::Wgpu(device),
                 name: chosen.info.name.clone(),
                 software: chosen.info.device_type == wgpu::DeviceType::Cpu,
+                pci_vendor: Some(chosen.info.vendor),
             })
         }
     }

@@ -12,6 +12,8 @@
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
+use sha2::Digest as _;
+
 use crate::error::{HubError, Result};
 use crate::repo::{HubSettings, RepoId};
 
@@ -77,6 +79,19 @@ pub fn cached_snapshot(
 pub struct CachedSnapshot {
     pub path: PathBuf,
     pub commit: String,
+}
+
+/// The sha256 of a model file. A file in this cache is a link named after its blob, which for LFS
+/// files (the weights) is their sha256, so it is read from the name; any other file is hashed.
+pub fn file_sha256(path: &Path) -> Result<String> {
+    let from_link = fs::read_link(path).ok().and_then(|target| {
+        let name = target.file_name()?.to_string_lossy().to_string();
+        (name.len() == 64 && name.chars().all(|c| c.is_ascii_hexdigit())).then_some(name)
+    });
+    match from_link {
+        Some(sha) => Ok(sha),
+        None => crate::download::hash_file(sha2::Sha256::new(), path),
+    }
 }
 
 /// One model in the cache.

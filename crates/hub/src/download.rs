@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
-use sha1::Digest as _;
+use sha2::Digest as _;
 
 use crate::cache::{
     cached_snapshot, DownloadLock, PIPELINE_CONFIGS, PIPELINE_EXTRAS, PIPELINE_WEIGHTS,
@@ -536,32 +536,13 @@ fn http_error(url: &str, e: ureq::Error) -> HubError {
 
 /// Checks size and checksum: sha256 for LFS files, the git blob id (sha1) for the others.
 fn verify(path: &Path, file: &RemoteFile) -> Result<()> {
-    let mut input = File::open(path).map_err(|e| HubError::io(path, e))?;
-    let len = input.metadata().map_err(|e| HubError::io(path, e))?.len();
-    let mut buffer = vec![0u8; 1 << 20];
+    let len = fs::metadata(path).map_err(|e| HubError::io(path, e))?.len();
     let (expected, actual) = match &file.sha256 {
-        Some(sha) => {
-            let mut hasher = sha2::Sha256::new();
-            loop {
-                let n = input.read(&mut buffer).map_err(|e| HubError::io(path, e))?;
-                if n == 0 {
-                    break;
-                }
-                hasher.update(&buffer[..n]);
-            }
-            (sha.clone(), hex(&hasher.finalize()))
-        }
+        Some(sha) => (sha.clone(), hash_file(sha2::Sha256::new(), path)?),
         None => {
-            let mut hasher = sha1::Sha1::new();
-            hasher.update(format!("blob {len}\0").as_bytes());
-            loop {
-                let n = input.read(&mut buffer).map_err(|e| HubError::io(path, e))?;
-                if n == 0 {
-                    break;
-                }
-                hasher.update(&buffer[..n]);
-            }
-            (file.blob_id.clone(), hex(&hasher.finalize()))
+            let mut git = sha1::Sha1::new();
+            git.update(format!("blob {len}\0").as_bytes());
+            (file.blob_id.clone(), hash_file(git, path)?)
         }
     };
     if len != file.size || !expected.eq_ignore_ascii_case(&actual) {
@@ -572,6 +553,20 @@ fn verify(path: &Path, file: &RemoteFile) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Feeds the file's bytes into `hasher` and returns the digest in hex.
+pub(crate) fn hash_file<D: sha2::Digest>(mut hasher: D, path: &Path) -> Result<String> {
+    let mut input = File::open(path).map_err(|e| HubError::io(path, e))?;
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = input.read(&mut buffer).map_err(|e| HubError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

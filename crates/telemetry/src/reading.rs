@@ -14,13 +14,18 @@ pub enum Vendor {
 }
 
 impl Vendor {
-    /// PCI vendor ids.
+    /// A PCI vendor id as sysfs writes it (`0x10de`).
     pub fn from_pci(id: &str) -> Option<Vendor> {
-        match id.trim().to_ascii_lowercase().as_str() {
-            "0x10de" => Some(Vendor::Nvidia),
-            "0x1002" => Some(Vendor::Amd),
-            "0x8086" => Some(Vendor::Intel),
-            "0x106b" => Some(Vendor::Apple),
+        let hex = id.trim().strip_prefix("0x")?;
+        Vendor::from_pci_id(u32::from_str_radix(hex, 16).ok()?)
+    }
+
+    pub fn from_pci_id(id: u32) -> Option<Vendor> {
+        match id {
+            0x10de => Some(Vendor::Nvidia),
+            0x1002 => Some(Vendor::Amd),
+            0x8086 => Some(Vendor::Intel),
+            0x106b => Some(Vendor::Apple),
             _ => None,
         }
     }
