@@ -77,9 +77,12 @@ pub struct ModelRecord {
     pub id: String,
     /// The Hub commit, for Hub models.
     pub revision: Option<String>,
-    /// hub, folder or synthetic.
+    /// hub, folder, checkpoint or synthetic.
     pub source: String,
     pub synthetic: bool,
+    /// The model's configs are SD1.5's (a fine-tune's weights differ, its cost does not); only
+    /// such runs can be standard.
+    pub sd15_architecture: bool,
     /// The weight files read, with their sha256.
     pub files: Vec<FileRecord>,
 }

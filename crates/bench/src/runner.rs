@@ -32,6 +32,11 @@ pub enum ModelChoice {
         fallback_to_synthetic: bool,
     },
     Folder(PathBuf),
+    /// A single-file SD1.x checkpoint; `config`: a diffusers folder describing it (default SD1.5).
+    Checkpoint {
+        file: PathBuf,
+        config: Option<PathBuf>,
+    },
     Synthetic,
 }
 
@@ -139,6 +144,13 @@ pub fn run(
         device: dev.name.clone(),
         precision: pipeline.precision.name().into(),
     });
+    model.sd15_architecture = pipeline.info.sd15_architecture;
+    if options.workload.standard && !model.sd15_architecture {
+        observer(&Event::Note(format!(
+            "{} is not SD1.5's architecture (its configs differ), so this run is reported as custom, not standard",
+            model.id
+        )));
+    }
     model.files = pipeline
         .info
         .weight_files
@@ -323,7 +335,7 @@ pub fn run(
         workload: WorkloadInfo {
             name: workload.name.clone(),
             version: workload.version,
-            standard: workload.standard && !model.synthetic,
+            standard: workload.standard && !model.synthetic && model.sd15_architecture,
             width: workload.width,
             height: workload.height,
             steps: workload.steps,
@@ -402,11 +414,8 @@ fn resolve_model(
         (
             ModelSource::Synthetic,
             ModelRecord {
-                id: "synthetic".into(),
-                revision: None,
-                source: "synthetic".into(),
                 synthetic: true,
-                files: Vec::new(),
+                ..model_record("synthetic", None, "synthetic")
             },
             0,
         )
@@ -415,13 +424,15 @@ fn resolve_model(
         ModelChoice::Synthetic => Ok(synthetic()),
         ModelChoice::Folder(path) => Ok((
             ModelSource::Folder(path.clone()),
-            ModelRecord {
-                id: path.display().to_string(),
-                revision: None,
-                source: "folder".into(),
-                synthetic: false,
-                files: Vec::new(),
+            model_record(&path.display().to_string(), None, "folder"),
+            0,
+        )),
+        ModelChoice::Checkpoint { file, config } => Ok((
+            ModelSource::Checkpoint {
+                file: file.clone(),
+                config: config.clone(),
             },
+            model_record(&file.display().to_string(), None, "checkpoint"),
             0,
         )),
         ModelChoice::Hub {
@@ -447,13 +458,7 @@ fn resolve_model(
                     }
                     Ok((
                         ModelSource::Folder(r.path),
-                        ModelRecord {
-                            id: id.to_string(),
-                            revision: Some(r.commit),
-                            source: "hub".into(),
-                            synthetic: false,
-                            files: Vec::new(),
-                        },
+                        model_record(&id.to_string(), Some(r.commit), "hub"),
                         r.downloaded_bytes,
                     ))
                 }
@@ -467,6 +472,18 @@ fn resolve_model(
                 Err(e) => Err(e.into()),
             }
         }
+    }
+}
+
+/// What the result says of the model; its architecture and files are filled in once it is loaded.
+fn model_record(id: &str, revision: Option<String>, source: &str) -> ModelRecord {
+    ModelRecord {
+        id: id.into(),
+        revision,
+        source: source.into(),
+        synthetic: false,
+        sd15_architecture: false,
+        files: Vec::new(),
     }
 }
 

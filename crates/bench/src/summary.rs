@@ -126,6 +126,11 @@ fn header(r: &BenchResult) -> Vec<(String, String)> {
         format!("{} v{} (standard)", w.name, w.version)
     } else if w.model.synthetic {
         format!("{} (synthetic weights: not a standard score)", w.name)
+    } else if !w.model.sd15_architecture {
+        format!(
+            "{} (not SD1.5's architecture: not a standard score)",
+            w.name
+        )
     } else {
         format!("{} (custom: not a standard score)", w.name)
     };

@@ -296,3 +296,115 @@ fn without_telemetry_power_says_why() {
     assert_eq!(p.avg_w, None);
     validate(&serde_json::to_value(&output.result).unwrap()).unwrap();
 }
+
+#[test]
+fn a_single_file_checkpoint_runs_and_is_recorded_as_one_file() {
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 1);
+    o.baseline = Duration::ZERO;
+    let file = tiny().with_file_name("tiny-sd.ldm.safetensors");
+    o.model = ModelChoice::Checkpoint {
+        file: file.clone(),
+        config: Some(tiny()),
+    };
+    let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
+    let model = &output.result.workload.model;
+    assert_eq!(model.source, "checkpoint");
+    assert_eq!(model.id, file.display().to_string());
+    assert!(!model.sd15_architecture);
+    assert_eq!(model.files.len(), 1);
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(model.files[0].bytes, bytes.len() as u64);
+    assert_eq!(
+        model.files[0].sha256,
+        sdbench_bench::checks::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes))
+    );
+    assert!(output.result.valid);
+    validate(&serde_json::to_value(&output.result).unwrap()).unwrap();
+}
+
+#[test]
+fn the_standard_workload_on_another_architecture_is_not_called_standard() {
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 1);
+    o.baseline = Duration::ZERO;
+    // The standard workload's identity on a small size, so the tiny model runs it quickly: what
+    // is checked is that a model with other configs never yields a standard result.
+    o.workload.standard = true;
+    o.workload.name = Workload::standard().name;
+    let mut notes = Vec::new();
+    let output = runner::run(
+        &o,
+        &mut |e| {
+            if let Event::Note(n) = e {
+                notes.push(n.clone())
+            }
+        },
+        &CancelToken::new(),
+    )
+    .unwrap();
+    let r = &output.result;
+    assert!(!r.workload.model.sd15_architecture);
+    assert!(!r.workload.standard);
+    assert!(
+        notes.iter().any(|n| n.contains("not SD1.5's architecture")),
+        "{notes:?}"
+    );
+    validate(&serde_json::to_value(r).unwrap()).unwrap();
+}
+
+/// A copy of the tiny model (fp32 files) whose VAE decoder writes NaN into every pixel.
+fn tiny_with_nan_vae(dir: &Path) -> PathBuf {
+    use sdbench_diffusion::safetensors::{write_f32, SafeTensors};
+    let model = dir.join("nan-model");
+    for sub in ["", "scheduler", "text_encoder", "tokenizer", "unet", "vae"] {
+        std::fs::create_dir_all(model.join(sub)).unwrap();
+        for entry in std::fs::read_dir(tiny().join(sub)).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_file() && !p.to_string_lossy().contains(".fp16.") {
+                std::fs::copy(&p, model.join(sub).join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    let vae = model.join("vae/diffusion_pytorch_model.safetensors");
+    let mut file = SafeTensors::open(&vae).unwrap();
+    let names: Vec<String> = file.names().map(str::to_string).collect();
+    let mut tensors = Vec::new();
+    for name in &names {
+        let shape = file.info(name).unwrap().shape.clone();
+        let mut values = file.read_f32(name).unwrap();
+        if name == "decoder.conv_out.bias" {
+            values.iter_mut().for_each(|v| *v = f32::NAN);
+        }
+        tensors.push((name.clone(), shape, values));
+    }
+    drop(file);
+    let refs: Vec<(&str, Vec<usize>, &[f32])> = tensors
+        .iter()
+        .map(|(n, s, v)| (n.as_str(), s.clone(), v.as_slice()))
+        .collect();
+    write_f32(&vae, &refs).unwrap();
+    model
+}
+
+#[test]
+fn a_nan_image_makes_the_run_invalid_and_unscored() {
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 2);
+    o.baseline = Duration::ZERO;
+    o.model = ModelChoice::Folder(tiny_with_nan_vae(root.path()));
+    let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
+    let r = &output.result;
+    assert!(!r.valid);
+    assert_eq!(r.scores.score, None);
+    assert_eq!(r.invalid_reasons.len(), 2, "{:?}", r.invalid_reasons);
+    assert!(
+        r.invalid_reasons[0].contains("NaN or infinite"),
+        "{:?}",
+        r.invalid_reasons
+    );
+    assert!(r.results.iter().all(|x| !x.image.check.valid));
+    // Timing figures are still reported, so the failure can be diagnosed.
+    assert!(r.scores.images_per_minute > 0.0);
+    validate(&serde_json::to_value(r).unwrap()).unwrap();
+}

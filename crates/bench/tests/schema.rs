@@ -79,6 +79,10 @@ fn broken_results_are_rejected() {
             Box::new(|v| v["workload"]["model"]["synthetic"] = true.into()),
         ),
         (
+            "another architecture called standard",
+            Box::new(|v| v["workload"]["model"]["sd15_architecture"] = false.into()),
+        ),
+        (
             "power available without a figure",
             Box::new(|v| v["scores"]["power"]["avg_w"] = serde_json::Value::Null),
         ),

@@ -17,10 +17,15 @@ use crate::progress::{format_duration, DownloadBar, RecentSteps};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, or
-    /// `synthetic`. Default: stable-diffusion-v1-5/stable-diffusion-v1-5.
+    /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a
+    /// single-file SD1.x checkpoint (.safetensors), or `synthetic`. Default:
+    /// stable-diffusion-v1-5/stable-diffusion-v1-5.
     #[arg(long)]
     model: Option<String>,
+    /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
+    /// describe it (default: SD1.5's, built in).
+    #[arg(long, value_name = "FOLDER")]
+    model_config: Option<PathBuf>,
     /// Run on synthetic SD1.5 weights (no download; never a standard score).
     #[arg(long, conflicts_with = "model")]
     synthetic: bool,
@@ -94,9 +99,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 revision: args.revision.clone(),
                 fallback_to_synthetic: true,
             },
-            Some(text) => match model_arg::parse(text)? {
+            Some(text) => match model_arg::parse(text, args.model_config.as_deref())? {
                 ModelArg::Synthetic => ModelChoice::Synthetic,
                 ModelArg::Folder(path) => ModelChoice::Folder(path),
+                ModelArg::Checkpoint { file, config } => ModelChoice::Checkpoint { file, config },
                 ModelArg::Hub(id) => ModelChoice::Hub {
                     id,
                     revision: args.revision.clone(),

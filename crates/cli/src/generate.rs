@@ -15,10 +15,15 @@ use crate::progress::StepProgress;
 
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
-    /// A diffusers model folder, a Hub id (from the Hugging Face cache, downloaded if missing), or
-    /// `synthetic` for SD1.5's architecture with generated weights.
+    /// A diffusers model folder, a single-file SD1.x checkpoint (.safetensors), a Hub id (from the
+    /// Hugging Face cache, downloaded if missing), or `synthetic` for SD1.5's architecture with
+    /// generated weights.
     #[arg(long)]
     model: String,
+    /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
+    /// describe it (default: SD1.5's, built in).
+    #[arg(long, value_name = "FOLDER")]
+    model_config: Option<PathBuf>,
     /// What to draw.
     #[arg(long)]
     prompt: String,
@@ -92,7 +97,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         "f16" => Some(Precision::F16),
         _ => None,
     };
-    let source = crate::model_arg::resolve(&args.model)?;
+    let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
 
     let device = select(BackendRequest::from_name(&args.backend)?)?;
     eprintln!("backend: {} on {}", device.kind, device.name);
@@ -119,6 +124,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let mut progress = StepProgress::new();
     let generated =
         pipeline.generate(&request, &mut |e| progress.update(e), &CancelToken::new())?;
+    pipeline.require_finite(&generated)?;
 
     let seed_text = match (&args.latents, args.seed) {
         (Some(p), _) => format!("latents {}", p.display()),

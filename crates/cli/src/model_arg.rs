@@ -1,6 +1,7 @@
-//! `--model`: a local folder, a Hub id (from the cache, or downloaded), or `synthetic`.
+//! `--model`: a local folder, a single-file checkpoint, a Hub id (from the cache, or downloaded),
+//! or `synthetic`; `--model-config` describes a checkpoint that is not SD1.5-shaped.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use sdbench_diffusion::ModelSource;
@@ -11,17 +12,42 @@ use crate::progress::DownloadBar;
 /// What `--model` names.
 pub enum ModelArg {
     Folder(PathBuf),
+    Checkpoint {
+        file: PathBuf,
+        config: Option<PathBuf>,
+    },
     Hub(RepoId),
     Synthetic,
 }
 
-/// An existing folder wins; `synthetic` is synthetic weights; anything else must be a Hub id.
-/// A renamed Hub id is mapped to its successor with a note on stderr.
-pub fn parse(text: &str) -> anyhow::Result<ModelArg> {
+/// An existing folder or file wins; `synthetic` is synthetic weights; anything else must be a Hub
+/// id. A renamed Hub id is mapped to its successor with a note on stderr. `config` (a diffusers
+/// folder) goes with a checkpoint file only.
+pub fn parse(text: &str, config: Option<&Path>) -> anyhow::Result<ModelArg> {
+    let path = PathBuf::from(text);
+    if path.is_file() {
+        if let Some(folder) = config {
+            if !folder.is_dir() {
+                anyhow::bail!(
+                    "--model-config {} is not a folder (pass a diffusers model folder whose configs describe the checkpoint)",
+                    folder.display()
+                );
+            }
+        }
+        return Ok(ModelArg::Checkpoint {
+            file: path,
+            config: config.map(Path::to_path_buf),
+        });
+    }
+    if let Some(folder) = config {
+        anyhow::bail!(
+            "--model-config {} applies only to a single-file checkpoint (--model FILE.safetensors)",
+            folder.display()
+        );
+    }
     if text == "synthetic" {
         return Ok(ModelArg::Synthetic);
     }
-    let path = PathBuf::from(text);
     if path.is_dir() {
         return Ok(ModelArg::Folder(path));
     }
@@ -35,7 +61,7 @@ pub fn parse(text: &str) -> anyhow::Result<ModelArg> {
             Ok(ModelArg::Hub(id))
         }
         Err(_) if looks_like_path => anyhow::bail!(
-            "model folder {} does not exist (pass a diffusers model folder, a Hub id like stable-diffusion-v1-5/stable-diffusion-v1-5, or `synthetic`)",
+            "model {} does not exist (pass a diffusers model folder, a single-file .safetensors checkpoint, a Hub id like stable-diffusion-v1-5/stable-diffusion-v1-5, or `synthetic`)",
             path.display()
         ),
         Err(e) => Err(e.into()),
@@ -44,10 +70,11 @@ pub fn parse(text: &str) -> anyhow::Result<ModelArg> {
 
 /// The model as the engine loads it: Hub ids come from the cache, or are downloaded with a
 /// progress bar.
-pub fn resolve(text: &str) -> anyhow::Result<ModelSource> {
-    Ok(match parse(text)? {
+pub fn resolve(text: &str, config: Option<&Path>) -> anyhow::Result<ModelSource> {
+    Ok(match parse(text, config)? {
         ModelArg::Synthetic => ModelSource::Synthetic,
         ModelArg::Folder(path) => ModelSource::Folder(path),
+        ModelArg::Checkpoint { file, config } => ModelSource::Checkpoint { file, config },
         ModelArg::Hub(id) => {
             let hub = Hub::new(HubSettings::from_env());
             let mut bar = DownloadBar::new();

@@ -2,6 +2,7 @@
 //! one VAE decode at a given image size. One untimed warm-up call each, then `--repeat` timed calls
 //! bounded by device syncs; prints the median with min and max and every raw sample.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -11,9 +12,13 @@ use sdbench_diffusion::{BackendRequest, Pipeline, Precision};
 
 #[derive(clap::Args, Debug)]
 pub struct TimingArgs {
-    /// A diffusers model folder, a Hub id, or `synthetic`.
+    /// A diffusers model folder, a single-file checkpoint, a Hub id, or `synthetic`.
     #[arg(long, default_value = "synthetic")]
     model: String,
+    /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
+    /// describe it (default: SD1.5's, built in).
+    #[arg(long, value_name = "FOLDER")]
+    model_config: Option<PathBuf>,
     #[arg(long, default_value_t = 512)]
     width: usize,
     #[arg(long, default_value_t = 512)]
@@ -36,7 +41,7 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
             && args.height.is_multiple_of(8),
         "--width and --height must be positive multiples of 8"
     );
-    let source = crate::model_arg::resolve(&args.model)?;
+    let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
     let precision = match args.precision.as_str() {
         "f32" => Some(Precision::F32),
         "f16" => Some(Precision::F16),

@@ -159,6 +159,48 @@ fn latents_file_is_used_and_checked() {
 }
 
 #[test]
+fn a_single_file_checkpoint_generates_with_its_config_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = format!("{}.ldm.safetensors", tiny());
+    let run = |out: &Path, extra: &[&str]| {
+        let out = out.display().to_string();
+        let mut args = vec![
+            "generate",
+            "--model",
+            &checkpoint,
+            "--prompt",
+            "a red barn",
+            "--backend",
+            "cpu",
+            "--width",
+            "24",
+            "--height",
+            "16",
+            "--steps",
+            "2",
+            "--out",
+            &out,
+        ];
+        args.extend_from_slice(extra);
+        sdbench(&args)
+    };
+    let out = dir.path().join("ckpt.png");
+    let tiny = tiny();
+    let o = run(&out, &["--model-config", &tiny]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(png_info(&out).0, (24, 16));
+
+    // Without the config the file is read as SD1.5, which it is not.
+    let out = dir.path().join("sd15.png");
+    assert_fails(&run(&out, &[]), &out, "config needs");
+    // A config folder goes with a checkpoint file only.
+    let o = generate(&out, &["--model-config", &tiny]);
+    assert_fails(&o, &out, "only to a single-file checkpoint");
+    let o = run(&out, &["--model-config", "/nonexistent/config"]);
+    assert_fails(&o, &out, "is not a folder");
+}
+
+#[test]
 fn bad_arguments_fail_without_output() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.png");

@@ -35,7 +35,7 @@ impl<T: Clone> PerBlock<T> {
 }
 
 /// `unet/config.json`: diffusers' `UNet2DConditionModel`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct UNetConfig {
     pub in_channels: usize,
@@ -312,7 +312,7 @@ impl UNetConfig {
 }
 
 /// `vae/config.json`: diffusers' `AutoencoderKL` (only the decoder half is used).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct VaeConfig {
     pub in_channels: usize,
@@ -419,7 +419,7 @@ impl VaeConfig {
 }
 
 /// `text_encoder/config.json`: transformers' `CLIPTextConfig`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ClipConfig {
     pub vocab_size: usize,
@@ -508,4 +508,57 @@ pub fn parse_json<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T> {
             DiffusionError::config(path, format!("`{key}`: {inner}"))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The config files of stable-diffusion-v1-5/stable-diffusion-v1-5, verbatim: they must read
+    // as the built-in SD1.5 configs, or a real SD1.5 run would not count as standard.
+    const UNET: &str = r#"{"_class_name": "UNet2DConditionModel", "_diffusers_version": "0.6.0",
+      "act_fn": "silu", "attention_head_dim": 8, "block_out_channels": [320, 640, 1280, 1280],
+      "center_input_sample": false, "cross_attention_dim": 768,
+      "down_block_types": ["CrossAttnDownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D", "DownBlock2D"],
+      "downsample_padding": 1, "flip_sin_to_cos": true, "freq_shift": 0, "in_channels": 4,
+      "layers_per_block": 2, "mid_block_scale_factor": 1, "norm_eps": 1e-05, "norm_num_groups": 32,
+      "out_channels": 4, "sample_size": 64,
+      "up_block_types": ["UpBlock2D", "CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "CrossAttnUpBlock2D"]}"#;
+    const VAE: &str = r#"{"_class_name": "AutoencoderKL", "_diffusers_version": "0.6.0", "act_fn": "silu",
+      "block_out_channels": [128, 256, 512, 512],
+      "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D", "DownEncoderBlock2D", "DownEncoderBlock2D"],
+      "in_channels": 3, "latent_channels": 4, "layers_per_block": 2, "norm_num_groups": 32,
+      "out_channels": 3, "sample_size": 512,
+      "up_block_types": ["UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D"]}"#;
+    const TEXT_ENCODER: &str = r#"{"_name_or_path": "openai/clip-vit-large-patch14",
+      "architectures": ["CLIPTextModel"], "attention_dropout": 0.0, "bos_token_id": 0, "dropout": 0.0,
+      "eos_token_id": 2, "hidden_act": "quick_gelu", "hidden_size": 768, "initializer_factor": 1.0,
+      "initializer_range": 0.02, "intermediate_size": 3072, "layer_norm_eps": 1e-05,
+      "max_position_embeddings": 77, "model_type": "clip_text_model", "num_attention_heads": 12,
+      "num_hidden_layers": 12, "pad_token_id": 1, "projection_dim": 768, "torch_dtype": "float32",
+      "transformers_version": "4.22.0.dev0", "vocab_size": 49408}"#;
+
+    #[test]
+    fn sd15_config_files_read_as_the_built_in_configs() {
+        let unet: UNetConfig = serde_json::from_str(UNET).unwrap();
+        let vae: VaeConfig = serde_json::from_str(VAE).unwrap();
+        let clip: ClipConfig = serde_json::from_str(TEXT_ENCODER).unwrap();
+        assert_eq!(unet, UNetConfig::sd15());
+        assert_eq!(vae, VaeConfig::sd15());
+        assert_eq!(clip, ClipConfig::sd15());
+        // SD2's UNet differs (wider cross attention, linear projections): not SD1.5.
+        let sd2 = UNET
+            .replace(
+                r#""cross_attention_dim": 768"#,
+                r#""cross_attention_dim": 1024"#,
+            )
+            .replace(
+                r#""attention_head_dim": 8"#,
+                r#""attention_head_dim": [5, 10, 20, 20]"#,
+            );
+        assert_ne!(
+            serde_json::from_str::<UNetConfig>(&sd2).unwrap(),
+            UNetConfig::sd15()
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! loaded from a diffusers model folder (or synthetic weights) and run on the best available backend.
 //! Knows nothing of benchmarks, desktop shells or terminals.
 
+pub mod checkpoint;
 pub mod clip;
 pub mod config;
 pub mod device;

@@ -12,12 +12,14 @@ use burn::tensor::{DType, TensorData};
 use burn::Dispatch;
 use serde_json::{Map, Value};
 
+use crate::checkpoint;
 use crate::clip::{self, ClipTextModel};
 use crate::config::{read_json, ClipConfig, UNetConfig, VaeConfig};
 use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};
 use crate::image::{postprocess, RgbImage};
 use crate::noise::NormalGenerator;
+use crate::safetensors::SafeTensors;
 use crate::scheduler::{self, SchedulerKind};
 use crate::tokenizer::Tokenizer;
 use crate::unet::UNet;
@@ -34,6 +36,13 @@ pub type B = Dispatch;
 pub enum ModelSource {
     /// A folder in the diffusers layout (model_index.json, tokenizer/, text_encoder/, unet/, vae/, scheduler/).
     Folder(PathBuf),
+    /// A single-file checkpoint in the original Stable Diffusion layout (`.safetensors`). `config`:
+    /// a diffusers model folder whose configs, tokenizer and scheduler describe it (its weights are
+    /// not read); `None`: SD1.5's, built in.
+    Checkpoint {
+        file: PathBuf,
+        config: Option<PathBuf>,
+    },
     /// SD1.5's architecture with deterministic generated weights: no files, no download.
     Synthetic,
 }
@@ -47,6 +56,9 @@ pub struct ModelInfo {
     pub default_scheduler: SchedulerKind,
     pub vae_scale_factor: usize,
     pub latent_channels: usize,
+    /// The text encoder, UNet and VAE configs are SD1.5's: the model computes exactly what SD1.5
+    /// does (a fine-tune's weights differ, its cost does not).
+    pub sd15_architecture: bool,
 }
 
 /// How the initial latents are made.
@@ -139,6 +151,8 @@ pub struct Generated {
     pub image: RgbImage,
     /// [H, W, 3] in [0, 1], before 8-bit quantisation (diffusers' `output_type="np"`).
     pub float_image: Vec<f32>,
+    /// Decoded values that are NaN or infinite (a numeric overflow): such an image is broken.
+    pub non_finite: usize,
     pub timings: StageTimings,
     pub scheduler: SchedulerKind,
 }
@@ -181,105 +195,130 @@ impl Pipeline {
         let backend = device.kind.name().to_string();
         guard(&backend, || match source {
             ModelSource::Folder(folder) => Self::load_folder(folder, device.clone(), precision),
+            ModelSource::Checkpoint { file, config } => {
+                Self::load_checkpoint(file, config.as_deref(), device.clone(), precision)
+            }
             ModelSource::Synthetic => Self::load_synthetic(device.clone(), precision),
         })
     }
 
     fn load_folder(folder: &Path, device: SelectedDevice, precision: Precision) -> Result<Self> {
         let layout = ModelLayout::check(folder)?;
-        let clip_config: ClipConfig = read_json(&layout.text_encoder.join("config.json"))?;
-        clip_config.validate(&layout.text_encoder.join("config.json"))?;
-        let unet_path = layout.unet.join("config.json");
-        let unet_config: UNetConfig = read_json(&unet_path)?;
-        unet_config.plan(&unet_path)?;
-        let vae_path = layout.vae.join("config.json");
-        let vae_config: VaeConfig = read_json(&vae_path)?;
-        vae_config.validate(&vae_path)?;
-        let scheduler_path = layout.scheduler.join("scheduler_config.json");
-        let scheduler_config: Map<String, Value> = read_json(&scheduler_path)?;
-        let class = scheduler_config
-            .get("_class_name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| DiffusionError::config(&scheduler_path, "`_class_name` is missing"))?;
-        let default_scheduler =
-            SchedulerKind::from_class_name(class, &scheduler_config, &scheduler_path)?;
-        let tokenizer = Tokenizer::from_folder(&layout.tokenizer)?;
-
+        let spec = ModelSpec::read(&layout)?;
         // Pick every weights file before reading any, so a missing one fails fast.
         let te_file = choose_weights_file(&layout.text_encoder, "model", precision)?;
         let unet_file = choose_weights_file(&layout.unet, "diffusion_pytorch_model", precision)?;
         let vae_file = choose_weights_file(&layout.vae, "diffusion_pytorch_model", precision)?;
-
-        let dev = device.device.clone();
-        let mut te_source = FileWeights::open(&te_file)?
-            .with_aliases(clip::ALIASES)
-            .ignoring(clip::IGNORED_PREFIXES);
-        let text_encoder = load_component(&mut te_source, &dev, precision, |l| {
-            ClipTextModel::load(&clip_config, l)
-        })?;
-        let mut unet_source = FileWeights::open(&unet_file)?;
-        let unet = load_component(&mut unet_source, &dev, precision, |l| {
-            UNet::load(&unet_config, &unet_path, l)
-        })?;
-        let mut vae_source = FileWeights::open(&vae_file)?
-            .with_aliases(vae::LEGACY_ALIASES)
-            .ignoring(vae::IGNORED_PREFIXES);
-        let vae = load_component(&mut vae_source, &dev, precision, |l| {
-            VaeDecoder::load(&vae_config, &vae_path, l)
-        })?;
-
-        let pipeline = Pipeline {
-            precision,
-            tokenizer,
-            info: ModelInfo {
-                source: ModelSource::Folder(folder.to_path_buf()),
-                weight_files: vec![te_file, unet_file, vae_file],
-                default_scheduler,
-                vae_scale_factor: vae.scale_factor(),
-                latent_channels: vae.latent_channels(),
-            },
-            text_encoder,
-            unet,
-            vae,
-            scheduler_config,
-            scheduler_path,
+        let [te, unet, vae] = &mut [
+            text_encoder_weights(FileWeights::open(&te_file)?),
+            FileWeights::open(&unet_file)?,
+            vae_weights(FileWeights::open(&vae_file)?),
+        ];
+        let pipeline = Self::assemble(
+            spec,
+            [te, unet, vae],
             device,
-        };
+            precision,
+            ModelSource::Folder(folder.to_path_buf()),
+            vec![te_file, unet_file, vae_file],
+        )?;
         pipeline.check_compatible(folder)?;
-        device_sync(&pipeline.device)?;
+        Ok(pipeline)
+    }
+
+    fn load_checkpoint(
+        file: &Path,
+        config: Option<&Path>,
+        device: SelectedDevice,
+        precision: Precision,
+    ) -> Result<Self> {
+        check_checkpoint_file(file)?;
+        let spec = match config {
+            Some(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
+            None => ModelSpec::sd15(),
+        };
+        let layout = checkpoint::Layout {
+            unet_layers_per_block: spec.unet.plan(&spec.unet_path)?.layers_per_block,
+            vae_blocks: spec.vae.block_out_channels.len(),
+        };
+        let open = |component| -> Result<FileWeights> {
+            let tensors = SafeTensors::open(file)?;
+            let names = checkpoint::component_names(&tensors, component, &layout)?;
+            Ok(FileWeights::renamed(tensors, names))
+        };
+        let [te, unet, vae] = &mut [
+            text_encoder_weights(open(checkpoint::Component::TextEncoder)?),
+            open(checkpoint::Component::UNet)?,
+            vae_weights(open(checkpoint::Component::Vae)?),
+        ];
+        let pipeline = Self::assemble(
+            spec,
+            [te, unet, vae],
+            device,
+            precision,
+            ModelSource::Checkpoint {
+                file: file.to_path_buf(),
+                config: config.map(Path::to_path_buf),
+            },
+            vec![file.to_path_buf()],
+        )?;
+        pipeline.check_compatible(file)?;
         Ok(pipeline)
     }
 
     fn load_synthetic(device: SelectedDevice, precision: Precision) -> Result<Self> {
-        let here = Path::new("<synthetic>");
+        // Each tensor's values depend only on the seed and its name.
+        let seed = 0x5D_BE_AC_15;
+        let [te, unet, vae] = &mut [0; 3].map(|_| SyntheticWeights::new(seed));
+        Self::assemble(
+            ModelSpec::sd15(),
+            [te, unet, vae],
+            device,
+            precision,
+            ModelSource::Synthetic,
+            Vec::new(),
+        )
+    }
+
+    /// Builds the three models from their weight sources (text encoder, UNet, VAE) and waits for
+    /// the device to hold them.
+    fn assemble(
+        spec: ModelSpec,
+        [te_source, unet_source, vae_source]: [&mut dyn WeightSource; 3],
+        device: SelectedDevice,
+        precision: Precision,
+        source: ModelSource,
+        weight_files: Vec<PathBuf>,
+    ) -> Result<Self> {
+        let sd15_architecture = spec.clip == ClipConfig::sd15()
+            && spec.unet == UNetConfig::sd15()
+            && spec.vae == VaeConfig::sd15();
         let dev = device.device.clone();
-        let mut source = SyntheticWeights::new(0x5D_BE_AC_15);
-        let text_encoder = load_component(&mut source, &dev, precision, |l| {
-            ClipTextModel::load(&ClipConfig::sd15(), l)
+        let text_encoder = load_component(te_source, &dev, precision, |l| {
+            ClipTextModel::load(&spec.clip, l)
         })?;
-        let unet = load_component(&mut source, &dev, precision, |l| {
-            UNet::load(&UNetConfig::sd15(), here, l)
+        let unet = load_component(unet_source, &dev, precision, |l| {
+            UNet::load(&spec.unet, &spec.unet_path, l)
         })?;
-        let vae = load_component(&mut source, &dev, precision, |l| {
-            VaeDecoder::load(&VaeConfig::sd15(), here, l)
+        let vae = load_component(vae_source, &dev, precision, |l| {
+            VaeDecoder::load(&spec.vae, &spec.vae_path, l)
         })?;
-        let scheduler_config: Map<String, Value> =
-            serde_json::from_str(SD15_SCHEDULER).expect("built-in JSON");
         let pipeline = Pipeline {
             precision,
-            tokenizer: Tokenizer::builtin_sd15(),
+            tokenizer: spec.tokenizer,
             info: ModelInfo {
-                source: ModelSource::Synthetic,
-                weight_files: Vec::new(),
-                default_scheduler: SchedulerKind::Pndm,
+                source,
+                weight_files,
+                default_scheduler: spec.default_scheduler,
                 vae_scale_factor: vae.scale_factor(),
                 latent_channels: vae.latent_channels(),
+                sd15_architecture,
             },
             text_encoder,
             unet,
             vae,
-            scheduler_config,
-            scheduler_path: here.to_path_buf(),
+            scheduler_config: spec.scheduler_config,
+            scheduler_path: spec.scheduler_path,
             device,
         };
         device_sync(&pipeline.device)?;
@@ -365,6 +404,22 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    /// For callers that want a picture or nothing: an error when `generated` holds NaN or
+    /// infinite values. (A benchmark records such an image as invalid instead.)
+    pub fn require_finite(&self, generated: &Generated) -> Result<()> {
+        if generated.non_finite == 0 {
+            return Ok(());
+        }
+        Err(DiffusionError::Backend {
+            backend: self.device.kind.name().into(),
+            message: format!(
+                "the decoded image contains {} NaN or infinite values (numeric overflow in {}); try --precision f32",
+                generated.non_finite,
+                self.precision.name()
+            ),
+        })
     }
 
     /// [1, latent channels, H/f, W/f]
@@ -501,19 +556,12 @@ impl Pipeline {
         progress(&Progress::Decoded {
             seconds: timings.vae_decode,
         });
-        if values.iter().any(|v| !v.is_finite()) {
-            return Err(DiffusionError::Backend {
-                backend: self.device.kind.name().into(),
-                message: format!(
-                    "the decoded image contains NaN or infinite values (numeric overflow in {}); try --precision f32",
-                    self.precision.name()
-                ),
-            });
-        }
+        let non_finite = values.iter().filter(|v| !v.is_finite()).count();
         let (float_image, image) = postprocess(&values, h, w);
         Ok(Generated {
             image,
             float_image,
+            non_finite,
             timings,
             scheduler: kind,
         })
@@ -576,6 +624,111 @@ impl Pipeline {
             );
             tensor_to_vec(self.vae.decode(z).cast(DType::F32))
         })
+    }
+}
+
+/// Text encoder files: transformers 5 names, and tensors the engine does not use.
+fn text_encoder_weights(file: FileWeights) -> FileWeights {
+    file.with_aliases(clip::ALIASES)
+        .ignoring(clip::IGNORED_PREFIXES)
+}
+
+/// VAE files: legacy attention names, and the encoder the engine does not use.
+fn vae_weights(file: FileWeights) -> FileWeights {
+    file.with_aliases(vae::LEGACY_ALIASES)
+        .ignoring(vae::IGNORED_PREFIXES)
+}
+
+/// Everything a pipeline needs besides its weights: configs, tokenizer and scheduler settings.
+struct ModelSpec {
+    clip: ClipConfig,
+    unet: UNetConfig,
+    unet_path: PathBuf,
+    vae: VaeConfig,
+    vae_path: PathBuf,
+    tokenizer: Tokenizer,
+    scheduler_config: Map<String, Value>,
+    scheduler_path: PathBuf,
+    default_scheduler: SchedulerKind,
+}
+
+impl ModelSpec {
+    /// The configs of a diffusers model folder, each checked against what the engine implements.
+    fn read(layout: &ModelLayout) -> Result<Self> {
+        let clip_path = layout.text_encoder.join("config.json");
+        let clip: ClipConfig = read_json(&clip_path)?;
+        clip.validate(&clip_path)?;
+        let unet_path = layout.unet.join("config.json");
+        let unet: UNetConfig = read_json(&unet_path)?;
+        unet.plan(&unet_path)?;
+        let vae_path = layout.vae.join("config.json");
+        let vae: VaeConfig = read_json(&vae_path)?;
+        vae.validate(&vae_path)?;
+        let scheduler_path = layout.scheduler.join("scheduler_config.json");
+        let scheduler_config: Map<String, Value> = read_json(&scheduler_path)?;
+        let default_scheduler = default_scheduler(&scheduler_config, &scheduler_path)?;
+        Ok(ModelSpec {
+            clip,
+            unet,
+            unet_path,
+            vae,
+            vae_path,
+            tokenizer: Tokenizer::from_folder(&layout.tokenizer)?,
+            scheduler_config,
+            scheduler_path,
+            default_scheduler,
+        })
+    }
+
+    /// stable-diffusion-v1-5's configs, tokenizer and scheduler, built in.
+    fn sd15() -> Self {
+        let here = PathBuf::from("<built-in SD1.5 config>");
+        let scheduler_config: Map<String, Value> =
+            serde_json::from_str(SD15_SCHEDULER).expect("built-in JSON");
+        ModelSpec {
+            clip: ClipConfig::sd15(),
+            unet: UNetConfig::sd15(),
+            unet_path: here.clone(),
+            vae: VaeConfig::sd15(),
+            vae_path: here.clone(),
+            tokenizer: Tokenizer::builtin_sd15(),
+            default_scheduler: default_scheduler(&scheduler_config, &here)
+                .expect("built-in scheduler config"),
+            scheduler_config,
+            scheduler_path: here,
+        }
+    }
+}
+
+fn default_scheduler(config: &Map<String, Value>, path: &Path) -> Result<SchedulerKind> {
+    let class = config
+        .get("_class_name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| DiffusionError::config(path, "`_class_name` is missing"))?;
+    SchedulerKind::from_class_name(class, config, path)
+}
+
+/// A single-file checkpoint must be a safetensors file; pickles (`.ckpt`, `.pt`, `.bin`) can run
+/// code when loaded and are refused.
+fn check_checkpoint_file(file: &Path) -> Result<()> {
+    let problem = |problem: &str| {
+        Err(DiffusionError::Weights {
+            path: file.to_path_buf(),
+            problem: problem.to_string(),
+        })
+    };
+    if !file.exists() {
+        return problem("does not exist");
+    }
+    if !file.is_file() {
+        return problem("is not a file");
+    }
+    match file.extension().and_then(|e| e.to_str()) {
+        Some("safetensors") => Ok(()),
+        Some("ckpt" | "pt" | "pth" | "bin") => problem(
+            "is a PyTorch pickle checkpoint; SD Bench reads .safetensors checkpoints (most model sites offer one, or convert it with safetensors' convert tool)",
+        ),
+        _ => problem("is not a .safetensors checkpoint"),
     }
 }
 

@@ -3,7 +3,7 @@
 //! shape, puts it on the device in the run's precision, and at the end the source reports any tensor
 //! the model never asked for.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
@@ -86,9 +86,13 @@ pub fn choose_weights_file(folder: &Path, stem: &str, precision: Precision) -> R
     })
 }
 
-/// Tensors from one safetensors file.
+/// Tensors from one safetensors file: a diffusers component file, or one component of a
+/// single-file checkpoint whose names were converted.
 pub struct FileWeights {
     file: SafeTensors,
+    /// The model's name for each tensor this source offers → the name stored in the file.
+    names: BTreeMap<String, String>,
+    /// Stored names already taken.
     used: BTreeSet<String>,
     /// Old checkpoint names for new ones (e.g. the VAE's legacy `query` for `to_q`).
     aliases: Vec<(&'static str, &'static str)>,
@@ -97,13 +101,26 @@ pub struct FileWeights {
 }
 
 impl FileWeights {
+    /// Every tensor of the file, under its own name.
     pub fn open(path: &Path) -> Result<Self> {
-        Ok(FileWeights {
-            file: SafeTensors::open(path)?,
+        let file = SafeTensors::open(path)?;
+        let names = file
+            .names()
+            .map(|n| (n.to_string(), n.to_string()))
+            .collect();
+        Ok(Self::renamed(file, names))
+    }
+
+    /// The tensors `names` lists (model name → stored name); the file's other tensors are not
+    /// this source's.
+    pub fn renamed(file: SafeTensors, names: BTreeMap<String, String>) -> Self {
+        FileWeights {
+            file,
+            names,
             used: BTreeSet::new(),
             aliases: Vec::new(),
             ignored_prefixes: Vec::new(),
-        })
+        }
     }
 
     pub fn with_aliases(mut self, aliases: &[(&'static str, &'static str)]) -> Self {
@@ -120,14 +137,17 @@ impl FileWeights {
         self.file.path()
     }
 
-    /// The name under which the file holds `name`: itself, or a legacy alias.
+    /// The stored name of `name`: itself, or a legacy alias.
     fn resolve(&self, name: &str) -> Option<String> {
-        if self.file.info(name).is_some() {
-            return Some(name.to_string());
+        if let Some(stored) = self.names.get(name) {
+            return Some(stored.clone());
         }
         self.aliases.iter().find_map(|(new, old)| {
             let candidate = name.replace(new, old);
-            (candidate != name && self.file.info(&candidate).is_some()).then_some(candidate)
+            if candidate == name {
+                return None;
+            }
+            self.names.get(&candidate).cloned()
         })
     }
 }
@@ -139,7 +159,7 @@ impl WeightSource for FileWeights {
             tensor: name.to_string(),
             problem: format!("is missing (the config needs shape {shape:?})"),
         })?;
-        let found = &self.file.info(&stored).expect("resolved name exists").shape;
+        let found = &self.file.info(&stored).expect("listed names exist").shape;
         // Legacy checkpoints store some linear layers as 1x1 convolutions: same numbers.
         let same_numbers = found.len() == 4
             && shape.len() == 2
@@ -160,10 +180,11 @@ impl WeightSource for FileWeights {
 
     fn finish(&mut self) -> Result<()> {
         let unexpected: Vec<&str> = self
-            .file
-            .names()
-            .filter(|n| !self.used.contains(*n))
-            .filter(|n| !self.ignored_prefixes.iter().any(|p| n.starts_with(p)))
+            .names
+            .iter()
+            .filter(|(_, stored)| !self.used.contains(*stored))
+            .filter(|(name, _)| !self.ignored_prefixes.iter().any(|p| name.starts_with(p)))
+            .map(|(_, stored)| stored.as_str())
             .collect();
         match unexpected.as_slice() {
             [] => Ok(()),

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::{
-    BackendRequest, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision, SchedulerKind,
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
+    SchedulerKind,
 };
 
 /// A writable copy of the tiny pipeline (fp32 files only, so damage to them is what gets loaded).
@@ -96,13 +97,12 @@ fn garbage_weights_file() {
     assert_mentions(&load_err(&model), &["vae", "not a safetensors file"]);
 }
 
-#[test]
-fn missing_unexpected_and_misshapen_tensors_are_named() {
-    let (_keep, model) = tiny_copy();
-    let path = model.join("vae/diffusion_pytorch_model.safetensors");
-    let mut file = sdbench_diffusion::safetensors::SafeTensors::open(&path).unwrap();
+type Tensors = Vec<(String, Vec<usize>, Vec<f32>)>;
+
+fn read_tensors(path: &Path) -> Tensors {
+    let mut file = sdbench_diffusion::safetensors::SafeTensors::open(path).unwrap();
     let names: Vec<String> = file.names().map(String::from).collect();
-    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = names
+    names
         .iter()
         .map(|n| {
             (
@@ -111,14 +111,23 @@ fn missing_unexpected_and_misshapen_tensors_are_named() {
                 file.read_f32(n).unwrap(),
             )
         })
+        .collect()
+}
+
+fn write_tensors(path: &Path, list: &Tensors) {
+    let refs: Vec<(&str, Vec<usize>, &[f32])> = list
+        .iter()
+        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
         .collect();
-    let write = |list: &[(String, Vec<usize>, Vec<f32>)]| {
-        let refs: Vec<(&str, Vec<usize>, &[f32])> = list
-            .iter()
-            .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
-            .collect();
-        sdbench_diffusion::safetensors::write_f32(&path, &refs).unwrap();
-    };
+    sdbench_diffusion::safetensors::write_f32(path, &refs).unwrap();
+}
+
+#[test]
+fn missing_unexpected_and_misshapen_tensors_are_named() {
+    let (_keep, model) = tiny_copy();
+    let path = model.join("vae/diffusion_pytorch_model.safetensors");
+    let tensors = read_tensors(&path);
+    let write = |list: &Tensors| write_tensors(&path, list);
 
     let without: Vec<_> = tensors
         .iter()
@@ -148,6 +157,36 @@ fn missing_unexpected_and_misshapen_tensors_are_named() {
         .collect();
     write(&misshapen);
     assert_mentions(&load_err(&model), &["decoder.conv_in.bias", "shape"]);
+}
+
+#[test]
+fn a_numeric_overflow_is_counted_and_refused_by_require_finite() {
+    let (_keep, model) = tiny_copy();
+    let path = model.join("vae/diffusion_pytorch_model.safetensors");
+    let mut tensors = read_tensors(&path);
+    for (name, _, values) in &mut tensors {
+        if name == "decoder.conv_out.bias" {
+            values[1] = f32::INFINITY; // the green channel overflows everywhere
+        }
+    }
+    write_tensors(&path, &tensors);
+    let device = select(BackendRequest::Cpu).unwrap();
+    let pipe = Pipeline::load(&ModelSource::Folder(model), device, Some(Precision::F32)).unwrap();
+    let request = GenerateRequest {
+        width: 24,
+        height: 16,
+        steps: 1,
+        ..GenerateRequest::new("a cat")
+    };
+    let out = pipe
+        .generate(&request, &mut |_| {}, &CancelToken::new())
+        .unwrap();
+    // The image comes back (a benchmark records it as invalid); the count says what is wrong.
+    assert_eq!(out.non_finite, 24 * 16);
+    assert_mentions(
+        &pipe.require_finite(&out).unwrap_err().to_string(),
+        &["384 NaN or infinite values", "--precision f32"],
+    );
 }
 
 #[test]

@@ -1,0 +1,207 @@
+//! Single-file (original LDM layout) checkpoints: tensor names convert as diffusers converts them,
+//! and a converted checkpoint generates what diffusers generates from the same file.
+//! Fixtures: scripts/make_checkpoint_fixtures.py.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{assert_close, fixtures};
+use sdbench_diffusion::checkpoint::{diffusers_name, Component, Layout};
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::safetensors::{write_f32, SafeTensors};
+use sdbench_diffusion::{
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
+    SchedulerKind,
+};
+
+/// As in parity.rs: the same engine code runs, only the names differ.
+const IMAGE_ATOL: f32 = 2e-4;
+
+fn tiny_checkpoint() -> PathBuf {
+    fixtures().join("tiny-sd.ldm.safetensors")
+}
+
+fn load(file: &Path, config: Option<&Path>) -> sdbench_diffusion::Result<Pipeline> {
+    let device = select(BackendRequest::Cpu).unwrap();
+    Pipeline::load(
+        &ModelSource::Checkpoint {
+            file: file.to_path_buf(),
+            config: config.map(Path::to_path_buf),
+        },
+        device,
+        Some(Precision::F32),
+    )
+}
+
+fn load_err(file: &Path, config: Option<&Path>) -> String {
+    match load(file, config) {
+        Ok(_) => panic!("loading {} should fail", file.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn assert_mentions(message: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(
+            message.contains(needle),
+            "`{message}` should mention `{needle}`"
+        );
+    }
+}
+
+#[test]
+fn every_sd15_checkpoint_name_converts_as_diffusers_converts_it() {
+    let text = std::fs::read_to_string(fixtures().join("sd15-ldm-names.json")).unwrap();
+    let entries: Vec<(String, String, String, Vec<usize>)> = serde_json::from_str(&text).unwrap();
+    assert_eq!(entries.len(), 1130, "UNet 686 + VAE 248 + text encoder 196");
+    let layout = Layout {
+        unet_layers_per_block: vec![2; 4],
+        vae_blocks: 4,
+    };
+    let components = [
+        ("unet", Component::UNet),
+        ("vae", Component::Vae),
+        ("text_encoder", Component::TextEncoder),
+    ];
+    for (stored, part, expected, _shape) in &entries {
+        for (name, component) in components {
+            let converted = diffusers_name(component, stored, &layout);
+            if name == part {
+                assert_eq!(converted.as_deref(), Some(expected.as_str()), "{stored}");
+            } else {
+                assert_eq!(converted, None, "{stored} is not the {name}'s");
+            }
+        }
+    }
+}
+
+#[test]
+fn tiny_checkpoint_generates_what_diffusers_generates() {
+    let config = fixtures().join("tiny-sd");
+    let pipe = load(&tiny_checkpoint(), Some(&config)).unwrap();
+    assert_eq!(pipe.info.weight_files, vec![tiny_checkpoint()]);
+    assert!(!pipe.info.sd15_architecture);
+
+    let dir = fixtures();
+    let mut reference = SafeTensors::open(&dir.join("tiny-sd.ldm.reference.safetensors")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("tiny-sd.ldm.reference.json")).unwrap(),
+    )
+    .unwrap();
+    let request = GenerateRequest {
+        prompt: meta["prompt"].as_str().unwrap().into(),
+        negative_prompt: String::new(),
+        steps: meta["steps"].as_u64().unwrap() as usize,
+        guidance_scale: meta["guidance"].as_f64().unwrap(),
+        scheduler: Some(SchedulerKind::from_name(meta["scheduler"].as_str().unwrap()).unwrap()),
+        width: meta["width"].as_u64().unwrap() as usize,
+        height: meta["height"].as_u64().unwrap() as usize,
+        noise: InitialNoise::Latents {
+            shape: reference.info("latents").unwrap().shape.clone(),
+            data: reference.read_f32("latents").unwrap(),
+            step_seed: 0,
+        },
+    };
+    let out = pipe
+        .generate(&request, &mut |_| {}, &CancelToken::new())
+        .unwrap();
+    assert_eq!(out.non_finite, 0);
+    assert_close(
+        "tiny-sd checkpoint, euler",
+        &out.float_image,
+        &reference.read_f32("image").unwrap(),
+        IMAGE_ATOL,
+    );
+}
+
+#[test]
+fn without_a_config_the_checkpoint_is_read_as_sd15_and_a_mismatch_is_named() {
+    // The tiny model's tensors are far smaller than SD1.5's: the first one read says so.
+    let message = load_err(&tiny_checkpoint(), None);
+    assert_mentions(
+        &message,
+        &["tiny-sd.ldm.safetensors", "has shape", "config needs"],
+    );
+}
+
+#[test]
+fn bad_checkpoint_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.safetensors");
+    assert_mentions(
+        &load_err(&missing, None),
+        &["missing.safetensors", "does not exist"],
+    );
+
+    let pickle = dir.path().join("model.ckpt");
+    std::fs::write(&pickle, b"PK\x03\x04 not really").unwrap();
+    assert_mentions(
+        &load_err(&pickle, None),
+        &["model.ckpt", "pickle", ".safetensors"],
+    );
+
+    let truncated = dir.path().join("truncated.safetensors");
+    let bytes = std::fs::read(tiny_checkpoint()).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    assert_mentions(&load_err(&truncated, None), &["truncated.safetensors"]);
+
+    let one = [0f32];
+    let sd2 = dir.path().join("sd2.safetensors");
+    write_f32(
+        &sd2,
+        &[
+            (
+                "cond_stage_model.model.token_embedding.weight",
+                vec![1],
+                &one,
+            ),
+            (
+                "model.diffusion_model.input_blocks.0.0.weight",
+                vec![1],
+                &one,
+            ),
+        ],
+    )
+    .unwrap();
+    assert_mentions(&load_err(&sd2, None), &["Stable Diffusion 2", "SD1.x"]);
+
+    let no_vae = dir.path().join("no-vae.safetensors");
+    write_f32(
+        &no_vae,
+        &[
+            ("cond_stage_model.transformer.text_model.x", vec![1], &one),
+            (
+                "model.diffusion_model.input_blocks.0.0.weight",
+                vec![1],
+                &one,
+            ),
+        ],
+    )
+    .unwrap();
+    assert_mentions(
+        &load_err(&no_vae, Some(&fixtures().join("tiny-sd"))),
+        &["no VAE tensors", "first_stage_model."],
+    );
+
+    let foreign = dir.path().join("foreign.safetensors");
+    write_f32(
+        &foreign,
+        &[
+            ("cond_stage_model.transformer.text_model.x", vec![1], &one),
+            (
+                "model.diffusion_model.input_blocks.99.0.in_layers.0.weight",
+                vec![1],
+                &one,
+            ),
+        ],
+    )
+    .unwrap();
+    assert_mentions(
+        &load_err(&foreign, None),
+        &[
+            "input_blocks.99.0.in_layers.0.weight",
+            "different architecture",
+        ],
+    );
+}
