@@ -87,12 +87,14 @@ pub fn discover(root: &Path, use_nvml: bool) -> Discovery {
             reason: "CPU package energy is read through Linux RAPL only".into(),
         });
     }
-    if cfg!(target_os = "macos") {
-        unavailable.push(Unavailable {
+    #[cfg(target_os = "macos")]
+    match crate::apple::AppleGpuSource::open() {
+        Ok(source) => sources.push(Box::new(source)),
+        Err(reason) => unavailable.push(Unavailable {
             vendor: Vendor::Apple,
             device: "Apple GPU".into(),
-            reason: "Apple GPU power (IOReport) is not read by this version of SD Bench".into(),
-        });
+            reason,
+        }),
     }
     Discovery {
         sources,

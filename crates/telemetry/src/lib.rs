@@ -1,10 +1,11 @@
 //! What SD Bench knows about the machine: system identity (OS, CPU, RAM, GPUs) and a 10 Hz sampler
 //! of power, energy, VRAM, clocks, temperature and throttling, per vendor:
 //! NVIDIA through NVML, AMD through amdgpu sysfs, Intel GPUs through i915/xe hwmon energy, the CPU
-//! package through RAPL. Every figure names its source or says why it is unavailable. The sysfs
+//! package through RAPL, Apple silicon GPUs through IOReport. Every figure names its source or says why it is unavailable. The sysfs
 //! readers take a root folder so tests run on recorded trees.
 
 pub mod amd;
+pub mod apple;
 pub mod discover;
 pub mod intel;
 pub mod nvidia;
