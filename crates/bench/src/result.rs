@@ -228,7 +228,8 @@ impl BenchResult {
     }
 }
 
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` beside `path` and renames them into place: a failure never leaves half a file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.partial"));
     std::fs::write(&tmp, bytes).map_err(|e| {

@@ -1,0 +1,11 @@
+//! The local history of runs: every benchmark result and every custom generation, kept in one
+//! SQLite file in the app's data folder, listed with filters, read back whole, deleted, exported.
+//! Knows nothing of windows or terminals; the desktop app and the CLI both use it.
+
+mod error;
+mod record;
+mod store;
+
+pub use error::{HistoryError, Result};
+pub use record::{Filter, Generation, GenerationStages, Record, RunKind, RunSummary};
+pub use store::{History, EXPORT_FORMAT};

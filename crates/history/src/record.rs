@@ -1,0 +1,158 @@
+//! What the history holds: benchmark results as `sdbench-bench` writes them, and custom
+//! generations; and the one-line summary the list shows for either.
+
+use serde::{Deserialize, Serialize};
+
+use sdbench_bench::result::BenchResult;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    Benchmark,
+    Generation,
+}
+
+impl RunKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Benchmark => "benchmark",
+            RunKind::Generation => "generation",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<RunKind> {
+        match name {
+            "benchmark" => Some(RunKind::Benchmark),
+            "generation" => Some(RunKind::Generation),
+            _ => None,
+        }
+    }
+}
+
+/// One image made on the Create screen, with its parameters and timings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Generation {
+    pub id: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    pub prompt: String,
+    pub negative_prompt: String,
+    pub steps: usize,
+    pub guidance: f64,
+    pub seed: u64,
+    pub width: usize,
+    pub height: usize,
+    pub scheduler: String,
+    pub model: String,
+    pub backend: String,
+    pub device: String,
+    pub precision: String,
+    pub seconds: f64,
+    pub stages: GenerationStages,
+    pub step_seconds: Vec<f64>,
+    /// The saved PNG, when it was saved.
+    pub image_path: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationStages {
+    pub text_encoder: f64,
+    pub unet_loop: f64,
+    pub vae_decode: f64,
+}
+
+/// A whole stored run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "run", rename_all = "lowercase")]
+pub enum Record {
+    Benchmark(Box<BenchResult>),
+    Generation(Box<Generation>),
+}
+
+impl Record {
+    pub fn id(&self) -> &str {
+        match self {
+            Record::Benchmark(r) => &r.run_id,
+            Record::Generation(g) => &g.id,
+        }
+    }
+
+    pub fn kind(&self) -> RunKind {
+        match self {
+            Record::Benchmark(_) => RunKind::Benchmark,
+            Record::Generation(_) => RunKind::Generation,
+        }
+    }
+
+    /// The line the history list shows.
+    pub fn summary(&self) -> RunSummary {
+        match self {
+            Record::Benchmark(r) => RunSummary {
+                id: r.run_id.clone(),
+                kind: RunKind::Benchmark,
+                created_at: r.created_at.clone(),
+                title: r.workload.name.clone(),
+                model: r.workload.model.id.clone(),
+                backend: r.backend.name.clone(),
+                device: r.backend.device.clone(),
+                precision: r.backend.precision.clone(),
+                score: r.scores.score,
+                images_per_minute: Some(r.scores.images_per_minute),
+                seconds_per_image: Some(r.scores.seconds_per_image.mean),
+                valid: r.valid,
+                standard: r.workload.standard,
+            },
+            Record::Generation(g) => RunSummary {
+                id: g.id.clone(),
+                kind: RunKind::Generation,
+                created_at: g.created_at.clone(),
+                title: g.prompt.clone(),
+                model: g.model.clone(),
+                backend: g.backend.clone(),
+                device: g.device.clone(),
+                precision: g.precision.clone(),
+                score: None,
+                images_per_minute: (g.seconds > 0.0).then(|| 60.0 / g.seconds),
+                seconds_per_image: Some(g.seconds),
+                valid: true,
+                standard: false,
+            },
+        }
+    }
+}
+
+/// One line of the history list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: String,
+    pub kind: RunKind,
+    pub created_at: String,
+    /// The workload name for a benchmark, the prompt for a generation.
+    pub title: String,
+    pub model: String,
+    pub backend: String,
+    pub device: String,
+    pub precision: String,
+    pub score: Option<u64>,
+    pub images_per_minute: Option<f64>,
+    pub seconds_per_image: Option<f64>,
+    pub valid: bool,
+    pub standard: bool,
+}
+
+/// Which runs the list shows; every set field must match. Newest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Filter {
+    pub kind: Option<RunKind>,
+    pub backend: Option<String>,
+    /// Case-insensitive, in the title, model or device.
+    pub text: Option<String>,
+    pub standard_only: bool,
+    pub valid_only: bool,
+    /// RFC 3339 bounds on `created_at`, inclusive.
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// At most this many (all when unset).
+    pub limit: Option<usize>,
+}
