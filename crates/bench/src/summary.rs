@@ -120,7 +120,8 @@ pub fn rows(r: &BenchResult) -> Vec<(String, String, String)> {
     rows
 }
 
-fn header(r: &BenchResult) -> Vec<(String, String)> {
+/// What was run and where: (field, value).
+pub fn header(r: &BenchResult) -> Vec<(String, String)> {
     let w = &r.workload;
     let kind = if w.standard {
         format!("{} v{} (standard)", w.name, w.version)
@@ -235,8 +236,19 @@ fn markdown(r: &BenchResult) -> String {
     out
 }
 
+/// The columns of `image_cells`.
+pub const IMAGE_COLUMNS: [&str; 7] = [
+    "seed",
+    "seconds",
+    "text encoder",
+    "UNet loop",
+    "VAE decode",
+    "it/s",
+    "valid",
+];
+
 /// Per image: seed, seconds, text encoder, UNet loop, VAE decode, it/s, valid.
-fn image_cells(r: &BenchResult) -> Vec<[String; 7]> {
+pub fn image_cells(r: &BenchResult) -> Vec<[String; 7]> {
     r.results
         .iter()
         .map(|x| {

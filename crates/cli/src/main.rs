@@ -9,6 +9,7 @@ mod generate;
 mod interrupt;
 mod model_arg;
 mod progress;
+mod report;
 mod submit;
 mod timing;
 
@@ -42,6 +43,8 @@ enum Command {
     Cache(cache::CacheCommand),
     /// Send a result file to a collection endpoint.
     Submit(submit::SubmitArgs),
+    /// Write a result as a Markdown or HTML report with charts, or compare several in HTML.
+    Report(report::ReportArgs),
 }
 
 fn main() {
@@ -54,6 +57,7 @@ fn main() {
         Command::Download(args) => download::run(args),
         Command::Cache(command) => cache::run(command),
         Command::Submit(args) => submit::run(args),
+        Command::Report(args) => report::run(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error}");

@@ -408,3 +408,47 @@ fn submit_dry_run_send_and_outbox() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn report_writes_html_markdown_and_comparisons() {
+    let home = tempfile::tempdir().unwrap();
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bench/tests/data/result-v1.json");
+    let file_s = file.display().to_string();
+    let out = |name: &str| home.path().join(name).display().to_string();
+    let run = |args: &[&str]| sdbench(home.path(), &dead_endpoint(), args);
+
+    let html = out("report.html");
+    ok(&run(&["report", &file_s, "--out", &html]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg"));
+
+    let md = out("report.md");
+    ok(&run(&["report", &file_s, "--out", &md]));
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("| metric | value | unit |"));
+
+    let compare = out("compare.html");
+    ok(&run(&["report", &file_s, &file_s, "--out", &compare]));
+    assert!(std::fs::read_to_string(&compare)
+        .unwrap()
+        .contains("comparison"));
+
+    // Bad requests name the problem and write nothing.
+    for (args, needle) in [
+        (vec!["report", &file_s, &file_s, "--out", &md], "one run"),
+        (
+            vec!["report", &file_s, "--out", &out("r.pdf")],
+            ".html or .md",
+        ),
+        (
+            vec!["report", "/nonexistent.json", "--out", &out("x.html")],
+            "nonexistent.json",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(text(&o.stderr).contains(needle), "{}", text(&o.stderr));
+    }
+    assert!(!home.path().join("r.pdf").exists() && !home.path().join("x.html").exists());
+}

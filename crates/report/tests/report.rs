@@ -1,0 +1,210 @@
+//! Charts are well-formed SVG that plot every data point of every run; reports escape what they
+//! show and hold every chart.
+
+use std::path::PathBuf;
+
+use sdbench_bench::result::BenchResult;
+use sdbench_report::{charts, html, ReportError, Run};
+
+fn sample() -> BenchResult {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bench/tests/data/result-v1.json");
+    BenchResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A run with `images` images of `steps` steps and a power sample every 0.1 s of the timed window.
+fn run(images: usize, steps: usize, seconds: f64, watts: f64) -> BenchResult {
+    let mut r = sample();
+    let template = r.results[0].clone();
+    r.results = (0..images)
+        .map(|i| {
+            let mut x = template.clone();
+            x.seconds = seconds + i as f64 * 0.01;
+            x.step_seconds = vec![seconds / steps as f64; steps];
+            x
+        })
+        .collect();
+    let template = r.telemetry.samples[0].clone();
+    let (start, end) = (r.telemetry.timed.start, r.telemetry.timed.end);
+    let n = ((end - start) / 0.1).round() as usize + 1;
+    r.telemetry.samples = (0..n)
+        .map(|i| {
+            let mut s = template.clone();
+            s.t = start + i as f64 * 0.1;
+            s.reading.power_w = Some(watts);
+            s
+        })
+        .collect();
+    r
+}
+
+fn parse(svg: &str) -> roxmltree::Document<'_> {
+    roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("not well-formed SVG: {e}"))
+}
+
+fn count(doc: &roxmltree::Document, tag: &str) -> usize {
+    doc.descendants().filter(|n| n.has_tag_name(tag)).count()
+}
+
+fn texts(doc: &roxmltree::Document) -> Vec<String> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
+        .collect()
+}
+
+#[test]
+fn line_charts_plot_every_point_of_every_run() {
+    let a = run(5, 30, 2.0, 300.0);
+    let b = run(3, 30, 4.0, 200.0);
+    let runs = [
+        Run {
+            label: "H100 f16",
+            result: &a,
+        },
+        Run {
+            label: "7900 XTX f16",
+            result: &b,
+        },
+    ];
+    let svg = charts::seconds_per_image(&runs).unwrap();
+    let doc = parse(&svg);
+    assert_eq!(count(&doc, "circle"), 5 + 3, "one marker per image");
+    let labels = texts(&doc);
+    for needle in [
+        "Seconds per image",
+        "H100 f16",
+        "7900 XTX f16",
+        "image",
+        "seconds",
+    ] {
+        assert!(
+            labels.iter().any(|t| t == needle),
+            "{needle} missing in {labels:?}"
+        );
+    }
+
+    let doc_steps = charts::step_times(&runs).unwrap();
+    assert_eq!(
+        count(&parse(&doc_steps), "circle"),
+        30 + 30,
+        "one marker per step"
+    );
+
+    let power = charts::power_over_time(&runs).unwrap();
+    let expected: usize = [&a, &b].iter().map(|r| r.telemetry.samples.len()).sum();
+    assert_eq!(count(&parse(&power), "circle"), expected);
+}
+
+#[test]
+fn stage_breakdown_stacks_three_stages_per_run() {
+    let a = run(2, 4, 1.0, 100.0);
+    let b = run(2, 4, 3.0, 100.0);
+    let svg = charts::stage_breakdown(&[
+        Run {
+            label: "a",
+            result: &a,
+        },
+        Run {
+            label: "b",
+            result: &b,
+        },
+    ])
+    .unwrap();
+    let doc = parse(&svg);
+    // Each stage colour: one bar per run plus its legend swatch.
+    for colour in ["#9EC5E8", "#1F77B4", "#FFBB78"] {
+        let n = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some(colour))
+            .count();
+        assert_eq!(n, 3, "{colour}");
+    }
+    let labels = texts(&doc);
+    for needle in ["a", "b", "UNet loop", "VAE decode", "text encoder"] {
+        assert!(
+            labels.iter().any(|t| t == needle),
+            "{needle} missing in {labels:?}"
+        );
+    }
+}
+
+#[test]
+fn charts_without_data_say_why() {
+    let mut r = run(2, 4, 1.0, 100.0);
+    r.scores.power.available = false;
+    r.scores.power.source = None;
+    let runs = [Run {
+        label: "a",
+        result: &r,
+    }];
+    assert!(matches!(
+        charts::power_over_time(&runs),
+        Err(ReportError::Empty(_))
+    ));
+    r.results.clear();
+    let runs = [Run {
+        label: "a",
+        result: &r,
+    }];
+    assert!(matches!(
+        charts::seconds_per_image(&runs),
+        Err(ReportError::Empty(_))
+    ));
+    assert!(matches!(
+        charts::stage_breakdown(&runs),
+        Err(ReportError::Empty(_))
+    ));
+}
+
+#[test]
+fn html_report_escapes_text_and_holds_every_chart() {
+    let mut r = run(3, 4, 1.0, 100.0);
+    r.workload.model.id = "<script>alert(1)</script>".into();
+    let page = html::report(&r);
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!page.contains("<script>"));
+    assert_eq!(page.matches("<svg").count(), 4);
+    assert!(page.contains(&format!("Score {}", r.scores.score.unwrap())));
+    // Every score row of the summary is in the page.
+    for (metric, _, _) in sdbench_bench::summary::rows(&r) {
+        assert!(page.contains(&html::escape(&metric)), "{metric}");
+    }
+
+    r.valid = false;
+    r.scores.score = None;
+    r.invalid_reasons = vec!["image 2: blank".into()];
+    r.scores.power.available = false;
+    r.scores.power.source = None;
+    let page = html::report(&r);
+    assert!(page.contains("Invalid run: image 2: blank"));
+    assert!(page.contains("No score"));
+    assert_eq!(
+        page.matches("<svg").count(),
+        3,
+        "no power chart, a reason instead"
+    );
+}
+
+#[test]
+fn comparison_has_a_column_per_run() {
+    let a = run(2, 4, 1.0, 100.0);
+    let b = run(2, 4, 2.0, 100.0);
+    let c = run(2, 4, 3.0, 100.0);
+    let page = html::comparison(&[
+        Run {
+            label: "first",
+            result: &a,
+        },
+        Run {
+            label: "second",
+            result: &b,
+        },
+        Run {
+            label: "third",
+            result: &c,
+        },
+    ]);
+    assert!(page.contains("<th>first</th><th>second</th><th>third</th>"));
+    assert_eq!(page.matches("<svg").count(), 4);
+}
