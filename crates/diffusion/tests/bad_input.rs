@@ -4,6 +4,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::assert_mentions;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
@@ -35,15 +36,6 @@ fn load_err(folder: &Path) -> String {
     ) {
         Ok(_) => panic!("loading {} should fail", folder.display()),
         Err(e) => e.to_string(),
-    }
-}
-
-fn assert_mentions(message: &str, needles: &[&str]) {
-    for n in needles {
-        assert!(
-            message.contains(n),
-            "error {message:?} should mention {n:?}"
-        );
     }
 }
 

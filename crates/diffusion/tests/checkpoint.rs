@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{assert_close, fixtures};
+use common::{assert_close, assert_mentions, fixtures};
 use sdbench_diffusion::checkpoint::{diffusers_name, Component, Layout};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::safetensors::{write_f32, SafeTensors};
@@ -38,15 +38,6 @@ fn load_err(file: &Path, config: Option<&Path>) -> String {
     match load(file, config) {
         Ok(_) => panic!("loading {} should fail", file.display()),
         Err(e) => e.to_string(),
-    }
-}
-
-fn assert_mentions(message: &str, needles: &[&str]) {
-    for needle in needles {
-        assert!(
-            message.contains(needle),
-            "`{message}` should mention `{needle}`"
-        );
     }
 }
 

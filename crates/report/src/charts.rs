@@ -48,6 +48,17 @@ fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>) -> Resu
     Ok(out)
 }
 
+fn draw_legend<'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK.mix(0.3))
+        .draw()
+        .map_err(draw_err)
+}
+
 /// 0..max with a little headroom; a flat zero range still gets height.
 fn upper(max: f64) -> f64 {
     if max.is_finite() && max > 0.0 {
@@ -120,12 +131,7 @@ fn lines(
                 .draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))
                 .map_err(draw_err)?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(draw_err)
+        draw_legend(&mut chart)
     })
 }
 
@@ -274,11 +280,6 @@ pub fn stage_breakdown(runs: &[Run]) -> Result<String> {
                 .label(*name)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(draw_err)
+        draw_legend(&mut chart)
     })
 }

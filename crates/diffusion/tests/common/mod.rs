@@ -64,6 +64,16 @@ pub fn assert_close(what: &str, actual: &[f32], expected: &[f32], atol: f32) {
     assert!(diff <= atol, "{what}: max |diff| {diff:e} exceeds {atol:e}");
 }
 
+/// Asserts an error message names every one of `needles`.
+pub fn assert_mentions(message: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(
+            message.contains(n),
+            "error {message:?} should mention {n:?}"
+        );
+    }
+}
+
 /// Copies a folder tree (a fixture model) so a test can damage or edit its copy.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
