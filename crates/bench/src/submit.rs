@@ -7,14 +7,18 @@ use std::time::Duration;
 use crate::error::{BenchError, Result};
 use crate::result::{write_atomically, BenchResult};
 
-/// Where results wait to be sent: `SDBENCH_DATA_DIR/outbox`, else the platform data folder
-/// (`~/.local/share/sdbench/outbox` on Linux).
-pub fn default_outbox() -> PathBuf {
+/// SD Bench's own files (outbox, history): `SDBENCH_DATA_DIR`, else the platform data folder
+/// (`~/.local/share/sdbench` on Linux).
+pub fn data_dir() -> PathBuf {
     std::env::var_os("SDBENCH_DATA_DIR")
         .map(PathBuf::from)
         .or_else(|| dirs::data_dir().map(|d| d.join("sdbench")))
         .unwrap_or_else(|| PathBuf::from(".sdbench"))
-        .join("outbox")
+}
+
+/// Where results wait to be sent: `{data_dir}/outbox`.
+pub fn default_outbox() -> PathBuf {
+    data_dir().join("outbox")
 }
 
 #[derive(Debug, Clone, PartialEq)]

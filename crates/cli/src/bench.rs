@@ -140,6 +140,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     };
     let images = runner::save(&mut output, &args.out)
         .with_context(|| format!("saving the result to {} failed", args.out.display()))?;
+    // The history is a convenience: a run that cannot be recorded is still a saved result.
+    let recorded = sdbench_history::History::open(&sdbench_history::default_path())
+        .and_then(|h| h.add_benchmark(&output.result));
+    if let Err(e) = recorded {
+        eprintln!("warning: the run was not added to the history: {e}");
+    }
     print!("{}", summary::render(&output.result, format));
     std::io::stdout().flush()?;
     eprintln!(

@@ -6,6 +6,7 @@ mod cache;
 mod devices;
 mod download;
 mod generate;
+mod history;
 mod interrupt;
 mod model_arg;
 mod progress;
@@ -45,6 +46,9 @@ enum Command {
     Submit(submit::SubmitArgs),
     /// Write a result as a Markdown or HTML report with charts, or compare several in HTML.
     Report(report::ReportArgs),
+    /// List, show, delete or export the runs SD Bench remembers.
+    #[command(subcommand)]
+    History(history::HistoryCommand),
 }
 
 fn main() {
@@ -58,6 +62,7 @@ fn main() {
         Command::Cache(command) => cache::run(command),
         Command::Submit(args) => submit::run(args),
         Command::Report(args) => report::run(args),
+        Command::History(command) => history::run(command),
     };
     if let Err(error) = result {
         eprintln!("error: {error}");

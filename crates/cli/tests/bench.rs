@@ -133,6 +133,42 @@ fn bench_on_a_local_folder_writes_result_images_and_summary() {
             text(&o.stdout)
         );
     }
+
+    // Every run is in the history, newest first; it reads back, exports and is forgotten.
+    let history = |args: &[&str]| {
+        let mut all = vec!["history"];
+        all.extend_from_slice(args);
+        sdbench(home.path(), &dead_endpoint(), &all)
+    };
+    let o = history(&["list", "--json"]);
+    ok(&o);
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 4);
+    let first_id = result["run_id"].as_str().unwrap();
+    assert_eq!(runs[3]["id"], first_id, "the first run is the oldest");
+    assert_eq!(runs[3]["kind"], "benchmark");
+    let o = history(&["show", first_id]);
+    ok(&o);
+    let shown: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["results"], result["results"]);
+    let export = home.path().join("export.json");
+    ok(&history(&[
+        "export",
+        first_id,
+        "--out",
+        &export.display().to_string(),
+    ]));
+    let exported: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    assert_eq!(exported["runs"][0]["run"]["run_id"], first_id);
+    ok(&history(&["delete", first_id]));
+    let o = history(&["delete", first_id]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("no run"), "{}", text(&o.stderr));
+    let o = history(&["list"]);
+    ok(&o);
+    assert_eq!(text(&o.stdout).lines().count(), 3);
+    assert!(!text(&o.stdout).contains(first_id));
 }
 
 #[test]

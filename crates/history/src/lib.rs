@@ -8,4 +8,4 @@ mod store;
 
 pub use error::{HistoryError, Result};
 pub use record::{Filter, Generation, GenerationStages, Record, RunKind, RunSummary};
-pub use store::{History, EXPORT_FORMAT};
+pub use store::{default_path, History, EXPORT_FORMAT};

@@ -34,6 +34,11 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_at);
 ";
 
+/// The history the CLI and the desktop app share: `{data_dir}/history.sqlite`.
+pub fn default_path() -> PathBuf {
+    sdbench_bench::submit::data_dir().join("history.sqlite")
+}
+
 /// The `format` field of an export file.
 pub const EXPORT_FORMAT: &str = "sdbench-history-export-v1";
 
