@@ -322,7 +322,7 @@ pub fn run(
 
     let result = BenchResult {
         schema_version: SCHEMA_VERSION,
-        run_id: uuid::Uuid::new_v4().to_string(),
+        run_id: new_run_id(),
         created_at: now_rfc3339(),
         app: options.app.clone(),
         system,
@@ -503,10 +503,16 @@ fn file_record(path: &Path) -> Result<FileRecord> {
     })
 }
 
-fn now_rfc3339() -> String {
+/// The time now, RFC 3339 in UTC, as results and the history record it.
+pub fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
+}
+
+/// A new run id.
+pub fn new_run_id() -> String {
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// Saves the images beside `json_path` (`{stem}-1.png`, …) and then the result JSON, which names

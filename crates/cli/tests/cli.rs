@@ -3,9 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// `sdbench` with a data folder of its own for this test process, so the history it writes is
+/// never the person's.
 fn sdbench(args: &[&str]) -> Output {
+    static DATA: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let data = DATA.get_or_init(|| tempfile::tempdir().unwrap());
     Command::new(env!("CARGO_BIN_EXE_sdbench"))
         .args(args)
+        .env("SDBENCH_DATA_DIR", data.path())
         .output()
         .unwrap()
 }
@@ -198,6 +203,59 @@ fn a_single_file_checkpoint_generates_with_its_config_folder() {
     assert_fails(&o, &out, "only to a single-file checkpoint");
     let o = run(&out, &["--model-config", "/nonexistent/config"]);
     assert_fails(&o, &out, "is not a folder");
+}
+
+#[test]
+fn a_generated_image_is_recorded_in_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("history.png");
+    let prompt = "a lighthouse recorded in history";
+    let model = tiny();
+    let out_s = out.display().to_string();
+    let o = sdbench(&[
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        prompt,
+        "--backend",
+        "cpu",
+        "--width",
+        "24",
+        "--height",
+        "16",
+        "--steps",
+        "2",
+        "--scheduler",
+        "euler",
+        "--seed",
+        "7",
+        "--out",
+        &out_s,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = sdbench(&[
+        "history",
+        "list",
+        "--kind",
+        "generation",
+        "--text",
+        prompt,
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    let id = runs[0]["id"].as_str().unwrap();
+    let o = sdbench(&["history", "show", id]);
+    let shown: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["seed"], 7);
+    assert_eq!(shown["steps"], 2);
+    assert_eq!(shown["step_seconds"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        shown["image_path"].as_str().unwrap(),
+        std::path::absolute(&out).unwrap().display().to_string()
+    );
 }
 
 #[test]

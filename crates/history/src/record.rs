@@ -39,7 +39,8 @@ pub struct Generation {
     pub negative_prompt: String,
     pub steps: usize,
     pub guidance: f64,
-    pub seed: u64,
+    /// `None` when the run started from given latents.
+    pub seed: Option<u64>,
     pub width: usize,
     pub height: usize,
     pub scheduler: String,

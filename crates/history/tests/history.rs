@@ -32,7 +32,7 @@ fn generation(id: &str, created_at: &str, prompt: &str) -> Generation {
         negative_prompt: "blurry".into(),
         steps: 20,
         guidance: 7.5,
-        seed: 42,
+        seed: Some(42),
         width: 512,
         height: 512,
         scheduler: "euler".into(),
