@@ -31,13 +31,8 @@ pub enum ModelChoice {
         revision: String,
         fallback_to_synthetic: bool,
     },
-    Folder(PathBuf),
-    /// A single-file SD1.x checkpoint; `config`: a diffusers folder describing it (default SD1.5).
-    Checkpoint {
-        file: PathBuf,
-        config: Option<PathBuf>,
-    },
-    Synthetic,
+    /// A model on this machine (folder or single-file checkpoint), or synthetic weights.
+    Local(ModelSource),
 }
 
 #[derive(Debug, Clone)]
@@ -258,7 +253,7 @@ pub fn run(
             },
         )?;
         let t = &generated.timings;
-        let check = check_image(&generated.image, &generated.float_image);
+        let check = check_image(&generated.image, generated.non_finite);
         observer(&Event::ImageFinished {
             index,
             total,
@@ -411,30 +406,12 @@ fn resolve_model(
     cancel: &CancelToken,
 ) -> Result<(ModelSource, ModelRecord, u64)> {
     let synthetic = || {
-        (
-            ModelSource::Synthetic,
-            ModelRecord {
-                synthetic: true,
-                ..model_record("synthetic", None, "synthetic")
-            },
-            0,
-        )
+        let source = ModelSource::Synthetic;
+        let record = local_record(&source);
+        (source, record, 0)
     };
     match &options.model {
-        ModelChoice::Synthetic => Ok(synthetic()),
-        ModelChoice::Folder(path) => Ok((
-            ModelSource::Folder(path.clone()),
-            model_record(&path.display().to_string(), None, "folder"),
-            0,
-        )),
-        ModelChoice::Checkpoint { file, config } => Ok((
-            ModelSource::Checkpoint {
-                file: file.clone(),
-                config: config.clone(),
-            },
-            model_record(&file.display().to_string(), None, "checkpoint"),
-            0,
-        )),
+        ModelChoice::Local(source) => Ok((source.clone(), local_record(source), 0)),
         ModelChoice::Hub {
             id,
             revision,
@@ -472,6 +449,20 @@ fn resolve_model(
                 Err(e) => Err(e.into()),
             }
         }
+    }
+}
+
+/// The record of a model on this machine.
+fn local_record(source: &ModelSource) -> ModelRecord {
+    match source {
+        ModelSource::Folder(path) => model_record(&path.display().to_string(), None, "folder"),
+        ModelSource::Checkpoint { file, .. } => {
+            model_record(&file.display().to_string(), None, "checkpoint")
+        }
+        ModelSource::Synthetic => ModelRecord {
+            synthetic: true,
+            ..model_record("synthetic", None, "synthetic")
+        },
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use sdbench_bench::result::{AppInfo, BenchResult, JSON_SCHEMA};
 use sdbench_bench::runner::{self, Event};
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
-use sdbench_diffusion::{BackendRequest, CancelToken, Precision};
+use sdbench_diffusion::{BackendRequest, CancelToken, ModelSource, Precision};
 use sdbench_hub::HubSettings;
 
 fn tiny() -> PathBuf {
@@ -69,7 +69,7 @@ fn options(root: &Path, images: usize) -> RunOptions {
     .unwrap();
     let mut options = RunOptions::new(
         workload,
-        ModelChoice::Folder(tiny()),
+        ModelChoice::Local(ModelSource::Folder(tiny())),
         AppInfo {
             name: "sdbench".into(),
             version: "test".into(),
@@ -303,10 +303,10 @@ fn a_single_file_checkpoint_runs_and_is_recorded_as_one_file() {
     let mut o = options(root.path(), 1);
     o.baseline = Duration::ZERO;
     let file = tiny().with_file_name("tiny-sd.ldm.safetensors");
-    o.model = ModelChoice::Checkpoint {
+    o.model = ModelChoice::Local(ModelSource::Checkpoint {
         file: file.clone(),
         config: Some(tiny()),
-    };
+    });
     let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
     let model = &output.result.workload.model;
     assert_eq!(model.source, "checkpoint");
@@ -392,7 +392,7 @@ fn a_nan_image_makes_the_run_invalid_and_unscored() {
     let root = tempfile::tempdir().unwrap();
     let mut o = options(root.path(), 2);
     o.baseline = Duration::ZERO;
-    o.model = ModelChoice::Folder(tiny_with_nan_vae(root.path()));
+    o.model = ModelChoice::Local(ModelSource::Folder(tiny_with_nan_vae(root.path())));
     let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
     let r = &output.result;
     assert!(!r.valid);

@@ -9,7 +9,7 @@ use sdbench_bench::result::{AppInfo, DEFAULT_FILE_NAME};
 use sdbench_bench::runner::{self, Event};
 use sdbench_bench::summary::{self, Format};
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
-use sdbench_diffusion::{BackendRequest, Precision, SchedulerKind};
+use sdbench_diffusion::{BackendRequest, ModelSource, Precision, SchedulerKind};
 use sdbench_hub::{HubSettings, RepoId, DEFAULT_MODEL};
 
 use crate::model_arg::{self, ModelArg};
@@ -91,7 +91,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     };
     let workload = Workload::with_overrides(&overrides)?;
     let model = if args.synthetic {
-        ModelChoice::Synthetic
+        ModelChoice::Local(ModelSource::Synthetic)
     } else {
         match args.model.as_deref() {
             None => ModelChoice::Hub {
@@ -100,9 +100,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 fallback_to_synthetic: true,
             },
             Some(text) => match model_arg::parse(text, args.model_config.as_deref())? {
-                ModelArg::Synthetic => ModelChoice::Synthetic,
-                ModelArg::Folder(path) => ModelChoice::Folder(path),
-                ModelArg::Checkpoint { file, config } => ModelChoice::Checkpoint { file, config },
+                ModelArg::Local(source) => ModelChoice::Local(source),
                 ModelArg::Hub(id) => ModelChoice::Hub {
                     id,
                     revision: args.revision.clone(),

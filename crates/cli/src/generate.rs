@@ -11,7 +11,7 @@ use sdbench_diffusion::npy;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitialNoise, Pipeline, Precision, SchedulerKind,
 };
-use sdbench_history::{default_path, Generation, GenerationStages, History};
+use sdbench_history::{default_path, Generation, History, Stages};
 
 use crate::progress::StepProgress;
 
@@ -184,7 +184,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         device: pipeline.device.name.clone(),
         precision: pipeline.precision.name().into(),
         seconds: t.total,
-        stages: GenerationStages {
+        stages: Stages {
             text_encoder: t.text_encoder,
             unet_loop: t.unet_total,
             vae_decode: t.vae_decode,

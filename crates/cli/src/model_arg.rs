@@ -11,13 +11,9 @@ use crate::progress::DownloadBar;
 
 /// What `--model` names.
 pub enum ModelArg {
-    Folder(PathBuf),
-    Checkpoint {
-        file: PathBuf,
-        config: Option<PathBuf>,
-    },
+    /// A folder, a checkpoint file, or synthetic weights: nothing to fetch.
+    Local(ModelSource),
     Hub(RepoId),
-    Synthetic,
 }
 
 /// An existing folder or file wins; `synthetic` is synthetic weights; anything else must be a Hub
@@ -34,10 +30,10 @@ pub fn parse(text: &str, config: Option<&Path>) -> anyhow::Result<ModelArg> {
                 );
             }
         }
-        return Ok(ModelArg::Checkpoint {
+        return Ok(ModelArg::Local(ModelSource::Checkpoint {
             file: path,
             config: config.map(Path::to_path_buf),
-        });
+        }));
     }
     if let Some(folder) = config {
         anyhow::bail!(
@@ -46,10 +42,10 @@ pub fn parse(text: &str, config: Option<&Path>) -> anyhow::Result<ModelArg> {
         );
     }
     if text == "synthetic" {
-        return Ok(ModelArg::Synthetic);
+        return Ok(ModelArg::Local(ModelSource::Synthetic));
     }
     if path.is_dir() {
-        return Ok(ModelArg::Folder(path));
+        return Ok(ModelArg::Local(ModelSource::Folder(path)));
     }
     let looks_like_path =
         text.starts_with(['.', '/', '~']) || text.contains('\\') || text.matches('/').count() != 1;
@@ -72,9 +68,7 @@ pub fn parse(text: &str, config: Option<&Path>) -> anyhow::Result<ModelArg> {
 /// progress bar.
 pub fn resolve(text: &str, config: Option<&Path>) -> anyhow::Result<ModelSource> {
     Ok(match parse(text, config)? {
-        ModelArg::Synthetic => ModelSource::Synthetic,
-        ModelArg::Folder(path) => ModelSource::Folder(path),
-        ModelArg::Checkpoint { file, config } => ModelSource::Checkpoint { file, config },
+        ModelArg::Local(source) => source,
         ModelArg::Hub(id) => {
             let hub = Hub::new(HubSettings::from_env());
             let mut bar = DownloadBar::new();

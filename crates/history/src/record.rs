@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use sdbench_bench::result::BenchResult;
+use sdbench_bench::result::{BenchResult, Stages};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -49,17 +49,10 @@ pub struct Generation {
     pub device: String,
     pub precision: String,
     pub seconds: f64,
-    pub stages: GenerationStages,
+    pub stages: Stages,
     pub step_seconds: Vec<f64>,
     /// The saved PNG, when it was saved.
     pub image_path: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GenerationStages {
-    pub text_encoder: f64,
-    pub unet_loop: f64,
-    pub vae_decode: f64,
 }
 
 /// A whole stored run.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use sdbench_bench::result::BenchResult;
 use sdbench_history::{
-    Filter, Generation, GenerationStages, History, HistoryError, Record, RunKind, EXPORT_FORMAT,
+    Filter, Generation, History, HistoryError, Record, RunKind, Stages, EXPORT_FORMAT,
 };
 
 fn sample_result() -> BenchResult {
@@ -41,7 +41,7 @@ fn generation(id: &str, created_at: &str, prompt: &str) -> Generation {
         device: "NVIDIA H100".into(),
         precision: "f16".into(),
         seconds: 2.0,
-        stages: GenerationStages {
+        stages: Stages {
             text_encoder: 0.01,
             unet_loop: 1.8,
             vae_decode: 0.19,

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::reading::{Reading, Source, SourceInfo, Vendor};
-use crate::sysfs::{hwmons, read_error, read_trimmed, read_u64, uevent};
+use crate::sysfs::{card_name, hwmons, read_error, read_trimmed, read_u64, uevent};
 
 pub struct AmdgpuSource {
     info: SourceInfo,
@@ -21,11 +21,7 @@ impl AmdgpuSource {
     /// `card`: `/sys/class/drm/cardN`.
     pub fn open(card: &Path) -> Result<AmdgpuSource, String> {
         let device = card.join("device");
-        let card_name = card
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
+        let card_name = card_name(card);
         let hwmon = hwmons(&device).into_iter().next();
         let power_file = hwmon.as_ref().and_then(|h| {
             ["power1_average", "power1_input"]

@@ -1,11 +1,8 @@
 //! Apple silicon GPU power through IOReport, the framework behind `powermetrics`: the "Energy Model"
 //! group's "GPU Energy" channel counts the energy the GPU used between two samples, without root.
-//! The framework calls exist only on macOS; the unit handling and the energy bookkeeping are plain
-//! Rust, tested on every platform.
-
-use std::time::Instant;
-
-use crate::reading::Reading;
+//! IOReport gives the energy between samples; their running sum is an energy counter like the
+//! other vendors', turned into power by `EnergyTracker`. The framework calls exist only on macOS;
+//! the unit handling is plain Rust, tested on every platform.
 
 /// The IOReport channel group and channel that count the GPU's energy.
 pub const ENERGY_GROUP: &str = "Energy Model";
@@ -24,37 +21,6 @@ pub fn joules(value: i64, unit: &str) -> Option<f64> {
     Some(value as f64 * scale)
 }
 
-/// Turns the energy counted between samples into a monotonic total and the power over each
-/// interval.
-#[derive(Debug, Default)]
-pub struct EnergyAccumulator {
-    total_j: f64,
-    last: Option<Instant>,
-}
-
-impl EnergyAccumulator {
-    /// The first call starts the count (IOReport gives deltas, so it has no energy yet); each
-    /// later call adds `delta_j`, the energy used since the previous call, measured at `now`.
-    pub fn add(&mut self, now: Instant, delta_j: Option<f64>) -> Reading {
-        let Some(then) = self.last.replace(now) else {
-            return Reading {
-                energy_j: Some(0.0),
-                ..Reading::default()
-            };
-        };
-        let Some(delta) = delta_j.filter(|d| d.is_finite() && *d >= 0.0) else {
-            return Reading::default();
-        };
-        self.total_j += delta;
-        let dt = now.duration_since(then).as_secs_f64();
-        Reading {
-            energy_j: Some(self.total_j),
-            power_w: (dt > 0.0).then(|| delta / dt),
-            ..Reading::default()
-        }
-    }
-}
-
 #[cfg(target_os = "macos")]
 pub use source::AppleGpuSource;
 
@@ -64,8 +30,8 @@ mod source {
     use std::ptr::{null, null_mut};
     use std::time::Instant;
 
-    use super::{joules, EnergyAccumulator, ENERGY_GROUP, GPU_CHANNEL};
-    use crate::reading::{Reading, Source, SourceInfo, Vendor};
+    use super::{joules, ENERGY_GROUP, GPU_CHANNEL};
+    use crate::reading::{EnergyTracker, Reading, Source, SourceInfo, Vendor};
 
     type CFTypeRef = *const c_void;
     type CFIndex = isize;
@@ -196,7 +162,9 @@ mod source {
         channels: Owned,
         subscription: Owned,
         previous: Option<Owned>,
-        energy: EnergyAccumulator,
+        /// The GPU energy summed over all samples so far.
+        total_j: f64,
+        tracker: EnergyTracker,
     }
 
     // SAFETY: the CF objects are used by one thread at a time (the sampler's), never shared.
@@ -238,7 +206,8 @@ mod source {
                 channels,
                 subscription,
                 previous: None,
-                energy: EnergyAccumulator::default(),
+                total_j: 0.0,
+                tracker: EnergyTracker::default(),
             };
             // Two samples must show the GPU channel (Intel Macs have none).
             source.sample();
@@ -249,7 +218,6 @@ mod source {
                         .into(),
                 );
             }
-            source.energy = EnergyAccumulator::default();
             Ok(source)
         }
 
@@ -274,8 +242,16 @@ mod source {
         }
 
         fn read(&mut self) -> Reading {
-            let delta = self.sample();
-            self.energy.add(Instant::now(), delta)
+            let Some(delta) = self.sample().filter(|d| d.is_finite() && *d >= 0.0) else {
+                return Reading::default();
+            };
+            self.total_j += delta;
+            let (energy, power) = self.tracker.update(Instant::now(), self.total_j, None);
+            Reading {
+                energy_j: Some(energy),
+                power_w: power,
+                ..Reading::default()
+            }
         }
     }
 }
@@ -283,7 +259,6 @@ mod source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn units_convert_to_joules() {
@@ -292,31 +267,5 @@ mod tests {
         assert_eq!(joules(3_000_000_000, "nJ"), Some(3.0));
         assert_eq!(joules(7, "J"), Some(7.0));
         assert_eq!(joules(10, "ms"), None);
-    }
-
-    #[test]
-    fn deltas_add_up_to_a_monotonic_counter_and_power() {
-        let t0 = Instant::now();
-        let mut acc = EnergyAccumulator::default();
-        let first = acc.add(t0, Some(5.0));
-        assert_eq!((first.energy_j, first.power_w), (Some(0.0), None));
-        let r = acc.add(t0 + Duration::from_millis(100), Some(1.5));
-        assert_eq!(r.energy_j, Some(1.5));
-        assert!((r.power_w.unwrap() - 15.0).abs() < 1e-9);
-        let r = acc.add(t0 + Duration::from_millis(300), Some(2.0));
-        assert_eq!(r.energy_j, Some(3.5));
-        assert!((r.power_w.unwrap() - 10.0).abs() < 1e-9);
-        // A failed sample reports nothing and does not disturb the total.
-        assert_eq!(
-            acc.add(t0 + Duration::from_millis(400), None),
-            Reading::default()
-        );
-        assert_eq!(
-            acc.add(t0 + Duration::from_millis(500), Some(-1.0)),
-            Reading::default()
-        );
-        let r = acc.add(t0 + Duration::from_millis(600), Some(1.0));
-        assert_eq!(r.energy_j, Some(4.5));
-        assert!((r.power_w.unwrap() - 10.0).abs() < 1e-9);
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::reading::{EnergyTracker, Reading, Source, SourceInfo, Vendor};
-use crate::sysfs::{hwmons, read_error, read_u64, uevent};
+use crate::sysfs::{card_name, hwmons, read_error, read_u64, uevent};
 
 pub struct IntelGpuSource {
     info: SourceInfo,
@@ -20,11 +20,7 @@ pub struct IntelGpuSource {
 impl IntelGpuSource {
     pub fn open(card: &Path) -> Result<IntelGpuSource, String> {
         let device = card.join("device");
-        let card_name = card
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
+        let card_name = card_name(card);
         let driver = uevent(&device, "DRIVER").unwrap_or_else(|| "i915".into());
         let mut first_error = None;
         for hwmon in hwmons(&device) {

@@ -49,17 +49,21 @@ pub fn hwmons(device: &Path) -> Vec<PathBuf> {
     entries(&device.join("hwmon"), "hwmon")
 }
 
+/// `cardN` for `/sys/class/drm/cardN`.
+pub fn card_name(card: &Path) -> String {
+    card.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_string()
+}
+
 /// The GPUs under `root/sys/class/drm` as (cardN folder, its name); connectors such as
 /// `card0-HDMI-A-1` are left out.
 pub fn drm_cards(root: &Path) -> Vec<(PathBuf, String)> {
     entries(&root.join("sys/class/drm"), "card")
         .into_iter()
         .map(|card| {
-            let name = card
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .to_string();
+            let name = card_name(&card);
             (card, name)
         })
         .filter(|(_, name)| !name.contains('-'))
