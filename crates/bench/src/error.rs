@@ -10,6 +10,10 @@ pub enum BenchError {
     #[error(transparent)]
     Engine(#[from] sdbench_diffusion::DiffusionError),
 
+    /// The model name or setting does not name a usable model.
+    #[error("{0}")]
+    Model(String),
+
     #[error("invalid workload: {0}")]
     Workload(String),
 

@@ -5,6 +5,7 @@
 pub mod checks;
 pub mod error;
 pub mod metrics;
+pub mod model_name;
 pub mod result;
 pub mod runner;
 pub mod stats;
@@ -13,6 +14,7 @@ pub mod summary;
 pub mod workload;
 
 pub use error::{BenchError, Result};
+pub use model_name::ModelName;
 pub use result::{BenchResult, SCHEMA_VERSION};
 pub use runner::{run, Event, ModelChoice, RunOptions, RunOutput};
 pub use workload::{Overrides, Workload};

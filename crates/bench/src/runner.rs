@@ -10,7 +10,7 @@ use sdbench_diffusion::{
     ModelSource, Pipeline, Precision, Progress,
 };
 use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
-use sdbench_telemetry::{discover, Sampler, SystemInfo};
+use sdbench_telemetry::{discover, Sample, Sampler, SystemInfo};
 
 use crate::checks::check_image;
 use crate::error::{BenchError, Result};
@@ -108,7 +108,15 @@ pub enum Event {
         valid: bool,
         warmup: bool,
     },
+    /// The latest telemetry sample of each source, at most every `LIVE_TELEMETRY_INTERVAL` while
+    /// images are generated (for a live power/VRAM view; the result keeps every sample).
+    Telemetry {
+        samples: Vec<Sample>,
+    },
 }
+
+/// How often `Event::Telemetry` is sent during a run.
+pub const LIVE_TELEMETRY_INTERVAL: Duration = Duration::from_millis(500);
 
 pub struct RunOutput {
     pub result: BenchResult,
@@ -183,6 +191,7 @@ pub fn run(
     // Untimed warm-up: a full first image compiles kernels and settles autotuning.
     let total = workload.prompts.len();
     let warmup_start = Instant::now();
+    let mut live = LiveTelemetry::new(&sampler);
     observer(&Event::ImageStarted {
         index: 0,
         total,
@@ -201,7 +210,8 @@ pub fn run(
                 steps,
                 seconds,
                 warmup: true,
-            })
+            });
+            live.send(observer);
         },
     )?;
     let warmup_seconds = warmup_start.elapsed().as_secs_f64();
@@ -249,7 +259,8 @@ pub fn run(
                     steps,
                     seconds,
                     warmup: false,
-                })
+                });
+                live.send(observer);
             },
         )?;
         let t = &generated.timings;
@@ -492,6 +503,35 @@ fn file_record(path: &Path) -> Result<FileRecord> {
         bytes,
         sha256: sdbench_hub::cache::file_sha256(path)?,
     })
+}
+
+/// Sends the sampler's latest readings to the observer, at most every `LIVE_TELEMETRY_INTERVAL`.
+struct LiveTelemetry<'a> {
+    sampler: &'a Sampler,
+    last: Option<Instant>,
+}
+
+impl<'a> LiveTelemetry<'a> {
+    fn new(sampler: &'a Sampler) -> Self {
+        LiveTelemetry {
+            sampler,
+            last: None,
+        }
+    }
+
+    fn send(&mut self, observer: &mut dyn FnMut(&Event)) {
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < LIVE_TELEMETRY_INTERVAL)
+        {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let samples = self.sampler.latest();
+        if !samples.is_empty() {
+            observer(&Event::Telemetry { samples });
+        }
+    }
 }
 
 /// The time now, RFC 3339 in UTC, as results and the history record it.

@@ -8,11 +8,11 @@ use anyhow::Context;
 use sdbench_bench::result::{AppInfo, DEFAULT_FILE_NAME};
 use sdbench_bench::runner::{self, Event};
 use sdbench_bench::summary::{self, Format};
-use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
+use sdbench_bench::{BenchError, ModelChoice, ModelName, Overrides, RunOptions, Workload};
 use sdbench_diffusion::{BackendRequest, ModelSource, Precision, SchedulerKind};
 use sdbench_hub::{HubSettings, RepoId, DEFAULT_MODEL};
 
-use crate::model_arg::{self, ModelArg};
+use crate::model_arg;
 use crate::progress::{format_duration, DownloadBar, RecentSteps};
 
 #[derive(clap::Args, Debug)]
@@ -100,8 +100,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 fallback_to_synthetic: true,
             },
             Some(text) => match model_arg::parse(text, args.model_config.as_deref())? {
-                ModelArg::Local(source) => ModelChoice::Local(source),
-                ModelArg::Hub(id) => ModelChoice::Hub {
+                ModelName::Local(source) => ModelChoice::Local(source),
+                ModelName::Hub { id, .. } => ModelChoice::Hub {
                     id,
                     revision: args.revision.clone(),
                     fallback_to_synthetic: false,
@@ -296,6 +296,8 @@ impl BenchProgress {
                 let check = if *valid { "" } else { "  INVALID" };
                 self.say(&format!("{what} done in {seconds:.2} s{check}"));
             }
+            // The terminal view shows power in the summary; the live feed is for the app's chart.
+            Event::Telemetry { .. } => {}
         }
     }
 }

@@ -128,47 +128,8 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         pipeline.generate(&request, &mut |e| progress.update(e), &CancelToken::new())?;
     pipeline.require_finite(&generated)?;
 
-    let seed_text = match (&args.latents, args.seed) {
-        (Some(p), _) => format!("latents {}", p.display()),
-        (None, s) => format!("{}", s.unwrap_or(0)),
-    };
-    let parameters = format!(
-        "{}\nNegative prompt: {}\nSteps: {}, Sampler: {}, CFG scale: {}, Seed: {}, Size: {}x{}, Model: {}, Backend: {}, Precision: {}",
-        args.prompt,
-        args.negative,
-        args.steps,
-        generated.scheduler,
-        args.guidance,
-        seed_text,
-        args.width,
-        args.height,
-        args.model,
-        pipeline.device.kind,
-        pipeline.precision.name(),
-    );
-    let json = serde_json::json!({
-        "prompt": args.prompt,
-        "negative_prompt": args.negative,
-        "steps": args.steps,
-        "guidance_scale": args.guidance,
-        "scheduler": generated.scheduler.name(),
-        "width": args.width,
-        "height": args.height,
-        "seed": args.seed,
-        "latents": args.latents.as_ref().map(|p| p.display().to_string()),
-        "model": args.model,
-        "backend": pipeline.device.kind.name(),
-        "device": pipeline.device.name,
-        "precision": pipeline.precision.name(),
-        "sdbench_version": env!("CARGO_PKG_VERSION"),
-    });
-    write_png(
-        &args.out,
-        &generated.image,
-        &[("parameters", parameters), ("sdbench", json.to_string())],
-    )?;
     let t = &generated.timings;
-    let record = Generation {
+    let mut record = Generation {
         id: runner::new_run_id(),
         created_at: runner::now_rfc3339(),
         prompt: args.prompt.clone(),
@@ -190,13 +151,20 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
             vae_decode: t.vae_decode,
         },
         step_seconds: t.unet_steps.clone(),
-        image_path: Some(
-            std::path::absolute(&args.out)
-                .unwrap_or_else(|_| args.out.clone())
-                .display()
-                .to_string(),
-        ),
+        image_path: None,
     };
+    let latents = args.latents.as_ref().map(|p| p.display().to_string());
+    write_png(
+        &args.out,
+        &generated.image,
+        &record.png_text(latents.as_deref(), env!("CARGO_PKG_VERSION")),
+    )?;
+    record.image_path = Some(
+        std::path::absolute(&args.out)
+            .unwrap_or_else(|_| args.out.clone())
+            .display()
+            .to_string(),
+    );
     // The history is a convenience: an image that cannot be recorded is still written.
     if let Err(e) = History::open(&default_path()).and_then(|h| h.add_generation(&record)) {
         eprintln!("warning: the image was not added to the history: {e}");

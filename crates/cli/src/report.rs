@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use sdbench_bench::result::write_atomically;
 use sdbench_bench::BenchResult;
-use sdbench_report::{html, markdown, Run};
+use sdbench_report::Run;
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
@@ -23,32 +23,18 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         .iter()
         .map(|f| BenchResult::load(f))
         .collect::<Result<Vec<_>, _>>()?;
-    let extension = args
-        .out
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    let text = match (extension.as_deref(), results.as_slice()) {
-        (Some("md"), [one]) => markdown(one),
-        (Some("md"), _) => {
-            anyhow::bail!("a Markdown report holds one run; write a comparison as .html")
-        }
-        (Some("html" | "htm"), [one]) => html::report(one),
-        (Some("html" | "htm"), many) => {
-            let labels: Vec<String> = many
-                .iter()
-                .zip(&args.files)
-                .map(|(r, f)| run_label(r, f))
-                .collect();
-            let runs: Vec<Run> = many
-                .iter()
-                .zip(&labels)
-                .map(|(result, label)| Run { label, result })
-                .collect();
-            html::comparison(&runs)
-        }
-        _ => anyhow::bail!("--out {}: name the report .html or .md", args.out.display()),
-    };
+    let labels: Vec<String> = results
+        .iter()
+        .zip(&args.files)
+        .map(|(r, f)| run_label(r, f))
+        .collect();
+    let runs: Vec<Run> = results
+        .iter()
+        .zip(&labels)
+        .map(|(result, label)| Run { label, result })
+        .collect();
+    let text = sdbench_report::for_file(&runs, &args.out)
+        .map_err(|e| anyhow::anyhow!("--out {}: {e}", args.out.display()))?;
     write_atomically(&args.out, text.as_bytes())?;
     eprintln!("wrote {}", args.out.display());
     Ok(())

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use sdbench_test_server::{FakeRepo, RepoFile, TestServer};
+use sdbench_test_server::{FakeRepo, TestServer};
 
 fn tiny() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures/tiny-sd")
@@ -266,33 +266,12 @@ fn with_no_network_and_no_cache_bench_says_so_and_runs_synthetic() {
 
 /// The tiny fixture folder served as a Hub repository (weights as LFS files).
 fn tiny_repo() -> FakeRepo {
-    let root = tiny();
-    let mut files = Vec::new();
-    let mut stack = vec![root.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(&root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                files.push(RepoFile {
-                    lfs: rel.ends_with(".safetensors"),
-                    bytes: std::fs::read(&path).unwrap(),
-                    path: rel,
-                });
-            }
-        }
-    }
-    FakeRepo {
-        id: "test-org/tiny-sd".into(),
-        commit: "feedfacefeedfacefeedfacefeedfacefeedface".into(),
-        files,
-    }
+    FakeRepo::from_folder(
+        "test-org/tiny-sd",
+        "feedfacefeedfacefeedfacefeedfacefeedface",
+        std::path::Path::new(&tiny()),
+    )
+    .unwrap()
 }
 
 #[test]

@@ -55,6 +55,49 @@ pub struct Generation {
     pub image_path: Option<String>,
 }
 
+impl Generation {
+    /// The PNG text chunks that carry this image's parameters: `parameters` in the A1111 style that
+    /// image viewers and other tools read, and `sdbench` as JSON. `latents` names the file the run
+    /// started from, when it did not start from a seed.
+    pub fn png_text(&self, latents: Option<&str>, version: &str) -> Vec<(&'static str, String)> {
+        let seed_text = match (latents, self.seed) {
+            (Some(path), _) => format!("latents {path}"),
+            (None, seed) => seed.unwrap_or(0).to_string(),
+        };
+        let parameters = format!(
+            "{}\nNegative prompt: {}\nSteps: {}, Sampler: {}, CFG scale: {}, Seed: {}, Size: {}x{}, Model: {}, Backend: {}, Precision: {}",
+            self.prompt,
+            self.negative_prompt,
+            self.steps,
+            self.scheduler,
+            self.guidance,
+            seed_text,
+            self.width,
+            self.height,
+            self.model,
+            self.backend,
+            self.precision,
+        );
+        let json = serde_json::json!({
+            "prompt": self.prompt,
+            "negative_prompt": self.negative_prompt,
+            "steps": self.steps,
+            "guidance_scale": self.guidance,
+            "scheduler": self.scheduler,
+            "width": self.width,
+            "height": self.height,
+            "seed": self.seed,
+            "latents": latents,
+            "model": self.model,
+            "backend": self.backend,
+            "device": self.device,
+            "precision": self.precision,
+            "sdbench_version": version,
+        });
+        vec![("parameters", parameters), ("sdbench", json.to_string())]
+    }
+}
+
 /// A whole stored run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "run", rename_all = "lowercase")]

@@ -20,6 +20,8 @@ pub enum ReportError {
     Empty(String),
     #[error("drawing the chart failed: {0}")]
     Draw(String),
+    #[error("{0}")]
+    Format(String),
 }
 
 pub type Result<T, E = ReportError> = std::result::Result<T, E>;
@@ -27,4 +29,23 @@ pub type Result<T, E = ReportError> = std::result::Result<T, E>;
 /// The Markdown report: the same summary `sdbench bench --format md` prints.
 pub fn markdown(result: &BenchResult) -> String {
     summary::render(result, Format::Markdown)
+}
+
+/// The report a file name asks for: `.md` is the Markdown report of one run; `.html` (or `.htm`) is
+/// the HTML report of one run, or the comparison of several.
+pub fn for_file(runs: &[Run], path: &std::path::Path) -> Result<String> {
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match (extension.as_deref(), runs) {
+        (_, []) => Err(ReportError::Format("no runs to report".into())),
+        (Some("md"), [one]) => Ok(markdown(one.result)),
+        (Some("md"), _) => Err(ReportError::Format(
+            "a Markdown report holds one run; write a comparison as .html".into(),
+        )),
+        (Some("html" | "htm"), [one]) => Ok(html::report(one.result)),
+        (Some("html" | "htm"), many) => Ok(html::comparison(many)),
+        _ => Err(ReportError::Format("name the report .html or .md".into())),
+    }
 }

@@ -27,6 +27,43 @@ pub struct FakeRepo {
     pub files: Vec<RepoFile>,
 }
 
+impl FakeRepo {
+    /// Every file under `root` (weights, `.safetensors`, as LFS files), as repository `id`.
+    pub fn from_folder(
+        id: &str,
+        commit: &str,
+        root: &std::path::Path,
+    ) -> std::io::Result<FakeRepo> {
+        let mut files = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(dir)? {
+                let path = entry?.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap_or(&path)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                files.push(RepoFile {
+                    lfs: rel.ends_with(".safetensors"),
+                    bytes: std::fs::read(&path)?,
+                    path: rel,
+                });
+            }
+        }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(FakeRepo {
+            id: id.into(),
+            commit: commit.into(),
+            files,
+        })
+    }
+}
+
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -48,6 +85,8 @@ struct State {
     post_failures: usize,
     /// Accepted POST bodies.
     posted: Vec<Vec<u8>>,
+    /// Plain files served at a path (e.g. an update manifest).
+    files: Vec<(String, Vec<u8>)>,
 }
 
 pub struct TestServer {
@@ -85,6 +124,15 @@ impl TestServer {
 
     pub fn add_repo(&self, repo: FakeRepo) {
         self.state.lock().unwrap().repos.push(repo);
+    }
+
+    /// Serves `bytes` at `path` (e.g. `/latest.json`).
+    pub fn add_file(&self, path: &str, bytes: &[u8]) {
+        self.state
+            .lock()
+            .unwrap()
+            .files
+            .push((path.into(), bytes.to_vec()));
     }
 
     /// The next download of `path` sends only `bytes` bytes, then closes the connection.
@@ -222,8 +270,19 @@ fn respond(request: &Request, state: &Mutex<State>, out: &mut TcpStream) -> std:
         }
         return Ok(true);
     }
-    let repos = state.lock().unwrap().repos.clone();
     let path = request.path.split('?').next().unwrap_or("");
+    let file = {
+        let st = state.lock().unwrap();
+        st.files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, b)| b.clone())
+    };
+    if let Some(bytes) = file {
+        send(out, "200 OK", "Content-Type: application/json\r\n", &bytes)?;
+        return Ok(true);
+    }
+    let repos = state.lock().unwrap().repos.clone();
     for repo in &repos {
         if let Some(rev) = path.strip_prefix(&format!("/api/models/{}/revision/", repo.id)) {
             if rev == "main" || rev == repo.commit {

@@ -1,0 +1,117 @@
+//! What a person names as the model (a command-line argument or the app's setting): a local
+//! diffusers folder, a single-file checkpoint, a Hub id, or `synthetic`.
+
+use std::path::{Path, PathBuf};
+
+use sdbench_diffusion::ModelSource;
+use sdbench_hub::RepoId;
+
+use crate::error::{BenchError, Result};
+
+/// A parsed model name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelName {
+    /// A folder, a checkpoint file, or synthetic weights: nothing to fetch.
+    Local(ModelSource),
+    /// A Hub id, with a note when a renamed id was mapped to its successor.
+    Hub { id: RepoId, note: Option<String> },
+}
+
+impl ModelName {
+    /// An existing folder or file wins; `synthetic` is synthetic weights; anything else must be a
+    /// Hub id. `config` (a diffusers folder whose configs describe the file) goes with a checkpoint
+    /// file only.
+    pub fn parse(text: &str, config: Option<&Path>) -> Result<ModelName> {
+        let bad = |problem: String| Err(BenchError::Model(problem));
+        let path = PathBuf::from(text);
+        if path.is_file() {
+            if let Some(folder) = config {
+                if !folder.is_dir() {
+                    return bad(format!(
+                        "the model config {} is not a folder (name a diffusers model folder whose configs describe the checkpoint)",
+                        folder.display()
+                    ));
+                }
+            }
+            return Ok(ModelName::Local(ModelSource::Checkpoint {
+                file: path,
+                config: config.map(Path::to_path_buf),
+            }));
+        }
+        if let Some(folder) = config {
+            return bad(format!(
+                "the model config {} applies only to a single-file checkpoint (a .safetensors file)",
+                folder.display()
+            ));
+        }
+        if text == "synthetic" {
+            return Ok(ModelName::Local(ModelSource::Synthetic));
+        }
+        if path.is_dir() {
+            return Ok(ModelName::Local(ModelSource::Folder(path)));
+        }
+        let looks_like_path = text.starts_with(['.', '/', '~'])
+            || text.contains('\\')
+            || text.matches('/').count() != 1;
+        match RepoId::parse(text) {
+            Ok((id, note)) => Ok(ModelName::Hub { id, note }),
+            Err(_) if looks_like_path => bad(format!(
+                "model {} does not exist (name a diffusers model folder, a single-file .safetensors checkpoint, a Hub id like stable-diffusion-v1-5/stable-diffusion-v1-5, or `synthetic`)",
+                path.display()
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_to_what_they_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("model.safetensors");
+        std::fs::write(&file, b"x").unwrap();
+        let folder = dir.path().to_str().unwrap();
+
+        assert_eq!(
+            ModelName::parse("synthetic", None).unwrap(),
+            ModelName::Local(ModelSource::Synthetic)
+        );
+        assert_eq!(
+            ModelName::parse(folder, None).unwrap(),
+            ModelName::Local(ModelSource::Folder(dir.path().into()))
+        );
+        assert_eq!(
+            ModelName::parse(file.to_str().unwrap(), Some(dir.path())).unwrap(),
+            ModelName::Local(ModelSource::Checkpoint {
+                file: file.clone(),
+                config: Some(dir.path().into())
+            })
+        );
+        match ModelName::parse("stable-diffusion-v1-5/stable-diffusion-v1-5", None).unwrap() {
+            ModelName::Hub { id, note } => {
+                assert_eq!(id.as_str(), "stable-diffusion-v1-5/stable-diffusion-v1-5");
+                assert!(note.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+        let renamed = ModelName::parse("runwayml/stable-diffusion-v1-5", None).unwrap();
+        assert!(matches!(renamed, ModelName::Hub { note: Some(_), .. }));
+    }
+
+    #[test]
+    fn bad_names_say_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let err = ModelName::parse(missing.to_str().unwrap(), None).unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        let err = ModelName::parse("synthetic", Some(dir.path())).unwrap_err();
+        assert!(err.to_string().contains("only to a single-file"), "{err}");
+        let file = dir.path().join("m.safetensors");
+        std::fs::write(&file, b"x").unwrap();
+        let err = ModelName::parse(file.to_str().unwrap(), Some(&missing)).unwrap_err();
+        assert!(err.to_string().contains("is not a folder"), "{err}");
+    }
+}

@@ -1,0 +1,474 @@
+//! The Benchmark screen: the model it needs (and its download), the run, and what to do with a
+//! result (save, report, submit).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tauri::ipc::Channel;
+use tauri::State;
+
+use sdbench_bench::result::{write_atomically, AppInfo};
+use sdbench_bench::runner::{self, RunOptions};
+use sdbench_bench::submit::{Outcome, Submitter};
+use sdbench_bench::summary;
+use sdbench_bench::{BenchResult, ModelName, Overrides, Workload};
+use sdbench_diffusion::ModelSource;
+use sdbench_history::Record;
+use sdbench_hub::{cache, download::pipeline_files, Hub};
+use sdbench_report::Run;
+
+use crate::errors::{UiError, UiResult};
+use crate::events::JobEvent;
+use crate::jobs::{JobId, JobKind};
+use crate::state::AppState;
+
+use super::jobs::channel_sink;
+use super::{blocking, target_path};
+
+/// Hub models are always read at this revision.
+const REVISION: &str = "main";
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelStatus {
+    /// The model setting.
+    pub model: String,
+    /// hub, folder, checkpoint or synthetic.
+    pub source: String,
+    /// Whether a run can start without downloading.
+    pub ready: bool,
+    /// Where it is on disk, when it is.
+    pub path: Option<String>,
+    /// For a Hub model that is not cached: the bytes a download fetches (when the Hub answered).
+    pub download_bytes: Option<u64>,
+    /// Why the download size is unknown (no network…).
+    pub problem: Option<String>,
+    /// E.g. a renamed Hub id.
+    pub note: Option<String>,
+}
+
+/// Whether the configured model is on this machine, and if not, how big its download is.
+#[tauri::command]
+pub async fn model_status(state: State<'_, AppState>) -> UiResult<ModelStatus> {
+    let state = state.inner().clone();
+    blocking(move || {
+        let settings = state.settings();
+        let local = |source: &str, path: Option<&Path>| ModelStatus {
+            model: settings.model.clone(),
+            source: source.into(),
+            ready: true,
+            path: path.map(|p| p.display().to_string()),
+            download_bytes: None,
+            problem: None,
+            note: None,
+        };
+        Ok(match settings.model_name()? {
+            ModelName::Local(ModelSource::Synthetic) => local("synthetic", None),
+            ModelName::Local(ModelSource::Folder(path)) => local("folder", Some(&path)),
+            ModelName::Local(ModelSource::Checkpoint { file, .. }) => {
+                local("checkpoint", Some(&file))
+            }
+            ModelName::Hub { id, note } => {
+                let cached = cache::cached_snapshot(&state.hub, &id, REVISION);
+                let mut status = ModelStatus {
+                    model: id.to_string(),
+                    source: "hub".into(),
+                    ready: cached.is_some(),
+                    path: cached.map(|c| c.path.display().to_string()),
+                    download_bytes: None,
+                    problem: None,
+                    note,
+                };
+                if !status.ready {
+                    let hub = Hub::new(state.hub.clone());
+                    match hub
+                        .listing(&id, REVISION)
+                        .and_then(|l| pipeline_files(&id, &l))
+                    {
+                        Ok(files) => {
+                            status.download_bytes = Some(files.iter().map(|f| f.size).sum())
+                        }
+                        Err(e) => status.problem = Some(e.to_string()),
+                    }
+                }
+                status
+            }
+        })
+    })
+    .await
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Downloaded {
+    pub model: String,
+    pub path: String,
+    pub files: usize,
+    pub bytes: u64,
+    pub downloaded_bytes: u64,
+}
+
+/// Downloads the configured Hub model into the cache (resuming a partial download).
+#[tauri::command]
+pub async fn start_download(
+    state: State<'_, AppState>,
+    on_event: Channel<JobEvent>,
+) -> UiResult<JobId> {
+    let settings = state.settings();
+    let ModelName::Hub { id, .. } = settings.model_name()? else {
+        return Err(UiError::bad_input(
+            format!(
+                "{} is not a Hub model; there is nothing to download",
+                settings.model
+            ),
+            "Enter a Hub id in System to download a model.",
+        ));
+    };
+    let hub = Hub::new(state.hub.clone());
+    state
+        .jobs
+        .start(JobKind::Download, channel_sink(on_event), move |cx| {
+            let snapshot =
+                hub.download(&id, REVISION, &mut |p| cx.emit(JobEvent::from(p)), &|| {
+                    cx.is_cancelled()
+                })?;
+            let out = Downloaded {
+                model: id.to_string(),
+                path: snapshot.path.display().to_string(),
+                files: snapshot.files.len(),
+                bytes: snapshot.files.iter().map(|f| f.size).sum(),
+                downloaded_bytes: snapshot.downloaded_bytes,
+            };
+            serde_json::to_value(out).map_err(|e| UiError::internal(e.to_string()))
+        })
+}
+
+/// A run other than the standard one (never a standard score): fewer steps, a smaller size,
+/// fewer images. Missing fields keep the standard values.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CustomRun {
+    pub steps: Option<usize>,
+    pub width: Option<usize>,
+    pub height: Option<usize>,
+    pub images: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct BenchmarkRequest {
+    /// None: the standard benchmark.
+    pub custom: Option<CustomRun>,
+    /// Seconds of idle power sampling before the run (default 1).
+    pub baseline_seconds: Option<f64>,
+}
+
+/// A benchmark result as the result view shows it: the figures formatted exactly as the CLI and
+/// the reports format them, and where its images are.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultView {
+    pub result: BenchResult,
+    /// (what, value): workload, model, backend…
+    pub header: Vec<(String, String)>,
+    /// (metric, value, unit): score, images per minute, power…
+    pub rows: Vec<(String, String, String)>,
+    pub image_columns: Vec<String>,
+    pub image_cells: Vec<Vec<String>>,
+    /// The run's images on disk, in order (None where the file is gone).
+    pub images: Vec<Option<String>>,
+}
+
+pub fn result_view(state: &AppState, result: BenchResult) -> ResultView {
+    let dir = state.paths.runs.join(&result.run_id);
+    let images = result
+        .results
+        .iter()
+        .map(|r| {
+            let path = dir.join(r.image.file.as_deref()?);
+            path.is_file().then(|| path.display().to_string())
+        })
+        .collect();
+    ResultView {
+        header: summary::header(&result),
+        rows: summary::rows(&result),
+        image_columns: summary::IMAGE_COLUMNS
+            .iter()
+            .map(|c| c.to_string())
+            .collect(),
+        image_cells: summary::image_cells(&result)
+            .into_iter()
+            .map(Vec::from)
+            .collect(),
+        images,
+        result,
+    }
+}
+
+/// A stored benchmark run as the result view shows it.
+#[tauri::command]
+pub async fn benchmark_view(state: State<'_, AppState>, run_id: String) -> UiResult<ResultView> {
+    let state = state.inner().clone();
+    blocking(move || {
+        let result = stored_result(&state, &run_id)?;
+        Ok(result_view(&state, result))
+    })
+    .await
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BenchmarkOutput {
+    #[serde(flatten)]
+    pub view: ResultView,
+    pub result_path: String,
+    /// Set when the run could not be added to the history (the result file is still saved).
+    pub history_warning: Option<String>,
+}
+
+pub fn app_info() -> AppInfo {
+    AppInfo {
+        name: "sdbench-app".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: None,
+    }
+}
+
+/// Runs the benchmark with the configured model, backend and precision. The result and its
+/// images are saved in the data folder (`runs/{run id}/`) and added to the history.
+#[tauri::command]
+pub async fn start_benchmark(
+    state: State<'_, AppState>,
+    request: BenchmarkRequest,
+    on_event: Channel<JobEvent>,
+) -> UiResult<JobId> {
+    start_benchmark_job(state.inner(), request, channel_sink(on_event))
+}
+
+/// The body of `start_benchmark`, callable without a window.
+pub fn start_benchmark_job(
+    state: &AppState,
+    request: BenchmarkRequest,
+    sink: crate::jobs::Sink,
+) -> UiResult<JobId> {
+    let settings = state.settings();
+    let workload = match &request.custom {
+        None => Workload::standard(),
+        Some(c) => Workload::with_overrides(&Overrides {
+            steps: c.steps,
+            width: c.width,
+            height: c.height,
+            images: c.images,
+            scheduler: None,
+            prompt: None,
+        })
+        .map_err(|e| UiError::bad_input(e.to_string(), "Correct the custom run's values."))?,
+    };
+    let baseline = request.baseline_seconds.unwrap_or(1.0);
+    if !(0.0..=60.0).contains(&baseline) {
+        return Err(UiError::bad_input(
+            format!("A baseline of {baseline} s is out of range"),
+            "Use 0 to 60 seconds.",
+        ));
+    }
+    let mut options = RunOptions::new(workload, settings.model_choice()?, app_info());
+    options.backend = settings.backend_request()?;
+    options.precision = settings.precision()?;
+    options.hub = state.hub.clone();
+    options.baseline = std::time::Duration::from_secs_f64(baseline);
+    let state = state.clone();
+    state
+        .jobs
+        .clone()
+        .start(JobKind::Benchmark, sink, move |cx| {
+            // The Create screen's model would hold device memory during the run.
+            state.loaded_pipeline().take();
+            let mut output =
+                runner::run(&options, &mut |e| cx.emit(JobEvent::from(e)), &cx.cancel)?;
+            let dir = state.paths.runs.join(&output.result.run_id);
+            let json = dir.join("result.json");
+            runner::save(&mut output, &json)?;
+            let history_warning = state
+                .history()
+                .and_then(|h| Ok(h.add_benchmark(&output.result)?))
+                .err()
+                .map(|e| e.message);
+            let out = BenchmarkOutput {
+                view: result_view(&state, output.result),
+                result_path: json.display().to_string(),
+                history_warning,
+            };
+            serde_json::to_value(out).map_err(|e| UiError::internal(e.to_string()))
+        })
+}
+
+/// A benchmark result from the history.
+pub fn stored_result(state: &AppState, run_id: &str) -> UiResult<BenchResult> {
+    match state.history()?.get(run_id) {
+        Ok(Record::Benchmark(result)) => Ok(*result),
+        Ok(Record::Generation(_)) => Err(UiError::bad_input(
+            format!("{run_id} is a generated image, not a benchmark run"),
+            "Choose benchmark runs.",
+        )),
+        Err(sdbench_history::HistoryError::NotFound(_)) => {
+            Err(UiError::not_found(format!("There is no run {run_id}")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Saves a run's result JSON at `path`, with its images beside it (`{name}-1.png`, …).
+#[tauri::command]
+pub async fn save_result(
+    state: State<'_, AppState>,
+    run_id: String,
+    path: String,
+) -> UiResult<String> {
+    let state = state.inner().clone();
+    blocking(move || {
+        let path = target_path(&path, &["json"])?;
+        let mut result = stored_result(&state, &run_id)?;
+        let run_dir = state.paths.runs.join(&result.run_id);
+        let stem = path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        for (i, image) in result.results.iter_mut().enumerate() {
+            let Some(name) = image.image.file.clone() else {
+                continue;
+            };
+            let source = run_dir.join(&name);
+            if !source.is_file() {
+                // The images were not kept (e.g. a run recorded by the CLI elsewhere).
+                image.image.file = None;
+                continue;
+            }
+            let copy = format!("{stem}-{}.png", i + 1);
+            std::fs::copy(&source, parent.join(&copy))?;
+            image.image.file = Some(copy);
+        }
+        result.save(&path)?;
+        Ok(path.display().to_string())
+    })
+    .await
+}
+
+/// One label per run for charts and comparisons: device, precision and time.
+pub fn run_labels(results: &[BenchResult]) -> Vec<String> {
+    results
+        .iter()
+        .map(|r| {
+            let when = r
+                .created_at
+                .get(..16)
+                .unwrap_or(&r.created_at)
+                .replace('T', " ");
+            format!("{} {} ({when})", r.backend.device, r.backend.precision)
+        })
+        .collect()
+}
+
+/// Writes a report of one run (`.md` or `.html`) or a comparison of several (`.html`).
+#[tauri::command]
+pub async fn export_report(
+    state: State<'_, AppState>,
+    run_ids: Vec<String>,
+    path: String,
+) -> UiResult<String> {
+    let state = state.inner().clone();
+    blocking(move || {
+        let path = target_path(&path, &["html", "htm", "md"])?;
+        let results = run_ids
+            .iter()
+            .map(|id| stored_result(&state, id))
+            .collect::<UiResult<Vec<_>>>()?;
+        let labels = run_labels(&results);
+        let runs: Vec<Run> = results
+            .iter()
+            .zip(&labels)
+            .map(|(result, label)| Run { label, result })
+            .collect();
+        let text = sdbench_report::for_file(&runs, &path)?;
+        write_atomically(&path, text.as_bytes())?;
+        Ok(path.display().to_string())
+    })
+    .await
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmissionPreview {
+    pub endpoint: String,
+    /// Exactly the JSON that would be sent.
+    pub payload: String,
+}
+
+fn submit_endpoint(state: &AppState) -> UiResult<String> {
+    state.settings().submit_endpoint.ok_or_else(|| {
+        UiError::bad_input(
+            "No submission endpoint is set",
+            "Enter the submission endpoint in System first.",
+        )
+    })
+}
+
+/// What submitting a run would send, and where.
+#[tauri::command]
+pub async fn submission_preview(
+    state: State<'_, AppState>,
+    run_id: String,
+) -> UiResult<SubmissionPreview> {
+    let state = state.inner().clone();
+    blocking(move || {
+        let endpoint = submit_endpoint(&state)?;
+        let result = stored_result(&state, &run_id)?;
+        Ok(SubmissionPreview {
+            endpoint,
+            payload: result.to_json(),
+        })
+    })
+    .await
+}
+
+#[derive(Debug, Serialize)]
+#[serde(
+    tag = "outcome",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Submitted {
+    Sent {
+        status: u16,
+    },
+    /// Not sent now; kept in the outbox and sent with the next submission.
+    Queued {
+        path: PathBuf,
+        reason: String,
+    },
+}
+
+/// Sends a run to the submission endpoint (the UI asks first, showing `submission_preview`).
+/// Results that could not be sent earlier go first.
+#[tauri::command]
+pub async fn submit_result(state: State<'_, AppState>, run_id: String) -> UiResult<Submitted> {
+    let state = state.inner().clone();
+    blocking(move || {
+        let endpoint = submit_endpoint(&state)?;
+        let result = stored_result(&state, &run_id)?;
+        if !result.valid {
+            return Err(UiError::bad_input(
+                "This run is invalid and cannot be submitted",
+                "Run the benchmark again; the result view lists why it was invalid.",
+            ));
+        }
+        let submitter = Submitter::new(&endpoint, state.paths.outbox.clone())?;
+        submitter.flush_outbox();
+        Ok(match submitter.submit(&result)? {
+            Outcome::Sent { status } => Submitted::Sent { status },
+            Outcome::Queued { path, reason } => Submitted::Queued { path, reason },
+        })
+    })
+    .await
+}

@@ -1,0 +1,342 @@
+//! The Create screen: one image from a person's prompt, kept in the data folder with its
+//! parameters inside the PNG and recorded in the history.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tauri::ipc::{Channel, Response};
+use tauri::State;
+
+use sdbench_bench::runner;
+use sdbench_bench::ModelName;
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::image::write_png;
+use sdbench_diffusion::{
+    BackendRequest, GenerateRequest, InitialNoise, ModelSource, Pipeline, Progress, SchedulerKind,
+};
+use sdbench_history::{Generation, Record, Stages};
+use sdbench_hub::Hub;
+
+use crate::errors::{UiError, UiResult};
+use crate::events::JobEvent;
+use crate::jobs::{JobContext, JobId, JobKind, Sink};
+use crate::state::{AppState, LoadedPipeline, PipelineKey};
+
+use super::jobs::channel_sink;
+use super::{blocking, target_path};
+
+/// The largest seed the UI can hold exactly (JavaScript numbers are doubles).
+pub const MAX_SEED: u64 = (1 << 53) - 1;
+const MAX_SIDE: usize = 2048;
+const MAX_STEPS: usize = 500;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateRequest {
+    pub prompt: String,
+    #[serde(default)]
+    pub negative_prompt: String,
+    pub steps: usize,
+    pub guidance: f64,
+    pub seed: u64,
+    pub width: usize,
+    pub height: usize,
+    /// None: the model's own scheduler.
+    #[serde(default)]
+    pub scheduler: Option<String>,
+    /// None: the backend in the settings.
+    #[serde(default)]
+    pub backend: Option<String>,
+}
+
+impl CreateRequest {
+    /// Checks the request before anything is loaded.
+    fn check(&self) -> UiResult<(Option<SchedulerKind>, Option<BackendRequest>)> {
+        if self.prompt.trim().is_empty() {
+            return Err(UiError::bad_input(
+                "The prompt is empty",
+                "Describe the image to draw.",
+            ));
+        }
+        for (name, side) in [("width", self.width), ("height", self.height)] {
+            if side == 0 || side % 8 != 0 || side > MAX_SIDE {
+                return Err(UiError::bad_input(
+                    format!("A {name} of {side} pixels is not possible"),
+                    format!("Use a multiple of 8 from 8 to {MAX_SIDE}."),
+                ));
+            }
+        }
+        if !(1..=MAX_STEPS).contains(&self.steps) {
+            return Err(UiError::bad_input(
+                format!("{} steps is out of range", self.steps),
+                format!("Use 1 to {MAX_STEPS} steps."),
+            ));
+        }
+        if !self.guidance.is_finite() || !(0.0..=50.0).contains(&self.guidance) {
+            return Err(UiError::bad_input(
+                format!("A guidance of {} is out of range", self.guidance),
+                "Use 0 to 50 (7.5 is usual; 1 or less turns guidance off).",
+            ));
+        }
+        if self.seed > MAX_SEED {
+            return Err(UiError::bad_input(
+                format!("The seed {} is too large", self.seed),
+                format!("Use 0 to {MAX_SEED}."),
+            ));
+        }
+        let scheduler = self
+            .scheduler
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(SchedulerKind::from_name)
+            .transpose()
+            .map_err(|e| UiError::bad_input(e.to_string(), "Choose a listed scheduler."))?;
+        let backend = self
+            .backend
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(BackendRequest::from_name)
+            .transpose()
+            .map_err(|e| UiError::bad_input(e.to_string(), "Choose a listed backend."))?;
+        Ok((scheduler, backend))
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateOutput {
+    pub generation: Generation,
+    /// Set when the image could not be added to the history (the PNG is still saved).
+    pub history_warning: Option<String>,
+}
+
+/// Scheduler names for the Create screen.
+#[tauri::command]
+pub async fn schedulers() -> UiResult<Vec<String>> {
+    Ok(SchedulerKind::NAMES.iter().map(|s| s.to_string()).collect())
+}
+
+/// Generates one image with the configured model (loaded once and kept for the next image).
+#[tauri::command]
+pub async fn start_generation(
+    state: State<'_, AppState>,
+    request: CreateRequest,
+    on_event: Channel<JobEvent>,
+) -> UiResult<JobId> {
+    start_generation_job(state.inner(), request, channel_sink(on_event))
+}
+
+/// The body of `start_generation`, callable without a window.
+pub fn start_generation_job(
+    state: &AppState,
+    request: CreateRequest,
+    sink: Sink,
+) -> UiResult<JobId> {
+    let (scheduler, backend) = request.check()?;
+    let settings = state.settings();
+    let key = PipelineKey {
+        model: settings.model.clone(),
+        model_config: settings.model_config.clone(),
+        backend: request.backend.clone().unwrap_or(settings.backend.clone()),
+        precision: settings.precision.clone(),
+    };
+    let backend = match backend {
+        Some(b) => b,
+        None => settings.backend_request()?,
+    };
+    let precision = settings.precision()?;
+    let model_name = settings.model_name()?;
+    let state = state.clone();
+    state
+        .jobs
+        .clone()
+        .start(JobKind::Generation, sink, move |cx| {
+            let mut loaded = state.loaded_pipeline();
+            if loaded.as_ref().map(|l| &l.key) != Some(&key) {
+                // Free the old model's memory before loading the new one.
+                *loaded = None;
+                let source = model_source(&state, model_name, cx)?;
+                cx.emit(JobEvent::Loading {
+                    model: key.model.clone(),
+                    backend: key.backend.clone(),
+                });
+                let start = Instant::now();
+                let device = select(backend)?;
+                let pipeline = Pipeline::load(&source, device, precision)?;
+                cx.emit(JobEvent::Loaded {
+                    seconds: start.elapsed().as_secs_f64(),
+                    device: pipeline.device.name.clone(),
+                    precision: pipeline.precision.name().into(),
+                });
+                *loaded = Some(LoadedPipeline {
+                    key: key.clone(),
+                    pipeline,
+                });
+            }
+            let Some(current) = loaded.as_ref() else {
+                return Err(UiError::internal("the model was not loaded"));
+            };
+            let out = generate(&state, &current.pipeline, &request, scheduler, cx)?;
+            serde_json::to_value(out).map_err(|e| UiError::internal(e.to_string()))
+        })
+}
+
+/// A Hub model is taken from the cache, or downloaded with progress.
+fn model_source(state: &AppState, name: ModelName, cx: &JobContext) -> UiResult<ModelSource> {
+    Ok(match name {
+        ModelName::Local(source) => source,
+        ModelName::Hub { id, .. } => {
+            let resolved = Hub::new(state.hub.clone()).resolve(
+                &id,
+                "main",
+                &mut |p| cx.emit(JobEvent::from(p)),
+                &|| cx.is_cancelled(),
+            )?;
+            if let Some(reason) = resolved.offline_reason {
+                cx.emit(JobEvent::Note {
+                    text: format!("The Hub is not reachable ({reason}); using the cached copy."),
+                });
+            }
+            ModelSource::Folder(resolved.path)
+        }
+    })
+}
+
+fn generate(
+    state: &AppState,
+    pipeline: &Pipeline,
+    request: &CreateRequest,
+    scheduler: Option<SchedulerKind>,
+    cx: &JobContext,
+) -> UiResult<CreateOutput> {
+    let engine_request = GenerateRequest {
+        prompt: request.prompt.clone(),
+        negative_prompt: request.negative_prompt.clone(),
+        steps: request.steps,
+        guidance_scale: request.guidance,
+        scheduler,
+        width: request.width,
+        height: request.height,
+        noise: InitialNoise::Seed(request.seed),
+    };
+    pipeline.validate(&engine_request)?;
+    cx.emit(JobEvent::ImageStarted {
+        index: 1,
+        total: 1,
+        warmup: false,
+    });
+    let generated = pipeline.generate(
+        &engine_request,
+        &mut |p| {
+            if let Progress::Step {
+                index,
+                total,
+                seconds,
+            } = p
+            {
+                cx.emit(JobEvent::Step {
+                    index: 1,
+                    total: 1,
+                    step: *index,
+                    steps: *total,
+                    seconds: *seconds,
+                    warmup: false,
+                })
+            }
+        },
+        &cx.cancel,
+    )?;
+    pipeline.require_finite(&generated)?;
+    let t = &generated.timings;
+    cx.emit(JobEvent::ImageFinished {
+        index: 1,
+        total: 1,
+        seconds: t.total,
+        valid: true,
+        warmup: false,
+    });
+    let mut generation = Generation {
+        id: runner::new_run_id(),
+        created_at: runner::now_rfc3339(),
+        prompt: request.prompt.clone(),
+        negative_prompt: request.negative_prompt.clone(),
+        steps: request.steps,
+        guidance: request.guidance,
+        seed: Some(request.seed),
+        width: request.width,
+        height: request.height,
+        scheduler: generated.scheduler.name().into(),
+        model: state.settings().model,
+        backend: pipeline.device.kind.name().into(),
+        device: pipeline.device.name.clone(),
+        precision: pipeline.precision.name().into(),
+        seconds: t.total,
+        stages: Stages {
+            text_encoder: t.text_encoder,
+            unet_loop: t.unet_total,
+            vae_decode: t.vae_decode,
+        },
+        step_seconds: t.unet_steps.clone(),
+        image_path: None,
+    };
+    let path = state.paths.images.join(format!("{}.png", generation.id));
+    write_png(
+        &path,
+        &generated.image,
+        &generation.png_text(None, env!("CARGO_PKG_VERSION")),
+    )?;
+    generation.image_path = Some(path.display().to_string());
+    let history_warning = state
+        .history()
+        .and_then(|h| Ok(h.add_generation(&generation)?))
+        .err()
+        .map(|e| e.message);
+    Ok(CreateOutput {
+        generation,
+        history_warning,
+    })
+}
+
+/// Saves a generated image (with its parameters inside) at `path`.
+#[tauri::command]
+pub async fn save_image(state: State<'_, AppState>, id: String, path: String) -> UiResult<String> {
+    let state = state.inner().clone();
+    blocking(move || {
+        let target = target_path(&path, &["png"])?;
+        let source = match state.history()?.get(&id) {
+            Ok(Record::Generation(g)) => g.image_path.map(PathBuf::from),
+            Ok(Record::Benchmark(_)) => None,
+            Err(sdbench_history::HistoryError::NotFound(_)) => {
+                return Err(UiError::not_found(format!("There is no image {id}")))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let source = source.filter(|p| p.is_file()).ok_or_else(|| {
+            UiError::not_found(format!("The image file of {id} is no longer on disk"))
+        })?;
+        let bytes = std::fs::read(&source)?;
+        sdbench_bench::result::write_atomically(&target, &bytes)?;
+        Ok(target.display().to_string())
+    })
+    .await
+}
+
+/// The bytes of a PNG the app made (benchmark or Create images), for display.
+#[tauri::command]
+pub async fn read_image(path: String) -> UiResult<Response> {
+    blocking(move || {
+        let path = PathBuf::from(path);
+        let is_png = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+        if !is_png || !path.is_file() {
+            return Err(UiError::not_found(format!(
+                "{} is not a PNG image on this disk",
+                path.display()
+            )));
+        }
+        Ok(Response::new(std::fs::read(&path)?))
+    })
+    .await
+}

@@ -1,0 +1,113 @@
+//! The System screen: devices, settings, app identity.
+
+use serde::Serialize;
+use tauri::State;
+
+use sdbench_diffusion::device::{probe_all, select};
+use sdbench_diffusion::BackendRequest;
+use sdbench_telemetry::SystemInfo;
+
+use crate::errors::UiResult;
+use crate::settings::{Settings, PRECISIONS};
+use crate::state::AppState;
+
+use super::blocking;
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendReport {
+    pub backend: String,
+    pub usable: bool,
+    pub detail: String,
+    pub devices: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoChoice {
+    pub backend: Option<String>,
+    pub device: Option<String>,
+    pub precision: Option<String>,
+    /// Why nothing could be chosen.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemReport {
+    pub app_version: String,
+    pub system: SystemInfo,
+    pub backends: Vec<BackendReport>,
+    pub auto: AutoChoice,
+    pub backend_names: Vec<String>,
+    pub precisions: Vec<String>,
+    pub data_dir: String,
+    pub cache_dir: String,
+}
+
+/// What this machine has and what `auto` would run on.
+#[tauri::command]
+pub async fn system_info(state: State<'_, AppState>) -> UiResult<SystemReport> {
+    let state = state.inner().clone();
+    blocking(move || {
+        let backends = probe_all()
+            .into_iter()
+            .map(|s| BackendReport {
+                backend: s.kind.name().into(),
+                usable: s.usable,
+                detail: s.detail,
+                devices: s.devices,
+            })
+            .collect();
+        let auto = match select(BackendRequest::Auto) {
+            Ok(d) => AutoChoice {
+                backend: Some(d.kind.name().into()),
+                device: Some(d.name.clone()),
+                precision: Some(d.default_precision().name().into()),
+                error: None,
+            },
+            Err(e) => AutoChoice {
+                backend: None,
+                device: None,
+                precision: None,
+                error: Some(e.to_string()),
+            },
+        };
+        Ok(SystemReport {
+            app_version: env!("CARGO_PKG_VERSION").into(),
+            system: SystemInfo::collect(std::path::Path::new("/"), true),
+            backends,
+            auto,
+            backend_names: BackendRequest::NAMES
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+            precisions: PRECISIONS.iter().map(|n| n.to_string()).collect(),
+            data_dir: state.paths.data_dir.display().to_string(),
+            cache_dir: state.hub.cache_dir.display().to_string(),
+        })
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn get_settings(state: State<'_, AppState>) -> UiResult<Settings> {
+    Ok(state.settings())
+}
+
+/// Validates and stores the settings; returns them as stored.
+#[tauri::command]
+pub async fn save_settings(state: State<'_, AppState>, settings: Settings) -> UiResult<Settings> {
+    let state = state.inner().clone();
+    blocking(move || {
+        state.set_settings(settings)?;
+        Ok(state.settings())
+    })
+    .await
+}
+
+/// Notes from starting up, shown once when the window opens.
+#[tauri::command]
+pub async fn startup_notes(state: State<'_, AppState>) -> UiResult<Vec<String>> {
+    Ok(state.startup_notes.clone())
+}

@@ -1,0 +1,97 @@
+//! SD Bench's desktop shell: Tauri commands over the benchmark crates, a job registry for long
+//! work, and the app's settings and data folder. No model or metric code lives here.
+
+pub mod commands;
+pub mod errors;
+pub mod events;
+pub mod jobs;
+pub mod settings;
+pub mod state;
+
+use tauri::{Builder, Runtime};
+
+use crate::state::AppState;
+
+/// Registers the app's state and every command on `builder` (the real app, or Tauri's mock
+/// runtime in tests).
+pub fn with_commands<R: Runtime>(builder: Builder<R>, state: AppState) -> Builder<R> {
+    builder
+        .manage(state)
+        .invoke_handler(tauri::generate_handler![
+            commands::system::system_info,
+            commands::system::get_settings,
+            commands::system::save_settings,
+            commands::system::startup_notes,
+            commands::jobs::cancel_job,
+            commands::jobs::job_status,
+            commands::jobs::running_job,
+            commands::benchmark::model_status,
+            commands::benchmark::start_download,
+            commands::benchmark::start_benchmark,
+            commands::benchmark::benchmark_view,
+            commands::benchmark::save_result,
+            commands::benchmark::export_report,
+            commands::benchmark::submission_preview,
+            commands::benchmark::submit_result,
+            commands::create::schedulers,
+            commands::create::start_generation,
+            commands::create::save_image,
+            commands::create::read_image,
+            commands::history::history_list,
+            commands::history::history_get,
+            commands::history::history_delete,
+            commands::history::history_export,
+            commands::history::run_charts,
+            commands::cache::cache_info,
+            commands::cache::clean_cache,
+            commands::updates::check_for_update,
+            commands::updates::install_update,
+        ])
+}
+
+/// Starts the desktop app.
+pub fn run() {
+    let state = match AppState::from_env() {
+        Ok(state) => state,
+        Err(e) => {
+            eprintln!("SD Bench cannot start: {}\n{}", e.message, e.hint);
+            std::process::exit(1);
+        }
+    };
+    let mut context = tauri::generate_context!();
+    allow_local_update_endpoints(&mut context);
+    let app = with_commands(Builder::default(), state)
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_updater::Builder::new().build())
+        .setup(|app| {
+            use tauri::Manager;
+            use tauri_plugin_updater::UpdaterExt;
+            let handle = app.handle().clone();
+            let restart = app.handle().clone();
+            app.manage(commands::updates::Updates::new(
+                move || handle.updater_builder(),
+                move || restart.restart(),
+                app.package_info().version.to_string(),
+            ));
+            Ok(())
+        })
+        .run(context);
+    if let Err(e) = app {
+        eprintln!("SD Bench stopped: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The updater refuses plain http unless its config allows it. SD Bench checks every update
+/// endpoint itself (`settings::check_endpoint`: https, or http only on this machine, for a local
+/// test server), so the plugin may accept http.
+fn allow_local_update_endpoints<R: Runtime>(context: &mut tauri::Context<R>) {
+    if let Some(serde_json::Value::Object(updater)) =
+        context.config_mut().plugins.0.get_mut("updater")
+    {
+        updater.insert(
+            "dangerousInsecureTransportProtocol".into(),
+            serde_json::Value::Bool(true),
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! The app's settings, kept as JSON in the data folder: backend, precision, model, endpoints.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use sdbench_bench::{ModelChoice, ModelName};
+use sdbench_diffusion::{BackendRequest, ModelSource, Precision};
+use sdbench_hub::DEFAULT_MODEL;
+
+use crate::errors::{ErrorKind, UiError, UiResult};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Settings {
+    /// A Hub id, a diffusers folder or .safetensors checkpoint on this machine, or `synthetic`.
+    pub model: String,
+    /// For a checkpoint that is not SD1.5-shaped: a diffusers folder whose configs describe it.
+    pub model_config: Option<String>,
+    /// A `BackendRequest` name: auto, cuda, rocm, vulkan, metal, dx12, cpu…
+    pub backend: String,
+    /// auto, f32 or f16.
+    pub precision: String,
+    /// Where results are submitted (none: submission is off).
+    pub submit_endpoint: Option<String>,
+    /// Where to look for updates instead of the endpoint built into the app.
+    pub update_endpoint: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            model: DEFAULT_MODEL.into(),
+            model_config: None,
+            backend: "auto".into(),
+            precision: "auto".into(),
+            submit_endpoint: None,
+            update_endpoint: None,
+        }
+    }
+}
+
+pub const PRECISIONS: &[&str] = &["auto", "f32", "f16"];
+
+impl Settings {
+    /// Reads the file; a missing file gives the defaults, a damaged one an error naming it.
+    pub fn load(path: &Path) -> UiResult<Settings> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                UiError::new(
+                    ErrorKind::BadInput,
+                    format!("The settings file {} is damaged: {e}", path.display()),
+                    "Delete it (SD Bench starts again with default settings) or fix it by hand.",
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
+            Err(e) => Err(UiError::from(e)),
+        }
+    }
+
+    /// Checks every field, then writes the file atomically.
+    pub fn save(&self, path: &Path) -> UiResult<()> {
+        self.validate()?;
+        let text = serde_json::to_vec_pretty(self).map_err(|e| UiError::internal(e.to_string()))?;
+        sdbench_bench::result::write_atomically(path, &text).map_err(UiError::from)
+    }
+
+    pub fn validate(&self) -> UiResult<()> {
+        self.backend_request()?;
+        self.precision()?;
+        self.model_name()?;
+        for (what, endpoint) in [
+            ("submission endpoint", &self.submit_endpoint),
+            ("update endpoint", &self.update_endpoint),
+        ] {
+            if let Some(url) = endpoint {
+                check_endpoint(what, url)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn backend_request(&self) -> UiResult<BackendRequest> {
+        BackendRequest::from_name(&self.backend).map_err(|e| {
+            UiError::bad_input(
+                e.to_string(),
+                format!("Choose one of: {}.", BackendRequest::NAMES.join(", ")),
+            )
+        })
+    }
+
+    /// `None`: f16 where the device supports it.
+    pub fn precision(&self) -> UiResult<Option<Precision>> {
+        match self.precision.as_str() {
+            "auto" => Ok(None),
+            "f32" => Ok(Some(Precision::F32)),
+            "f16" => Ok(Some(Precision::F16)),
+            other => Err(UiError::bad_input(
+                format!("Unknown precision {other:?}"),
+                "Choose auto, f32 or f16.",
+            )),
+        }
+    }
+
+    pub fn model_name(&self) -> UiResult<ModelName> {
+        let model = self.model.trim();
+        if model.is_empty() {
+            return Err(UiError::bad_input(
+                "No model is set",
+                format!("Enter a Hub id such as {DEFAULT_MODEL}, or choose a model folder."),
+            ));
+        }
+        let config = self
+            .model_config
+            .as_deref()
+            .filter(|c| !c.trim().is_empty())
+            .map(PathBuf::from);
+        ModelName::parse(model, config.as_deref()).map_err(|e| {
+            UiError::bad_input(
+                e.to_string(),
+                "Choose an existing model folder or .safetensors file, or enter a Hub id.",
+            )
+        })
+    }
+
+    /// The model as the benchmark runner takes it. A Hub model that is not cached is downloaded
+    /// (the Benchmark screen offers the download first); it never falls back to synthetic weights.
+    pub fn model_choice(&self) -> UiResult<ModelChoice> {
+        Ok(match self.model_name()? {
+            ModelName::Local(source) => ModelChoice::Local(source),
+            ModelName::Hub { id, .. } => ModelChoice::Hub {
+                fallback_to_synthetic: false,
+                id,
+                revision: "main".into(),
+            },
+        })
+    }
+
+    /// Whether the model is synthetic weights (never a standard score).
+    pub fn is_synthetic(&self) -> bool {
+        matches!(
+            self.model_name(),
+            Ok(ModelName::Local(ModelSource::Synthetic))
+        )
+    }
+}
+
+/// An endpoint must be https, except on this machine (a local test server).
+pub fn check_endpoint(what: &str, url: &str) -> UiResult<()> {
+    let hint = "Enter an https:// address (http:// only for 127.0.0.1 or localhost).";
+    let rest = if let Some(rest) = url.strip_prefix("https://") {
+        rest
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        let host = rest.split(['/', '?']).next().unwrap_or("");
+        let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+        if !matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+            return Err(UiError::bad_input(
+                format!("The {what} {url} is not encrypted"),
+                hint,
+            ));
+        }
+        rest
+    } else {
+        return Err(UiError::bad_input(
+            format!("The {what} {url:?} is not a web address"),
+            hint,
+        ));
+    };
+    if rest.is_empty() || rest.starts_with('/') || rest.contains(char::is_whitespace) {
+        return Err(UiError::bad_input(
+            format!("The {what} {url:?} has no host"),
+            hint,
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_and_a_missing_file_is_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        assert_eq!(Settings::load(&path).unwrap(), Settings::default());
+        let s = Settings {
+            backend: "cpu".into(),
+            submit_endpoint: Some("https://example.org/api/results".into()),
+            ..Settings::default()
+        };
+        s.save(&path).unwrap();
+        assert_eq!(Settings::load(&path).unwrap(), s);
+    }
+
+    #[test]
+    fn bad_values_are_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        for change in [
+            |s: &mut Settings| s.backend = "tpu".into(),
+            |s: &mut Settings| s.precision = "f8".into(),
+            |s: &mut Settings| s.model = "/no/such/folder".into(),
+            |s: &mut Settings| s.model = "  ".into(),
+            |s: &mut Settings| s.submit_endpoint = Some("http://example.org/x".into()),
+            |s: &mut Settings| s.update_endpoint = Some("ftp://example.org".into()),
+            |s: &mut Settings| s.update_endpoint = Some("https://".into()),
+        ] {
+            let mut s = Settings::default();
+            change(&mut s);
+            let e = s.save(&path).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::BadInput, "{e:?}");
+            assert!(!path.exists());
+        }
+        check_endpoint("x", "http://127.0.0.1:8080/latest.json").unwrap();
+        check_endpoint("x", "http://localhost/latest.json").unwrap();
+    }
+
+    #[test]
+    fn a_damaged_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, b"{ not json").unwrap();
+        let e = Settings::load(&path).unwrap_err();
+        assert!(e.message.contains("settings.json"), "{e:?}");
+    }
+}

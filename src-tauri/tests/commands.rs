@@ -1,0 +1,596 @@
+//! The shell's commands, invoked the way the UI invokes them, on Tauri's mock runtime: arguments
+//! and results as JSON, channel messages captured, jobs run for real on the tiny model.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody, InvokeResponseBody};
+use tauri::test::{
+    get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
+};
+use tauri::webview::InvokeRequest;
+use tauri::{Manager, WebviewWindow, WebviewWindowBuilder};
+
+use sdbench_app::commands::updates::Updates;
+use sdbench_app::state::AppState;
+use sdbench_hub::HubSettings;
+use sdbench_test_server::{FakeRepo, TestServer};
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(600);
+
+fn tiny() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/diffusion/tests/fixtures/tiny-sd")
+}
+
+/// Channel messages by channel id, as the UI would receive them.
+type Messages = Arc<Mutex<HashMap<u32, Vec<Value>>>>;
+
+struct TestApp {
+    app: tauri::App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+    state: AppState,
+    messages: Messages,
+    dir: tempfile::TempDir,
+}
+
+fn hub_at(dir: &Path, endpoint: &str) -> HubSettings {
+    HubSettings {
+        cache_dir: dir.join("hub"),
+        endpoint: endpoint.into(),
+        token: None,
+        offline: false,
+    }
+}
+
+impl TestApp {
+    /// An app over a fresh data folder, with the model cache at `hub` (None: an empty cache and a
+    /// Hub that cannot be reached).
+    fn new(hub: Option<&str>) -> TestApp {
+        Self::build(hub, |b| b, |c| c)
+    }
+
+    fn build(
+        hub: Option<&str>,
+        extend: impl FnOnce(tauri::Builder<MockRuntime>) -> tauri::Builder<MockRuntime>,
+        configure: impl FnOnce(tauri::Context<MockRuntime>) -> tauri::Context<MockRuntime>,
+    ) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let hub = hub_at(dir.path(), hub.unwrap_or("http://127.0.0.1:9"));
+        let state = AppState::new(&dir.path().join("data"), hub).unwrap();
+        let messages: Messages = Default::default();
+        let sink = messages.clone();
+        let builder = mock_builder().channel_interceptor(move |_, channel, _, body| {
+            let value = match body {
+                InvokeResponseBody::Json(text) => serde_json::from_str(text).unwrap(),
+                InvokeResponseBody::Raw(bytes) => json!({ "raw": bytes.len() }),
+            };
+            sink.lock()
+                .unwrap()
+                .entry(channel.0)
+                .or_default()
+                .push(value);
+            true
+        });
+        let app = sdbench_app::with_commands(extend(builder), state.clone())
+            .build(configure(mock_context(noop_assets())))
+            .unwrap();
+        let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+            .build()
+            .unwrap();
+        TestApp {
+            app,
+            window,
+            state,
+            messages,
+            dir,
+        }
+    }
+
+    fn request(&self, cmd: &str, args: Value) -> Result<InvokeResponseBody, Value> {
+        get_ipc_response(
+            &self.window,
+            InvokeRequest {
+                cmd: cmd.into(),
+                callback: CallbackFn(0),
+                error: CallbackFn(1),
+                url: "tauri://localhost".parse().unwrap(),
+                body: InvokeBody::Json(args),
+                headers: Default::default(),
+                invoke_key: INVOKE_KEY.to_string(),
+            },
+        )
+    }
+
+    fn invoke(&self, cmd: &str, args: Value) -> Result<Value, Value> {
+        self.request(cmd, args)
+            .map(|body| body.deserialize::<Value>().unwrap())
+    }
+
+    fn ok(&self, cmd: &str, args: Value) -> Value {
+        self.invoke(cmd, args.clone())
+            .unwrap_or_else(|e| panic!("{cmd} {args} failed: {e}"))
+    }
+
+    /// The error's kind; panics when the command succeeds.
+    fn error_kind(&self, cmd: &str, args: Value) -> String {
+        let e = self
+            .invoke(cmd, args.clone())
+            .expect_err(&format!("{cmd} {args} should fail"));
+        assert!(!e["message"].as_str().unwrap().is_empty(), "{e}");
+        assert!(!e["hint"].as_str().unwrap().is_empty(), "{e}");
+        e["kind"].as_str().unwrap().to_string()
+    }
+
+    /// Saves settings changed by `change` from the current ones.
+    fn set(&self, change: Value) {
+        let mut settings = self.ok("get_settings", json!({}));
+        for (k, v) in change.as_object().unwrap() {
+            settings[k] = v.clone();
+        }
+        self.ok("save_settings", json!({ "settings": settings }));
+    }
+
+    /// Starts a job command with channel `channel` and waits for its end; returns its status.
+    fn run_job(&self, cmd: &str, mut args: Value, channel: u32) -> Value {
+        args["onEvent"] = json!(format!("__CHANNEL__:{channel}"));
+        let id = self.ok(cmd, args);
+        self.state
+            .jobs
+            .wait(id.as_u64().unwrap(), JOB_TIMEOUT)
+            .unwrap();
+        self.ok("job_status", json!({ "id": id }))
+    }
+
+    fn messages(&self, channel: u32) -> Vec<Value> {
+        self.messages
+            .lock()
+            .unwrap()
+            .get(&channel)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn use_tiny_model(&self) {
+        self.set(json!({ "model": tiny(), "backend": "cpu", "precision": "f32" }));
+    }
+}
+
+fn count(events: &[Value], name: &str) -> usize {
+    events.iter().filter(|e| e["event"] == name).count()
+}
+
+#[test]
+fn settings_are_validated_kept_and_the_system_is_described() {
+    let app = TestApp::new(None);
+    let defaults = app.ok("get_settings", json!({}));
+    assert_eq!(
+        defaults["model"],
+        "stable-diffusion-v1-5/stable-diffusion-v1-5"
+    );
+    assert_eq!(defaults["backend"], "auto");
+
+    app.set(json!({ "backend": "cpu", "submitEndpoint": "https://example.org/results" }));
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(&app.state.paths.settings).unwrap()).unwrap();
+    assert_eq!(saved["backend"], "cpu");
+
+    let mut bad = app.ok("get_settings", json!({}));
+    bad["backend"] = json!("tpu");
+    assert_eq!(
+        app.error_kind("save_settings", json!({ "settings": bad })),
+        "badInput"
+    );
+    bad["backend"] = json!("cpu");
+    bad["model"] = json!("/no/such/model/folder");
+    assert_eq!(
+        app.error_kind("save_settings", json!({ "settings": bad })),
+        "badInput"
+    );
+    assert_eq!(app.ok("get_settings", json!({}))["backend"], "cpu");
+
+    assert!(app
+        .ok("startup_notes", json!({}))
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    let system = app.ok("system_info", json!({}));
+    let cpu = system["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["backend"] == "cpu")
+        .expect("the cpu backend is listed");
+    assert_eq!(cpu["usable"], true);
+    assert!(system["system"]["cpu_logical_cores"].as_u64().unwrap() >= 1);
+    assert_eq!(
+        system["dataDir"],
+        app.dir.path().join("data").display().to_string()
+    );
+    assert!(system["backendNames"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("auto")));
+}
+
+#[test]
+fn a_quick_benchmark_streams_progress_and_its_result_is_saved_reported_and_submitted() {
+    let server = TestServer::start();
+    let app = TestApp::new(None);
+    app.use_tiny_model();
+    assert_eq!(app.ok("model_status", json!({}))["ready"], true);
+
+    let request = json!({
+        "request": { "custom": { "steps": 2, "width": 32, "height": 24, "images": 2 }, "baselineSeconds": 0 }
+    });
+    let status = app.run_job("start_benchmark", request, 7);
+    assert_eq!(status["state"], "finished", "{status}");
+    assert_eq!(status["kind"], "benchmark");
+    let output = &status["output"];
+    let run_id = output["result"]["run_id"].as_str().unwrap().to_string();
+    assert_eq!(output["result"]["workload"]["standard"], false);
+
+    // Warm-up plus two images, two steps each; the last message is the output.
+    let events = app.messages(7);
+    assert_eq!(count(&events, "loading"), 1);
+    assert_eq!(count(&events, "step"), 6);
+    assert_eq!(count(&events, "imageFinished"), 3);
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "finished");
+    assert_eq!(last["output"]["result"]["run_id"], run_id.as_str());
+    for image in output["images"].as_array().unwrap() {
+        assert!(Path::new(image.as_str().unwrap()).is_file());
+    }
+    assert_eq!(output["rows"][0][0], "score");
+    assert_eq!(output["imageCells"].as_array().unwrap().len(), 2);
+    let view = app.ok("benchmark_view", json!({ "runId": run_id }));
+    assert_eq!(view["images"], output["images"]);
+
+    // In the history, with charts.
+    let list = app.ok("history_list", json!({}));
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["id"], run_id.as_str());
+    let filtered = app.ok(
+        "history_list",
+        json!({ "filter": { "kind": "generation" } }),
+    );
+    assert!(filtered.as_array().unwrap().is_empty());
+    let record = app.ok("history_get", json!({ "id": run_id }));
+    assert_eq!(record["kind"], "benchmark");
+    let charts = app.ok("run_charts", json!({ "ids": [run_id] }));
+    for name in ["secondsPerImage", "stageBreakdown", "stepTimes"] {
+        assert!(
+            charts[name]["svg"].as_str().unwrap().starts_with("<svg"),
+            "{name}"
+        );
+    }
+    let power = &charts["powerOverTime"];
+    assert!(power["svg"].is_string() || power["reason"].is_string());
+
+    // Saved where the person chose, with the images beside it.
+    let out = app.dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let json_path = out.join("run.json");
+    app.ok("save_result", json!({ "runId": run_id, "path": json_path }));
+    let saved: Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    assert_eq!(saved["results"][1]["image"]["file"], "run-2.png");
+    assert!(out.join("run-1.png").is_file() && out.join("run-2.png").is_file());
+    let relative = json!({ "runId": run_id, "path": "run.json" });
+    assert_eq!(app.error_kind("save_result", relative), "badInput");
+
+    // Reports.
+    let html = out.join("report.html");
+    app.ok("export_report", json!({ "runIds": [run_id], "path": html }));
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<svg") && text.contains(&run_id[..8]));
+    let md = out.join("report.md");
+    app.ok("export_report", json!({ "runIds": [run_id], "path": md }));
+    assert!(std::fs::read_to_string(&md).unwrap().contains("| "));
+    let txt = json!({ "runIds": [run_id], "path": out.join("report.txt") });
+    assert_eq!(app.error_kind("export_report", txt), "badInput");
+    assert!(!out.join("report.txt").exists());
+
+    // Submission: refused without an endpoint; previewed, then sent.
+    assert_eq!(
+        app.error_kind("submission_preview", json!({ "runId": run_id })),
+        "badInput"
+    );
+    app.set(json!({ "submitEndpoint": format!("{}/api/results", server.url()) }));
+    let preview = app.ok("submission_preview", json!({ "runId": run_id }));
+    assert!(preview["payload"].as_str().unwrap().contains(&run_id));
+    let sent = app.ok("submit_result", json!({ "runId": run_id }));
+    assert_eq!(sent["outcome"], "sent", "{sent}");
+    let posted: Value = serde_json::from_slice(&server.posted()[0]).unwrap();
+    assert_eq!(posted["run_id"], run_id.as_str());
+
+    // Export and delete: the run folder goes with the run.
+    let export = out.join("history.json");
+    assert_eq!(
+        app.ok("history_export", json!({ "ids": [run_id], "path": export })),
+        1
+    );
+    let run_dir = app.state.paths.runs.join(&run_id);
+    assert!(run_dir.is_dir());
+    assert_eq!(app.ok("history_delete", json!({ "ids": [run_id] })), 1);
+    assert!(!run_dir.exists());
+    assert!(app
+        .ok("history_list", json!({}))
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        app.error_kind("history_get", json!({ "id": run_id })),
+        "notFound"
+    );
+}
+
+#[test]
+fn create_makes_a_png_with_its_parameters_and_keeps_the_model_loaded() {
+    let app = TestApp::new(None);
+    app.use_tiny_model();
+    let request = json!({
+        "prompt": "a red bicycle in the snow", "negativePrompt": "blurry", "steps": 3,
+        "guidance": 7.5, "seed": 42, "width": 32, "height": 16, "scheduler": "euler"
+    });
+    let status = app.run_job("start_generation", json!({ "request": request }), 3);
+    assert_eq!(status["state"], "finished", "{status}");
+    let generation = &status["output"]["generation"];
+    assert_eq!(generation["seed"], 42);
+    assert_eq!(generation["step_seconds"].as_array().unwrap().len(), 3);
+    let image = PathBuf::from(generation["image_path"].as_str().unwrap());
+    assert!(image.starts_with(&app.state.paths.images));
+    let png = std::fs::read(&image).unwrap();
+    let text = String::from_utf8_lossy(&png);
+    assert!(text.contains("a red bicycle in the snow") && text.contains("Seed: 42"));
+    let events = app.messages(3);
+    assert_eq!(count(&events, "loading"), 1);
+    assert_eq!(count(&events, "step"), 3);
+
+    // The image as the UI reads it, and saved elsewhere.
+    let bytes = app.request("read_image", json!({ "path": image })).unwrap();
+    match bytes {
+        InvokeResponseBody::Raw(raw) => assert_eq!(raw, png),
+        other => panic!("expected raw bytes, got {other:?}"),
+    }
+    let not_png = json!({ "path": app.state.paths.settings });
+    assert_eq!(app.error_kind("read_image", not_png), "notFound");
+    let copy = app.dir.path().join("copy.png");
+    let id = generation["id"].as_str().unwrap();
+    app.ok("save_image", json!({ "id": id, "path": copy }));
+    assert_eq!(std::fs::read(&copy).unwrap(), png);
+
+    // The second image reuses the loaded model.
+    let status = app.run_job("start_generation", json!({ "request": request }), 4);
+    assert_eq!(status["state"], "finished", "{status}");
+    assert_eq!(count(&app.messages(4), "loading"), 0);
+    let list = app.ok(
+        "history_list",
+        json!({ "filter": { "kind": "generation" } }),
+    );
+    assert_eq!(list.as_array().unwrap().len(), 2);
+
+    // Deleting the image's run removes the PNG the app kept, not the copy.
+    assert_eq!(app.ok("history_delete", json!({ "ids": [id] })), 1);
+    assert!(!image.exists() && copy.exists());
+
+    // Bad requests are refused before anything runs.
+    for change in [
+        json!({ "width": 30 }),
+        json!({ "prompt": "  " }),
+        json!({ "steps": 0 }),
+        json!({ "seed": 1u64 << 60 }),
+        json!({ "scheduler": "nope" }),
+        json!({ "backend": "tpu" }),
+    ] {
+        let mut bad = request.clone();
+        for (k, v) in change.as_object().unwrap() {
+            bad[k] = v.clone();
+        }
+        let args = json!({ "request": bad, "onEvent": "__CHANNEL__:5" });
+        assert_eq!(
+            app.error_kind("start_generation", args),
+            "badInput",
+            "{change}"
+        );
+    }
+}
+
+#[test]
+fn a_cancelled_run_saves_nothing_and_only_one_job_runs_at_a_time() {
+    let app = TestApp::new(None);
+    app.use_tiny_model();
+    // A long idle baseline keeps the job running until it is cancelled.
+    let args = json!({
+        "request": { "custom": { "steps": 1, "width": 16, "height": 16, "images": 1 }, "baselineSeconds": 30 },
+        "onEvent": "__CHANNEL__:11"
+    });
+    let id = app.ok("start_benchmark", args.clone());
+    assert_eq!(app.ok("running_job", json!({}))["id"], id);
+    assert_eq!(app.error_kind("start_benchmark", args), "busy");
+    let clean = json!({ "models": ["test-org/tiny-sd"] });
+    assert_eq!(app.error_kind("clean_cache", clean), "busy");
+
+    assert_eq!(app.ok("cancel_job", json!({ "id": id })), true);
+    let status = app
+        .state
+        .jobs
+        .wait(id.as_u64().unwrap(), JOB_TIMEOUT)
+        .unwrap();
+    assert!(
+        status.elapsed_seconds < 25.0,
+        "cancel took {}",
+        status.elapsed_seconds
+    );
+    assert_eq!(
+        app.ok("job_status", json!({ "id": id }))["state"],
+        "cancelled"
+    );
+    assert_eq!(app.messages(11).last().unwrap()["event"], "cancelled");
+    assert_eq!(app.ok("cancel_job", json!({ "id": id })), false);
+    assert!(app.ok("running_job", json!({})).is_null());
+    assert!(app
+        .ok("history_list", json!({}))
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert_eq!(std::fs::read_dir(&app.state.paths.runs).unwrap().count(), 0);
+    assert_eq!(
+        app.error_kind("job_status", json!({ "id": 999 })),
+        "notFound"
+    );
+}
+
+#[test]
+fn the_model_downloads_with_progress_and_the_cache_is_cleaned_up() {
+    let server = TestServer::start();
+    let repo = FakeRepo::from_folder("test-org/tiny-sd", &"ab".repeat(20), &tiny()).unwrap();
+    let size: u64 = repo.files.iter().map(|f| f.bytes.len() as u64).sum();
+    server.add_repo(repo);
+    let app = TestApp::new(Some(&server.url()));
+    app.set(json!({ "model": "test-org/tiny-sd", "backend": "cpu", "precision": "f32" }));
+
+    let status = app.ok("model_status", json!({}));
+    assert_eq!(status["ready"], false);
+    assert_eq!(status["source"], "hub");
+    // The pipeline's files, not everything in the repository.
+    let pipeline_bytes = status["downloadBytes"].as_u64().unwrap();
+    assert!(pipeline_bytes > 0 && pipeline_bytes < size, "{status}");
+
+    let job = app.run_job("start_download", json!({}), 21);
+    assert_eq!(job["state"], "finished", "{job}");
+    assert_eq!(job["output"]["bytes"], pipeline_bytes);
+    let events = app.messages(21);
+    let last_progress = events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "download")
+        .unwrap();
+    assert_eq!(last_progress["done"], pipeline_bytes);
+    assert_eq!(last_progress["total"], pipeline_bytes);
+    assert_eq!(app.ok("model_status", json!({}))["ready"], true);
+
+    let cache = app.ok("cache_info", json!({}));
+    assert_eq!(cache["models"][0]["repo"], "test-org/tiny-sd");
+    assert_eq!(cache["models"][0]["runnable"], true);
+    let on_disk = cache["totalBytes"].as_u64().unwrap();
+    assert!(on_disk >= pipeline_bytes);
+
+    let cleaned = app.ok("clean_cache", json!({ "models": ["test-org/tiny-sd"] }));
+    assert_eq!(cleaned["freedBytes"], on_disk);
+    assert_eq!(cleaned["removed"], json!(["test-org/tiny-sd"]));
+    assert!(app.ok("cache_info", json!({}))["models"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert_eq!(app.ok("model_status", json!({}))["ready"], false);
+}
+
+#[test]
+fn without_a_network_the_download_says_so() {
+    let app = TestApp::new(None);
+    app.set(json!({ "model": "test-org/tiny-sd" }));
+    let status = app.ok("model_status", json!({}));
+    assert_eq!(status["ready"], false);
+    assert!(status["downloadBytes"].is_null());
+    assert!(
+        status["problem"].as_str().unwrap().contains("cannot reach"),
+        "{status}"
+    );
+
+    let job = app.run_job("start_download", json!({}), 31);
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["error"]["kind"], "network");
+    assert!(job["error"]["hint"].as_str().unwrap().contains("offline"));
+    assert_eq!(app.messages(31).last().unwrap()["event"], "failed");
+
+    // A local model has nothing to download.
+    app.set(json!({ "model": "synthetic" }));
+    let args = json!({ "onEvent": "__CHANNEL__:32" });
+    assert_eq!(app.error_kind("start_download", args), "badInput");
+}
+
+/// The update check through tauri-plugin-updater with the app's real public key, against a
+/// local endpoint.
+#[test]
+fn the_update_check_asks_the_configured_endpoint() {
+    let server = TestServer::start();
+    let manifest = |version: &str| {
+        let platform = json!({ "url": format!("{}/sdbench.tar.gz", server.url()), "signature": "unused by a check" });
+        json!({
+            "version": version, "notes": "Faster VAE", "pub_date": "2026-11-01T00:00:00Z",
+            "platforms": {
+                "linux-x86_64": platform, "linux-aarch64": platform, "darwin-aarch64": platform,
+                "darwin-x86_64": platform, "windows-x86_64": platform
+            }
+        })
+        .to_string()
+    };
+    server.add_file("/newer.json", manifest("9.9.9").as_bytes());
+    server.add_file("/same.json", manifest("0.1.0").as_bytes());
+
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tauri.conf.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut updater = config["plugins"]["updater"].clone();
+    assert!(updater["pubkey"].as_str().unwrap().len() > 40);
+    updater["dangerousInsecureTransportProtocol"] = json!(true);
+    let app = TestApp::build(
+        None,
+        |b| b.plugin(tauri_plugin_updater::Builder::new().build()),
+        |mut context| {
+            context
+                .config_mut()
+                .plugins
+                .0
+                .insert("updater".into(), updater);
+            context
+        },
+    );
+
+    // As the real app's setup does.
+    use tauri_plugin_updater::UpdaterExt;
+    let handle = app.app.handle().clone();
+    app.app.manage(Updates::new(
+        move || handle.updater_builder(),
+        || {},
+        "0.1.0".into(),
+    ));
+
+    app.set(json!({ "updateEndpoint": format!("{}/newer.json", server.url()) }));
+    let info = app.ok("check_for_update", json!({}));
+    assert_eq!(info["available"], true, "{info}");
+    assert_eq!(info["version"], "9.9.9");
+    assert_eq!(info["notes"], "Faster VAE");
+
+    app.set(json!({ "updateEndpoint": format!("{}/same.json", server.url()) }));
+    let info = app.ok("check_for_update", json!({}));
+    assert_eq!(info["available"], false, "{info}");
+
+    app.set(json!({ "updateEndpoint": format!("{}/missing.json", server.url()) }));
+    assert_eq!(app.error_kind("check_for_update", json!({})), "network");
+}
+
+#[test]
+fn a_damaged_settings_file_is_set_aside_and_the_app_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("settings.json"), b"{ \"backend\": ").unwrap();
+    let state = AppState::new(&data, hub_at(dir.path(), "http://127.0.0.1:9")).unwrap();
+    assert_eq!(state.settings(), sdbench_app::settings::Settings::default());
+    assert_eq!(state.startup_notes.len(), 1);
+    assert!(
+        state.startup_notes[0].contains("settings.damaged.json"),
+        "{:?}",
+        state.startup_notes
+    );
+    assert_eq!(
+        std::fs::read(data.join("settings.damaged.json")).unwrap(),
+        b"{ \"backend\": "
+    );
+}

@@ -1,0 +1,164 @@
+// End-to-end test of the desktop app: the real binary in a real window (run under Xvfb), driven
+// through tauri-driver and WebKitWebDriver. It runs a quick benchmark on the tiny model from a
+// prepared model cache, checks the result view, finds the run in History, generates an image,
+// and cleans the cache, keeping a screenshot of each screen.
+//
+// Usage: node tests/e2e/run.mjs APP_BINARY SCREENSHOT_DIR   (scripts/e2e sets it all up)
+
+import { spawn } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { connect } from "node:net";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Session } from "./webdriver.mjs";
+
+const [app, shotsArg] = process.argv.slice(2);
+if (!app || !shotsArg) {
+  console.error("usage: node tests/e2e/run.mjs APP_BINARY SCREENSHOT_DIR");
+  process.exit(2);
+}
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const shots = resolve(shotsArg);
+mkdirSync(shots, { recursive: true });
+// Ports of our own, so a leftover driver elsewhere cannot answer for this run.
+const PORT = 20000 + Math.floor(Math.random() * 20000);
+const NATIVE_PORT = PORT + 1;
+const MODEL = "test-org/tiny-sd";
+const COMMIT = "e2e0000000000000000000000000000000000000";
+
+// A fresh data folder, and a model cache holding the tiny model as a Hub download leaves it.
+const work = mkdtempSync(join(tmpdir(), "sdbench-e2e-"));
+const data = join(work, "data");
+const hub = join(work, "hub");
+const modelDir = join(hub, "models--test-org--tiny-sd");
+cpSync(join(root, "crates/diffusion/tests/fixtures/tiny-sd"), join(modelDir, "snapshots", COMMIT), { recursive: true });
+mkdirSync(join(modelDir, "refs"), { recursive: true });
+writeFileSync(join(modelDir, "refs", "main"), COMMIT);
+mkdirSync(data, { recursive: true });
+writeFileSync(join(data, "settings.json"), JSON.stringify({ model: MODEL, backend: "auto", precision: "f32" }));
+
+const env = {
+  ...process.env,
+  SDBENCH_DATA_DIR: data,
+  HF_HUB_CACHE: hub,
+  HF_HUB_OFFLINE: "1",
+};
+const driver = spawn("tauri-driver", ["--port", String(PORT), "--native-port", String(NATIVE_PORT)], { env, stdio: ["ignore", "inherit", "inherit"] });
+const stopDriver = () => driver.kill("SIGTERM");
+process.on("exit", stopDriver);
+
+/** Waits until tauri-driver accepts connections, then gives WebKitWebDriver behind it a moment.
+ * Neither is sent a request early: WebKitWebDriver wedges on a connection it did not expect, and
+ * then never answers the session request. */
+async function waitForDriver() {
+  const open = (port) => new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1", () => { socket.destroy(); resolve(true); });
+    socket.on("error", () => resolve(false));
+  });
+  for (let i = 0; i < 200; i++) {
+    if (await open(PORT)) {
+      await new Promise((r) => setTimeout(r, 1500));
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("tauri-driver did not start");
+}
+
+const steps = [];
+async function step(name, body) {
+  const started = Date.now();
+  await body();
+  steps.push(`${name}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(`ok - ${name}`);
+}
+
+let session;
+async function shot(name) {
+  writeFileSync(join(shots, `${name}.png`), await session.screenshot());
+}
+
+try {
+  await waitForDriver();
+  session = await Session.start(`http://127.0.0.1:${PORT}`, {
+    browserName: "wry",
+    "tauri:options": { application: resolve(app) },
+  });
+
+  await step("the Benchmark screen shows the cached model", async () => {
+    await session.waitFor("#model-card", { test: (t) => t.includes(MODEL) && !t.includes("not downloaded"), what: "the ready model" });
+    await shot("1-benchmark");
+  });
+
+  await step("System: choose the CPU backend", async () => {
+    await session.click("#tab-system");
+    await session.waitFor("#system-backends", { test: (t) => t.includes("cpu"), timeoutMs: 60000 });
+    await session.setValue("#settings-backend", "cpu");
+    await session.click("#settings-save");
+    await session.waitFor(".messages", { test: (t) => t.includes("Settings saved") });
+    await session.click("#tab-benchmark");
+  });
+
+  await step("a quick benchmark runs and shows its result", async () => {
+    await session.execute("document.querySelector('details').open = true");
+    await session.setValue("#quick-steps", 2);
+    await session.setValue("#quick-width", 32);
+    await session.setValue("#quick-height", 24);
+    await session.setValue("#quick-images", 2);
+    await session.click("#run-quick");
+    await session.waitFor("#bench-progress", { what: "the progress panel" });
+    await shot("2-benchmark-running");
+    await session.waitFor("#result-metrics", { timeoutMs: 600000, test: (t) => t.includes("images per minute"), what: "the result" });
+    await session.waitFor("#chart-stages svg", { what: "the stage chart" });
+    const validity = await session.text("#result-validity");
+    if (!validity.includes("Valid run")) throw new Error(`unexpected validity: ${validity}`);
+    await session.waitFor("#result-images img", { what: "the benchmark images" });
+    await shot("3-benchmark-result");
+  });
+
+  await step("the run is in History with its detail", async () => {
+    await session.click("#tab-history");
+    await session.waitFor("#history-rows", { test: (t) => t.includes("benchmark") && t.includes("cpu") });
+    await session.click("#history-rows button[data-run]");
+    await session.waitFor("#history-detail #result-score", { what: "the run's detail" });
+    await shot("4-history");
+  });
+
+  await step("Create generates an image", async () => {
+    await session.click("#tab-create");
+    await session.setValue("#create-prompt", "a lighthouse on a cliff at dawn");
+    await session.setValue("#create-steps", 3);
+    await session.setValue("#create-width", 32);
+    await session.setValue("#create-height", 32);
+    await session.click("#create-generate");
+    await session.waitFor("#create-image", { timeoutMs: 300000, what: "the generated image" });
+    const timing = await session.text("#create-timing");
+    if (!timing.includes("it/s")) throw new Error(`no timing: ${timing}`);
+    await session.waitFor("#create-strip .thumb");
+    await shot("5-create");
+    await session.click("#tab-history");
+    await session.waitFor("#history-rows", { test: (t) => t.includes("a lighthouse on a cliff") });
+  });
+
+  await step("System: clean up the model cache", async () => {
+    await session.click("#tab-system");
+    await session.waitFor("#system-cache", { test: (t) => t.includes(MODEL) });
+    await shot("6-system");
+    await session.click("#cache-clean");
+    await session.waitFor("dialog", { test: (t) => t.includes("Remove") });
+    await session.click("#dialog-confirm");
+    await session.waitFor(".messages", { test: (t) => t.includes("Freed") });
+    await session.waitFor("#cache-empty");
+    await shot("7-system-cleaned");
+  });
+
+  await session.end();
+  console.log(`end-to-end: all steps passed\n  ${steps.join("\n  ")}\nscreenshots: ${shots}`);
+} catch (e) {
+  console.error(`end-to-end FAILED: ${e.message}`);
+  if (session) await shot("failure").catch(() => {});
+  process.exitCode = 1;
+} finally {
+  stopDriver();
+}

@@ -1,0 +1,85 @@
+// Typed calls to the shell's commands. Long jobs take a Channel and resolve to a job id; `runJob`
+// turns that into a promise of the job's end while passing progress to a callback.
+
+import { Channel, invoke } from "@tauri-apps/api/core";
+import type * as T from "./types";
+
+export function isUiError(e: unknown): e is T.UiError {
+  return typeof e === "object" && e !== null && "message" in e && "hint" in e && "kind" in e;
+}
+
+/** Any thrown value as a UiError (the shell always sends one; anything else is a bug). */
+export function asUiError(e: unknown): T.UiError {
+  if (isUiError(e)) return e;
+  return { kind: "internal", message: String(e), hint: "This is a bug in SD Bench; please report it." };
+}
+
+export interface JobHandle<O> {
+  id: Promise<number>;
+  /** Resolves with the output; rejects with a UiError (kind "cancelled" when cancelled). */
+  done: Promise<O>;
+  cancel(): Promise<void>;
+}
+
+/** Starts a job command and follows it through its channel. */
+export function runJob<O>(
+  command: string,
+  args: Record<string, unknown>,
+  onEvent: (e: T.JobEvent) => void,
+): JobHandle<O> {
+  const channel = new Channel<T.JobEvent>();
+  let settle!: { resolve: (o: O) => void; reject: (e: T.UiError) => void };
+  const done = new Promise<O>((resolve, reject) => (settle = { resolve, reject }));
+  channel.onmessage = (e) => {
+    if (e.event === "finished") settle.resolve(e.output as O);
+    else if (e.event === "failed") settle.reject(e.error);
+    else if (e.event === "cancelled") settle.reject({ kind: "cancelled", message: "Cancelled", hint: "Nothing was saved." });
+    else onEvent(e);
+  };
+  const id = invoke<number>(command, { ...args, onEvent: channel });
+  id.catch((e) => settle.reject(asUiError(e)));
+  return {
+    id,
+    done,
+    cancel: async () => {
+      await invoke("cancel_job", { id: await id });
+    },
+  };
+}
+
+export const api = {
+  systemInfo: () => invoke<T.SystemReport>("system_info"),
+  getSettings: () => invoke<T.Settings>("get_settings"),
+  saveSettings: (settings: T.Settings) => invoke<T.Settings>("save_settings", { settings }),
+  startupNotes: () => invoke<string[]>("startup_notes"),
+  modelStatus: () => invoke<T.ModelStatus>("model_status"),
+  download: (onEvent: (e: T.JobEvent) => void) => runJob<{ path: string; bytes: number }>("start_download", {}, onEvent),
+  benchmark: (request: { custom?: { steps?: number; width?: number; height?: number; images?: number }; baselineSeconds?: number }, onEvent: (e: T.JobEvent) => void) =>
+    runJob<T.BenchmarkOutput>("start_benchmark", { request }, onEvent),
+  benchmarkView: (runId: string) => invoke<T.ResultView>("benchmark_view", { runId }),
+  saveResult: (runId: string, path: string) => invoke<string>("save_result", { runId, path }),
+  exportReport: (runIds: string[], path: string) => invoke<string>("export_report", { runIds, path }),
+  submissionPreview: (runId: string) => invoke<T.SubmissionPreview>("submission_preview", { runId }),
+  submit: (runId: string) => invoke<T.Submitted>("submit_result", { runId }),
+  schedulers: () => invoke<string[]>("schedulers"),
+  generate: (request: T.CreateRequest, onEvent: (e: T.JobEvent) => void) =>
+    runJob<T.CreateOutput>("start_generation", { request }, onEvent),
+  saveImage: (id: string, path: string) => invoke<string>("save_image", { id, path }),
+  readImage: (path: string) => invoke<ArrayBuffer>("read_image", { path }),
+  runningJob: () => invoke<T.JobStatus | null>("running_job"),
+  historyList: (filter: T.HistoryFilter) => invoke<T.RunSummary[]>("history_list", { filter }),
+  historyGet: (id: string) => invoke<T.HistoryRecord>("history_get", { id }),
+  historyDelete: (ids: string[]) => invoke<number>("history_delete", { ids }),
+  historyExport: (ids: string[], path: string) => invoke<number>("history_export", { ids, path }),
+  runCharts: (ids: string[]) => invoke<T.Charts>("run_charts", { ids }),
+  cacheInfo: () => invoke<T.CacheInfo>("cache_info"),
+  cleanCache: (models: string[]) => invoke<T.Cleaned>("clean_cache", { models }),
+  checkForUpdate: () => invoke<T.UpdateInfo>("check_for_update"),
+  installUpdate: () => invoke<void>("install_update"),
+};
+
+/** An object URL for a PNG the app made (revoke it when the image is replaced). */
+export async function imageUrl(path: string): Promise<string> {
+  const bytes = await api.readImage(path);
+  return URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
+}

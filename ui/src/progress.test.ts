@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { ProgressTracker } from "./progress";
+import * as fmt from "./format";
+
+describe("ProgressTracker", () => {
+  it("counts images and steps, speed, elapsed and ETA from the events", () => {
+    let now = 100;
+    const t = new ProgressTracker(() => now);
+    t.update({ event: "imageStarted", index: 0, total: 5, warmup: true });
+    let v = t.update({ event: "step", index: 0, total: 5, step: 1, steps: 30, seconds: 1, warmup: true });
+    expect(v.warmup).toBe(true);
+    // Warm-up: 29 steps left in it, then 5 timed images of 30.
+    expect(v.etaSeconds).toBeCloseTo(29 + 150);
+    expect(v.elapsedSeconds).toBe(0);
+
+    t.update({ event: "imageStarted", index: 1, total: 5, warmup: false });
+    now = 110;
+    for (let s = 1; s <= 10; s++) {
+      v = t.update({ event: "step", index: 1, total: 5, step: s, steps: 30, seconds: 0.5, warmup: false });
+    }
+    expect(v.image).toBe(1);
+    expect(v.step).toBe(10);
+    expect(v.itPerSecond).toBeCloseTo(2); // the last 8 steps took 0.5 s each
+    expect(v.etaSeconds).toBeCloseTo((20 + 4 * 30) * 0.5);
+    expect(v.elapsedSeconds).toBe(10);
+    expect(v.fraction).toBeCloseTo(40 / 180);
+    v = t.update({ event: "imageFinished", index: 5, total: 5, seconds: 15, valid: true, warmup: false });
+    expect(v.fraction).toBe(1);
+  });
+
+  it("keeps notes, download progress and telemetry", () => {
+    const t = new ProgressTracker(() => 0);
+    t.update({ event: "note", text: "offline: using the cache" });
+    const v = t.update({ event: "download", file: "unet.safetensors", fileDone: 5, fileTotal: 10, done: 50, total: 200 });
+    expect(v.notes).toEqual(["offline: using the cache"]);
+    expect(v.fraction).toBeCloseTo(0.25);
+    t.update({ event: "telemetry", samples: [{ source: "nvml:0", t: 1, powerW: 250, vramUsedBytes: 3e9, vramTotalBytes: 8e9 }] });
+    expect(t.telemetry()).toHaveLength(1);
+  });
+});
+
+describe("format", () => {
+  it("formats bytes, durations and numbers", () => {
+    expect(fmt.bytes(999)).toBe("999 B");
+    expect(fmt.bytes(2_500_000_000)).toBe("2.50 GB");
+    expect(fmt.bytes(null)).toBe("—");
+    expect(fmt.duration(75)).toBe("1:15");
+    expect(fmt.duration(3725)).toBe("1:02:05");
+    expect(fmt.duration(null)).toBe("—");
+    expect(fmt.fixed(1.23456)).toBe("1.23");
+    expect(fmt.fixed(Number.NaN)).toBe("—");
+  });
+});

@@ -1,0 +1,101 @@
+// What the progress panel shows, computed from a job's events: image i of n, step j of m, speed,
+// elapsed time of the timed part, and the time left.
+
+import type { JobEvent, LiveSample } from "./types";
+
+/** Steps averaged for the it/s figure. */
+const RECENT_STEPS = 8;
+
+export interface ProgressView {
+  phase: string;
+  image: number;
+  images: number;
+  warmup: boolean;
+  step: number;
+  steps: number;
+  itPerSecond: number | null;
+  elapsedSeconds: number;
+  etaSeconds: number | null;
+  /** 0..1 over the whole run (warm-up and timed images). */
+  fraction: number;
+  download: { done: number; total: number; file: string } | null;
+  notes: string[];
+}
+
+export class ProgressTracker {
+  private view: ProgressView = {
+    phase: "Starting…", image: 0, images: 0, warmup: false, step: 0, steps: 0,
+    itPerSecond: null, elapsedSeconds: 0, etaSeconds: null, fraction: 0, download: null, notes: [],
+  };
+  private recent: number[] = [];
+  private timedStart: number | null = null;
+  private readonly samples: LiveSample[] = [];
+
+  /** `now` in seconds (injectable for tests). */
+  constructor(private readonly now: () => number = () => performance.now() / 1000) {}
+
+  update(e: JobEvent): ProgressView {
+    const v = this.view;
+    switch (e.event) {
+      case "note":
+        v.notes.push(e.text);
+        break;
+      case "download":
+        v.phase = "Downloading the model…";
+        v.download = { done: e.done, total: e.total, file: e.file };
+        v.fraction = e.total > 0 ? e.done / e.total : 0;
+        break;
+      case "loading":
+        v.phase = `Loading ${e.model} on ${e.backend}…`;
+        v.download = null;
+        break;
+      case "loaded":
+        v.phase = `Loaded in ${e.seconds.toFixed(1)} s on ${e.device} (${e.precision})`;
+        break;
+      case "baseline":
+        v.phase = "Idle power measured";
+        break;
+      case "imageStarted":
+        v.image = e.index;
+        v.images = e.total;
+        v.warmup = e.warmup;
+        v.step = 0;
+        v.phase = e.warmup ? "Warm-up image (untimed)" : `Image ${e.index} of ${e.total}`;
+        if (!e.warmup && e.index === 1) this.timedStart = this.now();
+        break;
+      case "step": {
+        v.step = e.step;
+        v.steps = e.steps;
+        this.recent.push(e.seconds);
+        if (this.recent.length > RECENT_STEPS) this.recent.shift();
+        const mean = this.recent.reduce((a, b) => a + b, 0) / this.recent.length;
+        v.itPerSecond = mean > 0 ? 1 / mean : null;
+        // Steps left: this image's, then every later timed image's.
+        const left = (e.steps - e.step) + (e.warmup ? e.total : e.total - e.index) * e.steps;
+        v.etaSeconds = mean > 0 ? left * mean : null;
+        const done = (e.warmup ? 0 : e.index) * e.steps + e.step;
+        v.fraction = done / ((e.total + 1) * e.steps);
+        break;
+      }
+      case "imageFinished":
+        if (!e.warmup && e.index === e.total) {
+          v.fraction = 1;
+          v.etaSeconds = 0;
+          v.phase = "Finishing…";
+        }
+        break;
+      case "telemetry":
+        this.samples.push(...e.samples);
+        break;
+      default:
+        break;
+    }
+    v.elapsedSeconds = this.timedStart === null ? 0 : this.now() - this.timedStart;
+    return { ...v, notes: [...v.notes] };
+  }
+
+  /** Every live telemetry sample so far. */
+  telemetry(): LiveSample[] {
+    return this.samples;
+  }
+}

@@ -1,0 +1,163 @@
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { mockShell, settle, stream } from "../test-support";
+import { setMessageArea } from "../ui";
+import { benchmarkScreen } from "./benchmark";
+import type { BenchmarkOutput, JobEvent } from "../types";
+
+const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="5" height="5"/></svg>';
+
+export function output(valid = true): BenchmarkOutput {
+  return {
+    result: {
+      run_id: "run-1234abcd", created_at: "2026-11-22T10:00:00Z", valid,
+      invalid_reasons: valid ? [] : ["image 2: 384 pixel values are NaN or infinite"],
+      backend: { name: "cuda", device: "NVIDIA H100", precision: "f16" },
+      workload: { name: "sd15-512-30", standard: true, steps: 30, width: 512, height: 512, prompts: [{ prompt: "a lighthouse", seed: 1 }] },
+      scores: { score: valid ? 1234 : null, images_per_minute: 12.34 },
+      results: [{ seconds: 4.8, image: { check: { valid: true, reason: null } } }],
+    },
+    header: [["workload", "sd15-512-30 v1 (standard)"]],
+    rows: [["score", valid ? "1234" : "none (invalid run)", ""], ["images per minute", "12.340", "img/min"], ["power (avg)", "301.2", "W"]],
+    imageColumns: ["seed", "seconds"],
+    imageCells: [["1", "4.800"]],
+    images: ["/data/runs/run-1234abcd/result-1.png"],
+    resultPath: "/data/runs/run-1234abcd/result.json",
+    historyWarning: null,
+  };
+}
+
+const charts = { labels: ["NVIDIA H100 f16"], secondsPerImage: { svg: SVG, reason: null }, stageBreakdown: { svg: SVG, reason: null }, stepTimes: { svg: SVG, reason: null }, powerOverTime: { svg: null, reason: "no power source" } };
+
+const running: JobEvent[] = [
+  { event: "loading", model: "sd15", backend: "cuda" },
+  { event: "imageStarted", index: 0, total: 5, warmup: true },
+  { event: "step", index: 0, total: 5, step: 30, steps: 30, seconds: 0.1, warmup: true },
+  { event: "imageStarted", index: 2, total: 5, warmup: false },
+  { event: "step", index: 2, total: 5, step: 7, steps: 30, seconds: 0.1, warmup: false },
+  { event: "telemetry", samples: [{ source: "nvml:0", t: 3, powerW: 280, vramUsedBytes: 4 * 2 ** 30, vramTotalBytes: null }] },
+];
+
+let root: HTMLElement;
+let messages: HTMLElement;
+
+beforeEach(() => {
+  document.body.replaceChildren();
+  messages = document.createElement("div");
+  setMessageArea(messages);
+  if (!root) {
+    root = document.createElement("section");
+    benchmarkScreen.mount(root);
+  }
+  document.body.append(root, messages);
+  URL.createObjectURL = vi.fn(() => "blob:image");
+});
+
+const ready = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", source: "hub", ready: true, path: "/hub/snap", downloadBytes: null, problem: null, note: null };
+
+describe("Benchmark screen", () => {
+  it("shows live progress, then the score, every metric, charts and images", async () => {
+    let args: Record<string, unknown> = {};
+    mockShell({
+      model_status: () => ready,
+      start_benchmark: (a) => {
+        args = a;
+        stream(a, running);
+        return 1;
+      },
+      run_charts: () => charts,
+      read_image: () => new ArrayBuffer(4),
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    const run = root.querySelector<HTMLButtonElement>("#run-standard")!;
+    expect(run.disabled).toBe(false);
+    run.click();
+    await settle(60);
+    expect(args.request).toEqual({});
+    expect(run.disabled).toBe(true);
+    expect(root.querySelector("#bench-image")!.textContent).toBe("2 / 5");
+    expect(root.querySelector("#bench-step")!.textContent).toBe("7 / 30");
+    expect(root.querySelector(".live-chart")!.textContent).toContain("power 280 W");
+
+    stream(args, [{ event: "finished", output: output() }]);
+    await settle(60);
+    expect(root.querySelector("#bench-progress")!.hasAttribute("hidden")).toBe(true);
+    expect(root.querySelector("#result-score")!.textContent).toBe("1234");
+    expect(root.querySelector("#result-metrics")!.textContent).toContain("301.2");
+    expect(root.querySelector("#result-validity")!.textContent).toContain("Valid standard run");
+    expect(root.querySelectorAll("#bench-result figure.chart svg")).toHaveLength(3);
+    expect(root.querySelector("#chart-power")!.textContent).toContain("no power source");
+    expect(root.querySelector<HTMLImageElement>("#result-images img")!.src).toBe("blob:image");
+    expect(run.disabled).toBe(false);
+  });
+
+  it("a quick run sends its values; an invalid run shows why and cannot be submitted", async () => {
+    let args: Record<string, unknown> = {};
+    mockShell({
+      model_status: () => ready,
+      start_benchmark: (a) => {
+        args = a;
+        stream(a, [{ event: "finished", output: output(false) }]);
+        return 2;
+      },
+      run_charts: () => charts,
+      read_image: () => new ArrayBuffer(4),
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    root.querySelector<HTMLInputElement>("#quick-steps")!.value = "3";
+    root.querySelector<HTMLButtonElement>("#run-quick")!.click();
+    await settle(60);
+    expect(args.request).toEqual({ custom: { steps: 3, width: 256, height: 256, images: 2 } });
+    expect(root.querySelector("#result-score")!.textContent).toBe("—");
+    expect(root.querySelector("#result-validity")!.textContent).toContain("NaN");
+    expect(root.querySelector<HTMLButtonElement>("#submit-result")!.disabled).toBe(true);
+  });
+
+  it("offers the download with its size, shows progress, and cancels", async () => {
+    let status = { ...ready, ready: false, path: null, downloadBytes: 4_265_000_000 };
+    let args: Record<string, unknown> = {};
+    const calls = mockShell({
+      model_status: () => status,
+      start_download: (a) => {
+        args = a;
+        stream(a, [{ event: "download", file: "unet/diffusion_pytorch_model.fp16.safetensors", fileDone: 1, fileTotal: 2, done: 1_000_000_000, total: 4_265_000_000 }]);
+        return 5;
+      },
+      cancel_job: () => true,
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    expect(root.querySelector<HTMLButtonElement>("#run-standard")!.disabled).toBe(true);
+    const download = root.querySelector<HTMLButtonElement>("#download-model")!;
+    expect(download.textContent).toBe("Download (4.26 GB)");
+    download.click();
+    await settle(40);
+    expect(root.querySelector<HTMLProgressElement>("#download-progress")!.value).toBeCloseTo(1 / 4.265, 3);
+    expect(root.querySelector("#model-card")!.textContent).toContain("1.00 GB of 4.26 GB");
+    root.querySelector<HTMLButtonElement>("#cancel-download")!.click();
+    await settle();
+    expect(calls.some((c) => c.cmd === "cancel_job" && c.args.id === 5)).toBe(true);
+    status = { ...status };
+    stream(args, [{ event: "cancelled" }]);
+    await settle(40);
+    expect(messages.textContent).toContain("Cancelled: nothing was saved.");
+  });
+
+  it("shows a failed run's message and next step", async () => {
+    mockShell({
+      model_status: () => ready,
+      start_benchmark: (a) => {
+        stream(a, [{ event: "failed", error: { kind: "noDevice", message: "the cuda backend is unavailable: no NVIDIA driver", hint: "Choose another backend in System" } }]);
+        return 6;
+      },
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+    await settle(60);
+    const alert = messages.querySelector("[role=alert]")!;
+    expect(alert.textContent).toContain("no NVIDIA driver");
+    expect(alert.textContent).toContain("Choose another backend");
+  });
+});

@@ -1,0 +1,177 @@
+// The Benchmark screen: the model it needs (with a download), one button for the standard run, a
+// quick custom run, live progress with power and VRAM, and the result.
+
+import { api, type JobHandle } from "../api";
+import { fill, h } from "../dom";
+import * as fmt from "../format";
+import { drawLiveChart } from "../livechart";
+import { ProgressTracker, type ProgressView } from "../progress";
+import type { BenchmarkOutput, JobEvent, ModelStatus } from "../types";
+import { showError, notify } from "../ui";
+import type { Screen } from "../main";
+import { renderResult } from "./result";
+
+let job: JobHandle<unknown> | null = null;
+
+const nextFrame = (f: () => void) =>
+  typeof requestAnimationFrame === "function" ? requestAnimationFrame(f) : setTimeout(f, 16);
+
+const model = h("div", { class: "card", id: "model-card" });
+const runButton = h("button", { class: "primary big", id: "run-standard" }, "Run the standard benchmark");
+const quick = {
+  steps: h("input", { type: "number", id: "quick-steps", min: 1, max: 200, value: 4 }),
+  width: h("input", { type: "number", id: "quick-width", min: 8, max: 2048, step: 8, value: 256 }),
+  height: h("input", { type: "number", id: "quick-height", min: 8, max: 2048, step: 8, value: 256 }),
+  images: h("input", { type: "number", id: "quick-images", min: 1, max: 50, value: 2 }),
+};
+const quickButton = h("button", { id: "run-quick" }, "Run quick benchmark");
+const progress = h("div", { class: "card progress", id: "bench-progress", hidden: true });
+const result = h("div", { id: "bench-result" });
+
+function setRunning(running: boolean): void {
+  runButton.disabled = running;
+  quickButton.disabled = running;
+  progress.hidden = !running && progress.hidden;
+}
+
+async function refreshModel(): Promise<void> {
+  try {
+    renderModel(await api.modelStatus());
+  } catch (e) {
+    fill(model, h("p", { class: "invalid" }, "The model setting is not usable."));
+    showError(e);
+  }
+}
+
+function renderModel(status: ModelStatus): void {
+  const where = status.source === "synthetic"
+    ? "synthetic weights (timing only; never a standard score)"
+    : status.path ?? "not downloaded yet";
+  const parts: (Node | string)[] = [
+    h("h2", {}, "Model"),
+    h("p", {}, h("strong", {}, status.model), " — ", where),
+  ];
+  if (status.note) parts.push(h("p", { class: "muted" }, status.note));
+  if (!status.ready) {
+    const size = status.downloadBytes !== null ? fmt.bytes(status.downloadBytes) : "size unknown";
+    const download = h("button", { class: "primary", id: "download-model" }, `Download (${size})`);
+    download.addEventListener("click", () => startDownload(download));
+    parts.push(h("p", {}, "The model is not on this machine yet."), download);
+    if (status.problem) parts.push(h("p", { class: "muted" }, `The Hub did not answer: ${status.problem}`));
+  }
+  fill(model, ...parts);
+  runButton.disabled = !status.ready || job !== null;
+  quickButton.disabled = !status.ready || job !== null;
+}
+
+function startDownload(button: HTMLButtonElement): void {
+  button.disabled = true;
+  const bar = h("progress", { max: 1, value: 0, id: "download-progress" });
+  const label = h("span", { class: "muted" }, "Starting…");
+  const cancel = h("button", { id: "cancel-download" }, "Cancel");
+  model.append(h("div", { class: "download" }, bar, label, cancel));
+  const started = performance.now() / 1000;
+  let first: number | null = null;
+  const handle = api.download((e: JobEvent) => {
+    if (e.event !== "download") return;
+    first ??= e.done;
+    bar.value = e.total > 0 ? e.done / e.total : 0;
+    const rate = (e.done - first) / Math.max(performance.now() / 1000 - started, 1e-3);
+    const eta = rate > 0 ? (e.total - e.done) / rate : null;
+    label.textContent = `${fmt.bytes(e.done)} of ${fmt.bytes(e.total)} · ${fmt.bytes(rate)}/s · ${fmt.duration(eta)} left · ${e.file}`;
+  });
+  job = handle;
+  cancel.addEventListener("click", () => handle.cancel().catch(showError));
+  handle.done
+    .then(() => notify("The model is downloaded."))
+    .catch((e) => showError(e))
+    .finally(() => {
+      job = null;
+      refreshModel();
+    });
+}
+
+function renderProgress(v: ProgressView, tracker: ProgressTracker, cancel: HTMLButtonElement): void {
+  const image = v.images === 0 ? "—" : v.warmup ? "warm-up" : `${v.image} / ${v.images}`;
+  fill(progress,
+    h("h2", {}, "Running"),
+    h("p", { id: "bench-phase" }, v.phase),
+    h("progress", { max: 1, value: v.fraction, "aria-label": "Benchmark progress" }),
+    h("dl", { class: "pairs inline" },
+      h("dt", {}, "image"), h("dd", { id: "bench-image" }, image),
+      h("dt", {}, "step"), h("dd", { id: "bench-step" }, v.steps === 0 ? "—" : `${v.step} / ${v.steps}`),
+      h("dt", {}, "it/s"), h("dd", {}, fmt.fixed(v.itPerSecond)),
+      h("dt", {}, "elapsed"), h("dd", {}, fmt.duration(v.elapsedSeconds)),
+      h("dt", {}, "ETA"), h("dd", {}, fmt.duration(v.etaSeconds))),
+    v.download ? h("p", { class: "muted" }, `Downloading ${fmt.bytes(v.download.done)} of ${fmt.bytes(v.download.total)}`) : null,
+    v.notes.map((n) => h("p", { class: "note" }, n)),
+    drawLiveChart(tracker.telemetry()),
+    cancel);
+}
+
+function startBenchmark(custom: boolean): void {
+  const request = custom
+    ? { custom: { steps: quick.steps.valueAsNumber, width: quick.width.valueAsNumber, height: quick.height.valueAsNumber, images: quick.images.valueAsNumber } }
+    : {};
+  const tracker = new ProgressTracker();
+  const cancel = h("button", { id: "cancel-benchmark" }, "Cancel");
+  progress.hidden = false;
+  fill(result);
+  setRunning(true);
+  let pending: ProgressView | null = null;
+  // Steps can come fast: draw at most once per animation frame.
+  const draw = () => {
+    if (pending) renderProgress(pending, tracker, cancel);
+    pending = null;
+  };
+  renderProgress(tracker.update({ event: "note", text: custom ? "Quick run: not a standard score." : "Standard run: 5 images, 512x512, 30 steps, after a warm-up image." }), tracker, cancel);
+  const handle = api.benchmark(request, (e) => {
+    if (pending === null) nextFrame(draw);
+    pending = tracker.update(e);
+  });
+  job = handle;
+  cancel.addEventListener("click", () => {
+    cancel.disabled = true;
+    cancel.textContent = "Cancelling…";
+    handle.cancel().catch(showError);
+  });
+  handle.done
+    .then(async (output: BenchmarkOutput) => {
+      progress.hidden = true;
+      if (output.historyWarning) notify(`Not added to the history: ${output.historyWarning}`);
+      await renderResult(result, output);
+    })
+    .catch((e) => {
+      progress.hidden = true;
+      showError(e);
+    })
+    .finally(() => {
+      job = null;
+      setRunning(false);
+      refreshModel();
+    });
+}
+
+export const benchmarkScreen: Screen = {
+  id: "benchmark",
+  title: "Benchmark",
+  mount(root) {
+    runButton.addEventListener("click", () => startBenchmark(false));
+    quickButton.addEventListener("click", () => startBenchmark(true));
+    const field = (label: string, input: HTMLInputElement) => h("label", {}, label, input);
+    root.append(
+      model,
+      h("div", { class: "card" },
+        h("h2", {}, "Standard benchmark"),
+        h("p", { class: "muted" }, "Stable Diffusion 1.5, 512×512, 30 steps, five fixed prompts and seeds, after an untimed warm-up image."),
+        runButton,
+        h("details", {},
+          h("summary", {}, "Quick run (custom, not a standard score)"),
+          h("div", { class: "row" }, field("Steps", quick.steps), field("Width", quick.width), field("Height", quick.height), field("Images", quick.images), quickButton))),
+      progress,
+      result);
+  },
+  show() {
+    if (job === null) refreshModel();
+  },
+};

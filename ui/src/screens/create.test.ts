@@ -1,0 +1,83 @@
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { mockShell, settle, stream } from "../test-support";
+import { setMessageArea } from "../ui";
+import { checkRequest, createScreen, randomSeed } from "./create";
+import type { CreateRequest } from "../types";
+
+const base: CreateRequest = { prompt: "a lighthouse", negativePrompt: "", steps: 30, guidance: 7.5, seed: 1, width: 512, height: 512, scheduler: null, backend: null };
+const messages = document.createElement("div");
+let root: HTMLElement;
+
+beforeEach(() => {
+  document.body.replaceChildren();
+  setMessageArea(messages);
+  if (!root) {
+    root = document.createElement("section");
+    createScreen.mount(root);
+  }
+  document.body.append(root, messages);
+  URL.createObjectURL = vi.fn(() => "blob:png");
+});
+
+const generation = (seed: number) => ({
+  generation: { id: `g${seed}`, created_at: "2026-11-22T10:00:00Z", prompt: "a lighthouse", negative_prompt: "", steps: 4, guidance: 7.5, seed, width: 64, height: 64, scheduler: "euler", model: "tiny", backend: "cpu", device: "CPU", precision: "f32", seconds: 1.25, stages: { text_encoder: 0.05, unet_loop: 1, vae_decode: 0.2 }, step_seconds: [0.25, 0.25, 0.25, 0.25], image_path: `/data/images/g${seed}.png` },
+  historyWarning: null,
+});
+
+describe("Create screen", () => {
+  it("checks sizes, steps and seeds before sending", () => {
+    expect(checkRequest(base)).toBeNull();
+    expect(checkRequest({ ...base, width: 500 })).toContain("multiple of 8");
+    expect(checkRequest({ ...base, prompt: " " })).toContain("prompt");
+    expect(checkRequest({ ...base, steps: 0 })).toContain("Steps");
+    expect(checkRequest({ ...base, seed: 2 ** 60 })).toContain("seed");
+    const seed = randomSeed();
+    expect(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32).toBe(true);
+  });
+
+  it("generates, shows the image with its timing, keeps a strip, and reuses the seed", async () => {
+    const requests: CreateRequest[] = [];
+    mockShell({
+      schedulers: () => ["euler", "ddim"],
+      system_info: () => ({ backends: [{ backend: "cpu", usable: true }, { backend: "cuda", usable: false }] }),
+      start_generation: (a) => {
+        const r = a.request as CreateRequest;
+        requests.push(r);
+        stream(a, [
+          { event: "step", index: 1, total: 1, step: 1, steps: 4, seconds: 0.25, warmup: false },
+          { event: "finished", output: generation(r.seed) },
+        ]);
+        return requests.length;
+      },
+      read_image: () => new ArrayBuffer(8),
+    });
+    createScreen.show?.();
+    await settle();
+    expect([...root.querySelectorAll("#create-backend option")].map((o) => o.textContent)).toEqual(["as in System", "cpu"]);
+    root.querySelector<HTMLTextAreaElement>("#create-prompt")!.value = "a lighthouse";
+    const size = root.querySelector<HTMLSelectElement>("#create-size")!;
+    size.value = "512x768";
+    size.dispatchEvent(new Event("change"));
+    root.querySelector<HTMLButtonElement>("#create-generate")!.click();
+    await settle(40);
+    expect(requests[0]).toMatchObject({ prompt: "a lighthouse", width: 512, height: 768, steps: 30, scheduler: null });
+    expect(root.querySelector<HTMLImageElement>("#create-image")!.src).toBe("blob:png");
+    expect(root.querySelector("#create-timing")!.textContent).toContain("4.00 it/s");
+    expect(root.querySelectorAll("#create-strip .thumb")).toHaveLength(1);
+
+    root.querySelector<HTMLButtonElement>("#create-reuse-seed")!.click();
+    root.querySelector<HTMLButtonElement>("#create-generate")!.click();
+    await settle(40);
+    expect(requests[1].seed).toBe(requests[0].seed);
+    expect(root.querySelectorAll("#create-strip .thumb")).toHaveLength(2);
+  });
+
+  it("refuses a bad size without calling the shell", async () => {
+    const calls = mockShell({});
+    root.querySelector<HTMLInputElement>("#create-width")!.value = "500";
+    root.querySelector<HTMLButtonElement>("#create-generate")!.click();
+    await settle();
+    expect(calls).toHaveLength(0);
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Width must be a multiple of 8");
+  });
+});

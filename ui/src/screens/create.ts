@@ -1,0 +1,191 @@
+// The Create screen: a person's own prompt, the image with its timing, save as PNG (parameters
+// inside), and a strip of this session's images.
+
+import { api, imageUrl } from "../api";
+import { fill, h } from "../dom";
+import * as fmt from "../format";
+import { ProgressTracker } from "../progress";
+import type { CreateRequest, Generation } from "../types";
+import { busy, notify, pickSavePath, showError } from "../ui";
+import type { Screen } from "../main";
+
+/** Seeds stay below 2^32 when drawn at random (any seed up to 2^53 − 1 can be typed). */
+export function randomSeed(): number {
+  return crypto.getRandomValues(new Uint32Array(1))[0];
+}
+
+export const SIZE_PRESETS: [string, number, number][] = [
+  ["512 × 512", 512, 512], ["512 × 768 (portrait)", 512, 768], ["768 × 512 (landscape)", 768, 512],
+  ["256 × 256 (fast)", 256, 256],
+];
+
+/** Checks the form before anything is sent; returns the problem, or null. */
+export function checkRequest(r: CreateRequest): string | null {
+  if (r.prompt.trim() === "") return "Enter a prompt.";
+  for (const [name, side] of [["Width", r.width], ["Height", r.height]] as const) {
+    if (!Number.isInteger(side) || side < 8 || side > 2048 || side % 8 !== 0) return `${name} must be a multiple of 8 from 8 to 2048.`;
+  }
+  if (!Number.isInteger(r.steps) || r.steps < 1 || r.steps > 500) return "Steps must be 1 to 500.";
+  if (!Number.isFinite(r.guidance) || r.guidance < 0 || r.guidance > 50) return "Guidance must be 0 to 50.";
+  if (!Number.isSafeInteger(r.seed) || r.seed < 0) return "The seed must be a whole number from 0 to 9007199254740991.";
+  return null;
+}
+
+const form = {
+  prompt: h("textarea", { id: "create-prompt", rows: 3, placeholder: "a watercolor lighthouse at dawn" }),
+  negative: h("textarea", { id: "create-negative", rows: 2, placeholder: "blurry, low quality" }),
+  steps: h("input", { type: "number", id: "create-steps", min: 1, max: 500, value: 30 }),
+  guidance: h("input", { type: "number", id: "create-guidance", min: 0, max: 50, step: 0.5, value: 7.5 }),
+  seed: h("input", { type: "number", id: "create-seed", min: 0, value: 0 }),
+  randomSeed: h("input", { type: "checkbox", id: "create-random-seed", checked: true }),
+  size: h("select", { id: "create-size" }),
+  width: h("input", { type: "number", id: "create-width", min: 8, max: 2048, step: 8, value: 512 }),
+  height: h("input", { type: "number", id: "create-height", min: 8, max: 2048, step: 8, value: 512 }),
+  scheduler: h("select", { id: "create-scheduler" }, h("option", { value: "" }, "the model's own")),
+  backend: h("select", { id: "create-backend" }, h("option", { value: "" }, "as in System")),
+};
+const generateButton = h("button", { class: "primary", id: "create-generate" }, "Generate");
+const cancelButton = h("button", { id: "create-cancel", hidden: true }, "Cancel");
+const reuseButton = h("button", { id: "create-reuse-seed", disabled: true }, "Reuse last seed");
+const status = h("p", { class: "muted", id: "create-status", "aria-live": "polite" }, "");
+const viewer = h("div", { class: "viewer", id: "create-viewer" }, h("p", { class: "muted" }, "Your image appears here."));
+const strip = h("div", { class: "strip", id: "create-strip", "aria-label": "This session's images" });
+let lastSeed: number | null = null;
+let optionsLoaded = false;
+
+function request(): CreateRequest {
+  return {
+    prompt: form.prompt.value,
+    negativePrompt: form.negative.value,
+    steps: form.steps.valueAsNumber,
+    guidance: form.guidance.valueAsNumber,
+    seed: form.randomSeed.checked ? randomSeed() : form.seed.valueAsNumber,
+    width: form.width.valueAsNumber,
+    height: form.height.valueAsNumber,
+    scheduler: form.scheduler.value || null,
+    backend: form.backend.value || null,
+  };
+}
+
+async function show(g: Generation, url: string): Promise<void> {
+  const save = h("button", { id: "create-save" }, "Save PNG…");
+  save.addEventListener("click", () => busy(save, async () => {
+    const path = await pickSavePath(`sdbench-${g.seed ?? "image"}.png`, "PNG image", ["png"]);
+    if (path) notify(`Saved ${await api.saveImage(g.id, path)}`);
+  }));
+  const rate = g.stages.unet_loop > 0 ? g.step_seconds.length / g.stages.unet_loop : null;
+  fill(viewer,
+    h("img", { src: url, alt: g.prompt, id: "create-image" }),
+    h("dl", { class: "pairs inline", id: "create-timing" },
+      h("dt", {}, "total"), h("dd", {}, `${fmt.fixed(g.seconds)} s`),
+      h("dt", {}, "text encoder"), h("dd", {}, `${fmt.fixed(g.stages.text_encoder)} s`),
+      h("dt", {}, "UNet"), h("dd", {}, `${fmt.fixed(g.stages.unet_loop)} s (${fmt.fixed(rate)} it/s)`),
+      h("dt", {}, "VAE"), h("dd", {}, `${fmt.fixed(g.stages.vae_decode)} s`),
+      h("dt", {}, "seed"), h("dd", {}, String(g.seed)),
+      h("dt", {}, "on"), h("dd", {}, `${g.device} (${g.backend}, ${g.precision})`)),
+    save);
+}
+
+async function generate(): Promise<void> {
+  const r = request();
+  const problem = checkRequest(r);
+  if (problem) {
+    showError({ kind: "badInput", message: problem, hint: "Correct the form and try again." });
+    return;
+  }
+  generateButton.disabled = true;
+  cancelButton.hidden = false;
+  cancelButton.disabled = false;
+  const tracker = new ProgressTracker();
+  status.textContent = "Starting…";
+  const handle = api.generate(r, (e) => {
+    const v = tracker.update(e);
+    status.textContent = v.steps > 0 ? `Step ${v.step} / ${v.steps} · ${fmt.fixed(v.itPerSecond)} it/s` : v.phase;
+  });
+  const onCancel = () => {
+    cancelButton.disabled = true;
+    handle.cancel().catch(showError);
+  };
+  cancelButton.addEventListener("click", onCancel);
+  try {
+    const out = await handle.done;
+    const g = out.generation;
+    lastSeed = g.seed;
+    reuseButton.disabled = lastSeed === null;
+    status.textContent = `Done in ${fmt.fixed(g.seconds)} s.`;
+    if (out.historyWarning) notify(`Not added to the history: ${out.historyWarning}`);
+    if (g.image_path) {
+      const url = await imageUrl(g.image_path);
+      await show(g, url);
+      const thumb = h("button", { class: "thumb", title: g.prompt, "aria-label": `Show: ${g.prompt}` }, h("img", { src: url, alt: "" }));
+      thumb.addEventListener("click", () => show(g, url));
+      strip.prepend(thumb);
+    }
+  } catch (e) {
+    status.textContent = "";
+    showError(e);
+  } finally {
+    cancelButton.removeEventListener("click", onCancel);
+    cancelButton.hidden = true;
+    generateButton.disabled = false;
+  }
+}
+
+async function loadOptions(): Promise<void> {
+  if (optionsLoaded) return;
+  try {
+    for (const name of await api.schedulers()) form.scheduler.append(h("option", { value: name }, name));
+    const system = await api.systemInfo();
+    for (const b of system.backends.filter((b) => b.usable)) form.backend.append(h("option", { value: b.backend }, b.backend));
+    optionsLoaded = true;
+  } catch (e) {
+    showError(e);
+  }
+}
+
+export const createScreen: Screen = {
+  id: "create",
+  title: "Create",
+  mount(root) {
+    for (const [label, w, hgt] of SIZE_PRESETS) form.size.append(h("option", { value: `${w}x${hgt}` }, label));
+    form.size.append(h("option", { value: "custom" }, "custom"));
+    form.size.addEventListener("change", () => {
+      const [w, hgt] = form.size.value.split("x").map(Number);
+      if (w && hgt) {
+        form.width.value = String(w);
+        form.height.value = String(hgt);
+      }
+    });
+    const custom = () => (form.size.value = "custom");
+    form.width.addEventListener("input", custom);
+    form.height.addEventListener("input", custom);
+    form.randomSeed.addEventListener("change", () => (form.seed.disabled = form.randomSeed.checked));
+    form.seed.disabled = true;
+    reuseButton.addEventListener("click", () => {
+      if (lastSeed === null) return;
+      form.randomSeed.checked = false;
+      form.seed.disabled = false;
+      form.seed.value = String(lastSeed);
+    });
+    generateButton.addEventListener("click", generate);
+    form.prompt.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) generate();
+    });
+    const field = (label: string, input: HTMLElement) => h("label", {}, label, input);
+    root.append(h("div", { class: "create" },
+      h("div", { class: "card form" },
+        h("h2", {}, "Create"),
+        field("Prompt", form.prompt),
+        field("Negative prompt", form.negative),
+        h("div", { class: "row" }, field("Steps", form.steps), field("Guidance", form.guidance)),
+        h("div", { class: "row" }, field("Size", form.size), field("Width", form.width), field("Height", form.height)),
+        h("div", { class: "row" }, field("Seed", form.seed), h("label", { class: "check" }, form.randomSeed, "random"), reuseButton),
+        h("div", { class: "row" }, field("Scheduler", form.scheduler), field("Backend", form.backend)),
+        h("div", { class: "row" }, generateButton, cancelButton, h("span", { class: "muted" }, "Ctrl+Enter")),
+        status),
+      h("div", { class: "card" }, viewer, strip)));
+  },
+  show() {
+    loadOptions();
+  },
+};

@@ -1,0 +1,105 @@
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { mockShell, settle } from "../test-support";
+import { setMessageArea } from "../ui";
+import { historyScreen } from "./history";
+import type { RunSummary } from "../types";
+
+const SVG = '<svg xmlns="http://www.w3.org/2000/svg"><rect width="5" height="5"/></svg>';
+
+const run = (id: string, kind: "benchmark" | "generation", extra: Partial<RunSummary> = {}): RunSummary => ({
+  id, kind, created_at: "2026-11-22T10:00:00Z", title: kind === "benchmark" ? "sd15-512-30" : "a lighthouse",
+  model: "sd15", backend: "cuda", device: "NVIDIA H100", precision: "f16", score: kind === "benchmark" ? 1200 : null,
+  images_per_minute: 12, seconds_per_image: 5, valid: true, standard: kind === "benchmark", ...extra,
+});
+
+let root: HTMLElement;
+const messages = document.createElement("div");
+
+beforeEach(() => {
+  document.body.replaceChildren();
+  setMessageArea(messages);
+  if (!root) {
+    root = document.createElement("section");
+    historyScreen.mount(root);
+  }
+  document.body.append(root, messages);
+  URL.createObjectURL = vi.fn(() => "blob:x");
+});
+
+const rows = () => [...root.querySelectorAll("#history-rows tr")];
+const check = (i: number) => {
+  const box = rows()[i].querySelector<HTMLInputElement>("input[type=checkbox]")!;
+  box.checked = true;
+  box.dispatchEvent(new Event("change"));
+};
+
+describe("History screen", () => {
+  it("lists runs, filters through the shell, and compares two benchmarks with charts", async () => {
+    const runs = [run("b1", "benchmark"), run("b2", "benchmark", { valid: false, score: null }), run("g1", "generation")];
+    const calls = mockShell({
+      history_list: () => runs,
+      run_charts: (a) => ({ labels: (a.ids as string[]).map((id) => `label ${id}`), secondsPerImage: { svg: SVG, reason: null }, stageBreakdown: { svg: SVG, reason: null }, stepTimes: { svg: SVG, reason: null }, powerOverTime: { svg: null, reason: "no power source" } }),
+    });
+    historyScreen.show?.();
+    await settle();
+    expect(rows()).toHaveLength(3);
+    expect(rows()[1].textContent).toContain("invalid");
+    expect(rows()[2].textContent).toContain("“a lighthouse”");
+
+    const kind = root.querySelector<HTMLSelectElement>("#history-kind")!;
+    kind.value = "benchmark";
+    kind.dispatchEvent(new Event("input"));
+    const text = root.querySelector<HTMLInputElement>("#history-text")!;
+    text.value = " H100 ";
+    text.dispatchEvent(new Event("input"));
+    await settle();
+    expect(calls.filter((c) => c.cmd === "history_list").pop()!.args.filter).toEqual({ kind: "benchmark", text: "H100" });
+
+    const compare = root.querySelector<HTMLButtonElement>("#history-compare")!;
+    check(0);
+    expect(compare.disabled).toBe(true);
+    check(2);
+    expect(compare.disabled).toBe(true); // an image is not a benchmark
+    rows()[2].querySelector<HTMLInputElement>("input")!.checked = false;
+    rows()[2].querySelector<HTMLInputElement>("input")!.dispatchEvent(new Event("change"));
+    check(1);
+    expect(compare.disabled).toBe(false);
+    compare.click();
+    await settle();
+    expect(calls.find((c) => c.cmd === "run_charts")!.args.ids).toEqual(["b1", "b2"]);
+    expect(root.querySelectorAll("#compare-charts svg")).toHaveLength(3);
+    expect(root.querySelector("#history-detail")!.textContent).toContain("label b2");
+    kind.value = "";
+    text.value = "";
+  });
+
+  it("shows a generated image's detail, and deletes after confirming", async () => {
+    let runs = [run("g1", "generation")];
+    const calls = mockShell({
+      history_list: () => runs,
+      history_get: () => ({ kind: "generation", run: { id: "g1", created_at: "2026-11-22T10:00:00Z", prompt: "a lighthouse", negative_prompt: "", steps: 30, guidance: 7.5, seed: 42, width: 512, height: 512, scheduler: "euler", model: "sd15", backend: "cpu", device: "CPU", precision: "f32", seconds: 12.5, stages: { text_encoder: 0.1, unet_loop: 12, vae_decode: 0.4 }, step_seconds: [], image_path: "/data/images/g1.png" } }),
+      read_image: () => new ArrayBuffer(3),
+      history_delete: (a) => {
+        runs = [];
+        return (a.ids as string[]).length;
+      },
+    });
+    historyScreen.show?.();
+    await settle();
+    rows()[0].querySelector<HTMLButtonElement>("button[data-run=g1]")!.click();
+    await settle();
+    expect(root.querySelector("#history-generation")!.textContent).toContain("42");
+    expect(root.querySelector<HTMLImageElement>("#history-detail img")!.src).toBe("blob:x");
+
+    check(0);
+    root.querySelector<HTMLButtonElement>("#history-delete")!.click();
+    await settle();
+    const dialog = document.querySelector("dialog")!;
+    expect(dialog.textContent).toContain("Delete 1 run(s)");
+    document.querySelector<HTMLButtonElement>("#dialog-confirm")!.click();
+    await settle();
+    expect(calls.find((c) => c.cmd === "history_delete")!.args.ids).toEqual(["g1"]);
+    expect(rows()[0].textContent).toContain("No runs yet");
+    expect(messages.textContent).toContain("Deleted 1 run(s).");
+  });
+});

@@ -1,0 +1,91 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { mockShell, settle } from "../test-support";
+import { setMessageArea } from "../ui";
+import { systemScreen } from "./system";
+import type { Settings } from "../types";
+
+const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", precision: "auto", submitEndpoint: null, updateEndpoint: null };
+const system = {
+  appVersion: "0.1.0",
+  system: { os: "Linux", os_version: "12", cpu_model: "Test CPU", cpu_logical_cores: 2, ram_bytes: 24e9, gpus: [] },
+  backends: [{ backend: "cuda", usable: false, detail: "no NVIDIA driver", devices: [] }, { backend: "cpu", usable: true, detail: "2 threads", devices: ["Test CPU"] }],
+  auto: { backend: "cpu", device: "Test CPU", precision: "f32", error: null },
+  backendNames: ["auto", "cuda", "cpu"], precisions: ["auto", "f32", "f16"], dataDir: "/data", cacheDir: "/hub",
+};
+const messages = document.createElement("div");
+let root: HTMLElement;
+let mounted = false;
+
+function handlers(extra: Record<string, (a: Record<string, unknown>) => unknown> = {}) {
+  return mockShell({
+    get_settings: () => settings,
+    system_info: () => system,
+    cache_info: () => ({ dir: "/hub", totalBytes: 4_300_000_000, models: [{ repo: "stable-diffusion-v1-5/stable-diffusion-v1-5", path: "/hub/m", size_bytes: 4_300_000_000, runnable: true, partial_bytes: 0 }] }),
+    ...extra,
+  });
+}
+
+beforeEach(async () => {
+  document.body.replaceChildren();
+  setMessageArea(messages);
+  document.body.append(messages);
+  if (!mounted) {
+    handlers();
+    root = document.createElement("section");
+    systemScreen.mount(root);
+    mounted = true;
+  }
+  document.body.append(root);
+});
+
+describe("System screen", () => {
+  it("lists the backends and saves the settings the form holds", async () => {
+    let saved: unknown = null;
+    handlers({ save_settings: (a) => (saved = a.settings) });
+    systemScreen.show?.();
+    await settle();
+    expect(root.querySelector("#system-backends")!.textContent).toContain("no NVIDIA driver");
+    expect(root.querySelector("#system-devices")!.textContent).toContain("cpu on Test CPU (f32)");
+    const backend = root.querySelector<HTMLSelectElement>("#settings-backend")!;
+    expect(backend.value).toBe("auto");
+    backend.value = "cpu";
+    root.querySelector<HTMLInputElement>("#settings-submit")!.value = " https://example.org/results ";
+    root.querySelector<HTMLButtonElement>("#settings-save")!.click();
+    await settle();
+    expect(saved).toEqual({ ...settings, backend: "cpu", submitEndpoint: "https://example.org/results" });
+  });
+
+  it("shows a refused setting's reason", async () => {
+    handlers({ save_settings: () => { throw { kind: "badInput", message: "model /x does not exist", hint: "Choose an existing model folder" }; } });
+    root.querySelector<HTMLButtonElement>("#settings-save")!.click();
+    await settle();
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("does not exist");
+  });
+
+  it("cleans the cache after confirming and says how much was freed", async () => {
+    let cleaned: unknown = null;
+    handlers({ clean_cache: (a) => { cleaned = a.models; return { removed: a.models, freedBytes: 4_300_000_000 }; } });
+    systemScreen.show?.();
+    await settle();
+    expect(root.querySelector("#cache-total")!.textContent).toBe("4.30 GB");
+    root.querySelector<HTMLButtonElement>("#cache-clean")!.click();
+    await settle();
+    document.querySelector<HTMLButtonElement>("#dialog-cancel")!.click();
+    await settle();
+    expect(cleaned).toBeNull();
+    root.querySelector<HTMLButtonElement>("#cache-clean")!.click();
+    await settle();
+    document.querySelector<HTMLButtonElement>("#dialog-confirm")!.click();
+    await settle();
+    expect(cleaned).toEqual(["stable-diffusion-v1-5/stable-diffusion-v1-5"]);
+    expect(messages.textContent).toContain("Freed 4.30 GB (4300000000 bytes)");
+  });
+
+  it("checks for updates", async () => {
+    handlers({ check_for_update: () => ({ currentVersion: "0.1.0", available: true, version: "0.2.0", notes: "Faster", date: null }) });
+    root.querySelector<HTMLButtonElement>("#update-check")!.click();
+    await settle();
+    expect(root.querySelector("#update-result")!.textContent).toContain("Version 0.2.0 is available");
+    expect(root.querySelector("#update-install")).not.toBeNull();
+  });
+});

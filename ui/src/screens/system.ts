@@ -1,0 +1,161 @@
+// The System screen: devices and the chosen backend, precision, model source, the model cache,
+// the submission endpoint, and updates.
+
+import { api } from "../api";
+import { fill, h } from "../dom";
+import * as fmt from "../format";
+import type { Settings } from "../types";
+import { busy, confirmDialog, definitionList, notify, showError } from "../ui";
+import type { Screen } from "../main";
+
+const devices = h("div", { class: "card", id: "system-devices" }, h("p", { class: "muted" }, "Looking for devices…"));
+const settingsForm = {
+  backend: h("select", { id: "settings-backend" }),
+  precision: h("select", { id: "settings-precision" }),
+  model: h("input", { type: "text", id: "settings-model", size: 48 }),
+  modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a checkpoint that is not SD 1.5" }),
+  submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…" }),
+  updateEndpoint: h("input", { type: "url", id: "settings-update", size: 48, placeholder: "the app's built-in endpoint" }),
+};
+const saveButton = h("button", { class: "primary", id: "settings-save" }, "Save settings");
+const cache = h("div", { class: "card", id: "system-cache" });
+const updates = h("div", { class: "card", id: "system-updates" });
+let loaded: Settings | null = null;
+
+export function formSettings(): Settings {
+  const text = (input: HTMLInputElement) => (input.value.trim() === "" ? null : input.value.trim());
+  return {
+    model: settingsForm.model.value.trim(),
+    modelConfig: text(settingsForm.modelConfig),
+    backend: settingsForm.backend.value,
+    precision: settingsForm.precision.value,
+    submitEndpoint: text(settingsForm.submitEndpoint),
+    updateEndpoint: text(settingsForm.updateEndpoint),
+  };
+}
+
+function fillForm(s: Settings): void {
+  loaded = s;
+  settingsForm.backend.value = s.backend;
+  settingsForm.precision.value = s.precision;
+  settingsForm.model.value = s.model;
+  settingsForm.modelConfig.value = s.modelConfig ?? "";
+  settingsForm.submitEndpoint.value = s.submitEndpoint ?? "";
+  settingsForm.updateEndpoint.value = s.updateEndpoint ?? "";
+}
+
+async function loadDevices(): Promise<void> {
+  try {
+    const report = await api.systemInfo();
+    if (settingsForm.backend.options.length === 0) {
+      for (const name of report.backendNames) settingsForm.backend.append(h("option", { value: name }, name));
+      for (const name of report.precisions) settingsForm.precision.append(h("option", { value: name }, name));
+      if (loaded) fillForm(loaded);
+    }
+    const s = report.system;
+    const auto = report.auto.error
+      ? `nothing usable: ${report.auto.error}`
+      : `${report.auto.backend} on ${report.auto.device} (${report.auto.precision})`;
+    fill(devices,
+      h("h2", {}, "This machine"),
+      definitionList([
+        ["system", `${s.os} ${s.os_version}`], ["CPU", `${s.cpu_model} (${s.cpu_logical_cores} threads)`],
+        ["memory", fmt.bytes(s.ram_bytes)], ["GPUs", s.gpus.map((g) => g.name).join(", ") || "none found"],
+        ["auto selects", auto], ["SD Bench", report.appVersion], ["data folder", report.dataDir],
+      ]),
+      h("table", { class: "backends", id: "system-backends" },
+        h("thead", {}, h("tr", {}, h("th", {}, "backend"), h("th", {}, "usable"), h("th", {}, "detail"))),
+        h("tbody", {}, report.backends.map((b) => h("tr", {},
+          h("td", {}, b.backend), h("td", { class: b.usable ? "valid" : "muted" }, b.usable ? "yes" : "no"),
+          h("td", {}, b.detail, b.devices.length ? h("ul", {}, b.devices.map((d) => h("li", {}, d))) : null))))));
+  } catch (e) {
+    showError(e);
+  }
+}
+
+async function loadCache(): Promise<void> {
+  try {
+    const info = await api.cacheInfo();
+    const rows = info.models.map((m) => {
+      const box = h("input", { type: "checkbox", value: m.repo, "aria-label": `Select ${m.repo}` });
+      const state = m.partial_bytes > 0 ? `partial download (${fmt.bytes(m.partial_bytes)})` : m.runnable ? "ready" : "not an SD pipeline";
+      return h("tr", {}, h("td", {}, box), h("td", {}, m.repo), h("td", { class: "num" }, fmt.bytes(m.size_bytes)), h("td", {}, state));
+    });
+    const clean = h("button", { id: "cache-clean", disabled: info.models.length === 0 }, "Clean up model cache…");
+    clean.addEventListener("click", () => busy(clean, async () => {
+      const boxes = [...cache.querySelectorAll<HTMLInputElement>("tbody input[type=checkbox]")];
+      const chosen = boxes.filter((b) => b.checked).map((b) => b.value);
+      const models = chosen.length > 0 ? chosen : info.models.map((m) => m.repo);
+      const size = info.models.filter((m) => models.includes(m.repo)).reduce((a, m) => a + m.size_bytes, 0);
+      const ok = await confirmDialog("Remove cached models?",
+        `Remove ${models.join(", ")} (${fmt.bytes(size)}) from ${info.dir}? A later run downloads them again.`, "Remove");
+      if (!ok) return;
+      const cleaned = await api.cleanCache(models);
+      notify(`Freed ${fmt.bytes(cleaned.freedBytes)} (${cleaned.freedBytes} bytes) by removing ${cleaned.removed.join(", ")}.`);
+      await loadCache();
+    }));
+    fill(cache,
+      h("h2", {}, "Model cache"),
+      h("p", {}, h("code", {}, info.dir), " · ", h("span", { id: "cache-total" }, fmt.bytes(info.totalBytes))),
+      info.models.length === 0
+        ? h("p", { class: "muted", id: "cache-empty" }, "No models are cached.")
+        : h("table", {}, h("tbody", {}, rows)),
+      h("p", { class: "muted" }, "With none selected, every model is removed."),
+      clean);
+  } catch (e) {
+    showError(e);
+  }
+}
+
+function mountUpdates(): void {
+  const check = h("button", { id: "update-check" }, "Check for updates");
+  const result = h("p", { id: "update-result", "aria-live": "polite" });
+  check.addEventListener("click", () => busy(check, async () => {
+    result.textContent = "Checking…";
+    try {
+      const info = await api.checkForUpdate();
+      if (!info.available) {
+        result.textContent = `SD Bench ${info.currentVersion} is up to date.`;
+        return;
+      }
+      const install = h("button", { class: "primary", id: "update-install" }, `Install ${info.version} and restart`);
+      install.addEventListener("click", () => busy(install, () => api.installUpdate()));
+      fill(result, `Version ${info.version} is available (you have ${info.currentVersion}). `, info.notes ?? "", " ", install);
+    } catch (e) {
+      result.textContent = "";
+      throw e;
+    }
+  }));
+  updates.append(h("h2", {}, "Updates"), check, result);
+}
+
+export const systemScreen: Screen = {
+  id: "system",
+  title: "System",
+  mount(root) {
+    const field = (label: string, input: HTMLElement, help: string) => h("label", {}, label, input, h("span", { class: "help" }, help));
+    saveButton.addEventListener("click", () => busy(saveButton, async () => {
+      fillForm(await api.saveSettings(formSettings()));
+      notify("Settings saved.");
+    }));
+    mountUpdates();
+    root.append(
+      devices,
+      h("div", { class: "card form", id: "system-settings" },
+        h("h2", {}, "Settings"),
+        field("Backend", settingsForm.backend, "auto picks the best usable device"),
+        field("Precision", settingsForm.precision, "auto is f16 where the device supports it"),
+        field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
+        field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint"),
+        field("Submission endpoint", settingsForm.submitEndpoint, "where Submit sends results"),
+        field("Update endpoint", settingsForm.updateEndpoint, "leave empty for the built-in one"),
+        saveButton),
+      cache,
+      updates);
+    api.getSettings().then(fillForm).catch(showError);
+  },
+  show() {
+    loadDevices();
+    loadCache();
+  },
+};

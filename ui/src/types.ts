@@ -1,0 +1,120 @@
+// The shapes the shell's commands return (see src-tauri/). History and result records keep the
+// engine's snake_case names; the shell's own types are camelCase.
+
+export type ErrorKind =
+  | "noDevice" | "outOfMemory" | "network" | "diskFull" | "modelMissing" | "badModel"
+  | "badInput" | "busy" | "notFound" | "cancelled" | "internal";
+
+export interface UiError { kind: ErrorKind; message: string; hint: string }
+
+export interface Settings {
+  model: string;
+  modelConfig: string | null;
+  backend: string;
+  precision: string;
+  submitEndpoint: string | null;
+  updateEndpoint: string | null;
+}
+
+export interface LiveSample {
+  source: string; t: number; powerW: number | null;
+  vramUsedBytes: number | null; vramTotalBytes: number | null;
+}
+
+export type JobEvent =
+  | { event: "note"; text: string }
+  | { event: "download"; file: string; fileDone: number; fileTotal: number; done: number; total: number }
+  | { event: "loading"; model: string; backend: string }
+  | { event: "loaded"; seconds: number; device: string; precision: string }
+  | { event: "baseline"; seconds: number }
+  | { event: "imageStarted"; index: number; total: number; warmup: boolean }
+  | { event: "step"; index: number; total: number; step: number; steps: number; seconds: number; warmup: boolean }
+  | { event: "imageFinished"; index: number; total: number; seconds: number; valid: boolean; warmup: boolean }
+  | { event: "telemetry"; samples: LiveSample[] }
+  | { event: "finished"; output: unknown }
+  | { event: "failed"; error: UiError }
+  | { event: "cancelled" };
+
+export interface JobStatus {
+  id: number; kind: "download" | "benchmark" | "generation";
+  state: "running" | "finished" | "failed" | "cancelled";
+  output?: unknown; error?: UiError; lastEvent: JobEvent | null; events: number; elapsedSeconds: number;
+}
+
+export interface BenchResult {
+  run_id: string;
+  created_at: string;
+  valid: boolean;
+  invalid_reasons: string[];
+  backend: { name: string; device: string; precision: string };
+  workload: { name: string; standard: boolean; steps: number; width: number; height: number; prompts: { prompt: string; seed: number }[] };
+  scores: { score: number | null; images_per_minute: number };
+  results: { seconds: number; image: { check: { valid: boolean; reason: string | null } } }[];
+}
+
+export interface ResultView {
+  result: BenchResult;
+  header: [string, string][];
+  rows: [string, string, string][];
+  imageColumns: string[];
+  imageCells: string[][];
+  images: (string | null)[];
+}
+
+export interface BenchmarkOutput extends ResultView { resultPath: string; historyWarning: string | null }
+
+export interface ModelStatus {
+  model: string; source: "hub" | "folder" | "checkpoint" | "synthetic"; ready: boolean;
+  path: string | null; downloadBytes: number | null; problem: string | null; note: string | null;
+}
+
+export interface Generation {
+  id: string; created_at: string; prompt: string; negative_prompt: string; steps: number;
+  guidance: number; seed: number | null; width: number; height: number; scheduler: string;
+  model: string; backend: string; device: string; precision: string; seconds: number;
+  stages: { text_encoder: number; unet_loop: number; vae_decode: number };
+  step_seconds: number[]; image_path: string | null;
+}
+
+export interface CreateOutput { generation: Generation; historyWarning: string | null }
+
+export interface CreateRequest {
+  prompt: string; negativePrompt: string; steps: number; guidance: number; seed: number;
+  width: number; height: number; scheduler: string | null; backend: string | null;
+}
+
+export interface RunSummary {
+  id: string; kind: "benchmark" | "generation"; created_at: string; title: string; model: string;
+  backend: string; device: string; precision: string; score: number | null;
+  images_per_minute: number | null; seconds_per_image: number | null; valid: boolean; standard: boolean;
+}
+
+export interface HistoryFilter {
+  kind?: "benchmark" | "generation"; backend?: string; text?: string;
+  standard_only?: boolean; valid_only?: boolean; limit?: number;
+}
+
+export type HistoryRecord =
+  | { kind: "benchmark"; run: BenchResult }
+  | { kind: "generation"; run: Generation };
+
+export interface Chart { svg: string | null; reason: string | null }
+export interface Charts {
+  labels: string[]; secondsPerImage: Chart; stageBreakdown: Chart; stepTimes: Chart; powerOverTime: Chart;
+}
+
+export interface BackendReport { backend: string; usable: boolean; detail: string; devices: string[] }
+export interface SystemReport {
+  appVersion: string;
+  system: { os: string; os_version: string; cpu_model: string; cpu_logical_cores: number; ram_bytes: number; gpus: { name: string }[] };
+  backends: BackendReport[];
+  auto: { backend: string | null; device: string | null; precision: string | null; error: string | null };
+  backendNames: string[]; precisions: string[]; dataDir: string; cacheDir: string;
+}
+
+export interface CachedModel { repo: string; path: string; size_bytes: number; runnable: boolean; partial_bytes: number }
+export interface CacheInfo { dir: string; models: CachedModel[]; totalBytes: number }
+export interface Cleaned { removed: string[]; freedBytes: number }
+export interface UpdateInfo { currentVersion: string; available: boolean; version: string | null; notes: string | null; date: string | null }
+export interface SubmissionPreview { endpoint: string; payload: string }
+export type Submitted = { outcome: "sent"; status: number } | { outcome: "queued"; path: string; reason: string };
