@@ -177,7 +177,7 @@ pub fn start_generation_job(
             let Some(current) = loaded.as_ref() else {
                 return Err(UiError::internal("the model was not loaded"));
             };
-            let out = generate(&state, &current.pipeline, &request, scheduler, cx)?;
+            let out = generate(&state, current, &request, scheduler, cx)?;
             serde_json::to_value(out).map_err(|e| UiError::internal(e.to_string()))
         })
 }
@@ -205,11 +205,12 @@ fn model_source(state: &AppState, name: ModelName, cx: &JobContext) -> UiResult<
 
 fn generate(
     state: &AppState,
-    pipeline: &Pipeline,
+    loaded: &LoadedPipeline,
     request: &CreateRequest,
     scheduler: Option<SchedulerKind>,
     cx: &JobContext,
 ) -> UiResult<CreateOutput> {
+    let pipeline = &loaded.pipeline;
     let engine_request = GenerateRequest {
         prompt: request.prompt.clone(),
         negative_prompt: request.negative_prompt.clone(),
@@ -267,7 +268,7 @@ fn generate(
         width: request.width,
         height: request.height,
         scheduler: generated.scheduler.name().into(),
-        model: state.settings().model,
+        model: loaded.key.model.clone(),
         backend: pipeline.device.kind.name().into(),
         device: pipeline.device.name.clone(),
         precision: pipeline.precision.name().into(),
