@@ -326,6 +326,18 @@ mod tests {
 
     const WAIT: Duration = Duration::from_secs(10);
 
+    /// The job's state is set before its last event is sent: wait for `n` events.
+    fn events(seen: &Mutex<Vec<JobEvent>>, n: usize) -> Vec<JobEvent> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let now = seen.lock().unwrap().clone();
+            if now.len() >= n || Instant::now() > deadline {
+                return now;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     #[test]
     fn a_job_streams_events_and_ends_with_its_output() {
         let jobs = Jobs::default();
@@ -344,7 +356,7 @@ mod tests {
             }
         );
         assert_eq!(status.events, 1);
-        let seen = seen.lock().unwrap();
+        let seen = events(&seen, 2);
         assert_eq!(seen.len(), 2);
         assert!(matches!(seen[1], JobEvent::Finished { .. }));
     }
@@ -374,7 +386,7 @@ mod tests {
             !jobs.cancel(id).unwrap(),
             "an ended job cannot be cancelled"
         );
-        assert_eq!(seen.lock().unwrap().last(), Some(&JobEvent::Cancelled));
+        assert_eq!(events(&seen, 1).last(), Some(&JobEvent::Cancelled));
         assert!(jobs.running().is_none());
         assert_eq!(jobs.cancel(999).unwrap_err().kind, ErrorKind::NotFound);
     }
