@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use sdbench_bench::{ModelChoice, ModelName};
-use sdbench_diffusion::{BackendRequest, ModelSource, Precision};
+use sdbench_diffusion::{BackendRequest, Precision};
 use sdbench_hub::DEFAULT_MODEL;
 
 use crate::errors::{ErrorKind, UiError, UiResult};
@@ -126,22 +126,7 @@ impl Settings {
     /// The model as the benchmark runner takes it. A Hub model that is not cached is downloaded
     /// (the Benchmark screen offers the download first); it never falls back to synthetic weights.
     pub fn model_choice(&self) -> UiResult<ModelChoice> {
-        Ok(match self.model_name()? {
-            ModelName::Local(source) => ModelChoice::Local(source),
-            ModelName::Hub { id, .. } => ModelChoice::Hub {
-                fallback_to_synthetic: false,
-                id,
-                revision: "main".into(),
-            },
-        })
-    }
-
-    /// Whether the model is synthetic weights (never a standard score).
-    pub fn is_synthetic(&self) -> bool {
-        matches!(
-            self.model_name(),
-            Ok(ModelName::Local(ModelSource::Synthetic))
-        )
+        Ok(self.model_name()?.into_choice("main", false))
     }
 }
 

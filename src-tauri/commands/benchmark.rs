@@ -370,6 +370,32 @@ pub fn run_labels(results: &[BenchResult]) -> Vec<String> {
         .collect()
 }
 
+/// Calls `draw` with the stored benchmark runs `ids`, each labelled, as charts and reports take
+/// them.
+pub fn with_runs<T>(
+    state: &AppState,
+    ids: &[String],
+    draw: impl FnOnce(&[Run], &[String]) -> UiResult<T>,
+) -> UiResult<T> {
+    if ids.is_empty() {
+        return Err(UiError::bad_input(
+            "No runs are selected",
+            "Select benchmark runs.",
+        ));
+    }
+    let results = ids
+        .iter()
+        .map(|id| stored_result(state, id))
+        .collect::<UiResult<Vec<_>>>()?;
+    let labels = run_labels(&results);
+    let runs: Vec<Run> = results
+        .iter()
+        .zip(&labels)
+        .map(|(result, label)| Run { label, result })
+        .collect();
+    draw(&runs, &labels)
+}
+
 /// Writes a report of one run (`.md` or `.html`) or a comparison of several (`.html`).
 #[tauri::command]
 pub async fn export_report(
@@ -380,17 +406,9 @@ pub async fn export_report(
     let state = state.inner().clone();
     blocking(move || {
         let path = target_path(&path, &["html", "htm", "md"])?;
-        let results = run_ids
-            .iter()
-            .map(|id| stored_result(&state, id))
-            .collect::<UiResult<Vec<_>>>()?;
-        let labels = run_labels(&results);
-        let runs: Vec<Run> = results
-            .iter()
-            .zip(&labels)
-            .map(|(result, label)| Run { label, result })
-            .collect();
-        let text = sdbench_report::for_file(&runs, &path)?;
+        let text = with_runs(&state, &run_ids, |runs, _| {
+            Ok(sdbench_report::for_file(runs, &path)?)
+        })?;
         write_atomically(&path, text.as_bytes())?;
         Ok(path.display().to_string())
     })

@@ -8,14 +8,13 @@ use serde::{Deserialize, Serialize};
 use tauri::ipc::{Channel, Response};
 use tauri::State;
 
-use sdbench_bench::runner;
 use sdbench_bench::ModelName;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::image::write_png;
 use sdbench_diffusion::{
     BackendRequest, GenerateRequest, InitialNoise, ModelSource, Pipeline, Progress, SchedulerKind,
 };
-use sdbench_history::{Generation, Record, Stages};
+use sdbench_history::{Generation, Record};
 use sdbench_hub::Hub;
 
 use crate::errors::{UiError, UiResult};
@@ -257,30 +256,8 @@ fn generate(
         valid: true,
         warmup: false,
     });
-    let mut generation = Generation {
-        id: runner::new_run_id(),
-        created_at: runner::now_rfc3339(),
-        prompt: request.prompt.clone(),
-        negative_prompt: request.negative_prompt.clone(),
-        steps: request.steps,
-        guidance: request.guidance,
-        seed: Some(request.seed),
-        width: request.width,
-        height: request.height,
-        scheduler: generated.scheduler.name().into(),
-        model: loaded.key.model.clone(),
-        backend: pipeline.device.kind.name().into(),
-        device: pipeline.device.name.clone(),
-        precision: pipeline.precision.name().into(),
-        seconds: t.total,
-        stages: Stages {
-            text_encoder: t.text_encoder,
-            unet_loop: t.unet_total,
-            vae_decode: t.vae_decode,
-        },
-        step_seconds: t.unet_steps.clone(),
-        image_path: None,
-    };
+    let mut generation =
+        Generation::from_engine(&loaded.key.model, &engine_request, pipeline, &generated);
     let path = state.paths.images.join(format!("{}.png", generation.id));
     write_png(
         &path,

@@ -6,12 +6,12 @@ use serde::Serialize;
 use tauri::State;
 
 use sdbench_history::{Filter, Record, RunSummary};
-use sdbench_report::{charts, Run};
+use sdbench_report::charts;
 
 use crate::errors::{UiError, UiResult};
 use crate::state::AppState;
 
-use super::benchmark::{run_labels, stored_result};
+use super::benchmark::with_runs;
 use super::{blocking, target_path};
 
 #[tauri::command]
@@ -148,28 +148,14 @@ pub struct Charts {
 pub async fn run_charts(state: State<'_, AppState>, ids: Vec<String>) -> UiResult<Charts> {
     let state = state.inner().clone();
     blocking(move || {
-        if ids.is_empty() {
-            return Err(UiError::bad_input(
-                "No runs are selected",
-                "Select benchmark runs.",
-            ));
-        }
-        let results = ids
-            .iter()
-            .map(|id| stored_result(&state, id))
-            .collect::<UiResult<Vec<_>>>()?;
-        let labels = run_labels(&results);
-        let runs: Vec<Run> = results
-            .iter()
-            .zip(&labels)
-            .map(|(result, label)| Run { label, result })
-            .collect();
-        Ok(Charts {
-            seconds_per_image: charts::seconds_per_image(&runs).into(),
-            stage_breakdown: charts::stage_breakdown(&runs).into(),
-            step_times: charts::step_times(&runs).into(),
-            power_over_time: charts::power_over_time(&runs).into(),
-            labels,
+        with_runs(&state, &ids, |runs, labels| {
+            Ok(Charts {
+                seconds_per_image: charts::seconds_per_image(runs).into(),
+                stage_breakdown: charts::stage_breakdown(runs).into(),
+                step_times: charts::step_times(runs).into(),
+                power_over_time: charts::power_over_time(runs).into(),
+                labels: labels.to_vec(),
+            })
         })
     })
     .await

@@ -7,6 +7,7 @@ use sdbench_diffusion::ModelSource;
 use sdbench_hub::RepoId;
 
 use crate::error::{BenchError, Result};
+use crate::runner::ModelChoice;
 
 /// A parsed model name.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +61,21 @@ impl ModelName {
                 path.display()
             )),
             Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl ModelName {
+    /// The model as the benchmark runner takes it; a Hub model is read at `revision`, and with
+    /// `fallback_to_synthetic` runs on synthetic weights when it is neither cached nor downloadable.
+    pub fn into_choice(self, revision: &str, fallback_to_synthetic: bool) -> ModelChoice {
+        match self {
+            ModelName::Local(source) => ModelChoice::Local(source),
+            ModelName::Hub { id, .. } => ModelChoice::Hub {
+                id,
+                revision: revision.into(),
+                fallback_to_synthetic,
+            },
         }
     }
 }

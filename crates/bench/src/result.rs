@@ -115,6 +115,16 @@ pub struct Stages {
     pub vae_decode: f64,
 }
 
+impl From<&sdbench_diffusion::pipeline::StageTimings> for Stages {
+    fn from(t: &sdbench_diffusion::pipeline::StageTimings) -> Self {
+        Stages {
+            text_encoder: t.text_encoder,
+            unet_loop: t.unet_total,
+            vae_decode: t.vae_decode,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImageRecord {
     /// File name beside the result JSON, once saved.

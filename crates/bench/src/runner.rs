@@ -276,11 +276,7 @@ pub fn run(
             prompt_index: i,
             seed: spec.seed,
             seconds: t.total,
-            stages: Stages {
-                text_encoder: t.text_encoder,
-                unet_loop: t.unet_total,
-                vae_decode: t.vae_decode,
-            },
+            stages: Stages::from(t),
             step_seconds: t.unet_steps.clone(),
             steps_per_second: if t.unet_total > 0.0 {
                 t.unet_steps.len() as f64 / t.unet_total

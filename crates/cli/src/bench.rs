@@ -8,7 +8,7 @@ use anyhow::Context;
 use sdbench_bench::result::{AppInfo, DEFAULT_FILE_NAME};
 use sdbench_bench::runner::{self, Event};
 use sdbench_bench::summary::{self, Format};
-use sdbench_bench::{BenchError, ModelChoice, ModelName, Overrides, RunOptions, Workload};
+use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
 use sdbench_diffusion::{BackendRequest, ModelSource, Precision, SchedulerKind};
 use sdbench_hub::{HubSettings, RepoId, DEFAULT_MODEL};
 
@@ -99,14 +99,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 revision: args.revision.clone(),
                 fallback_to_synthetic: true,
             },
-            Some(text) => match model_arg::parse(text, args.model_config.as_deref())? {
-                ModelName::Local(source) => ModelChoice::Local(source),
-                ModelName::Hub { id, .. } => ModelChoice::Hub {
-                    id,
-                    revision: args.revision.clone(),
-                    fallback_to_synthetic: false,
-                },
-            },
+            Some(text) => model_arg::parse(text, args.model_config.as_deref())?
+                .into_choice(&args.revision, false),
         }
     };
     if !(0.0..=60.0).contains(&args.baseline) {

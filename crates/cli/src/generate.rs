@@ -4,14 +4,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use sdbench_bench::runner;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::image::write_png;
 use sdbench_diffusion::npy;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitialNoise, Pipeline, Precision, SchedulerKind,
 };
-use sdbench_history::{default_path, Generation, History, Stages};
+use sdbench_history::{default_path, Generation, History};
 
 use crate::progress::StepProgress;
 
@@ -128,31 +127,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         pipeline.generate(&request, &mut |e| progress.update(e), &CancelToken::new())?;
     pipeline.require_finite(&generated)?;
 
-    let t = &generated.timings;
-    let mut record = Generation {
-        id: runner::new_run_id(),
-        created_at: runner::now_rfc3339(),
-        prompt: args.prompt.clone(),
-        negative_prompt: args.negative.clone(),
-        steps: args.steps,
-        guidance: args.guidance,
-        seed: args.latents.is_none().then(|| args.seed.unwrap_or(0)),
-        width: args.width,
-        height: args.height,
-        scheduler: generated.scheduler.name().into(),
-        model: args.model.clone(),
-        backend: pipeline.device.kind.name().into(),
-        device: pipeline.device.name.clone(),
-        precision: pipeline.precision.name().into(),
-        seconds: t.total,
-        stages: Stages {
-            text_encoder: t.text_encoder,
-            unet_loop: t.unet_total,
-            vae_decode: t.vae_decode,
-        },
-        step_seconds: t.unet_steps.clone(),
-        image_path: None,
-    };
+    let mut record = Generation::from_engine(&args.model, &request, &pipeline, &generated);
     let latents = args.latents.as_ref().map(|p| p.display().to_string());
     write_png(
         &args.out,
@@ -169,6 +144,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     if let Err(e) = History::open(&default_path()).and_then(|h| h.add_generation(&record)) {
         eprintln!("warning: the image was not added to the history: {e}");
     }
+    let t = &generated.timings;
     let rate = t.unet_steps.len() as f64 / t.unet_total.max(1e-9);
     println!(
         "wrote {} ({}x{}) in {:.2} s: text encoder {:.2} s, {} steps {:.2} s ({:.2} it/s), vae decode {:.2} s",

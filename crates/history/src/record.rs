@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use sdbench_bench::result::{BenchResult, Stages};
+use sdbench_bench::runner;
+use sdbench_diffusion::{GenerateRequest, Generated, InitialNoise, Pipeline};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -56,6 +58,41 @@ pub struct Generation {
 }
 
 impl Generation {
+    /// The record of one image `pipeline` made for `request`: a new id, now, the parameters as
+    /// asked, the scheduler and device as used, and the timings. `model` is what the person named.
+    /// The seed is `None` when the run started from given latents.
+    pub fn from_engine(
+        model: &str,
+        request: &GenerateRequest,
+        pipeline: &Pipeline,
+        generated: &Generated,
+    ) -> Generation {
+        let t = &generated.timings;
+        Generation {
+            id: runner::new_run_id(),
+            created_at: runner::now_rfc3339(),
+            prompt: request.prompt.clone(),
+            negative_prompt: request.negative_prompt.clone(),
+            steps: request.steps,
+            guidance: request.guidance_scale,
+            seed: match request.noise {
+                InitialNoise::Seed(seed) => Some(seed),
+                InitialNoise::Latents { .. } => None,
+            },
+            width: request.width,
+            height: request.height,
+            scheduler: generated.scheduler.name().into(),
+            model: model.into(),
+            backend: pipeline.device.kind.name().into(),
+            device: pipeline.device.name.clone(),
+            precision: pipeline.precision.name().into(),
+            seconds: t.total,
+            stages: Stages::from(t),
+            step_seconds: t.unet_steps.clone(),
+            image_path: None,
+        }
+    }
+
     /// The PNG text chunks that carry this image's parameters: `parameters` in the A1111 style that
     /// image viewers and other tools read, and `sdbench` as JSON. `latents` names the file the run
     /// started from, when it did not start from a seed.
