@@ -76,6 +76,8 @@ struct Entry {
     events: u64,
     started: Instant,
     ended: Option<Instant>,
+    /// The last event (finished/failed/cancelled) has been handed to the sink.
+    last_sent: bool,
 }
 
 impl Entry {
@@ -163,6 +165,7 @@ impl Jobs {
                     events: 0,
                     started: Instant::now(),
                     ended: None,
+                    last_sent: false,
                 },
             );
             id
@@ -214,6 +217,8 @@ impl Jobs {
             },
             JobState::Cancelled | JobState::Running => JobEvent::Cancelled,
         };
+        // The state changes before the last event is sent, so a view that reacts to that event can
+        // start the next job at once; `wait` returns only once the event has been sent.
         {
             let mut table = self.table();
             if let Some(entry) = table.jobs.get_mut(&id) {
@@ -221,8 +226,11 @@ impl Jobs {
                 entry.ended = Some(Instant::now());
             }
         }
-        self.shared.1.notify_all();
         sink(&last);
+        if let Some(entry) = self.table().jobs.get_mut(&id) {
+            entry.last_sent = true;
+        }
+        self.shared.1.notify_all();
     }
 
     /// Asks a job to stop; it ends at the next step or file chunk. False when it had already ended.
@@ -258,7 +266,8 @@ impl Jobs {
             .map(|(id, e)| e.status(*id))
     }
 
-    /// Waits until the job has ended or `timeout` passed; returns its status either way.
+    /// Waits until the job has ended and sent its last event, or `timeout` passed; returns its
+    /// status either way.
     pub fn wait(&self, id: JobId, timeout: Duration) -> UiResult<JobStatus> {
         let deadline = Instant::now() + timeout;
         let mut table = self.table();
@@ -268,7 +277,7 @@ impl Jobs {
                 .get(&id)
                 .ok_or_else(|| UiError::not_found(format!("There is no job {id}")))?;
             let now = Instant::now();
-            if entry.state != JobState::Running || now >= deadline {
+            if entry.last_sent || now >= deadline {
                 return Ok(entry.status(id));
             }
             table = self
@@ -326,18 +335,6 @@ mod tests {
 
     const WAIT: Duration = Duration::from_secs(10);
 
-    /// The job's state is set before its last event is sent: wait for `n` events.
-    fn events(seen: &Mutex<Vec<JobEvent>>, n: usize) -> Vec<JobEvent> {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let now = seen.lock().unwrap().clone();
-            if now.len() >= n || Instant::now() > deadline {
-                return now;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
     #[test]
     fn a_job_streams_events_and_ends_with_its_output() {
         let jobs = Jobs::default();
@@ -356,7 +353,8 @@ mod tests {
             }
         );
         assert_eq!(status.events, 1);
-        let seen = events(&seen, 2);
+        // `wait` returns once the last event has been sent.
+        let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 2);
         assert!(matches!(seen[1], JobEvent::Finished { .. }));
     }
@@ -386,7 +384,7 @@ mod tests {
             !jobs.cancel(id).unwrap(),
             "an ended job cannot be cancelled"
         );
-        assert_eq!(events(&seen, 1).last(), Some(&JobEvent::Cancelled));
+        assert_eq!(seen.lock().unwrap().last(), Some(&JobEvent::Cancelled));
         assert!(jobs.running().is_none());
         assert_eq!(jobs.cancel(999).unwrap_err().kind, ErrorKind::NotFound);
     }
