@@ -10,6 +10,7 @@ pub mod state;
 
 use tauri::{Builder, Runtime};
 
+use crate::errors::UiError;
 use crate::state::AppState;
 
 /// Registers the app's state and every command on `builder` (the real app, or Tauri's mock
@@ -51,15 +52,12 @@ pub fn with_commands<R: Runtime>(builder: Builder<R>, state: AppState) -> Builde
 
 /// Starts the desktop app.
 pub fn run() {
-    let state = match AppState::from_env() {
-        Ok(state) => state,
-        Err(e) => {
-            eprintln!("SD Bench cannot start: {}\n{}", e.message, e.hint);
-            std::process::exit(1);
-        }
-    };
     let mut context = tauri::generate_context!();
     allow_local_update_endpoints(&mut context);
+    let state = match AppState::from_env() {
+        Ok(state) => state,
+        Err(e) => tell_startup_failure(context, &e),
+    };
     let app = with_commands(Builder::default(), state)
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_updater::Builder::new().build())
@@ -81,6 +79,36 @@ pub fn run() {
         std::process::exit(1);
     }
 }
+
+/// A double-clicked app has no terminal: when SD Bench cannot start (say its data folder cannot
+/// be created), it says why in a message box as well as on stderr, and exits with status 1 once
+/// the box is closed.
+fn tell_startup_failure(mut context: tauri::Context<tauri::Wry>, error: &UiError) -> ! {
+    let text = format!("{}\n\n{}", error.message, error.hint);
+    eprintln!("SD Bench cannot start: {text}");
+    // No main window: its page would call commands that need the state that failed.
+    context.config_mut().app.windows.clear();
+    let shown = Builder::default()
+        .plugin(tauri_plugin_dialog::init())
+        .setup(move |app| {
+            use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
+            let handle = app.handle().clone();
+            app.dialog()
+                .message(text)
+                .title(STARTUP_FAILURE_TITLE)
+                .kind(MessageDialogKind::Error)
+                .show(move |_| handle.exit(1));
+            Ok(())
+        })
+        .run(context);
+    if let Err(e) = shown {
+        eprintln!("SD Bench could not show that message: {e}");
+    }
+    std::process::exit(1);
+}
+
+/// The title of the startup failure's message box (the end-to-end test finds it by this).
+const STARTUP_FAILURE_TITLE: &str = "SD Bench cannot start";
 
 /// The updater refuses plain http unless its config allows it. SD Bench checks every update
 /// endpoint itself (`settings::check_endpoint`: https, or http only on this machine, for a local

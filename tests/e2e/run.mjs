@@ -1,21 +1,23 @@
 // End-to-end test of the desktop app: the real binary in a real window (run under Xvfb), driven
-// through tauri-driver and WebKitWebDriver. It runs a quick benchmark on the tiny model from a
-// prepared model cache, checks the result view, finds the run in History, generates an image,
-// and cleans the cache, keeping a screenshot of each screen.
+// through tauri-driver and WebKitWebDriver, with native windows answered through xdotool. It
+// checks that a failed start is reported in a message box, downloads the tiny model from a
+// loopback Hub, runs a quick benchmark, saves and submits its result, finds the run in History,
+// generates an image, and cleans the cache, keeping a screenshot of each screen.
 //
-// Usage: node tests/e2e/run.mjs APP_BINARY SCREENSHOT_DIR   (scripts/e2e sets it all up)
+// Usage: node tests/e2e/run.mjs APP_BINARY TEST_SERVER_BINARY SCREENSHOT_DIR   (see scripts/e2e)
 
 import { spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { connect } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Session } from "./webdriver.mjs";
+import { answerSaveDialog, focusWindow, startTestServer, until, xdotool } from "./native.mjs";
 
-const [app, shotsArg] = process.argv.slice(2);
-if (!app || !shotsArg) {
-  console.error("usage: node tests/e2e/run.mjs APP_BINARY SCREENSHOT_DIR");
+const [app, serverBinary, shotsArg] = process.argv.slice(2);
+if (!app || !serverBinary || !shotsArg) {
+  console.error("usage: node tests/e2e/run.mjs APP_BINARY TEST_SERVER_BINARY SCREENSHOT_DIR");
   process.exit(2);
 }
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -25,25 +27,28 @@ mkdirSync(shots, { recursive: true });
 const PORT = 20000 + Math.floor(Math.random() * 20000);
 const NATIVE_PORT = PORT + 1;
 const MODEL = "test-org/tiny-sd";
-const COMMIT = "e2e0000000000000000000000000000000000000";
 
-// A fresh data folder, and a model cache holding the tiny model as a Hub download leaves it.
+// The tiny model is served by a loopback Hub, which also takes submissions.
+const server = await startTestServer(resolve(serverBinary), MODEL, join(root, "crates/diffusion/tests/fixtures/tiny-sd"));
+process.on("exit", () => server.stop());
+
+// A fresh data folder and an empty model cache.
 const work = mkdtempSync(join(tmpdir(), "sdbench-e2e-"));
 const data = join(work, "data");
-const hub = join(work, "hub");
-const modelDir = join(hub, "models--test-org--tiny-sd");
-cpSync(join(root, "crates/diffusion/tests/fixtures/tiny-sd"), join(modelDir, "snapshots", COMMIT), { recursive: true });
-mkdirSync(join(modelDir, "refs"), { recursive: true });
-writeFileSync(join(modelDir, "refs", "main"), COMMIT);
 mkdirSync(data, { recursive: true });
-writeFileSync(join(data, "settings.json"), JSON.stringify({ model: MODEL, backend: "auto", precision: "f32" }));
+writeFileSync(join(data, "settings.json"), JSON.stringify({
+  model: MODEL, backend: "auto", precision: "f32", submitEndpoint: `${server.url}/api/results`,
+}));
 
 const env = {
   ...process.env,
   SDBENCH_DATA_DIR: data,
-  HF_HUB_CACHE: hub,
-  HF_HUB_OFFLINE: "1",
+  HF_HUB_CACHE: join(work, "hub"),
+  HF_ENDPOINT: server.url,
+  // GTK's file chooser keeps its settings in memory (no dconf service in a test display).
+  GSETTINGS_BACKEND: "memory",
 };
+delete env.HF_HUB_OFFLINE;
 const driver = spawn("tauri-driver", ["--port", String(PORT), "--native-port", String(NATIVE_PORT)], { env, stdio: ["ignore", "inherit", "inherit"] });
 const stopDriver = () => driver.kill("SIGTERM");
 process.on("exit", stopDriver);
@@ -79,14 +84,40 @@ async function shot(name) {
   writeFileSync(join(shots, `${name}.png`), await session.screenshot());
 }
 
+/** A start that fails (its data folder cannot be made) is told in a message box, not only on a
+ * terminal a double-clicked app does not have. */
+async function startupFailureIsShown() {
+  const blocker = join(work, "a-file");
+  writeFileSync(blocker, "");
+  const child = spawn(resolve(app), [], { env: { ...env, SDBENCH_DATA_DIR: join(blocker, "data") }, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d) => { stderr += d; });
+  const exited = new Promise((r) => child.on("exit", (code) => r(code)));
+  try {
+    await focusWindow("SD Bench cannot start");
+    await xdotool(["key", "Return"]);
+    const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("still running"), 20000))]);
+    if (code !== 1) throw new Error(`the app should exit with status 1 after the message, not ${code}`);
+    if (!stderr.includes("a-file")) throw new Error(`the message should name the folder: ${stderr}`);
+  } finally {
+    child.kill("SIGKILL");
+  }
+}
+
 try {
+  await step("a failed start is told in a message box", startupFailureIsShown);
+
   await waitForDriver();
   session = await Session.start(`http://127.0.0.1:${PORT}`, {
     browserName: "wry",
     "tauri:options": { application: resolve(app) },
   });
 
-  await step("the Benchmark screen shows the cached model", async () => {
+  await step("the Benchmark screen offers the model and downloads it", async () => {
+    await session.waitFor("#model-card", { test: (t) => t.includes(MODEL) && t.includes("not downloaded"), what: "the download offer" });
+    await shot("1-benchmark-download");
+    await session.click("#download-model");
+    await session.waitFor(".messages", { test: (t) => t.includes("The model is downloaded"), what: "the download's end" });
     await session.waitFor("#model-card", { test: (t) => t.includes(MODEL) && !t.includes("not downloaded"), what: "the ready model" });
     await shot("1-benchmark");
   });
@@ -115,6 +146,22 @@ try {
     if (!validity.includes("Valid run")) throw new Error(`unexpected validity: ${validity}`);
     await session.waitFor("#result-images img", { what: "the benchmark images" });
     await shot("3-benchmark-result");
+  });
+
+  await step("the result is saved through the native dialog and submitted", async () => {
+    const saved = join(work, "result.json");
+    await session.click("#save-result");
+    await answerSaveDialog(saved);
+    await session.waitFor(".messages", { test: (t) => t.includes("Saved"), what: "the saved message" });
+    const result = JSON.parse(readFileSync(saved, "utf8"));
+    if (!result.run_id) throw new Error("the saved result has no run id");
+
+    await session.click("#submit-result");
+    await session.waitFor("dialog", { test: (t) => t.includes(server.url) && t.includes(result.run_id), what: "the payload to confirm" });
+    await shot("3-benchmark-submit");
+    await session.click("#dialog-confirm");
+    await session.waitFor(".messages", { test: (t) => t.includes("Submitted (HTTP 201)"), what: "the submitted message" });
+    await until(() => server.posted.some((body) => body.includes(result.run_id)), "the server to receive the result");
   });
 
   await step("the run is in History with its detail", async () => {
@@ -161,4 +208,5 @@ try {
   process.exitCode = 1;
 } finally {
   stopDriver();
+  server.stop();
 }
