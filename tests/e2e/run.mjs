@@ -81,6 +81,8 @@ async function step(name, body) {
 
 let session;
 async function shot(name) {
+  // WebKit screenshots the last painted frame: let the latest DOM change be painted first.
+  await session.execute("return new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))");
   writeFileSync(join(shots, `${name}.png`), await session.screenshot());
 }
 

@@ -49,5 +49,7 @@ describe("format", () => {
     expect(fmt.duration(null)).toBe("—");
     expect(fmt.fixed(1.23456)).toBe("1.23");
     expect(fmt.fixed(Number.NaN)).toBe("—");
+    expect(fmt.count(1, "run")).toBe("1 run");
+    expect(fmt.count(0, "run")).toBe("0 runs");
   });
 });

@@ -16,7 +16,7 @@ let job: JobHandle<unknown> | null = null;
 const nextFrame = (f: () => void) =>
   typeof requestAnimationFrame === "function" ? requestAnimationFrame(f) : setTimeout(f, 16);
 
-const model = h("div", { class: "card", id: "model-card" });
+const model = h("div", { class: "card", id: "model-card" }, h("h2", {}, "Model"), h("p", { class: "muted" }, "Checking the model…"));
 const runButton = h("button", { class: "primary big", id: "run-standard" }, "Run the standard benchmark");
 const quick = {
   steps: h("input", { type: "number", id: "quick-steps", min: 1, max: 200, value: 4 }),

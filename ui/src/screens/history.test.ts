@@ -43,6 +43,7 @@ describe("History screen", () => {
     historyScreen.show?.();
     await settle();
     expect(rows()).toHaveLength(3);
+    expect(root.querySelector("#history-count")!.textContent).toBe("3 runs");
     expect(rows()[1].textContent).toContain("invalid");
     expect(rows()[2].textContent).toContain("“a lighthouse”");
 
@@ -86,6 +87,7 @@ describe("History screen", () => {
     });
     historyScreen.show?.();
     await settle();
+    expect(root.querySelector("#history-count")!.textContent).toBe("1 run");
     rows()[0].querySelector<HTMLButtonElement>("button[data-run=g1]")!.click();
     await settle();
     expect(root.querySelector("#history-generation")!.textContent).toContain("42");
@@ -95,11 +97,11 @@ describe("History screen", () => {
     root.querySelector<HTMLButtonElement>("#history-delete")!.click();
     await settle();
     const dialog = document.querySelector("dialog")!;
-    expect(dialog.textContent).toContain("Delete 1 run(s)");
+    expect(dialog.textContent).toContain("Delete 1 run from");
     document.querySelector<HTMLButtonElement>("#dialog-confirm")!.click();
     await settle();
     expect(calls.find((c) => c.cmd === "history_delete")!.args.ids).toEqual(["g1"]);
     expect(rows()[0].textContent).toContain("No runs yet");
-    expect(messages.textContent).toContain("Deleted 1 run(s).");
+    expect(messages.textContent).toContain("Deleted 1 run.");
   });
 });

@@ -42,7 +42,7 @@ function updateButtons(): void {
   compareButton.title = compareButton.disabled ? "Select two or more benchmark runs" : "";
   deleteButton.disabled = chosen.length === 0;
   exportButton.disabled = chosen.length === 0;
-  count.textContent = `${runs.length} runs${chosen.length ? `, ${chosen.length} selected` : ""}`;
+  count.textContent = `${fmt.count(runs.length, "run")}${chosen.length ? `, ${chosen.length} selected` : ""}`;
 }
 
 export async function refresh(): Promise<void> {
@@ -134,12 +134,12 @@ async function compare(): Promise<void> {
 
 async function remove(): Promise<void> {
   const ids = [...selected];
-  const ok = await confirmDialog("Delete runs?", `Delete ${ids.length} run(s) from the history, with the images SD Bench kept for them? Files you saved elsewhere stay.`, "Delete");
+  const ok = await confirmDialog("Delete runs?", `Delete ${fmt.count(ids.length, "run")} from the history, with the images SD Bench kept for them? Files you saved elsewhere stay.`, "Delete");
   if (!ok) return;
   const deleted = await api.historyDelete(ids);
   selected.clear();
   detail.hidden = true;
-  notify(`Deleted ${deleted} run(s).`);
+  notify(`Deleted ${fmt.count(deleted, "run")}.`);
   await refresh();
 }
 
@@ -147,7 +147,7 @@ async function exportRuns(): Promise<void> {
   const path = await pickSavePath("sdbench-history.json", "SD Bench history export", ["json"]);
   if (!path) return;
   const n = await api.historyExport([...selected], path);
-  notify(`Exported ${n} run(s) to ${path}`);
+  notify(`Exported ${fmt.count(n, "run")} to ${path}`);
 }
 
 export const historyScreen: Screen = {
