@@ -150,13 +150,20 @@ try {
     await shot("3-benchmark-result");
   });
 
-  await step("the result is saved through the native dialog and submitted", async () => {
+  await step("the result and its report are saved through the file dialog, and submitted", async () => {
     const saved = join(work, "result.json");
     await session.click("#save-result");
     await answerSaveDialog(saved);
     await session.waitFor(".messages", { test: (t) => t.includes("Saved"), what: "the saved message" });
     const result = JSON.parse(readFileSync(saved, "utf8"));
     if (!result.run_id) throw new Error("the saved result has no run id");
+
+    const report = join(work, "report.html");
+    await session.click("#export-report");
+    await answerSaveDialog(report);
+    await session.waitFor(".messages", { test: (t) => t.includes("Wrote"), what: "the report message" });
+    const html = readFileSync(report, "utf8");
+    if (!html.includes(result.run_id.slice(0, 8)) || !html.includes("<svg")) throw new Error("the report lacks the run or its charts");
 
     await session.click("#submit-result");
     await session.waitFor("dialog", { test: (t) => t.includes(server.url) && t.includes(result.run_id), what: "the payload to confirm" });
