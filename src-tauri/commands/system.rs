@@ -3,7 +3,7 @@
 use serde::Serialize;
 use tauri::State;
 
-use sdbench_diffusion::device::{probe_all, select};
+use sdbench_diffusion::device::{preview, probe_all};
 use sdbench_diffusion::BackendRequest;
 use sdbench_telemetry::SystemInfo;
 
@@ -27,6 +27,7 @@ pub struct BackendReport {
 pub struct AutoChoice {
     pub backend: Option<String>,
     pub device: Option<String>,
+    /// None on a GPU: f16 where the device supports it, which only the initialised device tells.
     pub precision: Option<String>,
     /// Why nothing could be chosen.
     pub error: Option<String>,
@@ -59,11 +60,13 @@ pub async fn system_info(state: State<'_, AppState>) -> UiResult<SystemReport> {
                 devices: s.devices,
             })
             .collect();
-        let auto = match select(BackendRequest::Auto) {
+        // Named without initialising the device: showing the choice must not bind a GPU to a
+        // graphics API (that would refuse a later run on another API of the same GPU).
+        let auto = match preview(BackendRequest::Auto) {
             Ok(d) => AutoChoice {
                 backend: Some(d.kind.name().into()),
-                device: Some(d.name.clone()),
-                precision: Some(d.default_precision().name().into()),
+                device: Some(d.name),
+                precision: d.precision.map(|p| p.name().into()),
                 error: None,
             },
             Err(e) => AutoChoice {

@@ -252,6 +252,40 @@ pub fn probe(kind: BackendKind) -> BackendStatus {
 /// Chooses and initialises a device. `Auto` takes CUDA where an NVIDIA driver is present, ROCm where
 /// the HIP runtime is, else the best hardware wgpu adapter (discrete before integrated), else the CPU.
 pub fn select(request: BackendRequest) -> Result<SelectedDevice> {
+    let (kind, allow_software) = resolve(request);
+    let (selected, wgpu_describe) = pick(kind, allow_software)?;
+    if let (Some(describe), DispatchDevice::Wgpu(device)) = (wgpu_describe, &selected.device) {
+        bind_wgpu_device(kind, device, &describe)?;
+    }
+    Ok(selected)
+}
+
+/// What `select` would run on, found without initialising anything (no backend runtime is
+/// started and no wgpu device is bound to a graphics API): for showing the choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DevicePreview {
+    pub kind: BackendKind,
+    pub name: String,
+    pub software: bool,
+    /// The precision `auto` would use where it is known without the device (f32 on the CPU
+    /// backend); on a GPU it is f16 where the device supports it, which takes the device to tell.
+    pub precision: Option<Precision>,
+}
+
+pub fn preview(request: BackendRequest) -> Result<DevicePreview> {
+    let (kind, allow_software) = resolve(request);
+    let (selected, _) = pick(kind, allow_software)?;
+    Ok(DevicePreview {
+        kind,
+        name: selected.name,
+        software: selected.software,
+        precision: (kind == BackendKind::Cpu).then_some(Precision::F32),
+    })
+}
+
+/// The backend a request names, or the best one `Auto` finds; and whether a software adapter may
+/// serve it (only when asked for by name).
+fn resolve(request: BackendRequest) -> (BackendKind, bool) {
     let explicit = match request {
         BackendRequest::Auto => None,
         BackendRequest::Cpu => Some(BackendKind::Cpu),
@@ -262,11 +296,11 @@ pub fn select(request: BackendRequest) -> Result<SelectedDevice> {
         BackendRequest::Dx12 => Some(BackendKind::Dx12),
     };
     if let Some(kind) = explicit {
-        return init(kind, true);
+        return (kind, true);
     }
     for kind in [BackendKind::Cuda, BackendKind::Rocm] {
         if probe(kind).usable {
-            return init(kind, false);
+            return (kind, false);
         }
     }
     let preferred_apis: &[BackendKind] = if cfg!(target_os = "macos") {
@@ -287,25 +321,27 @@ pub fn select(request: BackendRequest) -> Result<SelectedDevice> {
             }
         }
     }
-    match best {
-        Some((_, kind)) => init(kind, false),
-        None => init(BackendKind::Cpu, false),
-    }
+    (best.map_or(BackendKind::Cpu, |(_, kind)| kind), false)
 }
 
-fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
+/// The device `kind` runs on, not yet initialised; for a wgpu device, also the adapter's
+/// description, for binding it to its graphics API before use.
+fn pick(kind: BackendKind, allow_software: bool) -> Result<(SelectedDevice, Option<String>)> {
     let unavailable = |reason: String| DiffusionError::BackendUnavailable {
         backend: kind.name().into(),
         reason,
     };
     match kind {
-        BackendKind::Cpu => Ok(SelectedDevice {
-            kind,
-            device: DispatchDevice::Flex(Default::default()),
-            name: cpu_name(),
-            software: false,
-            pci_vendor: None,
-        }),
+        BackendKind::Cpu => Ok((
+            SelectedDevice {
+                kind,
+                device: DispatchDevice::Flex(Default::default()),
+                name: cpu_name(),
+                software: false,
+                pci_vendor: None,
+            },
+            None,
+        )),
         BackendKind::Cuda | BackendKind::Rocm => {
             // Only touch the backend once its driver library answered with a device.
             let status = probe(kind);
@@ -325,13 +361,16 @@ fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
                     0x1002,
                 )
             };
-            Ok(SelectedDevice {
-                kind,
-                device,
-                name: name.into(),
-                software: false,
-                pci_vendor: Some(vendor),
-            })
+            Ok((
+                SelectedDevice {
+                    kind,
+                    device,
+                    name: name.into(),
+                    software: false,
+                    pci_vendor: Some(vendor),
+                },
+                None,
+            ))
         }
         BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
             let adapters = wgpu_adapters(kind);
@@ -340,15 +379,16 @@ fn init(kind: BackendKind, allow_software: bool) -> Result<SelectedDevice> {
                 .filter(|a| allow_software || a.hardware_rank().is_some())
                 .min_by_key(|a| a.hardware_rank().unwrap_or(u8::MAX))
                 .ok_or_else(|| unavailable(format!("no {} adapter found", kind.name())))?;
-            let device = chosen.wgpu_device();
-            bind_wgpu_device(kind, &device, &chosen.describe())?;
-            Ok(SelectedDevice {
-                kind,
-                device: DispatchDevice::Wgpu(device),
-                name: chosen.info.name.clone(),
-                software: chosen.info.device_type == wgpu::DeviceType::Cpu,
-                pci_vendor: Some(chosen.info.vendor),
-            })
+            Ok((
+                SelectedDevice {
+                    kind,
+                    device: DispatchDevice::Wgpu(chosen.wgpu_device()),
+                    name: chosen.info.name.clone(),
+                    software: chosen.info.device_type == wgpu::DeviceType::Cpu,
+                    pci_vendor: Some(chosen.info.vendor),
+                },
+                Some(chosen.describe()),
+            ))
         }
     }
 }
@@ -594,5 +634,39 @@ mod native {
             }
             Ok(n.max(0) as usize)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preview_names_what_select_picks_without_binding_a_device() {
+        let cpu = preview(BackendRequest::Cpu).unwrap();
+        assert_eq!(cpu.kind, BackendKind::Cpu);
+        assert_eq!(cpu.precision, Some(Precision::F32));
+        assert_eq!(cpu.name, select(BackendRequest::Cpu).unwrap().name);
+
+        let require_vulkan = std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() == Ok("1");
+        match preview(BackendRequest::Vulkan) {
+            Ok(vulkan) => {
+                assert!(
+                    BOUND_WGPU.lock().unwrap().is_empty(),
+                    "preview bound a device"
+                );
+                assert_eq!(vulkan.precision, None);
+                let selected = select(BackendRequest::Vulkan).unwrap();
+                assert_eq!(
+                    (vulkan.kind, vulkan.name, vulkan.software),
+                    (selected.kind, selected.name, selected.software)
+                );
+            }
+            Err(e) => assert!(!require_vulkan, "no Vulkan adapter: {e}"),
+        }
+
+        let auto = preview(BackendRequest::Auto).unwrap();
+        let selected = select(BackendRequest::Auto).unwrap();
+        assert_eq!((auto.kind, auto.name), (selected.kind, selected.name));
     }
 }

@@ -55,6 +55,13 @@ describe("System screen", () => {
     expect(saved).toEqual({ ...settings, backend: "cpu", submitEndpoint: "https://example.org/results" });
   });
 
+  it("names a GPU's auto precision by rule (the device is not initialised to show it)", async () => {
+    handlers({ system_info: () => ({ ...system, auto: { backend: "vulkan", device: "Test GPU", precision: null, error: null } }) });
+    systemScreen.show?.();
+    await settle();
+    expect(root.querySelector("#system-devices")!.textContent).toContain("vulkan on Test GPU (f16 where the device supports it)");
+  });
+
   it("shows a refused setting's reason", async () => {
     handlers({ save_settings: () => { throw { kind: "badInput", message: "model /x does not exist", hint: "Choose an existing model folder" }; } });
     root.querySelector<HTMLButtonElement>("#settings-save")!.click();

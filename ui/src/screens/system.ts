@@ -55,7 +55,7 @@ async function loadDevices(): Promise<void> {
     const s = report.system;
     const auto = report.auto.error
       ? `nothing usable: ${report.auto.error}`
-      : `${report.auto.backend} on ${report.auto.device} (${report.auto.precision})`;
+      : `${report.auto.backend} on ${report.auto.device} (${report.auto.precision ?? "f16 where the device supports it"})`;
     fill(devices,
       h("h2", {}, "This machine"),
       definitionList([
