@@ -2,6 +2,10 @@
 //! backends abort when their driver libraries are missing, so those libraries are looked for and
 //! asked for a device count (through `libloading`) before burn touches them; wgpu adapters are
 //! enumerated before one is initialised.
+//!
+//! CUDA and ROCm are cargo features (`cuda`, `rocm`, on by default): the test build leaves them out,
+//! since they cannot run without their drivers and they double the compile time of burn's
+//! dispatch layer. A build without one still probes its driver and says the backend is not built in.
 
 use std::fmt;
 
@@ -77,6 +81,13 @@ impl BackendKind {
             BackendKind::Metal => "metal",
             BackendKind::Dx12 => "dx12",
         }
+    }
+
+    /// Whether this build contains the backend (see the module docs on the `cuda` and `rocm` features).
+    pub fn built_in(self) -> bool {
+        let left_out = (self == BackendKind::Cuda && cfg!(not(feature = "cuda")))
+            || (self == BackendKind::Rocm && cfg!(not(feature = "rocm")));
+        !left_out
     }
 
     fn wgpu_backend(self) -> Option<wgpu::Backend> {
@@ -168,7 +179,9 @@ impl SelectedDevice {
         use cubecl::Runtime;
         let query = || match &self.device {
             DispatchDevice::Wgpu(d) => cubecl::wgpu::WgpuRuntime::client(d).memory_usage().ok(),
+            #[cfg(feature = "cuda")]
             DispatchDevice::Cuda(d) => cubecl::cuda::CudaRuntime::client(d).memory_usage().ok(),
+            #[cfg(feature = "rocm")]
             DispatchDevice::Rocm(d) => cubecl::hip::HipRuntime::client(d).memory_usage().ok(),
             _ => None,
         };
@@ -241,6 +254,16 @@ pub fn probe(kind: BackendKind) -> BackendStatus {
             }
         }
     };
+    if !kind.built_in() {
+        return BackendStatus {
+            kind,
+            usable: false,
+            detail: format!(
+                "not in this build of SD Bench (compiled without the `{kind}` feature); {detail}"
+            ),
+            devices: vec![],
+        };
+    }
     BackendStatus {
         kind,
         usable,
@@ -348,19 +371,8 @@ fn pick(kind: BackendKind, allow_software: bool) -> Result<(SelectedDevice, Opti
             if !status.usable {
                 return Err(unavailable(status.detail));
             }
-            let (device, name, vendor) = if kind == BackendKind::Cuda {
-                (
-                    DispatchDevice::Cuda(Default::default()),
-                    "CUDA device 0",
-                    0x10de,
-                )
-            } else {
-                (
-                    DispatchDevice::Rocm(Default::default()),
-                    "ROCm device 0",
-                    0x1002,
-                )
-            };
+            let (device, name, vendor) = native_device(kind)
+                .ok_or_else(|| unavailable("not in this build of SD Bench".into()))?;
             Ok((
                 SelectedDevice {
                     kind,
@@ -390,6 +402,25 @@ fn pick(kind: BackendKind, allow_software: bool) -> Result<(SelectedDevice, Opti
                 Some(chosen.describe()),
             ))
         }
+    }
+}
+
+/// The burn device, name and PCI vendor of a CUDA or ROCm backend this build contains.
+fn native_device(kind: BackendKind) -> Option<(DispatchDevice, &'static str, u32)> {
+    match kind {
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => Some((
+            DispatchDevice::Cuda(Default::default()),
+            "CUDA device 0",
+            0x10de,
+        )),
+        #[cfg(feature = "rocm")]
+        BackendKind::Rocm => Some((
+            DispatchDevice::Rocm(Default::default()),
+            "ROCm device 0",
+            0x1002,
+        )),
+        _ => None,
     }
 }
 
@@ -668,5 +699,23 @@ mod tests {
         let auto = preview(BackendRequest::Auto).unwrap();
         let selected = select(BackendRequest::Auto).unwrap();
         assert_eq!((auto.kind, auto.name), (selected.kind, selected.name));
+    }
+
+    #[test]
+    fn a_backend_left_out_of_the_build_says_so_and_is_never_chosen() {
+        for (kind, request) in [
+            (BackendKind::Cuda, BackendRequest::Cuda),
+            (BackendKind::Rocm, BackendRequest::Rocm),
+        ] {
+            let status = probe(kind);
+            let left_out = status.detail.contains("not in this build");
+            assert_eq!(left_out, !kind.built_in(), "{kind}: {}", status.detail);
+            if !kind.built_in() {
+                assert!(!status.usable && status.devices.is_empty());
+                let err = select(request).unwrap_err().to_string();
+                assert!(err.contains("not in this build"), "{err}");
+                assert_ne!(select(BackendRequest::Auto).unwrap().kind, kind);
+            }
+        }
     }
 }

@@ -7,7 +7,7 @@ use sdbench_bench::BenchResult;
 use sdbench_test_server::TestServer;
 
 fn result() -> BenchResult {
-    let text = include_str!("data/result-v1.json");
+    let text = include_str!("../data/result-v1.json");
     BenchResult::from_json(text).unwrap()
 }
 

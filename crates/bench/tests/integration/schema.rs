@@ -9,7 +9,7 @@ fn validator() -> jsonschema::Validator {
 
 /// A hand-written valid result (the runner test validates real ones).
 fn sample() -> serde_json::Value {
-    serde_json::from_str(include_str!("data/result-v1.json")).unwrap()
+    serde_json::from_str(include_str!("../data/result-v1.json")).unwrap()
 }
 
 fn errors(value: &serde_json::Value) -> Vec<String> {

@@ -7,7 +7,7 @@
 //! any wiring or formula error: components 5e-5, generated images 2e-4 on the [0, 1] scale (1/20
 //! of one 8-bit level).
 
-mod common;
+use crate::common;
 
 use common::{assert_close, Reference, TINY};
 use sdbench_diffusion::device::select;

@@ -1,6 +1,6 @@
 //! Tokenizer parity with transformers' CLIPTokenizer on the full SD1.5 vocabulary.
 
-mod common;
+use crate::common;
 
 use sdbench_diffusion::tokenizer::Tokenizer;
 

@@ -1,5 +1,4 @@
-//! Shared helpers for the parity tests: fixture paths, reference tensors, explicit tolerances.
-#![allow(dead_code)]
+//! Shared helpers for the engine tests: fixture paths, reference tensors, explicit tolerances.
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
 //! Every kind of bad model folder or request gets an error that names what is wrong.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

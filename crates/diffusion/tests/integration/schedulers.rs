@@ -1,7 +1,7 @@
 //! Scheduler parity: timesteps, sigmas and init noise sigma from diffusers' `from_config` of
 //! SD1.5's scheduler_config.json, for 1, 4, 30 and 50 steps.
 
-mod common;
+use crate::common;
 
 use burn::Dispatch;
 use sdbench_diffusion::scheduler::{build, SchedulerKind};

@@ -2,7 +2,7 @@
 //! and a converted checkpoint generates what diffusers generates from the same file.
 //! Fixtures: scripts/make_checkpoint_fixtures.py.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

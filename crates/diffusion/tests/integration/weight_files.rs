@@ -1,6 +1,6 @@
 //! Weight-file handling: the fp16 variant files, legacy VAE key names.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

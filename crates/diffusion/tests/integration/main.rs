@@ -1,0 +1,12 @@
+//! The engine's integration tests, one module per concern, linked into one test binary: every test
+//! binary links all of burn's backends, so one binary per crate keeps the test build short.
+
+mod common;
+
+mod bad_input;
+mod checkpoint;
+mod parity;
+mod schedulers;
+mod synthetic;
+mod tokenizer;
+mod weight_files;
