@@ -9,7 +9,8 @@ from fixed latents with and without a negative prompt.
 Usage (torch and diffusers are needed only here, never by the tests):
     python3 -m venv ~/.cache/sdbench/venv
     ~/.cache/sdbench/venv/bin/pip install torch diffusers transformers safetensors numpy open-clip-torch
-    ~/.cache/sdbench/venv/bin/python scripts/make_fixtures.py
+    ~/.cache/sdbench/venv/bin/python scripts/make_fixtures.py [NAME...]
+NAME: a pipeline (tiny-sd, tiny-variant, tiny-sd2), "schedulers" or "tokenizer"; none: everything.
 
 Output: crates/diffusion/tests/fixtures/ (committed; keep it small).
 """
@@ -35,9 +36,10 @@ from diffusers import (
     EulerDiscreteScheduler,
     PNDMScheduler,
     StableDiffusionPipeline,
+    StableDiffusionXLPipeline,
     UNet2DConditionModel,
 )
-from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "crates" / "diffusion" / "tests" / "fixtures"
@@ -55,6 +57,42 @@ SD15_SCHEDULER = {
     "steps_offset": 1,
     "trained_betas": None,
     "clip_sample": False,
+}
+
+# The scheduler_config.json of stabilityai/stable-diffusion-2-1 (768 px, v-prediction), verbatim.
+SD21_SCHEDULER = {
+    "_class_name": "DDIMScheduler",
+    "_diffusers_version": "0.8.0",
+    "beta_end": 0.012,
+    "beta_schedule": "scaled_linear",
+    "beta_start": 0.00085,
+    "clip_sample": False,
+    "num_train_timesteps": 1000,
+    "prediction_type": "v_prediction",
+    "set_alpha_to_one": False,
+    "skip_prk_steps": True,
+    "steps_offset": 1,
+    "trained_betas": None,
+}
+
+# The scheduler_config.json of stabilityai/stable-diffusion-xl-base-1.0, verbatim.
+SDXL_SCHEDULER = {
+    "_class_name": "EulerDiscreteScheduler",
+    "_diffusers_version": "0.19.0.dev0",
+    "beta_end": 0.012,
+    "beta_schedule": "scaled_linear",
+    "beta_start": 0.00085,
+    "clip_sample": False,
+    "interpolation_type": "linear",
+    "num_train_timesteps": 1000,
+    "prediction_type": "epsilon",
+    "sample_max_value": 1.0,
+    "set_alpha_to_one": False,
+    "skip_prk_steps": True,
+    "steps_offset": 1,
+    "timestep_spacing": "leading",
+    "trained_betas": None,
+    "use_karras_sigmas": False,
 }
 
 SCHEDULERS = {
@@ -140,7 +178,7 @@ def clip_vocab(merge_count):
     return {token: i for i, token in enumerate(vocab)}, merges
 
 
-def write_tokenizer(folder, merge_count):
+def write_tokenizer(folder, merge_count, pad_token="<|endoftext|>"):
     folder.mkdir(parents=True, exist_ok=True)
     vocab, merges = clip_vocab(merge_count)
     with open(folder / "vocab.json", "w", encoding="utf-8") as f:
@@ -152,7 +190,7 @@ def write_tokenizer(folder, merge_count):
     special = {
         "bos_token": "<|startoftext|>",
         "eos_token": "<|endoftext|>",
-        "pad_token": "<|endoftext|>",
+        "pad_token": pad_token,
         "unk_token": "<|endoftext|>",
     }
     with open(folder / "special_tokens_map.json", "w") as f:
@@ -191,7 +229,9 @@ def tokenizer_cases(folder):
 # ---------------------------------------------------------------------------------------------------
 # Tiny pipelines. "tiny-sd" mirrors SD1.5's shape of config at toy sizes; "tiny-variant" changes every
 # option that a config can change (block order, head counts as a list, linear projections, flipped
-# sinusoids, a three-level VAE with its own scaling factor, gelu in CLIP).
+# sinusoids, a three-level VAE with its own scaling factor, gelu in CLIP); "tiny-sd2" mirrors SD2.1's
+# (OpenCLIP-style gelu text encoder, per-block head counts, linear projections, upcast attention, and
+# SD2.1's v-prediction DDIM scheduler config).
 
 TINY = {
     "tiny-sd": {
@@ -272,41 +312,152 @@ TINY = {
         "fp16_variant": False,
         "size": (32, 24),
     },
+    "tiny-sd2": {
+        "unet": dict(
+            sample_size=8,
+            in_channels=4,
+            out_channels=4,
+            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+            block_out_channels=(16, 32),
+            layers_per_block=2,
+            cross_attention_dim=24,
+            attention_head_dim=[2, 4],
+            norm_num_groups=8,
+            use_linear_projection=True,
+            upcast_attention=True,
+        ),
+        "vae": dict(
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+            up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+            block_out_channels=(8, 16),
+            layers_per_block=1,
+            latent_channels=4,
+            norm_num_groups=8,
+            sample_size=16,
+        ),
+        "clip": dict(
+            hidden_size=24,
+            intermediate_size=48,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            max_position_embeddings=77,
+            hidden_act="gelu",
+            projection_dim=16,
+        ),
+        "merges": 800,
+        "fp16_variant": False,
+        "size": (24, 16),
+        "scheduler": SD21_SCHEDULER,
+        "pad_token": "!",
+    },
+    # SDXL base's structure: two text encoders (the second with a projection, its tokenizer padding
+    # with "!"), penultimate hidden states side by side, text_time added conditions, per-block
+    # transformer depths, and SDXL's Euler "leading" scheduler config.
+    "tiny-sdxl": {
+        "unet": dict(
+            sample_size=8,
+            in_channels=4,
+            out_channels=4,
+            down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+            up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+            block_out_channels=(16, 32),
+            layers_per_block=1,
+            cross_attention_dim=24 + 32,
+            attention_head_dim=[2, 4],
+            transformer_layers_per_block=[1, 2],
+            norm_num_groups=8,
+            use_linear_projection=True,
+            addition_embed_type="text_time",
+            addition_time_embed_dim=8,
+            projection_class_embeddings_input_dim=6 * 8 + 16,
+        ),
+        "vae": dict(
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+            up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+            block_out_channels=(8, 16),
+            layers_per_block=1,
+            latent_channels=4,
+            norm_num_groups=8,
+            sample_size=16,
+            scaling_factor=0.13025,
+            force_upcast=True,
+        ),
+        "clip": dict(
+            hidden_size=24,
+            intermediate_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            max_position_embeddings=77,
+            hidden_act="quick_gelu",
+        ),
+        "clip_2": dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            max_position_embeddings=77,
+            hidden_act="gelu",
+            projection_dim=16,
+        ),
+        "merges": 700,
+        "fp16_variant": False,
+        "size": (24, 16),
+        "scheduler": SDXL_SCHEDULER,
+    },
 }
 
 
 def build_pipeline(name, spec, folder):
     torch.manual_seed(sum(map(ord, name)))
-    vocab_size = write_tokenizer(folder / "tokenizer", spec["merges"])
+    vocab_size = write_tokenizer(folder / "tokenizer", spec["merges"], spec.get("pad_token", "<|endoftext|>"))
     tokenizer = CLIPTokenizer.from_pretrained(folder / "tokenizer")
-    text_encoder = CLIPTextModel(
-        CLIPTextConfig(vocab_size=vocab_size, bos_token_id=vocab_size - 2, eos_token_id=vocab_size - 1, pad_token_id=vocab_size - 1, **spec["clip"])
-    )
+    ids = dict(vocab_size=vocab_size, bos_token_id=vocab_size - 2, eos_token_id=vocab_size - 1, pad_token_id=vocab_size - 1)
+    text_encoder = CLIPTextModel(CLIPTextConfig(**ids, **spec["clip"]))
     unet = UNet2DConditionModel(**spec["unet"])
     vae = AutoencoderKL(**spec["vae"])
+    models = [unet, vae, text_encoder]
+    if "clip_2" in spec:
+        write_tokenizer(folder / "tokenizer_2", spec["merges"], "!")
+        tokenizer_2 = CLIPTokenizer.from_pretrained(folder / "tokenizer_2")
+        text_encoder_2 = CLIPTextModelWithProjection(CLIPTextConfig(**ids, **spec["clip_2"]))
+        models.append(text_encoder_2)
     # Random init leaves some weights at zero (e.g. conv_out); give every tensor a little signal so
     # a wrong wiring cannot hide behind a zero.
     with torch.no_grad():
-        for model in (unet, vae, text_encoder):
+        for model in models:
             for p in model.parameters():
                 p.add_(torch.randn_like(p) * 0.02)
-    scheduler = PNDMScheduler.from_config(SD15_SCHEDULER)
-    pipe = StableDiffusionPipeline(
-        vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet, scheduler=scheduler,
-        safety_checker=None, feature_extractor=None, requires_safety_checker=False,
-    )
+    base = spec.get("scheduler", SD15_SCHEDULER)
+    scheduler = SCHEDULER_CLASSES[base["_class_name"]].from_config(base)
+    if "clip_2" in spec:
+        pipe = StableDiffusionXLPipeline(
+            vae=vae, text_encoder=text_encoder, text_encoder_2=text_encoder_2, tokenizer=tokenizer,
+            tokenizer_2=tokenizer_2, unet=unet, scheduler=scheduler, force_zeros_for_empty_prompt=True,
+            add_watermarker=False,
+        )
+    else:
+        pipe = StableDiffusionPipeline(
+            vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet, scheduler=scheduler,
+            safety_checker=None, feature_extractor=None, requires_safety_checker=False,
+        )
     pipe.save_pretrained(folder, safe_serialization=True)
     if spec["fp16_variant"]:
         # A real fp16 variant next to the fp32 files, as the Hub repository has. Made from a copy:
         # the references below must come from the exact fp32 weights.
         copy.deepcopy(pipe).to(torch.float16).save_pretrained(folder, safe_serialization=True, variant="fp16")
-    # Keep the folder exactly as the Hub has it: the scheduler config verbatim from SD1.5.
+    # Keep the folder exactly as the Hub has it: the scheduler config verbatim from SD1.5 (SD2.1).
     with open(folder / "scheduler" / "scheduler_config.json", "w") as f:
-        json.dump(SD15_SCHEDULER, f, indent=2)
+        json.dump(base, f, indent=2)
     for extra in ("safety_checker", "feature_extractor"):
         shutil.rmtree(folder / extra, ignore_errors=True)
     # The Hub repository has no tokenizer.json; neither does the fixture.
-    (folder / "tokenizer" / "tokenizer.json").unlink(missing_ok=True)
+    for sub in ("tokenizer", "tokenizer_2"):
+        (folder / sub / "tokenizer.json").unlink(missing_ok=True)
     return pipe
 
 
@@ -330,12 +481,28 @@ def make_references(name, spec, pipe, folder):
     refs["text_encoder.input_ids"] = ids.to(torch.float32)  # exact below 2^24
     refs["text_encoder.last_hidden_state"] = to_np(hidden)
 
-    # UNet: one call at batch 2, a fractional timestep (Euler passes those).
+    # The prompt's conditioning as the UNet gets it (unguided): text embeddings, and SDXL's pooled one.
+    xl = isinstance(pipe, StableDiffusionXLPipeline)
+    if xl:
+        context, _, pooled, _ = pipe.encode_prompt(prompt, device="cpu", num_images_per_prompt=1, do_classifier_free_guidance=False)
+        refs["prompt.pooled"] = to_np(pooled)
+    else:
+        context, _ = pipe.encode_prompt(prompt, "cpu", 1, False)
+    refs["prompt.context"] = to_np(context)
+
+    # UNet: one call at batch 2, a fractional timestep (Euler passes those); SDXL's added conditions
+    # with two different sizes and crops.
     cross = pipe.unet.config.cross_attention_dim
     sample = torch.randn(2, 4, lh, lw, generator=gen)
     context = torch.randn(2, 77, cross, generator=gen)
+    added = None
+    if xl:
+        text_embeds = torch.randn(2, pipe.text_encoder_2.config.projection_dim, generator=gen)
+        time_ids = torch.tensor([[height, width, 0, 0, height, width], [1024, 768, 16, 32, 512, 640]], dtype=torch.float32)
+        added = {"text_embeds": text_embeds, "time_ids": time_ids}
+        refs["unet.text_embeds"], refs["unet.time_ids"] = text_embeds, time_ids
     with torch.no_grad():
-        out = pipe.unet(sample, torch.tensor(421.5), encoder_hidden_states=context).sample
+        out = pipe.unet(sample, torch.tensor(421.5), encoder_hidden_states=context, added_cond_kwargs=added).sample
     refs["unet.sample"], refs["unet.context"], refs["unet.out"] = sample, context, to_np(out)
     meta["unet_timestep"] = 421.5
 
@@ -352,7 +519,7 @@ def make_references(name, spec, pipe, folder):
     runs = []
     for sched_name, (cls, extra) in SCHEDULERS.items():
         for negative in (None, "blurry, low quality"):
-            pipe.scheduler = cls.from_config(SD15_SCHEDULER, **extra)
+            pipe.scheduler = cls.from_config(spec.get("scheduler", SD15_SCHEDULER), **extra)
             restore = patch_ancestral_noise(seed=0)
             with torch.no_grad():
                 image = pipe(
@@ -391,6 +558,32 @@ def patch_ancestral_noise(seed):
     return restore
 
 
+SCHEDULER_CLASSES = {cls.__name__: cls for cls, _ in SCHEDULERS.values()}
+
+
+def add_noise_references():
+    """Each scheduler's add_noise (the start of an img2img run) at steps 0 and 2 of a 4-step schedule,
+    on SD1.5's and SD2.1's configs, from the engine's generator's numbers."""
+    original = SdBenchNormal(11).tensor((1, 4, 2, 3))
+    noise = SdBenchNormal(12).tensor((1, 4, 2, 3))
+    cases = []
+    for config_name, config in (("sd15", SD15_SCHEDULER), ("sd21", SD21_SCHEDULER)):
+        for sched_name, (cls, extra) in SCHEDULERS.items():
+            for index in (0, 2):
+                s = cls.from_config(config, **extra)
+                s.set_timesteps(4)
+                if hasattr(s, "set_begin_index"):
+                    s.set_begin_index(index)
+                t = s.timesteps[index : index + 1]
+                out = s.add_noise(original.clone(), noise.clone(), t)
+                cases.append({
+                    "config": config_name, "scheduler": sched_name, "steps": 4, "index": index,
+                    "original": original.flatten().tolist(), "noise": noise.flatten().tolist(),
+                    "shape": list(original.shape), "noisy": out.flatten().tolist(),
+                })
+    return cases
+
+
 def scheduler_references():
     cases = []
     for sched_name, (cls, extra) in SCHEDULERS.items():
@@ -409,19 +602,28 @@ def scheduler_references():
     return cases
 
 
-def main():
+def main(only):
+    """Makes every fixture, or only the named ones (pipelines by name, "schedulers", "tokenizer"),
+    leaving the others as they are."""
     torch.set_grad_enabled(False)
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    OUT.mkdir(parents=True)
-    # The full SD1.5 tokenizer (49408 tokens), for tokenizer parity.
-    write_tokenizer(OUT / "clip-tokenizer", 49152 - 256 - 2)
-    with open(OUT / "tokenizer_cases.json", "w", encoding="utf-8") as f:
-        json.dump(tokenizer_cases(OUT / "clip-tokenizer"), f, ensure_ascii=False, indent=1)
-    with open(OUT / "scheduler_cases.json", "w") as f:
-        json.dump(scheduler_references(), f)
+    OUT.mkdir(parents=True, exist_ok=True)
+    wanted = lambda name: not only or name in only
+    if wanted("tokenizer"):
+        # The full SD1.5 tokenizer (49408 tokens), for tokenizer parity.
+        shutil.rmtree(OUT / "clip-tokenizer", ignore_errors=True)
+        write_tokenizer(OUT / "clip-tokenizer", 49152 - 256 - 2)
+        with open(OUT / "tokenizer_cases.json", "w", encoding="utf-8") as f:
+            json.dump(tokenizer_cases(OUT / "clip-tokenizer"), f, ensure_ascii=False, indent=1)
+    if wanted("schedulers"):
+        with open(OUT / "scheduler_cases.json", "w") as f:
+            json.dump(scheduler_references(), f)
+        with open(OUT / "scheduler_add_noise.json", "w") as f:
+            json.dump(add_noise_references(), f)
     for name, spec in TINY.items():
+        if not wanted(name):
+            continue
         folder = OUT / name
+        shutil.rmtree(folder, ignore_errors=True)
         pipe = build_pipeline(name, spec, folder)
         make_references(name, spec, pipe, folder)
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
@@ -429,4 +631,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])

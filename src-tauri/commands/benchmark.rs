@@ -63,7 +63,7 @@ pub async fn model_status(state: State<'_, AppState>) -> UiResult<ModelStatus> {
             note: None,
         };
         Ok(match settings.model_name()? {
-            ModelName::Local(ModelSource::Synthetic) => local("synthetic", None),
+            ModelName::Local(ModelSource::Synthetic(_)) => local("synthetic", None),
             ModelName::Local(ModelSource::Folder(path)) => local("folder", Some(&path)),
             ModelName::Local(ModelSource::Checkpoint { file, .. }) => {
                 local("checkpoint", Some(&file))

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_diffusion::ModelSource;
+use sdbench_diffusion::{ModelSource, Preset};
 use sdbench_hub::RepoId;
 
 use crate::error::{BenchError, Result};
@@ -46,7 +46,18 @@ impl ModelName {
             ));
         }
         if text == "synthetic" {
-            return Ok(ModelName::Local(ModelSource::Synthetic));
+            return Ok(ModelName::Local(ModelSource::Synthetic(Preset::Sd15)));
+        }
+        if let Some(name) = text.strip_prefix("synthetic-") {
+            return match Preset::ALL.into_iter().find(|p| p.name() == name) {
+                Some(preset) => Ok(ModelName::Local(ModelSource::Synthetic(preset))),
+                None => bad(format!(
+                    "unknown synthetic model `{text}`; choose synthetic (SD1.5) or one of: {}",
+                    Preset::ALL
+                        .map(|p| format!("synthetic-{}", p.name()))
+                        .join(", ")
+                )),
+            };
         }
         if path.is_dir() {
             return Ok(ModelName::Local(ModelSource::Folder(path)));
@@ -93,8 +104,16 @@ mod tests {
 
         assert_eq!(
             ModelName::parse("synthetic", None).unwrap(),
-            ModelName::Local(ModelSource::Synthetic)
+            ModelName::Local(ModelSource::Synthetic(Preset::Sd15))
         );
+        assert_eq!(
+            ModelName::parse("synthetic-sdxl-base", None).unwrap(),
+            ModelName::Local(ModelSource::Synthetic(Preset::SdxlBase))
+        );
+        assert!(ModelName::parse("synthetic-sd9", None)
+            .unwrap_err()
+            .to_string()
+            .contains("synthetic-sdxl-base"));
         assert_eq!(
             ModelName::parse(folder, None).unwrap(),
             ModelName::Local(ModelSource::Folder(dir.path().into()))

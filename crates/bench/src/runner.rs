@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use sdbench_diffusion::image::{write_png, RgbImage};
 use sdbench_diffusion::{
     device, BackendRequest, CancelToken, DiffusionError, GenerateRequest, InitialNoise,
-    ModelSource, Pipeline, Precision, Progress,
+    ModelSource, Pipeline, Precision, Preset, Progress,
 };
 use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
 use sdbench_telemetry::{discover, Sample, Sampler, SystemInfo};
@@ -147,7 +147,7 @@ pub fn run(
         device: dev.name.clone(),
         precision: pipeline.precision.name().into(),
     });
-    model.sd15_architecture = pipeline.info.sd15_architecture;
+    model.sd15_architecture = pipeline.info.preset == Some(Preset::Sd15);
     if options.workload.standard && !model.sd15_architecture {
         observer(&Event::Note(format!(
             "{} is not SD1.5's architecture (its configs differ), so this run is reported as custom, not standard",
@@ -413,7 +413,7 @@ fn resolve_model(
     cancel: &CancelToken,
 ) -> Result<(ModelSource, ModelRecord, u64)> {
     let synthetic = || {
-        let source = ModelSource::Synthetic;
+        let source = ModelSource::Synthetic(Preset::Sd15);
         let record = local_record(&source);
         (source, record, 0)
     };
@@ -466,10 +466,16 @@ fn local_record(source: &ModelSource) -> ModelRecord {
         ModelSource::Checkpoint { file, .. } => {
             model_record(&file.display().to_string(), None, "checkpoint")
         }
-        ModelSource::Synthetic => ModelRecord {
-            synthetic: true,
-            ..model_record("synthetic", None, "synthetic")
-        },
+        ModelSource::Synthetic(preset) => {
+            let id = match preset {
+                Preset::Sd15 => "synthetic".to_string(),
+                other => format!("synthetic-{}", other.name()),
+            };
+            ModelRecord {
+                synthetic: true,
+                ..model_record(&id, None, "synthetic")
+            }
+        }
     }
 }
 

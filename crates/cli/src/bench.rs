@@ -9,7 +9,7 @@ use sdbench_bench::result::{AppInfo, DEFAULT_FILE_NAME};
 use sdbench_bench::runner::{self, Event};
 use sdbench_bench::summary::{self, Format};
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
-use sdbench_diffusion::{BackendRequest, ModelSource, Precision, SchedulerKind};
+use sdbench_diffusion::{BackendRequest, ModelSource, Precision, Preset, SchedulerKind};
 use sdbench_hub::{HubSettings, RepoId, DEFAULT_MODEL};
 
 use crate::model_arg;
@@ -91,7 +91,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     };
     let workload = Workload::with_overrides(&overrides)?;
     let model = if args.synthetic {
-        ModelChoice::Local(ModelSource::Synthetic)
+        ModelChoice::Local(ModelSource::Synthetic(Preset::Sd15))
     } else {
         match args.model.as_deref() {
             None => ModelChoice::Hub {

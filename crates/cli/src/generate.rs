@@ -18,7 +18,7 @@ use crate::progress::StepProgress;
 pub struct GenerateArgs {
     /// A diffusers model folder, a single-file SD1.x checkpoint (.safetensors), a Hub id (from the
     /// Hugging Face cache, downloaded if missing), or `synthetic` for SD1.5's architecture with
-    /// generated weights.
+    /// generated weights (`synthetic-sd21`, `synthetic-sdxl-base`: SD2.1's, SDXL base's).
     #[arg(long)]
     model: String,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler

@@ -12,7 +12,8 @@ use sdbench_diffusion::{BackendRequest, Pipeline, Precision};
 
 #[derive(clap::Args, Debug)]
 pub struct TimingArgs {
-    /// A diffusers model folder, a single-file checkpoint, a Hub id, or `synthetic`.
+    /// A diffusers model folder, a single-file checkpoint, a Hub id, or `synthetic` (SD1.5),
+    /// `synthetic-sd21`, `synthetic-sdxl-base`.
     #[arg(long, default_value = "synthetic")]
     model: String,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
@@ -61,18 +62,31 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     let c = pipe.info.latent_channels;
     let (h, w) = (args.height / f, args.width / f);
     let mut noise = NormalGenerator::new(1);
-    let tokens = pipe
-        .tokenizer()
-        .encode("a photograph of an astronaut riding a horse");
-    let empty = pipe.tokenizer().encode("");
-    let context = pipe.run_text_encoder(&[empty, tokens.clone()])?;
-    let context_shape = [2, tokens.len(), context.len() / (2 * tokens.len())];
+    // The guided batch of two rows (the same prompt twice costs what [negative; prompt] costs).
+    let (context, pooled) =
+        pipe.run_prompt_encoding("a photograph of an astronaut riding a horse")?;
+    let tokens = pipe.tokenizer().max_length();
+    let context_shape = [2, tokens, context.len() / tokens];
+    let context = [context.clone(), context].concat();
+    let pooled = pooled.map(|p| [p.clone(), p].concat());
+    let (ih, iw) = (args.height as f32, args.width as f32);
+    let time_ids = [[ih, iw, 0.0, 0.0, ih, iw]; 2];
+    let text_time = pooled
+        .as_ref()
+        .map(|p| (p.as_slice(), [2, p.len() / 2], &time_ids[..]));
     let sample = noise.normals(2 * c * h * w);
     let latents = noise.normals(c * h * w);
 
     let unet = measure(&pipe, args.repeat, || {
-        pipe.run_unet(&sample, [2, c, h, w], 500.0, &context, context_shape)
-            .map(|_| ())
+        pipe.run_unet(
+            &sample,
+            [2, c, h, w],
+            500.0,
+            &context,
+            context_shape,
+            text_time,
+        )
+        .map(|_| ())
     })?;
     report(&format!("unet call (batch 2, {c}x{h}x{w} latents)"), &unet);
     let vae = measure(&pipe, args.repeat, || {

@@ -1,5 +1,7 @@
-//! transformers' `CLIPTextModel`: token and position embeddings, pre-norm transformer layers with a
-//! causal mask, final layer norm. Returns `last_hidden_state`, which is what SD conditions on.
+//! transformers' `CLIPTextModel` and `CLIPTextModelWithProjection`: token and position embeddings,
+//! pre-norm transformer layers with a causal mask, final layer norm, and (with projection) the pooled
+//! output projected by `text_projection`. SD1.x and SD2.x condition on the last hidden state; SDXL on
+//! the penultimate one of both encoders and the second encoder's projected pooled output.
 
 use burn::prelude::*;
 use burn::tensor::activation;
@@ -25,22 +27,43 @@ pub struct ClipTextModel<B: Backend> {
     position_embedding: Tensor<B, 2>,
     layers: Vec<ClipLayer<B>>,
     final_layer_norm: LayerNorm<B>,
+    /// `CLIPTextModelWithProjection`'s `text_projection` (no bias): hidden -> projection_dim.
+    text_projection: Option<Linear<B>>,
     heads: usize,
     quick_gelu: bool,
 }
 
-/// Tensors in CLIP checkpoints that the text model does not use.
+/// One text encoder call.
+pub struct TextEncoderOutput<B: Backend> {
+    /// After the final layer norm: [N, S, hidden].
+    pub last_hidden_state: Tensor<B, 3>,
+    /// The input of the last layer, not normed (transformers' `hidden_states[-2]`): [N, S, hidden].
+    pub penultimate: Tensor<B, 3>,
+}
+
+/// Tensors in CLIP checkpoints that the text model does not use (without projection).
 pub const IGNORED_PREFIXES: &[&str] = &[
     "text_model.embeddings.position_ids",
     "embeddings.position_ids",
     "text_projection",
 ];
 
+/// The same for `CLIPTextModelWithProjection`, which uses `text_projection`.
+pub const IGNORED_WITH_PROJECTION: &[&str] = &[
+    "text_model.embeddings.position_ids",
+    "embeddings.position_ids",
+];
+
 /// transformers 5 saves `CLIPTextModel` without the `text_model.` prefix that SD1.5's files have.
 pub const ALIASES: &[(&str, &str)] = &[("text_model.", "")];
 
 impl<B: Backend> ClipTextModel<B> {
-    pub fn load(config: &ClipConfig, loader: &mut Loader<B>) -> Result<Self> {
+    /// `with_projection`: load `text_projection` too (`CLIPTextModelWithProjection`).
+    pub fn load(
+        config: &ClipConfig,
+        with_projection: bool,
+        loader: &mut Loader<B>,
+    ) -> Result<Self> {
         let d = config.hidden_size;
         let eps = config.layer_norm_eps;
         let token_embedding = loader.tensor(
@@ -72,6 +95,11 @@ impl<B: Backend> ClipTextModel<B> {
             position_embedding,
             layers,
             final_layer_norm: loader.layer_norm("text_model.final_layer_norm", d, eps)?,
+            text_projection: if with_projection {
+                Some(loader.linear("text_projection", d, config.projection_dim, false)?)
+            } else {
+                None
+            },
             heads: config.num_attention_heads,
             quick_gelu: config.hidden_act == "quick_gelu",
         })
@@ -89,8 +117,16 @@ impl<B: Backend> ClipTextModel<B> {
         self.token_embedding.dims()[0]
     }
 
-    /// `ids`: [N, S] token ids (S <= max positions) -> last hidden state [N, S, hidden].
-    pub fn forward(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
+    /// Width of the pooled output: `projection_dim` with a projection, else `hidden`.
+    pub fn pooled_size(&self) -> usize {
+        match &self.text_projection {
+            Some(p) => p.weight.dims()[1],
+            None => self.hidden_size(),
+        }
+    }
+
+    /// `ids`: [N, S] token ids (S <= max positions) -> hidden states, each [N, S, hidden].
+    pub fn forward(&self, ids: Tensor<B, 2, Int>) -> TextEncoderOutput<B> {
         let [n, s] = ids.dims();
         let d = self.token_embedding.dims()[1];
         let tokens = self
@@ -104,7 +140,11 @@ impl<B: Backend> ClipTextModel<B> {
             .narrow(0, 0, s)
             .reshape([1, s, d]);
         let mut x = tokens + positions;
-        for layer in &self.layers {
+        let mut penultimate = x.clone();
+        for (i, layer) in self.layers.iter().enumerate() {
+            if i + 1 == self.layers.len() {
+                penultimate = x.clone();
+            }
             let h = layer.layer_norm1.forward(x.clone());
             let attn = multi_head_attention(
                 layer.q_proj.forward(h.clone()),
@@ -123,6 +163,30 @@ impl<B: Backend> ClipTextModel<B> {
             };
             x = x + layer.fc2.forward(h);
         }
-        self.final_layer_norm.forward(x)
+        TextEncoderOutput {
+            last_hidden_state: self.final_layer_norm.forward(x),
+            penultimate,
+        }
+    }
+
+    /// transformers' pooled output: each row's last hidden state at its end-of-text token
+    /// (`eos_positions`, one per row), through `text_projection` when the model has one.
+    /// [N, S, hidden] -> [N, pooled_size]
+    pub fn pooled(&self, last_hidden_state: Tensor<B, 3>, eos_positions: &[usize]) -> Tensor<B, 2> {
+        let [n, s, d] = last_hidden_state.dims();
+        let rows: Vec<i64> = eos_positions
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (i * s + p) as i64)
+            .collect();
+        let index = Tensor::<B, 1, Int>::from_data(
+            burn::tensor::TensorData::new(rows, [n]),
+            &last_hidden_state.device(),
+        );
+        let pooled = last_hidden_state.reshape([n * s, d]).select(0, index);
+        match &self.text_projection {
+            Some(p) => p.forward(pooled),
+            None => pooled,
+        }
     }
 }

@@ -62,8 +62,15 @@ pub struct UNetConfig {
     pub dual_cross_attention: bool,
     pub use_linear_projection: bool,
     pub class_embed_type: Option<String>,
+    /// "text_time" (SDXL): a pooled text embedding and six size/crop ids join the time embedding.
     pub addition_embed_type: Option<String>,
+    /// Width of each size/crop id's sinusoidal embedding (SDXL: 256).
+    pub addition_time_embed_dim: Option<usize>,
+    /// Input width of `add_embedding`: pooled text width + 6 x `addition_time_embed_dim` (SDXL: 2816).
+    pub projection_class_embeddings_input_dim: Option<usize>,
     pub num_class_embeds: Option<usize>,
+    /// SDXL's file has `null` here: read as false.
+    #[serde(deserialize_with = "null_as_false")]
     pub upcast_attention: bool,
     pub resnet_time_scale_shift: String,
     pub resnet_skip_time_act: bool,
@@ -121,6 +128,8 @@ impl Default for UNetConfig {
             use_linear_projection: false,
             class_embed_type: None,
             addition_embed_type: None,
+            addition_time_embed_dim: None,
+            projection_class_embeddings_input_dim: None,
             num_class_embeds: None,
             upcast_attention: false,
             resnet_time_scale_shift: "default".into(),
@@ -208,12 +217,29 @@ impl UNetConfig {
                 "`num_attention_heads` (diffusers rejects it too; use `attention_head_dim`)".into(),
             );
         }
-        let checks: [(bool, &str); 17] = [
+        match self.addition_embed_type.as_deref() {
+            None => {}
+            Some("text_time")
+                if self.addition_time_embed_dim.is_none()
+                    || self.projection_class_embeddings_input_dim.is_none() =>
+            {
+                return Err(DiffusionError::config(
+                    path,
+                    "addition_embed_type \"text_time\" needs addition_time_embed_dim and projection_class_embeddings_input_dim",
+                ));
+            }
+            Some("text_time") => {}
+            Some(other) => {
+                return unsupported(format!(
+                    "addition_embed_type `{other}` (supported: text_time)"
+                ))
+            }
+        }
+        let checks: [(bool, &str); 16] = [
             (self.center_input_sample, "center_input_sample = true"),
             (self.dual_cross_attention, "dual_cross_attention = true"),
             (self.class_embed_type.is_some(), "class_embed_type"),
             (self.num_class_embeds.is_some(), "num_class_embeds"),
-            (self.addition_embed_type.is_some(), "addition_embed_type"),
             (
                 self.resnet_time_scale_shift != "default",
                 "resnet_time_scale_shift other than \"default\"",
@@ -328,6 +354,16 @@ pub struct VaeConfig {
     pub scaling_factor: f64,
     pub use_post_quant_conv: bool,
     pub mid_block_add_attention: bool,
+    /// The VAE overflows in f16 and must decode in f32 (SDXL's pipeline honours it; SD1.x/2.x's
+    /// do not). The "fp16-fix" SDXL VAE sets it false.
+    pub force_upcast: bool,
+    /// SD3/FLUX-style latent normalisation: not implemented, refused when set.
+    pub shift_factor: Option<f64>,
+    pub latents_mean: Option<serde_json::Value>,
+}
+
+fn null_as_false<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))
 }
 
 fn null_as_default_scaling<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -348,6 +384,9 @@ impl Default for VaeConfig {
             scaling_factor: 0.18215,
             use_post_quant_conv: true,
             mid_block_add_attention: true,
+            force_upcast: true,
+            shift_factor: None,
+            latents_mean: None,
         }
     }
 }
@@ -408,6 +447,12 @@ impl VaeConfig {
                 ));
             }
         }
+        if self.shift_factor.is_some() || self.latents_mean.as_ref().is_some_and(|v| !v.is_null()) {
+            return Err(DiffusionError::unsupported(
+                path,
+                "VAE option shift_factor / latents_mean (an SD3 or FLUX VAE)",
+            ));
+        }
         if !(self.scaling_factor.is_finite() && self.scaling_factor > 0.0) {
             return Err(DiffusionError::config(
                 path,
@@ -430,6 +475,8 @@ pub struct ClipConfig {
     pub max_position_embeddings: usize,
     pub hidden_act: String,
     pub layer_norm_eps: f64,
+    /// Width of `text_projection` (used by `CLIPTextModelWithProjection` only).
+    pub projection_dim: usize,
 }
 
 impl Default for ClipConfig {
@@ -443,6 +490,7 @@ impl Default for ClipConfig {
             max_position_embeddings: 77,
             hidden_act: "quick_gelu".into(),
             layer_norm_eps: 1e-5,
+            projection_dim: 512,
         }
     }
 }
@@ -454,6 +502,7 @@ impl ClipConfig {
             hidden_size: 768,
             intermediate_size: 3072,
             num_attention_heads: 12,
+            projection_dim: 768,
             ..ClipConfig::default()
         }
     }

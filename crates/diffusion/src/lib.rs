@@ -1,5 +1,6 @@
-//! Stable Diffusion 1.5 on burn: CLIP tokenizer and text encoder, UNet, VAE decoder and schedulers,
-//! loaded from a diffusers model folder (or synthetic weights) and run on the best available backend.
+//! Stable Diffusion (1.x, 2.x, XL) on burn: CLIP tokenizers and text encoders, UNet, VAE decoder and
+//! schedulers, loaded from a diffusers model folder (or synthetic weights) and run on the best
+//! available backend.
 //! Knows nothing of benchmarks, desktop shells or terminals.
 
 pub mod checkpoint;
@@ -23,7 +24,9 @@ pub mod weights;
 pub use device::{AllocatorMemory, BackendKind, BackendRequest, SelectedDevice};
 pub use error::{DiffusionError, Result};
 pub use pipeline::{
-    CancelToken, GenerateRequest, Generated, InitialNoise, ModelSource, Pipeline, Progress,
+    CancelToken, Family, GenerateRequest, Generated, InitialNoise, ModelSource, Pipeline,
+    Placement, Preset, Progress,
 };
-pub use scheduler::SchedulerKind;
+pub use scheduler::{PredictionType, SchedulerKind};
+pub use unet::{Conditioning, TextTime};
 pub use weights::Precision;

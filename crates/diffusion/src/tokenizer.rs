@@ -126,6 +126,25 @@ impl Tokenizer {
         self.max_length
     }
 
+    pub fn eos(&self) -> u32 {
+        self.eos
+    }
+
+    /// The same tokenizer padding with "!" (SD2.x's, and SDXL's second tokenizer).
+    pub fn padding_with_exclamation(mut self) -> Self {
+        if let Some(&id) = self.vocab.get("!") {
+            self.pad = id;
+        }
+        self
+    }
+
+    /// Where the end-of-text token of an `encode` row is (the pooled output is read there).
+    pub fn eos_position(&self, ids: &[u32]) -> usize {
+        ids.iter()
+            .position(|&id| id == self.eos)
+            .unwrap_or(ids.len().saturating_sub(1))
+    }
+
     /// Token ids of `text` without BOS/EOS.
     pub fn encode_raw(&self, text: &str) -> Vec<u32> {
         let normalized: String = text.nfc().collect::<String>();

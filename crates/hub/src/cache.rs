@@ -41,15 +41,57 @@ pub const PIPELINE_WEIGHTS: &[(&str, &str)] = &[
     ("vae", "diffusion_pytorch_model"),
 ];
 
+/// SDXL's second tokenizer and text encoder: needed when the repository has them.
+pub const SECOND_ENCODER_CONFIGS: &[&str] = &[
+    "text_encoder_2/config.json",
+    "tokenizer_2/vocab.json",
+    "tokenizer_2/merges.txt",
+];
+pub const SECOND_ENCODER_EXTRAS: &[&str] = &[
+    "tokenizer_2/tokenizer_config.json",
+    "tokenizer_2/special_tokens_map.json",
+];
+pub const SECOND_ENCODER_WEIGHTS: (&str, &str) = ("text_encoder_2", "model");
+
+/// What a pipeline reads: configs, optional small files and (folder, weights stem) per component,
+/// with SDXL's second text encoder when `two_encoders`.
+pub fn pipeline_parts(
+    two_encoders: bool,
+) -> (
+    Vec<&'static str>,
+    Vec<&'static str>,
+    Vec<(&'static str, &'static str)>,
+) {
+    let mut configs = PIPELINE_CONFIGS.to_vec();
+    let mut extras = PIPELINE_EXTRAS.to_vec();
+    let mut weights = PIPELINE_WEIGHTS.to_vec();
+    if two_encoders {
+        configs.extend_from_slice(SECOND_ENCODER_CONFIGS);
+        extras.extend_from_slice(SECOND_ENCODER_EXTRAS);
+        weights.push(SECOND_ENCODER_WEIGHTS);
+    }
+    (configs, extras, weights)
+}
+
+/// Whether a downloaded model_index.json names a second text encoder (SDXL).
+fn index_has_two_encoders(folder: &Path) -> bool {
+    fs::read_to_string(folder.join("model_index.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|index| index.get("text_encoder_2").is_some_and(|v| !v.is_null()))
+}
+
 /// Whether `folder` holds everything the pipeline reads (links are followed, so a link to a
-/// missing blob counts as missing).
+/// missing blob counts as missing). SDXL folders (model_index.json names `text_encoder_2`) need
+/// the second tokenizer and text encoder too.
 pub fn missing_pipeline_files(folder: &Path) -> Vec<String> {
-    let mut missing: Vec<String> = PIPELINE_CONFIGS
+    let (configs, _, weights) = pipeline_parts(index_has_two_encoders(folder));
+    let mut missing: Vec<String> = configs
         .iter()
         .filter(|f| !folder.join(f).is_file())
         .map(|f| f.to_string())
         .collect();
-    for (component, stem) in PIPELINE_WEIGHTS {
+    for (component, stem) in weights {
         let plain = format!("{component}/{stem}.safetensors");
         let fp16 = format!("{component}/{stem}.fp16.safetensors");
         if !folder.join(&plain).is_file() && !folder.join(&fp16).is_file() {

@@ -9,9 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use sha2::Digest as _;
 
-use crate::cache::{
-    cached_snapshot, DownloadLock, PIPELINE_CONFIGS, PIPELINE_EXTRAS, PIPELINE_WEIGHTS,
-};
+use crate::cache::{cached_snapshot, pipeline_parts, DownloadLock};
 use crate::error::{HubError, Result};
 use crate::repo::{HubSettings, RepoId};
 
@@ -464,20 +462,22 @@ impl Hub {
     }
 }
 
-/// The files of `listing` the pipeline needs: configs, tokenizer, and one weights file per
-/// component (fp16 variant where it exists).
+/// The files of `listing` the pipeline needs: configs, tokenizers, and one weights file per
+/// component (fp16 variant where it exists); SDXL's second text encoder where the repository has one.
 pub fn pipeline_files(repo: &RepoId, listing: &Listing) -> Result<Vec<RemoteFile>> {
     let find = |path: &str| listing.files.iter().find(|f| f.path == path).cloned();
+    let two_encoders = find("text_encoder_2/config.json").is_some();
+    let (configs, extras, weights) = pipeline_parts(two_encoders);
     let mut files = Vec::new();
     let mut missing = Vec::new();
-    for path in PIPELINE_CONFIGS {
+    for path in configs {
         match find(path) {
             Some(f) => files.push(f),
             None => missing.push(path.to_string()),
         }
     }
-    files.extend(PIPELINE_EXTRAS.iter().filter_map(|p| find(p)));
-    for (component, stem) in PIPELINE_WEIGHTS {
+    files.extend(extras.iter().filter_map(|p| find(p)));
+    for (component, stem) in weights {
         let fp16 = format!("{component}/{stem}.fp16.safetensors");
         let plain = format!("{component}/{stem}.safetensors");
         match find(&fp16).or_else(|| find(&plain)) {
@@ -612,4 +612,89 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("sdbench-tmp");
     fs::write(&tmp, bytes).map_err(|e| HubError::io(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| HubError::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(paths: &[&str]) -> Listing {
+        Listing {
+            commit: "c".into(),
+            files: paths
+                .iter()
+                .map(|p| RemoteFile {
+                    path: p.to_string(),
+                    size: 1,
+                    blob_id: p.replace('/', "-"),
+                    sha256: None,
+                })
+                .collect(),
+        }
+    }
+
+    const SD: &[&str] = &[
+        "model_index.json",
+        "scheduler/scheduler_config.json",
+        "text_encoder/config.json",
+        "text_encoder/model.safetensors",
+        "text_encoder/model.fp16.safetensors",
+        "tokenizer/vocab.json",
+        "tokenizer/merges.txt",
+        "unet/config.json",
+        "unet/diffusion_pytorch_model.safetensors",
+        "unet/diffusion_pytorch_model.fp16.safetensors",
+        "vae/config.json",
+        "vae/diffusion_pytorch_model.fp16.safetensors",
+    ];
+
+    #[test]
+    fn sdxl_repositories_bring_their_second_text_encoder_in_fp16() {
+        let repo = RepoId::parse("stabilityai/stable-diffusion-xl-base-1.0")
+            .unwrap()
+            .0;
+        let plain: Vec<String> = pipeline_files(&repo, &listing(SD))
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert!(!plain.iter().any(|p| p.contains("_2/")));
+        assert!(!plain
+            .iter()
+            .any(|p| p == "unet/diffusion_pytorch_model.safetensors"));
+
+        let mut xl = SD.to_vec();
+        xl.extend([
+            "text_encoder_2/config.json",
+            "text_encoder_2/model.safetensors",
+            "text_encoder_2/model.fp16.safetensors",
+            "tokenizer_2/vocab.json",
+            "tokenizer_2/merges.txt",
+            "tokenizer_2/special_tokens_map.json",
+        ]);
+        let files: Vec<String> = pipeline_files(&repo, &listing(&xl))
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        for wanted in [
+            "text_encoder_2/config.json",
+            "text_encoder_2/model.fp16.safetensors",
+            "tokenizer_2/vocab.json",
+            "tokenizer_2/merges.txt",
+            "tokenizer_2/special_tokens_map.json",
+        ] {
+            assert!(files.iter().any(|p| p == wanted), "{wanted} in {files:?}");
+        }
+        assert!(!files
+            .iter()
+            .any(|p| p == "text_encoder_2/model.safetensors"));
+
+        // A second text encoder without its tokenizer is not a pipeline SD Bench can run.
+        xl.retain(|p| *p != "tokenizer_2/merges.txt");
+        let err = pipeline_files(&repo, &listing(&xl))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("tokenizer_2/merges.txt"), "{err}");
+    }
 }

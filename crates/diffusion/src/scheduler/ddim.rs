@@ -2,7 +2,7 @@
 
 use burn::prelude::*;
 
-use super::{spaced_timesteps, NoiseFn, Scheduler, SchedulerConfig};
+use super::{add_noise_at, spaced_timesteps, NoiseFn, PredictionType, Scheduler, SchedulerConfig};
 use crate::error::Result;
 
 pub struct Ddim {
@@ -11,11 +11,12 @@ pub struct Ddim {
     timesteps: Vec<f32>,
     stride: i64,
     clip_sample: Option<f64>,
+    prediction: PredictionType,
 }
 
 impl Ddim {
     pub fn new(cfg: &SchedulerConfig, steps: usize) -> Result<Self> {
-        cfg.prediction_type()?;
+        let prediction = cfg.prediction_type()?;
         cfg.reject_true("thresholding")?;
         let alphas_cumprod = cfg.alphas_cumprod()?;
         // DDIM's own defaults differ from PNDM's: clip_sample and set_alpha_to_one are true.
@@ -40,6 +41,7 @@ impl Ddim {
             timesteps,
             stride: train / steps as i64,
             clip_sample,
+            prediction,
         })
     }
 }
@@ -47,6 +49,19 @@ impl Ddim {
 impl<B: Backend> Scheduler<B> for Ddim {
     fn timesteps(&self) -> &[f32] {
         &self.timesteps
+    }
+
+    fn prediction_type(&self) -> PredictionType {
+        self.prediction
+    }
+
+    fn add_noise(&self, original: Tensor<B, 4>, noise: Tensor<B, 4>, index: usize) -> Tensor<B, 4> {
+        add_noise_at(
+            &self.alphas_cumprod,
+            self.timesteps[index] as usize,
+            original,
+            noise,
+        )
     }
 
     fn step(
@@ -64,12 +79,15 @@ impl<B: Backend> Scheduler<B> for Ddim {
         } else {
             self.final_alpha_cumprod as f64
         };
-        let b_t = 1.0 - a_t;
-        let mut x0 = (sample - model_output.clone() * b_t.sqrt()) / a_t.sqrt();
+        let (alpha, sigma) = (a_t.sqrt(), (1.0 - a_t).sqrt());
+        let eps = self
+            .prediction
+            .epsilon(model_output.clone(), sample.clone(), alpha, sigma);
+        let mut x0 = self.prediction.original(model_output, sample, alpha, sigma);
         if let Some(range) = self.clip_sample {
             x0 = x0.clamp(-range, range);
         }
         // eta = 0: no variance term.
-        x0 * a_prev.sqrt() + model_output * (1.0 - a_prev).sqrt()
+        x0 * a_prev.sqrt() + eps * (1.0 - a_prev).sqrt()
     }
 }

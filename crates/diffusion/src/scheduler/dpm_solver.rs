@@ -4,8 +4,8 @@
 use burn::prelude::*;
 
 use super::{
-    interp_index, karras_sigmas, sigma_to_t, spaced_timesteps, train_sigmas, NoiseFn, Scheduler,
-    SchedulerConfig,
+    interp_index, karras_sigmas, sigma_to_t, spaced_timesteps, train_sigmas, NoiseFn,
+    PredictionType, Scheduler, SchedulerConfig,
 };
 use crate::error::{DiffusionError, Result};
 
@@ -18,11 +18,12 @@ pub struct DpmSolverPP2M<B: Backend> {
     final_sigma_zero: bool,
     previous_x0: Option<Tensor<B, 4>>,
     lower_order_nums: usize,
+    prediction: PredictionType,
 }
 
 impl<B: Backend> DpmSolverPP2M<B> {
     pub fn new(cfg: &SchedulerConfig, steps: usize, karras: bool) -> Result<Self> {
-        cfg.prediction_type()?;
+        let prediction = cfg.prediction_type()?;
         cfg.reject_true("thresholding")?;
         cfg.reject_true("use_exponential_sigmas")?;
         cfg.reject_true("use_beta_sigmas")?;
@@ -87,6 +88,7 @@ impl<B: Backend> DpmSolverPP2M<B> {
             final_sigma_zero,
             previous_x0: None,
             lower_order_nums: 0,
+            prediction,
         })
     }
 
@@ -107,6 +109,15 @@ impl<B: Backend> Scheduler<B> for DpmSolverPP2M<B> {
         &self.sigmas
     }
 
+    fn prediction_type(&self) -> PredictionType {
+        self.prediction
+    }
+
+    fn add_noise(&self, original: Tensor<B, 4>, noise: Tensor<B, 4>, index: usize) -> Tensor<B, 4> {
+        let (alpha, sigma, _) = Self::alpha_sigma_lambda(self.sigmas[index] as f64);
+        original * alpha + noise * sigma
+    }
+
     fn step(
         &mut self,
         model_output: Tensor<B, 4>,
@@ -120,8 +131,10 @@ impl<B: Backend> Scheduler<B> for DpmSolverPP2M<B> {
                 || (self.lower_order_final && steps < 15)
                 || self.final_sigma_zero);
         let (alpha_s, sigma_s, lambda_s) = Self::alpha_sigma_lambda(self.sigmas[index] as f64);
-        // Data prediction: x0 = (x - sigma_t * eps) / alpha_t.
-        let x0 = (sample.clone() - model_output * sigma_s) / alpha_s;
+        // Data prediction (x0) from the model's output.
+        let x0 = self
+            .prediction
+            .original(model_output, sample.clone(), alpha_s, sigma_s);
         let (alpha_t, sigma_t, lambda_t) = Self::alpha_sigma_lambda(self.sigmas[index + 1] as f64);
         let h = lambda_t - lambda_s;
         // At sigma = 0, lambda_t is infinite and exp(-h) is 0: the step lands on x0.

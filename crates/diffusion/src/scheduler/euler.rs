@@ -4,8 +4,8 @@
 use burn::prelude::*;
 
 use super::{
-    interp_index, karras_sigmas, sigma_to_t, spaced_timesteps, train_sigmas, NoiseFn, Scheduler,
-    SchedulerConfig,
+    interp_index, karras_sigmas, sigma_to_t, spaced_timesteps, train_sigmas, NoiseFn,
+    PredictionType, Scheduler, SchedulerConfig,
 };
 use crate::error::Result;
 
@@ -15,11 +15,12 @@ pub struct Euler {
     sigmas: Vec<f32>,
     init_noise_sigma: f64,
     ancestral: bool,
+    prediction: PredictionType,
 }
 
 impl Euler {
     pub fn new(cfg: &SchedulerConfig, steps: usize, ancestral: bool) -> Result<Self> {
-        cfg.prediction_type()?;
+        let prediction = cfg.prediction_type()?;
         cfg.only("interpolation_type", "linear", &["linear"])?;
         cfg.only("timestep_type", "discrete", &["discrete"])?;
         cfg.reject_true("use_exponential_sigmas")?;
@@ -68,6 +69,7 @@ impl Euler {
             sigmas,
             init_noise_sigma,
             ancestral,
+            prediction,
         })
     }
 }
@@ -90,6 +92,14 @@ impl<B: Backend> Scheduler<B> for Euler {
         sample / (sigma * sigma + 1.0).sqrt()
     }
 
+    fn prediction_type(&self) -> PredictionType {
+        self.prediction
+    }
+
+    fn add_noise(&self, original: Tensor<B, 4>, noise: Tensor<B, 4>, index: usize) -> Tensor<B, 4> {
+        original + noise * self.sigmas[index] as f64
+    }
+
     fn step(
         &mut self,
         model_output: Tensor<B, 4>,
@@ -99,6 +109,15 @@ impl<B: Backend> Scheduler<B> for Euler {
     ) -> Tensor<B, 4> {
         let sigma = self.sigmas[index] as f64;
         let sigma_next = self.sigmas[index + 1] as f64;
+        // The UNet saw x / sqrt(sigma^2 + 1), a DDPM-scaled sample with alpha = 1 / sqrt(sigma^2 + 1).
+        let model_output = if self.prediction == PredictionType::Epsilon {
+            model_output
+        } else {
+            let alpha = 1.0 / (sigma * sigma + 1.0).sqrt();
+            let input = sample.clone() * alpha;
+            self.prediction
+                .epsilon(model_output, input, alpha, sigma * alpha)
+        };
         // x0 = x - sigma * eps; derivative d = (x - x0) / sigma = eps.
         if !self.ancestral {
             return sample + model_output * (sigma_next - sigma);

@@ -97,6 +97,52 @@ impl fmt::Display for SchedulerKind {
     }
 }
 
+/// What the denoiser predicts (diffusers' `prediction_type`): the noise (SD1.x, SD2.x-base, SDXL) or
+/// the velocity `v = alpha * eps - sigma * x0` (SD2.x at 768 px, Salimans & Ho 2022).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PredictionType {
+    Epsilon,
+    VPrediction,
+}
+
+impl PredictionType {
+    pub fn name(self) -> &'static str {
+        match self {
+            PredictionType::Epsilon => "epsilon",
+            PredictionType::VPrediction => "v_prediction",
+        }
+    }
+
+    /// The noise a model output stands for, at a sample `x = alpha * x0 + sigma * eps` (the
+    /// DDPM scaling: alpha = sqrt(alphas_cumprod), sigma = sqrt(1 - alphas_cumprod)).
+    pub fn epsilon<B: Backend>(
+        self,
+        output: Tensor<B, 4>,
+        sample: Tensor<B, 4>,
+        alpha: f64,
+        sigma: f64,
+    ) -> Tensor<B, 4> {
+        match self {
+            PredictionType::Epsilon => output,
+            PredictionType::VPrediction => output * alpha + sample * sigma,
+        }
+    }
+
+    /// The clean sample `x0` a model output stands for, at `x = alpha * x0 + sigma * eps`.
+    pub fn original<B: Backend>(
+        self,
+        output: Tensor<B, 4>,
+        sample: Tensor<B, 4>,
+        alpha: f64,
+        sigma: f64,
+    ) -> Tensor<B, 4> {
+        match self {
+            PredictionType::Epsilon => (sample - output * sigma) / alpha,
+            PredictionType::VPrediction => sample * alpha - output * sigma,
+        }
+    }
+}
+
 /// A source of standard-normal tensors for ancestral samplers.
 pub type NoiseFn<'a, B> = dyn FnMut([usize; 4]) -> Tensor<B, 4> + 'a;
 
@@ -116,6 +162,11 @@ pub trait Scheduler<B: Backend>: Send {
     fn scale_model_input(&self, sample: Tensor<B, 4>, _index: usize) -> Tensor<B, 4> {
         sample
     }
+    /// What the model's output is read as (the config's `prediction_type`).
+    fn prediction_type(&self) -> PredictionType;
+    /// `original` noised to the level of step `index` (the start of an img2img run), as diffusers'
+    /// `add_noise` does at `timesteps[index]`.
+    fn add_noise(&self, original: Tensor<B, 4>, noise: Tensor<B, 4>, index: usize) -> Tensor<B, 4>;
     /// Advances `sample` (f32) by one step given the UNet's (guided) output at step `index`.
     fn step(
         &mut self,
@@ -293,9 +344,17 @@ impl SchedulerConfig<'_> {
             .collect())
     }
 
-    pub fn prediction_type(&self) -> Result<()> {
-        self.only("prediction_type", "epsilon", &["epsilon"])
-            .map(|_| ())
+    /// `prediction_type`: "epsilon" or "v_prediction" ("sample" is refused by name).
+    pub fn prediction_type(&self) -> Result<PredictionType> {
+        Ok(
+            match self
+                .only("prediction_type", "epsilon", &["epsilon", "v_prediction"])?
+                .as_str()
+            {
+                "v_prediction" => PredictionType::VPrediction,
+                _ => PredictionType::Epsilon,
+            },
+        )
     }
 }
 
@@ -423,6 +482,18 @@ fn spaced_timesteps(
                 .collect()
         }
     })
+}
+
+/// DDPM-style noising at one training timestep: `sqrt(a) * x0 + sqrt(1 - a) * noise`, with the
+/// coefficients rounded to f32 as torch holds them.
+fn add_noise_at<B: Backend>(
+    alphas_cumprod: &[f32],
+    timestep: usize,
+    original: Tensor<B, 4>,
+    noise: Tensor<B, 4>,
+) -> Tensor<B, 4> {
+    let a = alphas_cumprod[timestep];
+    original * a.sqrt() as f64 + noise * (1.0 - a).sqrt() as f64
 }
 
 /// `((1 - a) / a) ** 0.5` for each alpha_cumprod, in f32 as torch computes it, widened to f64.

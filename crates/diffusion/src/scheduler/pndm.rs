@@ -3,7 +3,7 @@
 
 use burn::prelude::*;
 
-use super::{spaced_timesteps, NoiseFn, Scheduler, SchedulerConfig};
+use super::{add_noise_at, spaced_timesteps, NoiseFn, PredictionType, Scheduler, SchedulerConfig};
 use crate::error::Result;
 
 pub struct Pndm<B: Backend> {
@@ -19,11 +19,12 @@ pub struct Pndm<B: Backend> {
     ets: Vec<Tensor<B, 4>>,
     cur_sample: Option<Tensor<B, 4>>,
     cur_model_output: Option<Tensor<B, 4>>,
+    prediction: PredictionType,
 }
 
 impl<B: Backend> Pndm<B> {
     pub fn new(cfg: &SchedulerConfig, steps: usize) -> Result<Self> {
-        cfg.prediction_type()?;
+        let prediction = cfg.prediction_type()?;
         let alphas_cumprod = cfg.alphas_cumprod()?;
         let final_alpha_cumprod = if cfg.bool("set_alpha_to_one", false)? {
             1.0
@@ -69,6 +70,7 @@ impl<B: Backend> Pndm<B> {
             ets: Vec::new(),
             cur_sample: None,
             cur_model_output: None,
+            prediction,
         })
     }
 
@@ -80,17 +82,21 @@ impl<B: Backend> Pndm<B> {
         }
     }
 
-    /// Formula (9) of the PNDM paper: x_{t-δ} from x_t and ε.
+    /// Formula (9) of the PNDM paper: x_{t-δ} from x_t and the (combined) model output, read as ε
+    /// at x_t (diffusers converts a v prediction here, after the multistep combination).
     fn prev_sample(
         &self,
         sample: Tensor<B, 4>,
         t: i64,
         prev_t: i64,
-        eps: Tensor<B, 4>,
+        output: Tensor<B, 4>,
     ) -> Tensor<B, 4> {
         let a_t = self.alpha(t);
         let a_prev = self.alpha(prev_t);
         let b_t = 1.0 - a_t;
+        let eps = self
+            .prediction
+            .epsilon(output, sample.clone(), a_t.sqrt(), b_t.sqrt());
         let b_prev = 1.0 - a_prev;
         let sample_coeff = (a_prev / a_t).sqrt();
         let denom = a_t * b_prev.sqrt() + (a_t * b_t * a_prev).sqrt();
@@ -187,6 +193,19 @@ impl<B: Backend> Pndm<B> {
 impl<B: Backend> Scheduler<B> for Pndm<B> {
     fn timesteps(&self) -> &[f32] {
         &self.timesteps
+    }
+
+    fn prediction_type(&self) -> PredictionType {
+        self.prediction
+    }
+
+    fn add_noise(&self, original: Tensor<B, 4>, noise: Tensor<B, 4>, index: usize) -> Tensor<B, 4> {
+        add_noise_at(
+            &self.alphas_cumprod,
+            self.timesteps_int[index] as usize,
+            original,
+            noise,
+        )
     }
 
     fn step(

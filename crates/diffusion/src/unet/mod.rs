@@ -8,7 +8,7 @@ use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 
 use crate::config::UNetConfig;
-use crate::error::Result;
+use crate::error::{DiffusionError, Result};
 use crate::nn::{silu, Conv2d, GroupNorm, Linear};
 use crate::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
 use crate::weights::Loader;
@@ -27,12 +27,37 @@ struct MidBlock<B: Backend> {
     rest: Vec<(Transformer2DModel<B>, ResnetBlock2D<B>)>,
 }
 
+/// What the UNet is conditioned on besides the timestep.
+pub struct Conditioning<B: Backend> {
+    /// Text embeddings [N, S, cross_attention_dim].
+    pub context: Tensor<B, 3>,
+    /// SDXL's added conditions (`addition_embed_type: "text_time"`); `None` for SD1.x and SD2.x.
+    pub text_time: Option<TextTime<B>>,
+}
+
+/// SDXL's added conditions, one row per batch entry.
+pub struct TextTime<B: Backend> {
+    /// The second text encoder's projected pooled output [N, P].
+    pub text_embeds: Tensor<B, 2>,
+    /// Original height and width, crop top and left, target height and width, per row.
+    pub time_ids: Vec<[f32; 6]>,
+}
+
+/// `add_time_proj` + `add_embedding`: sinusoids of the six ids, joined to the pooled text embedding
+/// and projected to the time embedding's width.
+struct AddEmbedding<B: Backend> {
+    time_dim: usize,
+    linear_1: Linear<B>,
+    linear_2: Linear<B>,
+}
+
 pub struct UNet<B: Backend> {
     time_channels: usize,
     flip_sin_to_cos: bool,
     freq_shift: f32,
     linear_1: Linear<B>,
     linear_2: Linear<B>,
+    add_embedding: Option<AddEmbedding<B>>,
     conv_in: Conv2d<B>,
     down: Vec<Block<B>>,
     mid: Option<MidBlock<B>>,
@@ -72,6 +97,19 @@ impl<B: Backend> UNet<B> {
 
         let linear_1 = loader.linear("time_embedding.linear_1", time_channels, temb, true)?;
         let linear_2 = loader.linear("time_embedding.linear_2", temb, temb, true)?;
+        let add_embedding = match (
+            config.addition_time_embed_dim,
+            config.projection_class_embeddings_input_dim,
+        ) {
+            (Some(time_dim), Some(inputs)) if config.addition_embed_type.is_some() => {
+                Some(AddEmbedding {
+                    time_dim,
+                    linear_1: loader.linear("add_embedding.linear_1", inputs, temb, true)?,
+                    linear_2: loader.linear("add_embedding.linear_2", temb, temb, true)?,
+                })
+            }
+            _ => None,
+        };
         let k_in = config.conv_in_kernel;
         let conv_in = loader.conv2d("conv_in", config.in_channels, boc[0], k_in, 1, k_in / 2)?;
 
@@ -187,6 +225,7 @@ impl<B: Backend> UNet<B> {
             freq_shift: config.freq_shift,
             linear_1,
             linear_2,
+            add_embedding,
             conv_in,
             down,
             mid,
@@ -213,8 +252,41 @@ impl<B: Backend> UNet<B> {
         self.cross_attention_dim
     }
 
-    /// Sinusoidal timestep embedding computed in f32 on the CPU, as diffusers'
-    /// `get_timestep_embedding` does: [sin | cos] (or [cos | sin] when flipped).
+    /// Whether `forward` needs SDXL's added conditions.
+    pub fn needs_text_time(&self) -> bool {
+        self.add_embedding.is_some()
+    }
+
+    /// Width of the pooled text embedding the added conditions take (0 without them).
+    pub fn text_time_pooled_size(&self) -> usize {
+        match &self.add_embedding {
+            Some(add) => add.linear_1.weight.dims()[0] - 6 * add.time_dim,
+            None => 0,
+        }
+    }
+
+    /// diffusers' `get_timestep_embedding` of each value, computed in f32 on the host:
+    /// [sin | cos] (or [cos | sin] when flipped), `dim` values per row.
+    fn sinusoids(&self, values: &[f32], dim: usize) -> Vec<f32> {
+        let half = dim / 2;
+        let mut out = vec![0f32; dim * values.len()];
+        for (row, &value) in out.chunks_exact_mut(dim).zip(values) {
+            for k in 0..half {
+                let exponent = -(10000f32.ln()) * k as f32 / (half as f32 - self.freq_shift);
+                let arg = value * exponent.exp();
+                let (first, second) = if self.flip_sin_to_cos {
+                    (arg.cos(), arg.sin())
+                } else {
+                    (arg.sin(), arg.cos())
+                };
+                row[k] = first;
+                row[half + k] = second;
+            }
+        }
+        out
+    }
+
+    /// The timestep's sinusoidal embedding, [batch, time channels] in f32.
     pub fn timestep_embedding(
         &self,
         timestep: f32,
@@ -222,37 +294,66 @@ impl<B: Backend> UNet<B> {
         device: &B::Device,
     ) -> Tensor<B, 2> {
         let dim = self.time_channels;
-        let half = dim / 2;
-        let mut row = vec![0f32; dim];
-        for k in 0..half {
-            let exponent = -(10000f32.ln()) * k as f32 / (half as f32 - self.freq_shift);
-            let arg = timestep * exponent.exp();
-            let (first, second) = if self.flip_sin_to_cos {
-                (arg.cos(), arg.sin())
-            } else {
-                (arg.sin(), arg.cos())
-            };
-            row[k] = first;
-            row[half + k] = second;
-        }
-        let data: Vec<f32> = row.iter().cycle().take(dim * batch).copied().collect();
+        let data = self.sinusoids(&vec![timestep; batch], dim);
         Tensor::from_data(TensorData::new(data, [batch, dim]), (device, DType::F32))
     }
 
-    /// `sample`: [N, C, h, w] latents, `timestep`, `context`: [N, S, cross_dim] -> noise prediction
-    /// [N, C_out, h, w], in the activation dtype.
+    /// SDXL's `aug_emb`: [text_embeds | sinusoids of the six ids] through `add_embedding`.
+    fn added_embedding(
+        &self,
+        add: &AddEmbedding<B>,
+        text_time: &TextTime<B>,
+        batch: usize,
+        dtype: DType,
+    ) -> Result<Tensor<B, 2>> {
+        let [rows, pooled] = text_time.text_embeds.dims();
+        let expected = self.text_time_pooled_size();
+        if rows != batch || text_time.time_ids.len() != batch || pooled != expected {
+            return Err(DiffusionError::Request(format!(
+                "the UNet's added conditions need {batch} rows of a {expected}-wide pooled text embedding and six time ids; got {rows} rows of {pooled} and {} rows of ids",
+                text_time.time_ids.len()
+            )));
+        }
+        let ids: Vec<f32> = text_time.time_ids.iter().flatten().copied().collect();
+        let width = 6 * add.time_dim;
+        let time = Tensor::<B, 2>::from_data(
+            TensorData::new(self.sinusoids(&ids, add.time_dim), [batch, width]),
+            (&text_time.text_embeds.device(), DType::F32),
+        );
+        let joined = Tensor::cat(
+            vec![text_time.text_embeds.clone().cast(DType::F32), time],
+            1,
+        )
+        .cast(dtype);
+        Ok(add.linear_2.forward(silu(add.linear_1.forward(joined))))
+    }
+
+    /// `sample`: [N, C, h, w] latents, `timestep`, `cond`: text embeddings [N, S, cross_dim] (and
+    /// SDXL's added conditions) -> the model's prediction [N, C_out, h, w], in the activation dtype.
     pub fn forward(
         &self,
         sample: Tensor<B, 4>,
         timestep: f32,
-        context: &Tensor<B, 3>,
-    ) -> Tensor<B, 4> {
+        cond: &Conditioning<B>,
+    ) -> Result<Tensor<B, 4>> {
         let [batch, _, _, _] = sample.dims();
         let dtype = self.conv_in.weight.dtype();
+        let context = &cond.context;
         let t = self
             .timestep_embedding(timestep, batch, &sample.device())
             .cast(dtype);
-        let emb = self.linear_2.forward(silu(self.linear_1.forward(t)));
+        let mut emb = self.linear_2.forward(silu(self.linear_1.forward(t)));
+        match (&self.add_embedding, &cond.text_time) {
+            (Some(add), Some(text_time)) => {
+                emb = emb + self.added_embedding(add, text_time, batch, dtype)?;
+            }
+            (Some(_), None) => {
+                return Err(DiffusionError::Request(
+                    "this UNet (addition_embed_type \"text_time\") needs a pooled text embedding and time ids".into(),
+                ))
+            }
+            (None, _) => {}
+        }
         let emb = Some(&emb);
 
         let mut x = self.conv_in.forward(sample.cast(dtype));
@@ -294,6 +395,6 @@ impl<B: Backend> UNet<B> {
                 x = up.forward(x, target);
             }
         }
-        self.conv_out.forward(silu(self.conv_norm_out.forward(x)))
+        Ok(self.conv_out.forward(silu(self.conv_norm_out.forward(x))))
     }
 }

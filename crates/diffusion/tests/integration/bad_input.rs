@@ -261,3 +261,59 @@ fn bad_requests() {
     assert!(SchedulerKind::from_name("karras_magic").is_err());
     assert!(pipe.validate(&base).is_ok());
 }
+
+/// SDXL folders: a missing second text encoder or tokenizer, a UNet without SDXL's added
+/// conditions, an unknown added-condition type, and pipelines SD Bench does not run.
+#[test]
+fn broken_sdxl_folders_and_other_pipelines_are_named() {
+    let copy = || {
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("model");
+        common::copy_tree(&common::fixtures().join("tiny-sdxl"), &model);
+        (dir, model)
+    };
+    let edit_json = |path: PathBuf, change: &dyn Fn(&mut serde_json::Value)| {
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        change(&mut json);
+        std::fs::write(&path, json.to_string()).unwrap();
+    };
+
+    let (_keep, model) = copy();
+    std::fs::remove_dir_all(model.join("text_encoder_2")).unwrap();
+    assert_mentions(&load_err(&model), &["text_encoder_2/", "SDXL"]);
+
+    let (_keep, model) = copy();
+    std::fs::remove_dir_all(model.join("tokenizer_2")).unwrap();
+    assert_mentions(&load_err(&model), &["tokenizer_2/"]);
+
+    let (_keep, model) = copy();
+    edit_json(model.join("unet/config.json"), &|j| {
+        j["addition_embed_type"] = serde_json::Value::Null
+    });
+    assert_mentions(&load_err(&model), &["text_time", "two text encoders"]);
+
+    let (_keep, model) = copy();
+    edit_json(model.join("unet/config.json"), &|j| {
+        j["addition_embed_type"] = "image".into()
+    });
+    assert_mentions(&load_err(&model), &["addition_embed_type", "image"]);
+
+    let (_keep, model) = copy();
+    edit_json(model.join("model_index.json"), &|j| {
+        j["_class_name"] = "FluxPipeline".into()
+    });
+    assert_mentions(
+        &load_err(&model),
+        &["FluxPipeline", "StableDiffusionXLPipeline"],
+    );
+
+    // An SD1.x UNet that expects SDXL's added conditions in a one-encoder pipeline.
+    let (_keep, model) = tiny_copy();
+    edit_json(model.join("unet/config.json"), &|j| {
+        j["addition_embed_type"] = "text_time".into();
+        j["addition_time_embed_dim"] = 8.into();
+        j["projection_class_embeddings_input_dim"] = 80.into();
+    });
+    assert_mentions(&load_err(&model), &["text_time", "one text encoder"]);
+}

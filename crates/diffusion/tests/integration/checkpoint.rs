@@ -72,7 +72,7 @@ fn tiny_checkpoint_generates_what_diffusers_generates() {
     let config = fixtures().join("tiny-sd");
     let pipe = load(&tiny_checkpoint(), Some(&config)).unwrap();
     assert_eq!(pipe.info.weight_files, vec![tiny_checkpoint()]);
-    assert!(!pipe.info.sd15_architecture);
+    assert_eq!(pipe.info.preset, None);
 
     let dir = fixtures();
     let mut reference = SafeTensors::open(&dir.join("tiny-sd.ldm.reference.safetensors")).unwrap();

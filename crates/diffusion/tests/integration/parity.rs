@@ -54,9 +54,46 @@ fn check_components(name: &str, backend: BackendRequest) {
         COMPONENT_ATOL,
     );
 
+    // The prompt's conditioning (made by the newer fixtures): SDXL's two encoders side by side
+    // and its pooled embedding, SD2's "!"-padded tokens.
+    if r.has("prompt.context") {
+        let prompt = "a photograph of an astronaut riding a horse";
+        let (context, pooled) = pipe.run_prompt_encoding(prompt).unwrap();
+        let expected = r.get("prompt.context");
+        assert_close(
+            &format!("{name} prompt context"),
+            &context,
+            &expected,
+            COMPONENT_ATOL,
+        );
+        assert_eq!(
+            pooled.is_some(),
+            r.has("prompt.pooled"),
+            "{name}: pooled output"
+        );
+        if let Some(pooled) = pooled {
+            let expected = r.get("prompt.pooled");
+            assert_close(
+                &format!("{name} prompt pooled"),
+                &pooled,
+                &expected,
+                COMPONENT_ATOL,
+            );
+        }
+    }
+
     let s = r.shape("unet.sample");
     let c = r.shape("unet.context");
     let t = r.meta["unet_timestep"].as_f64().unwrap() as f32;
+    let text_time = r.has("unet.text_embeds").then(|| {
+        let shape = r.shape("unet.text_embeds");
+        let ids: Vec<[f32; 6]> = r
+            .get("unet.time_ids")
+            .chunks_exact(6)
+            .map(|row| row.try_into().unwrap())
+            .collect();
+        (r.get("unet.text_embeds"), [shape[0], shape[1]], ids)
+    });
     let out = pipe
         .run_unet(
             &r.get("unet.sample"),
@@ -64,6 +101,9 @@ fn check_components(name: &str, backend: BackendRequest) {
             t,
             &r.get("unet.context"),
             [c[0], c[1], c[2]],
+            text_time
+                .as_ref()
+                .map(|(pooled, shape, ids)| (pooled.as_slice(), *shape, ids.as_slice())),
         )
         .unwrap();
     assert_close(
@@ -191,12 +231,54 @@ fn components_match_diffusers_on_vulkan() {
     }
 }
 
+/// Every scheduler of the first two pipelines; for SD2 (v-prediction) and SDXL one run of each
+/// scheduler family (the CPU test runs them all; lavapipe compiles every kernel, so CI keeps this short).
 #[test]
 fn generations_match_diffusers_on_vulkan() {
     if vulkan_or_skip() {
-        for name in TINY {
+        for name in &TINY[..2] {
             check_generations(name, BackendRequest::Vulkan);
         }
+        let keys = [
+            "generate.euler.neg",
+            "generate.ddim.noneg",
+            "generate.dpmpp_2m.neg",
+            "generate.pndm.noneg",
+        ];
+        for name in &TINY[2..] {
+            check_generations_in(
+                name,
+                BackendRequest::Vulkan,
+                Precision::F32,
+                IMAGE_ATOL,
+                Some(&keys),
+            );
+        }
+    }
+}
+
+/// SDXL's VAE overflows in f16: an f16 run decodes in f32 (its config's `force_upcast`), as
+/// diffusers' SDXL pipeline does, while SD1.x keeps the run's precision.
+#[test]
+fn sdxl_decodes_in_f32_when_its_vae_asks_for_it() {
+    if vulkan_or_skip() {
+        let sdxl = load_in("tiny-sdxl", BackendRequest::Vulkan, Precision::F16);
+        let p = sdxl.info.placement;
+        assert_eq!(
+            (p.text_encoders, p.unet, p.vae),
+            (Precision::F16, Precision::F16, Precision::F32)
+        );
+        assert_eq!(sdxl.info.family, sdbench_diffusion::Family::Sdxl);
+        drop(sdxl);
+        let sd = load_in("tiny-sd", BackendRequest::Vulkan, Precision::F16);
+        assert_eq!(sd.info.placement.vae, Precision::F16);
+        check_generations_in(
+            "tiny-sdxl",
+            BackendRequest::Vulkan,
+            Precision::F16,
+            F16_IMAGE_ATOL,
+            Some(&["generate.euler.noneg"]),
+        );
     }
 }
 

@@ -4,13 +4,18 @@
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
-    Progress,
+    Preset, Progress,
 };
 
 #[test]
 fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
     let device = select(BackendRequest::Cpu).unwrap();
-    let pipe = Pipeline::load(&ModelSource::Synthetic, device, Some(Precision::F32)).unwrap();
+    let pipe = Pipeline::load(
+        &ModelSource::Synthetic(Preset::Sd15),
+        device,
+        Some(Precision::F32),
+    )
+    .unwrap();
     assert_eq!(pipe.info.vae_scale_factor, 8);
     let request = GenerateRequest {
         width: 64,
@@ -49,4 +54,33 @@ fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
     cancel.cancel();
     let err = pipe.generate(&request, &mut |_| {}, &cancel).err().unwrap();
     assert!(err.to_string().contains("cancelled"));
+}
+
+/// Full-size SDXL base (2.6B-parameter UNet, both text encoders, real configs) on synthetic weights:
+/// one Euler step at 256x256 on the CPU.
+#[test]
+fn full_size_synthetic_sdxl_runs_one_step() {
+    let device = select(BackendRequest::Cpu).unwrap();
+    let pipe = Pipeline::load(
+        &ModelSource::Synthetic(Preset::SdxlBase),
+        device,
+        Some(Precision::F32),
+    )
+    .unwrap();
+    assert_eq!(pipe.info.family, sdbench_diffusion::Family::Sdxl);
+    assert_eq!(pipe.info.preset, Some(Preset::SdxlBase));
+    let request = GenerateRequest {
+        width: 256,
+        height: 256,
+        steps: 1,
+        noise: InitialNoise::Seed(5),
+        ..GenerateRequest::new("a photograph of an astronaut riding a horse")
+    };
+    let out = pipe
+        .generate(&request, &mut |_| {}, &CancelToken::new())
+        .unwrap();
+    assert_eq!(out.scheduler.name(), "euler", "SDXL base's scheduler");
+    assert_eq!((out.image.width, out.image.height), (256, 256));
+    assert_eq!(out.non_finite, 0);
+    assert_eq!(out.timings.unet_steps.len(), 1);
 }

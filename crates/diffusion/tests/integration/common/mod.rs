@@ -8,8 +8,9 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// The tiny pipelines made by scripts/make_fixtures.py.
-pub const TINY: [&str; 2] = ["tiny-sd", "tiny-variant"];
+/// The tiny pipelines made by scripts/make_fixtures.py: SD1.x-like, a variant of every option,
+/// SD2.x-like (v-prediction) and SDXL-like.
+pub const TINY: [&str; 4] = ["tiny-sd", "tiny-variant", "tiny-sd2", "tiny-sdxl"];
 
 pub struct Reference {
     file: SafeTensors,
@@ -26,6 +27,10 @@ impl Reference {
         )
         .unwrap();
         Reference { file, meta }
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.file.info(key).is_some()
     }
 
     pub fn shape(&self, key: &str) -> Vec<usize> {

@@ -1,5 +1,8 @@
 //! The text-to-image pipeline: load a diffusers model folder (or synthetic weights) onto a device,
-//! then generate images exactly as diffusers' `StableDiffusionPipeline.__call__` does.
+//! then generate images exactly as diffusers' `StableDiffusionPipeline.__call__` (SD1.x, SD2.x) and
+//! `StableDiffusionXLPipeline.__call__` (SDXL) do.
+
+pub mod family;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -22,11 +25,12 @@ use crate::noise::NormalGenerator;
 use crate::safetensors::SafeTensors;
 use crate::scheduler::{self, SchedulerKind};
 use crate::tokenizer::Tokenizer;
-use crate::unet::UNet;
+use crate::unet::{Conditioning, TextTime, UNet};
 use crate::vae::{self, VaeDecoder};
 use crate::weights::{
     choose_weights_file, FileWeights, Loader, Precision, SyntheticWeights, WeightSource,
 };
+pub use family::{Family, Preset};
 
 /// The backend every pipeline runs on: burn's runtime dispatch over flex, wgpu, CUDA and ROCm.
 pub type B = Dispatch;
@@ -43,8 +47,8 @@ pub enum ModelSource {
         file: PathBuf,
         config: Option<PathBuf>,
     },
-    /// SD1.5's architecture with deterministic generated weights: no files, no download.
-    Synthetic,
+    /// A preset's architecture with deterministic generated weights: no files, no download.
+    Synthetic(Preset),
 }
 
 /// What was loaded, for reports.
@@ -56,9 +60,37 @@ pub struct ModelInfo {
     pub default_scheduler: SchedulerKind,
     pub vae_scale_factor: usize,
     pub latent_channels: usize,
-    /// The text encoder, UNet and VAE configs are SD1.5's: the model computes exactly what SD1.5
-    /// does (a fine-tune's weights differ, its cost does not).
-    pub sd15_architecture: bool,
+    pub family: Family,
+    /// The built-in preset whose text encoder, UNet and VAE configs these are: the model computes
+    /// exactly what that model does (a fine-tune's weights differ, its cost does not).
+    pub preset: Option<Preset>,
+    /// Each component's precision.
+    pub placement: Placement,
+}
+
+/// Each component's precision (all on the pipeline's device for now). SDXL's VAE decodes in f32
+/// unless its config says it is safe in f16 (`force_upcast: false`, the "fp16-fix" VAE), as
+/// diffusers' SDXL pipeline does, so that f16 runs never give black images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub text_encoders: Precision,
+    pub unet: Precision,
+    pub vae: Precision,
+}
+
+impl Placement {
+    fn for_model(family: Family, vae: &VaeConfig, precision: Precision) -> Self {
+        let vae_precision = if family == Family::Sdxl && vae.force_upcast {
+            Precision::F32
+        } else {
+            precision
+        };
+        Placement {
+            text_encoders: precision,
+            unet: precision,
+            vae: vae_precision,
+        }
+    }
 }
 
 /// How the initial latents are made.
@@ -162,17 +194,16 @@ pub struct Pipeline {
     pub precision: Precision,
     tokenizer: Tokenizer,
     text_encoder: ClipTextModel<B>,
+    /// SDXL's second tokenizer and text encoder (with projection).
+    second: Option<(Tokenizer, ClipTextModel<B>)>,
+    /// SDXL: an empty negative prompt is zeros rather than the encoded empty string.
+    force_zeros_for_empty_prompt: bool,
     unet: UNet<B>,
     vae: VaeDecoder<B>,
     scheduler_config: Map<String, Value>,
     scheduler_path: PathBuf,
     pub info: ModelInfo,
 }
-
-/// The scheduler_config.json of stable-diffusion-v1-5, used for synthetic models.
-const SD15_SCHEDULER: &str = r#"{"_class_name": "PNDMScheduler", "beta_end": 0.012, "beta_schedule": "scaled_linear",
- "beta_start": 0.00085, "num_train_timesteps": 1000, "set_alpha_to_one": false, "skip_prk_steps": true,
- "steps_offset": 1, "trained_betas": null, "clip_sample": false}"#;
 
 impl Pipeline {
     /// Loads a model onto `device` in `precision` (`None`: f16 where the device supports it).
@@ -198,7 +229,9 @@ impl Pipeline {
             ModelSource::Checkpoint { file, config } => {
                 Self::load_checkpoint(file, config.as_deref(), device.clone(), precision)
             }
-            ModelSource::Synthetic => Self::load_synthetic(device.clone(), precision),
+            ModelSource::Synthetic(preset) => {
+                Self::load_synthetic(*preset, device.clone(), precision)
+            }
         })
     }
 
@@ -206,21 +239,39 @@ impl Pipeline {
         let layout = ModelLayout::check(folder)?;
         let spec = ModelSpec::read(&layout)?;
         // Pick every weights file before reading any, so a missing one fails fast.
+        let placement = Placement::for_model(spec.family, &spec.vae, precision);
         let te_file = choose_weights_file(&layout.text_encoder, "model", precision)?;
+        let te2_file = match &layout.text_encoder_2 {
+            Some(folder) => Some(choose_weights_file(folder, "model", precision)?),
+            None => None,
+        };
         let unet_file = choose_weights_file(&layout.unet, "diffusion_pytorch_model", precision)?;
-        let vae_file = choose_weights_file(&layout.vae, "diffusion_pytorch_model", precision)?;
+        let vae_file = choose_weights_file(&layout.vae, "diffusion_pytorch_model", placement.vae)?;
+        let mut te2 = match &te2_file {
+            Some(file) => Some(projected_text_encoder_weights(FileWeights::open(file)?)),
+            None => None,
+        };
         let [te, unet, vae] = &mut [
             text_encoder_weights(FileWeights::open(&te_file)?),
             FileWeights::open(&unet_file)?,
             vae_weights(FileWeights::open(&vae_file)?),
         ];
+        let weight_files = [Some(te_file), te2_file, Some(unet_file), Some(vae_file)]
+            .into_iter()
+            .flatten()
+            .collect();
         let pipeline = Self::assemble(
             spec,
-            [te, unet, vae],
+            Sources {
+                text_encoder: te,
+                text_encoder_2: te2.as_mut().map(|s| s as &mut dyn WeightSource),
+                unet,
+                vae,
+            },
             device,
-            precision,
+            placement,
             ModelSource::Folder(folder.to_path_buf()),
-            vec![te_file, unet_file, vae_file],
+            weight_files,
         )?;
         pipeline.check_compatible(folder)?;
         Ok(pipeline)
@@ -235,8 +286,15 @@ impl Pipeline {
         check_checkpoint_file(file)?;
         let spec = match config {
             Some(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
-            None => ModelSpec::sd15(),
+            None => ModelSpec::builtin(Preset::Sd15),
         };
+        if spec.family == Family::Sdxl {
+            return Err(DiffusionError::Weights {
+                path: file.to_path_buf(),
+                problem: "is read as an SD1.x checkpoint, but --model-config describes an SDXL model; SDXL single files are not supported yet: use the diffusers folder".into(),
+            });
+        }
+        let placement = Placement::for_model(spec.family, &spec.vae, precision);
         let layout = checkpoint::Layout {
             unet_layers_per_block: spec.unet.plan(&spec.unet_path)?.layers_per_block,
             vae_blocks: spec.vae.block_out_channels.len(),
@@ -253,9 +311,14 @@ impl Pipeline {
         ];
         let pipeline = Self::assemble(
             spec,
-            [te, unet, vae],
+            Sources {
+                text_encoder: te,
+                text_encoder_2: None,
+                unet,
+                vae,
+            },
             device,
-            precision,
+            placement,
             ModelSource::Checkpoint {
                 file: file.to_path_buf(),
                 config: config.map(Path::to_path_buf),
@@ -266,45 +329,68 @@ impl Pipeline {
         Ok(pipeline)
     }
 
-    fn load_synthetic(device: SelectedDevice, precision: Precision) -> Result<Self> {
+    fn load_synthetic(
+        preset: Preset,
+        device: SelectedDevice,
+        precision: Precision,
+    ) -> Result<Self> {
         // Each tensor's values depend only on the seed and its name.
         let seed = 0x5D_BE_AC_15;
-        let [te, unet, vae] = &mut [0; 3].map(|_| SyntheticWeights::new(seed));
+        let [te, te2, unet, vae] = &mut [0; 4].map(|_| SyntheticWeights::new(seed));
+        let spec = ModelSpec::builtin(preset);
+        let placement = Placement::for_model(spec.family, &spec.vae, precision);
+        let text_encoder_2: Option<&mut dyn WeightSource> = if spec.clip2.is_some() {
+            Some(te2)
+        } else {
+            None
+        };
         Self::assemble(
-            ModelSpec::sd15(),
-            [te, unet, vae],
+            spec,
+            Sources {
+                text_encoder: te,
+                text_encoder_2,
+                unet,
+                vae,
+            },
             device,
-            precision,
-            ModelSource::Synthetic,
+            placement,
+            ModelSource::Synthetic(preset),
             Vec::new(),
         )
     }
 
-    /// Builds the three models from their weight sources (text encoder, UNet, VAE) and waits for
-    /// the device to hold them.
+    /// Builds the models from their weight sources and waits for the device to hold them.
     fn assemble(
         spec: ModelSpec,
-        [te_source, unet_source, vae_source]: [&mut dyn WeightSource; 3],
+        sources: Sources,
         device: SelectedDevice,
-        precision: Precision,
+        placement: Placement,
         source: ModelSource,
         weight_files: Vec<PathBuf>,
     ) -> Result<Self> {
-        let sd15_architecture = spec.clip == ClipConfig::sd15()
-            && spec.unet == UNetConfig::sd15()
-            && spec.vae == VaeConfig::sd15();
+        let preset = Preset::matching(&spec.clip, spec.clip2.as_ref(), &spec.unet, &spec.vae);
         let dev = device.device.clone();
-        let text_encoder = load_component(te_source, &dev, precision, |l| {
-            ClipTextModel::load(&spec.clip, l)
-        })?;
-        let unet = load_component(unet_source, &dev, precision, |l| {
+        let text_encoder =
+            load_component(sources.text_encoder, &dev, placement.text_encoders, |l| {
+                ClipTextModel::load(&spec.clip, false, l)
+            })?;
+        let second = match (spec.clip2.as_ref(), spec.tokenizer2, sources.text_encoder_2) {
+            (Some(config), Some(tokenizer), Some(weights)) => {
+                let model = load_component(weights, &dev, placement.text_encoders, |l| {
+                    ClipTextModel::load(config, true, l)
+                })?;
+                Some((tokenizer, model))
+            }
+            _ => None,
+        };
+        let unet = load_component(sources.unet, &dev, placement.unet, |l| {
             UNet::load(&spec.unet, &spec.unet_path, l)
         })?;
-        let vae = load_component(vae_source, &dev, precision, |l| {
+        let vae = load_component(sources.vae, &dev, placement.vae, |l| {
             VaeDecoder::load(&spec.vae, &spec.vae_path, l)
         })?;
         let pipeline = Pipeline {
-            precision,
+            precision: placement.unet,
             tokenizer: spec.tokenizer,
             info: ModelInfo {
                 source,
@@ -312,9 +398,13 @@ impl Pipeline {
                 default_scheduler: spec.default_scheduler,
                 vae_scale_factor: vae.scale_factor(),
                 latent_channels: vae.latent_channels(),
-                sd15_architecture,
+                family: spec.family,
+                preset,
+                placement,
             },
             text_encoder,
+            second,
+            force_zeros_for_empty_prompt: spec.force_zeros_for_empty_prompt,
             unet,
             vae,
             scheduler_config: spec.scheduler_config,
@@ -328,11 +418,17 @@ impl Pipeline {
     /// Components whose configs disagree (e.g. a text encoder narrower than the UNet's cross
     /// attention) would fail mid-generation; say so at load time instead.
     fn check_compatible(&self, folder: &Path) -> Result<()> {
+        let pooled = self.second.as_ref().map_or(0, |(_, te)| te.pooled_size());
         let problem = if self.unet.cross_attention_dim() != self.text_encoder_width() {
             Some(format!(
-                "the UNet's cross_attention_dim ({}) differs from the text encoder's hidden_size ({})",
+                "the UNet's cross_attention_dim ({}) differs from the text encoders' hidden_size ({})",
                 self.unet.cross_attention_dim(),
                 self.text_encoder_width()
+            ))
+        } else if self.unet.needs_text_time() && self.unet.text_time_pooled_size() != pooled {
+            Some(format!(
+                "the UNet's projection_class_embeddings_input_dim expects a {}-wide pooled text embedding but text_encoder_2 gives {pooled}",
+                self.unet.text_time_pooled_size()
             ))
         } else if self.unet.in_channels() != self.vae.latent_channels() {
             Some(format!(
@@ -358,8 +454,9 @@ impl Pipeline {
         }
     }
 
+    /// Width of the text embeddings: SDXL's two encoders side by side.
     fn text_encoder_width(&self) -> usize {
-        self.text_encoder.hidden_size()
+        self.text_encoder.hidden_size() + self.second.as_ref().map_or(0, |(_, te)| te.hidden_size())
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {
@@ -470,16 +567,7 @@ impl Pipeline {
         device_sync(&self.device)?;
         let start = Instant::now();
 
-        // Text: [negative; positive] when guided (diffusers' order), else the prompt alone.
-        let context = if guided {
-            let ids = [
-                self.tokenizer.encode(&request.negative_prompt),
-                self.tokenizer.encode(&request.prompt),
-            ];
-            self.encode_ids(&ids)
-        } else {
-            self.encode_ids(&[self.tokenizer.encode(&request.prompt)])
-        };
+        let cond = self.conditioning(request, guided);
         device_sync(&self.device)?;
         timings.text_encoder = start.elapsed().as_secs_f64();
         progress(&Progress::TextEncoded {
@@ -521,7 +609,7 @@ impl Pipeline {
                 latents.clone()
             };
             let input = scheduler.scale_model_input(input, i);
-            let out = self.unet.forward(input, t, &context).cast(DType::F32);
+            let out = self.unet.forward(input, t, &cond)?.cast(DType::F32);
             let guided_out = if guided {
                 let [uncond, text]: [Tensor<B, 4>; 2] =
                     out.chunk(2, 0).try_into().expect("batch of two");
@@ -567,16 +655,81 @@ impl Pipeline {
         })
     }
 
-    /// Token ids (each row `max_length` long) -> text embeddings [N, S, hidden] in the activation
-    /// dtype.
-    fn encode_ids(&self, rows: &[Vec<u32>]) -> Tensor<B, 3> {
+    /// The UNet's conditioning for a request: text embeddings of [negative; prompt] when guided
+    /// (diffusers' order), else of the prompt alone; for SDXL also the pooled embeddings and the
+    /// size/crop ids (original size = target size = the image's, no crop, as diffusers' defaults).
+    fn conditioning(&self, request: &GenerateRequest, guided: bool) -> Conditioning<B> {
+        let zero_negative = guided
+            && self.second.is_some()
+            && self.force_zeros_for_empty_prompt
+            && request.negative_prompt.is_empty();
+        let (context, pooled) = if guided && !zero_negative {
+            self.encode_texts(&[&request.negative_prompt, &request.prompt])
+        } else {
+            self.encode_texts(&[&request.prompt])
+        };
+        let (context, pooled) = if zero_negative {
+            (
+                Tensor::cat(vec![context.zeros_like(), context], 0),
+                pooled.map(|p| Tensor::cat(vec![p.zeros_like(), p], 0)),
+            )
+        } else {
+            (context, pooled)
+        };
+        let rows = context.dims()[0];
+        let (h, w) = (request.height as f32, request.width as f32);
+        Conditioning {
+            context: context.cast(self.info.placement.unet.dtype()),
+            text_time: pooled.map(|text_embeds| TextTime {
+                text_embeds,
+                time_ids: vec![[h, w, 0.0, 0.0, h, w]; rows],
+            }),
+        }
+    }
+
+    /// Text embeddings [N, S, D] of each text and, for SDXL, the pooled embeddings [N, P]: SD1.x
+    /// and SD2.x take the last hidden state; SDXL both encoders' penultimate hidden states side by
+    /// side and the second one's projected pooled output.
+    fn encode_texts(&self, texts: &[&str]) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
+        let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.tokenizer.encode(t)).collect();
+        let first = self.text_encoder.forward(self.ids_tensor(&ids));
+        match &self.second {
+            None => (first.last_hidden_state, None),
+            Some((tokenizer, encoder)) => {
+                let ids: Vec<Vec<u32>> = texts.iter().map(|t| tokenizer.encode(t)).collect();
+                let eos: Vec<usize> = ids.iter().map(|row| tokenizer.eos_position(row)).collect();
+                let second = encoder.forward(self.ids_tensor(&ids));
+                let pooled = encoder.pooled(second.last_hidden_state, &eos);
+                let context = Tensor::cat(vec![first.penultimate, second.penultimate], 2);
+                (context, Some(pooled))
+            }
+        }
+    }
+
+    /// Token id rows (each `max_length` long) as an [N, S] tensor.
+    fn ids_tensor(&self, rows: &[Vec<u32>]) -> Tensor<B, 2, Int> {
         let s = rows[0].len();
         let flat: Vec<i64> = rows.iter().flatten().map(|&id| id as i64).collect();
-        let ids = Tensor::<B, 2, Int>::from_data(
-            TensorData::new(flat, [rows.len(), s]),
-            &self.device.device,
-        );
-        self.text_encoder.forward(ids)
+        Tensor::<B, 2, Int>::from_data(TensorData::new(flat, [rows.len(), s]), &self.device.device)
+    }
+
+    fn encode_ids(&self, rows: &[Vec<u32>]) -> Tensor<B, 3> {
+        self.text_encoder
+            .forward(self.ids_tensor(rows))
+            .last_hidden_state
+    }
+
+    /// Component access for parity tests and tools: a prompt's conditioning as the UNet gets it
+    /// (unguided): text embeddings [1, S, D] and, for SDXL, the pooled embedding [1, P], as f32.
+    pub fn run_prompt_encoding(&self, prompt: &str) -> Result<(Vec<f32>, Option<Vec<f32>>)> {
+        guard(self.device.kind.name(), || {
+            let (context, pooled) = self.encode_texts(&[prompt]);
+            let pooled = match pooled {
+                Some(p) => Some(tensor_to_vec(p.cast(DType::F32))?),
+                None => None,
+            };
+            Ok((tensor_to_vec(context.cast(DType::F32))?, pooled))
+        })
     }
 
     /// Component access for parity tests and tools: text encoder output for token ids, as f32.
@@ -592,7 +745,8 @@ impl Pipeline {
         })
     }
 
-    /// One UNet call on raw inputs (f32, row-major): `sample` [N, C, h, w], `context` [N, S, D].
+    /// One UNet call on raw inputs (f32, row-major): `sample` [N, C, h, w], `context` [N, S, D],
+    /// and for SDXL `text_time`: pooled text embeddings [N, P] and six ids per row.
     pub fn run_unet(
         &self,
         sample: &[f32],
@@ -600,6 +754,7 @@ impl Pipeline {
         timestep: f32,
         context: &[f32],
         context_shape: [usize; 3],
+        text_time: Option<RawTextTime>,
     ) -> Result<Vec<f32>> {
         guard(self.device.kind.name(), || {
             let dev = &self.device.device;
@@ -607,11 +762,19 @@ impl Pipeline {
                 TensorData::new(sample.to_vec(), sample_shape),
                 (dev, DType::F32),
             );
-            let c = Tensor::<B, 3>::from_data(
+            let context = Tensor::<B, 3>::from_data(
                 TensorData::new(context.to_vec(), context_shape),
                 (dev, self.precision.dtype()),
             );
-            tensor_to_vec(self.unet.forward(x, timestep, &c).cast(DType::F32))
+            let text_time = text_time.map(|(pooled, shape, ids)| TextTime {
+                text_embeds: Tensor::from_data(
+                    TensorData::new(pooled.to_vec(), shape),
+                    (dev, DType::F32),
+                ),
+                time_ids: ids.to_vec(),
+            });
+            let cond = Conditioning { context, text_time };
+            tensor_to_vec(self.unet.forward(x, timestep, &cond)?.cast(DType::F32))
         })
     }
 
@@ -627,10 +790,28 @@ impl Pipeline {
     }
 }
 
+/// SDXL's added conditions as raw values: pooled text embeddings (f32, row-major), their shape
+/// [N, P], and six size/crop ids per row.
+pub type RawTextTime<'a> = (&'a [f32], [usize; 2], &'a [[f32; 6]]);
+
 /// Text encoder files: transformers 5 names, and tensors the engine does not use.
 fn text_encoder_weights(file: FileWeights) -> FileWeights {
     file.with_aliases(clip::ALIASES)
         .ignoring(clip::IGNORED_PREFIXES)
+}
+
+/// `CLIPTextModelWithProjection` files (SDXL's text_encoder_2): `text_projection` is used.
+fn projected_text_encoder_weights(file: FileWeights) -> FileWeights {
+    file.with_aliases(clip::ALIASES)
+        .ignoring(clip::IGNORED_WITH_PROJECTION)
+}
+
+/// Where each component's weights come from.
+struct Sources<'a> {
+    text_encoder: &'a mut dyn WeightSource,
+    text_encoder_2: Option<&'a mut dyn WeightSource>,
+    unet: &'a mut dyn WeightSource,
+    vae: &'a mut dyn WeightSource,
 }
 
 /// VAE files: legacy attention names, and the encoder the engine does not use.
@@ -641,7 +822,12 @@ fn vae_weights(file: FileWeights) -> FileWeights {
 
 /// Everything a pipeline needs besides its weights: configs, tokenizer and scheduler settings.
 struct ModelSpec {
+    family: Family,
     clip: ClipConfig,
+    /// SDXL's second text encoder and tokenizer.
+    clip2: Option<ClipConfig>,
+    tokenizer2: Option<Tokenizer>,
+    force_zeros_for_empty_prompt: bool,
     unet: UNetConfig,
     unet_path: PathBuf,
     vae: VaeConfig,
@@ -658,9 +844,35 @@ impl ModelSpec {
         let clip_path = layout.text_encoder.join("config.json");
         let clip: ClipConfig = read_json(&clip_path)?;
         clip.validate(&clip_path)?;
+        let (clip2, tokenizer2) = match (&layout.text_encoder_2, &layout.tokenizer_2) {
+            (Some(te), Some(tok)) => {
+                let path = te.join("config.json");
+                let config: ClipConfig = read_json(&path)?;
+                config.validate(&path)?;
+                (Some(config), Some(Tokenizer::from_folder(tok)?))
+            }
+            _ => (None, None),
+        };
+        let family = if clip2.is_some() {
+            Family::Sdxl
+        } else if clip.hidden_act == "gelu" {
+            Family::Sd2
+        } else {
+            Family::Sd1
+        };
         let unet_path = layout.unet.join("config.json");
         let unet: UNetConfig = read_json(&unet_path)?;
         unet.plan(&unet_path)?;
+        // Checked before any weights are read: SDXL's UNet takes the pooled embedding and size ids.
+        let text_time = unet.addition_embed_type.is_some();
+        if text_time != (family == Family::Sdxl) {
+            let problem = if text_time {
+                "the UNet's config has addition_embed_type \"text_time\" (SDXL) but the pipeline has one text encoder"
+            } else {
+                "the pipeline has two text encoders (SDXL) but the UNet's config has no addition_embed_type \"text_time\""
+            };
+            return Err(DiffusionError::config(&unet_path, problem));
+        }
         let vae_path = layout.vae.join("config.json");
         let vae: VaeConfig = read_json(&vae_path)?;
         vae.validate(&vae_path)?;
@@ -668,7 +880,11 @@ impl ModelSpec {
         let scheduler_config: Map<String, Value> = read_json(&scheduler_path)?;
         let default_scheduler = default_scheduler(&scheduler_config, &scheduler_path)?;
         Ok(ModelSpec {
+            family,
             clip,
+            clip2,
+            tokenizer2,
+            force_zeros_for_empty_prompt: layout.force_zeros_for_empty_prompt,
             unet,
             unet_path,
             vae,
@@ -680,21 +896,35 @@ impl ModelSpec {
         })
     }
 
-    /// stable-diffusion-v1-5's configs, tokenizer and scheduler, built in.
-    fn sd15() -> Self {
-        let here = PathBuf::from("<built-in SD1.5 config>");
-        let scheduler_config: Map<String, Value> =
-            serde_json::from_str(SD15_SCHEDULER).expect("built-in JSON");
+    /// A preset's configs, tokenizers and scheduler, built in.
+    fn builtin(preset: Preset) -> Self {
+        let here = PathBuf::from(format!("<built-in {} config>", preset.repository()));
+        let c = preset.configs();
+        let tokenizer = |exclamation: bool| {
+            let t = Tokenizer::builtin_sd15();
+            if exclamation {
+                t.padding_with_exclamation()
+            } else {
+                t
+            }
+        };
         ModelSpec {
-            clip: ClipConfig::sd15(),
-            unet: UNetConfig::sd15(),
+            family: preset.family(),
+            clip: c.text_encoder,
+            tokenizer2: c
+                .text_encoder_2
+                .as_ref()
+                .map(|_| tokenizer(c.pad_with_exclamation[1])),
+            clip2: c.text_encoder_2,
+            force_zeros_for_empty_prompt: preset.family() == Family::Sdxl,
+            unet: c.unet,
             unet_path: here.clone(),
-            vae: VaeConfig::sd15(),
+            vae: c.vae,
             vae_path: here.clone(),
-            tokenizer: Tokenizer::builtin_sd15(),
-            default_scheduler: default_scheduler(&scheduler_config, &here)
+            tokenizer: tokenizer(c.pad_with_exclamation[0]),
+            default_scheduler: default_scheduler(&c.scheduler, &here)
                 .expect("built-in scheduler config"),
-            scheduler_config,
+            scheduler_config: c.scheduler,
             scheduler_path: here,
         }
     }
@@ -736,6 +966,11 @@ fn check_checkpoint_file(file: &Path) -> Result<()> {
 struct ModelLayout {
     tokenizer: PathBuf,
     text_encoder: PathBuf,
+    /// SDXL's second tokenizer and text encoder.
+    tokenizer_2: Option<PathBuf>,
+    text_encoder_2: Option<PathBuf>,
+    /// model_index.json's `force_zeros_for_empty_prompt` (SDXL; diffusers' default true).
+    force_zeros_for_empty_prompt: bool,
     unet: PathBuf,
     vae: PathBuf,
     scheduler: PathBuf,
@@ -761,7 +996,17 @@ impl ModelLayout {
                     .into(),
             ));
         }
-        let _: Map<String, Value> = read_json(&index)?;
+        let index: Map<String, Value> = read_json(&index)?;
+        let class = index.get("_class_name").and_then(Value::as_str);
+        let sdxl = match class {
+            None | Some("StableDiffusionPipeline") => false,
+            Some("StableDiffusionXLPipeline") => true,
+            Some(other) => {
+                return Err(problem(format!(
+                    "holds a `{other}` (model_index.json); SD Bench runs StableDiffusionPipeline (SD1.x, SD2.x) and StableDiffusionXLPipeline (SDXL base) models"
+                )))
+            }
+        };
         let sub = |name: &str| -> Result<PathBuf> {
             let p = folder.join(name);
             if p.is_dir() {
@@ -770,9 +1015,25 @@ impl ModelLayout {
                 Err(problem(format!("has no {name}/ folder")))
             }
         };
+        let second = |name: &str| -> Result<Option<PathBuf>> {
+            if !sdxl {
+                return Ok(None);
+            }
+            sub(name).map(Some).map_err(|_| {
+                problem(format!(
+                    "has no {name}/ folder, which an SDXL pipeline (StableDiffusionXLPipeline) needs: download the whole model again"
+                ))
+            })
+        };
         Ok(ModelLayout {
             tokenizer: sub("tokenizer")?,
             text_encoder: sub("text_encoder")?,
+            tokenizer_2: second("tokenizer_2")?,
+            text_encoder_2: second("text_encoder_2")?,
+            force_zeros_for_empty_prompt: index
+                .get("force_zeros_for_empty_prompt")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
             unet: sub("unet")?,
             vae: sub("vae")?,
             scheduler: sub("scheduler")?,
