@@ -6,9 +6,17 @@ each, then the median of --repeat calls.
 
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --threads 2 --repeat 3
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --model sdxl-base --size 1024
+
+With --sdbench BINARY it first runs `BINARY timing --backend cpu` on the same model, size, repeats and
+threads, then torch, and prints each component's ratio (sdbench / torch): the two measured back to back
+in one run, as the performance section of the README reports them.
+
+    ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --sdbench target/release/sdbench
 """
 import argparse
+import re
 import statistics
+import subprocess
 import time
 
 import torch
@@ -31,7 +39,9 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--size", type=int, default=512)
     p.add_argument("--model", choices=["sd15", "sdxl-base"], default="sd15")
+    p.add_argument("--sdbench", metavar="BINARY", help="also time this sdbench binary and print ratios")
     a = p.parse_args()
+    ours = run_sdbench(a) if a.sdbench else None
     torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)
     if a.model == "sd15":
@@ -55,12 +65,37 @@ def main():
     s = a.size // 8
     sample, context = torch.randn(2, 4, s, s), torch.randn(2, 77, width)
     latents = torch.randn(1, 4, s, s)
+    theirs = {}
     for name, fn in [
         (f"unet call (batch 2, 4x{s}x{s} latents)", lambda: unet(sample, 500.0, encoder_hidden_states=context, added_cond_kwargs=added)),
         (f"vae decode (4x{s}x{s} -> 3x{a.size}x{a.size})", lambda: vae.decode(latents)),
     ]:
         samples = timed(fn, a.repeat)
+        theirs[name.split(" (")[0]] = statistics.median(samples)
         print(f"torch {torch.__version__} {name}: median {statistics.median(samples):.3f} s, samples {[round(x, 3) for x in samples]}")
+    if ours is not None:
+        print(f"\n| {a.model} {a.size}x{a.size}, {a.threads} threads | sdbench s | torch s | ratio |")
+        print("| --- | --- | --- | --- |")
+        for what, t in theirs.items():
+            print(f"| {what} | {ours[what]:.3f} | {t:.3f} | {ours[what] / t:.2f} |")
+
+
+def run_sdbench(a):
+    """Medians of `sdbench timing` on the CPU, by component ("unet call", "vae decode")."""
+    model = {"sd15": "synthetic", "sdxl-base": "synthetic-sdxl-base"}[a.model]
+    cmd = [a.sdbench, "timing", "--model", model, "--backend", "cpu", "--threads", str(a.threads),
+           "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
+    print("$", " ".join(cmd), flush=True)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    print(out, end="", flush=True)
+    medians = {}
+    for line in out.splitlines():
+        m = re.match(r"(unet call|vae decode) .*: median ([0-9.]+) s", line)
+        if m:
+            medians[m.group(1)] = float(m.group(2))
+    if len(medians) != 2:
+        raise SystemExit(f"could not read the UNet and VAE medians from sdbench's output:\n{out}")
+    return medians
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ pub fn with_commands<R: Runtime>(builder: Builder<R>, state: AppState) -> Builde
 
 /// Starts the desktop app.
 pub fn run() {
+    sdbench_diffusion::device::quiet_vulkan_without_desktop_session();
     let mut context = tauri::generate_context!();
     allow_local_update_endpoints(&mut context);
     let state = match AppState::from_env() {

@@ -52,6 +52,10 @@ pub struct BackendInfo {
     pub precision: String,
     /// A software implementation of a GPU API (e.g. Mesa lavapipe).
     pub software: bool,
+    /// The CPU backend's worker threads (`--threads`); absent on a GPU. Runs on the CPU compare
+    /// only at the same count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -333,6 +333,7 @@ pub fn run(
             device: dev.name.clone(),
             precision: pipeline.precision.name().into(),
             software: dev.software,
+            threads: dev.cpu_threads(),
         },
         workload: WorkloadInfo {
             name: workload.name.clone(),

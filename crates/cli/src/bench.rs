@@ -38,6 +38,8 @@ pub struct BenchArgs {
     /// Numeric precision: auto is f16 where the device supports it.
     #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
     precision: String,
+    #[command(flatten)]
+    threads: crate::threads::ThreadsArg,
     /// The result JSON; the images are saved beside it.
     #[arg(long, default_value = DEFAULT_FILE_NAME)]
     out: PathBuf,
@@ -108,6 +110,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     let format = Format::from_name(&args.format).expect("clap checked the format");
     check_out_path(&args.out)?;
+    args.threads.apply()?;
     let mut options = RunOptions::new(workload, model, app_info());
     options.backend = BackendRequest::from_name(&args.backend)?;
     options.precision = match args.precision.as_str() {

@@ -58,6 +58,8 @@ pub struct GenerateArgs {
     /// Numeric precision: auto is f16 on GPUs that support it, f32 elsewhere.
     #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
     precision: String,
+    #[command(flatten)]
+    threads: crate::threads::ThreadsArg,
     /// Where to write the PNG.
     #[arg(long)]
     out: PathBuf,
@@ -100,6 +102,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     };
     let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
 
+    args.threads.apply()?;
     let device = select(BackendRequest::from_name(&args.backend)?)?;
     eprintln!("backend: {} on {}", device.kind, device.name);
     let load_start = Instant::now();

@@ -12,6 +12,7 @@ mod model_arg;
 mod progress;
 mod report;
 mod submit;
+mod threads;
 mod timing;
 
 use clap::{Parser, Subcommand};
@@ -52,6 +53,7 @@ enum Command {
 }
 
 fn main() {
+    sdbench_diffusion::device::quiet_vulkan_without_desktop_session();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),

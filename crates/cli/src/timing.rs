@@ -31,6 +31,8 @@ pub struct TimingArgs {
     backend: String,
     #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
     precision: String,
+    #[command(flatten)]
+    threads: crate::threads::ThreadsArg,
 }
 
 pub fn run(args: TimingArgs) -> anyhow::Result<()> {
@@ -48,6 +50,7 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
         "f16" => Some(Precision::F16),
         _ => None,
     };
+    args.threads.apply()?;
     let device = select(BackendRequest::from_name(&args.backend)?)?;
     let pipe = Pipeline::load(&source, device, precision).context("loading the model failed")?;
     println!(

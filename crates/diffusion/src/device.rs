@@ -8,6 +8,7 @@
 //! dispatch layer. A build without one still probes its driver and says the backend is not built in.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use burn::backend::wgpu::{graphics, init_setup, RuntimeOptions, WgpuDevice};
 use burn::tensor::DType;
@@ -153,6 +154,11 @@ impl SelectedDevice {
         }
     }
 
+    /// The CPU backend's worker threads; `None` on a GPU.
+    pub fn cpu_threads(&self) -> Option<usize> {
+        (self.kind == BackendKind::Cpu).then(cpu_threads)
+    }
+
     /// Waits for all queued work on the device; timing code calls this at region edges.
     pub fn sync(&self) -> Result<()> {
         <Dispatch as burn::tensor::backend::Backend>::sync(&self.device).map_err(|e| {
@@ -276,9 +282,14 @@ pub fn probe(kind: BackendKind) -> BackendStatus {
 /// the HIP runtime is, else the best hardware wgpu adapter (discrete before integrated), else the CPU.
 pub fn select(request: BackendRequest) -> Result<SelectedDevice> {
     let (kind, allow_software) = resolve(request);
-    let (selected, wgpu_describe) = pick(kind, allow_software)?;
+    let (mut selected, wgpu_describe) = pick(kind, allow_software)?;
     if let (Some(describe), DispatchDevice::Wgpu(device)) = (wgpu_describe, &selected.device) {
         bind_wgpu_device(kind, device, &describe)?;
+    }
+    if kind == BackendKind::Cpu {
+        // Fixes the thread count now (the default unless set before), so the name tells the truth.
+        set_cpu_threads(None)?;
+        selected.name = cpu_name();
     }
     Ok(selected)
 }
@@ -539,10 +550,71 @@ fn wgpu_adapters(kind: BackendKind) -> Vec<Adapter> {
 }
 
 fn cpu_name() -> String {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    format!("CPU ({threads} threads)")
+    match cpu_threads() {
+        1 => "CPU (1 thread)".to_string(),
+        n => format!("CPU ({n} threads)"),
+    }
+}
+
+/// Worker threads of the CPU backend in this process, once set (burn-flex runs its kernels on
+/// rayon's global pool, which cannot be resized once built).
+static CPU_THREADS: OnceLock<usize> = OnceLock::new();
+
+/// One thread per physical core: a second hardware thread on a core adds little to these
+/// compute-bound kernels and slows the first.
+pub fn default_cpu_threads() -> usize {
+    num_cpus::get_physical().max(1)
+}
+
+/// Sets the CPU backend's worker threads for this process (`None`: one per physical core) and
+/// returns the count in effect. The first call, or the first CPU device selected, fixes it; a later
+/// call asking for another count is refused.
+pub fn set_cpu_threads(requested: Option<usize>) -> Result<usize> {
+    if requested == Some(0) {
+        return Err(DiffusionError::Request(
+            "the CPU thread count must be at least 1".into(),
+        ));
+    }
+    let wanted = requested.unwrap_or_else(default_cpu_threads);
+    let in_effect = *CPU_THREADS.get_or_init(|| {
+        match rayon::ThreadPoolBuilder::new()
+            .num_threads(wanted)
+            .build_global()
+        {
+            Ok(()) => wanted,
+            // Something ran on the pool before: it has rayon's default size.
+            Err(_) => rayon::current_num_threads(),
+        }
+    });
+    match requested {
+        Some(n) if n != in_effect => Err(DiffusionError::Request(format!(
+            "the CPU backend already runs on {in_effect} threads in this process; \
+             it cannot switch to {n} (start a new process to use another count)"
+        ))),
+        _ => Ok(in_effect),
+    }
+}
+
+/// The CPU backend's worker threads: the count set, or the one the first CPU run will take.
+pub fn cpu_threads() -> usize {
+    CPU_THREADS
+        .get()
+        .copied()
+        .unwrap_or_else(default_cpu_threads)
+}
+
+/// Call at the start of `main`, before any other thread exists (it sets an environment variable).
+/// Mesa's device-select Vulkan layer asks the Wayland compositor which GPU drives the desktop;
+/// with no desktop session (no usable `XDG_RUNTIME_DIR`) libwayland prints "error:
+/// XDG_RUNTIME_DIR is invalid or not set in the environment." for every Vulkan instance, though
+/// nothing failed. Without a session the layer has nothing to choose by, and SD Bench ranks the
+/// adapters itself, so the layer is switched off then (`NODEVICE_SELECT=1`, its own switch).
+pub fn quiet_vulkan_without_desktop_session() {
+    let has_session =
+        std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|dir| std::path::Path::new(&dir).is_dir());
+    if cfg!(target_os = "linux") && !has_session && std::env::var_os("NODEVICE_SELECT").is_none() {
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
 }
 
 /// Driver-library probes through `libloading`: only C entry points that return error codes.

@@ -5,7 +5,7 @@ use burn::prelude::*;
 use burn::tensor::activation;
 use burn::tensor::module::{attention, conv2d, linear};
 use burn::tensor::ops::{AttentionModuleOptions, PaddedConvOptions};
-use burn::tensor::DType;
+use burn::tensor::{DType, TensorPrimitive};
 
 /// `y = x W + b`, with `W` stored as [inputs, outputs].
 #[derive(Debug, Clone)]
@@ -65,15 +65,20 @@ impl<B: Backend> GroupNorm<B> {
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let dtype = x.dtype();
         let [n, c, h, w] = x.dims();
-        let x = x
-            .cast(DType::F32)
-            .reshape([n, self.groups, (c / self.groups) * h * w]);
+        let g = self.groups;
+        let x = x.cast(DType::F32).reshape([n, g, (c / g) * h * w]);
         let mean = x.clone().mean_dim(2);
         let centered = x - mean;
-        let var = centered.clone().square().mean_dim(2);
-        let normed = centered * (var + self.eps).sqrt().recip();
-        let y = normed.reshape([n, c, h, w]) * self.gamma.clone().reshape([1, c, 1, 1])
-            + self.beta.clone().reshape([1, c, 1, 1]);
+        let rstd = (centered.clone().square().mean_dim(2) + self.eps)
+            .sqrt()
+            .recip();
+        // The affine part as one scale and one shift per (sample, channel), made contiguous
+        // [n, c, 1, 1] tensors: the CPU backend's broadcast fast path takes those, not a
+        // [1, c, 1, 1] parameter broadcast over the batch (15-30x slower there).
+        let scale = rstd.expand([n, g, c / g]).reshape([n, c, 1, 1])
+            * self.gamma.clone().reshape([1, c, 1, 1]);
+        let shift = self.beta.clone().reshape([1, c, 1, 1]).repeat_dim(0, n);
+        let y = centered.reshape([n, c, h, w]) * scale + shift;
         y.cast(dtype)
     }
 }
@@ -87,17 +92,15 @@ pub struct LayerNorm<B: Backend> {
 }
 
 impl<B: Backend> LayerNorm<B> {
+    /// burn's fused `layer_norm` op (one pass per row on the CPU backend; a hand-composed norm
+    /// cost 50x more there), on f32 activations.
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
         let dtype = x.dtype();
-        let d = x.dims()[2];
-        let x = x.cast(DType::F32);
-        let mean = x.clone().mean_dim(2);
-        let centered = x - mean;
-        let var = centered.clone().square().mean_dim(2);
-        let normed = centered * (var + self.eps).sqrt().recip();
-        let y =
-            normed * self.gamma.clone().reshape([1, 1, d]) + self.beta.clone().reshape([1, 1, d]);
-        y.cast(dtype)
+        let x = x.cast(DType::F32).into_primitive().tensor();
+        let gamma = self.gamma.clone().into_primitive().tensor();
+        let beta = self.beta.clone().into_primitive().tensor();
+        let y = B::layer_norm(x, gamma, Some(beta), self.eps);
+        Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(y)).cast(dtype)
     }
 }
 
@@ -109,9 +112,17 @@ pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
 /// kernel (burn's GPU autotune can pick it): 2^26 f32 = 256 MiB.
 const SCORE_BUDGET: usize = 1 << 26;
 
-/// Multi-head scaled dot-product attention through burn's fused attention op (flash-style kernels),
-/// with query rows processed in chunks so that no backend ever holds more than `SCORE_BUDGET`
-/// score elements at once (full SD1.5 at 64x64 latents would otherwise need 1 GiB per layer).
+/// Whether the backend's attention kernel tiles over keys itself, so chunking the queries would
+/// only copy k and v once more per chunk. burn's CPU backend (flex) does (its flash path keeps
+/// one key tile per query row).
+fn backend_tiles_attention<B: Backend>(device: &B::Device) -> bool {
+    B::name(device).contains("flex")
+}
+
+/// Multi-head scaled dot-product attention through burn's fused attention op (flash-style kernels).
+/// On GPU backends the query rows are processed in chunks so that no backend ever holds more than
+/// `SCORE_BUDGET` score elements at once (full SD1.5 at 64x64 latents would otherwise need 1 GiB
+/// per layer if the unfused kernel were picked).
 /// `q`: [N, Sq, heads*dh], `k`/`v`: [N, Sk, heads*dh] -> [N, Sq, heads*dh]. With `upcast` the
 /// product runs in f32 (diffusers' `upcast_attention`).
 pub fn multi_head_attention<B: Backend>(
@@ -138,11 +149,12 @@ pub fn multi_head_attention<B: Backend>(
         is_causal: causal,
         ..Default::default()
     };
+    let tiled = backend_tiles_attention::<B>(&q.device());
     let (q, k, v) = (split(q, sq), split(k, sk), split(v, sk));
     let rows = (SCORE_BUDGET / (n * heads * sk).max(1)).max(1);
     // A causal mask is relative to the query's position, so causal inputs are never chunked
     // (they are the text encoder's 77 tokens).
-    let out = if causal || rows >= sq {
+    let out = if tiled || causal || rows >= sq {
         attention(q, k, v, None, None, options)
     } else {
         let chunks = (0..sq)

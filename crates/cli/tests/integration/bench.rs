@@ -78,7 +78,15 @@ fn bench_on_a_local_folder_writes_result_images_and_summary() {
     let model = tiny().display().to_string();
     let out_s = out.display().to_string();
     let mut args = vec![
-        "bench", "--model", &model, "--out", &out_s, "--format", "json",
+        "bench",
+        "--model",
+        &model,
+        "--out",
+        &out_s,
+        "--format",
+        "json",
+        "--threads",
+        "1",
     ];
     args.extend_from_slice(SMALL);
     let o = sdbench(home.path(), &dead_endpoint(), &args);
@@ -91,6 +99,8 @@ fn bench_on_a_local_folder_writes_result_images_and_summary() {
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     validate(&result);
     assert_eq!(result["run_id"], summary["run_id"]);
+    assert_eq!(result["backend"]["threads"], 1, "{}", result["backend"]);
+    assert_eq!(result["backend"]["device"], "CPU (1 thread)");
     assert_eq!(result["results"].as_array().unwrap().len(), 2);
     assert_eq!(
         result["results"][0]["step_seconds"]

@@ -284,6 +284,52 @@ fn bad_arguments_fail_without_output() {
 }
 
 #[test]
+fn threads_are_set_shown_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.png");
+    let o = generate(
+        &out,
+        &[
+            "--threads",
+            "1",
+            "--steps",
+            "1",
+            "--width",
+            "32",
+            "--height",
+            "32",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("CPU (1 thread)"), "{}", stderr(&o));
+    std::fs::remove_file(&out).unwrap();
+    let o = generate(&out, &["--threads", "0"]);
+    assert_eq!(o.status.code(), Some(2), "usage errors exit 2");
+    assert_fails(&o, &out, "--threads");
+}
+
+/// On a server (no desktop session) Mesa's Vulkan device-select layer made libwayland print
+/// "error: XDG_RUNTIME_DIR is invalid or not set" during the Vulkan probe, though nothing failed.
+#[test]
+fn devices_without_a_desktop_session_print_no_error() {
+    static DATA: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let data = DATA.get_or_init(|| tempfile::tempdir().unwrap());
+    let o = Command::new(env!("CARGO_BIN_EXE_sdbench"))
+        .arg("devices")
+        .env("SDBENCH_DATA_DIR", data.path())
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("NODEVICE_SELECT")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).to_lowercase().contains("error"),
+        "nothing failed, so nothing may say error: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn devices_lists_every_backend() {
     let o = sdbench(&["devices"]);
     assert!(o.status.success(), "{}", stderr(&o));
