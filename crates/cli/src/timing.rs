@@ -60,6 +60,14 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
         pipe.precision.name(),
         args.model
     );
+    let params = pipe.parameter_counts();
+    let millions = |n: usize| n as f64 / 1e6;
+    println!(
+        "parameters: text encoders {:.1}M, unet {:.1}M, vae decoder {:.1}M",
+        millions(params.text_encoders),
+        millions(params.unet),
+        millions(params.vae)
+    );
 
     let f = pipe.info.vae_scale_factor;
     let c = pipe.info.latent_channels;

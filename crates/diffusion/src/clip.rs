@@ -3,6 +3,7 @@
 //! output projected by `text_projection`. SD1.x and SD2.x condition on the last hidden state; SDXL on
 //! the penultimate one of both encoders and the second encoder's projected pooled output.
 
+use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::activation;
 
@@ -11,6 +12,7 @@ use crate::error::Result;
 use crate::nn::{multi_head_attention, LayerNorm, Linear};
 use crate::weights::{Init, Loader};
 
+#[derive(Module, Debug)]
 struct ClipLayer<B: Backend> {
     layer_norm1: LayerNorm<B>,
     q_proj: Linear<B>,
@@ -22,9 +24,10 @@ struct ClipLayer<B: Backend> {
     fc2: Linear<B>,
 }
 
+#[derive(Module, Debug)]
 pub struct ClipTextModel<B: Backend> {
-    token_embedding: Tensor<B, 2>,
-    position_embedding: Tensor<B, 2>,
+    token_embedding: Param<Tensor<B, 2>>,
+    position_embedding: Param<Tensor<B, 2>>,
     layers: Vec<ClipLayer<B>>,
     final_layer_norm: LayerNorm<B>,
     /// `CLIPTextModelWithProjection`'s `text_projection` (no bias): hidden -> projection_dim.
@@ -91,8 +94,8 @@ impl<B: Backend> ClipTextModel<B> {
             });
         }
         Ok(ClipTextModel {
-            token_embedding,
-            position_embedding,
+            token_embedding: Param::from_tensor(token_embedding),
+            position_embedding: Param::from_tensor(position_embedding),
             layers,
             final_layer_norm: loader.layer_norm("text_model.final_layer_norm", d, eps)?,
             text_projection: if with_projection {
@@ -120,7 +123,7 @@ impl<B: Backend> ClipTextModel<B> {
     /// Width of the pooled output: `projection_dim` with a projection, else `hidden`.
     pub fn pooled_size(&self) -> usize {
         match &self.text_projection {
-            Some(p) => p.weight.dims()[1],
+            Some(p) => p.outputs(),
             None => self.hidden_size(),
         }
     }
@@ -131,12 +134,12 @@ impl<B: Backend> ClipTextModel<B> {
         let d = self.token_embedding.dims()[1];
         let tokens = self
             .token_embedding
-            .clone()
+            .val()
             .select(0, ids.reshape([n * s]))
             .reshape([n, s, d]);
         let positions = self
             .position_embedding
-            .clone()
+            .val()
             .narrow(0, 0, s)
             .reshape([1, s, d]);
         let mut x = tokens + positions;

@@ -24,8 +24,8 @@ pub mod weights;
 pub use device::{AllocatorMemory, BackendKind, BackendRequest, SelectedDevice};
 pub use error::{DiffusionError, Result};
 pub use pipeline::{
-    CancelToken, Family, GenerateRequest, Generated, InitialNoise, ModelSource, Pipeline,
-    Placement, Preset, Progress,
+    CancelToken, Family, GenerateRequest, Generated, InitialNoise, ModelSource, ParameterCounts,
+    Pipeline, Placement, Preset, Progress,
 };
 pub use scheduler::{PredictionType, SchedulerKind};
 pub use unet::{Conditioning, TextTime};

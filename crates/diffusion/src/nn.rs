@@ -1,6 +1,8 @@
-//! Layers shared by the text encoder, UNet and VAE. Plain structs of tensors, built by
-//! `weights::Loader`; norms compute their statistics in f32 whatever the activations' dtype.
+//! Layers shared by the text encoder, UNet and VAE: burn `Module`s whose weights are `Param`s, built
+//! by `weights::Loader` (so a model reports its parameter count and can move between devices);
+//! norms compute their statistics in f32 whatever the activations' dtype.
 
+use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::activation;
 use burn::tensor::module::{attention, conv2d, linear};
@@ -8,25 +10,36 @@ use burn::tensor::ops::{AttentionModuleOptions, PaddedConvOptions};
 use burn::tensor::{DType, TensorPrimitive};
 
 /// `y = x W + b`, with `W` stored as [inputs, outputs].
-#[derive(Debug, Clone)]
+#[derive(Module, Debug)]
 pub struct Linear<B: Backend> {
-    pub weight: Tensor<B, 2>,
-    pub bias: Option<Tensor<B, 1>>,
+    pub weight: Param<Tensor<B, 2>>,
+    pub bias: Option<Param<Tensor<B, 1>>>,
 }
 
 impl<B: Backend> Linear<B> {
+    pub fn new(weight: Tensor<B, 2>, bias: Option<Tensor<B, 1>>) -> Self {
+        Linear {
+            weight: Param::from_tensor(weight),
+            bias: bias.map(Param::from_tensor),
+        }
+    }
+
     /// `x`: [..., inputs] -> [..., outputs]
     pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
-        linear(x, self.weight.clone(), self.bias.clone())
+        linear(x, self.weight.val(), self.bias.as_ref().map(Param::val))
+    }
+
+    pub fn outputs(&self) -> usize {
+        self.weight.dims()[1]
     }
 }
 
 /// A square-kernel 2D convolution with symmetric padding.
-#[derive(Debug, Clone)]
+#[derive(Module, Debug)]
 pub struct Conv2d<B: Backend> {
     /// [outputs, inputs, k, k]
-    pub weight: Tensor<B, 4>,
-    pub bias: Tensor<B, 1>,
+    pub weight: Param<Tensor<B, 4>>,
+    pub bias: Param<Tensor<B, 1>>,
     pub stride: usize,
     pub padding: usize,
 }
@@ -41,22 +54,22 @@ impl<B: Backend> Conv2d<B> {
             [1, 1],
             1,
         );
-        conv2d(x, self.weight.clone(), Some(self.bias.clone()), options)
+        conv2d(x, self.weight.val(), Some(self.bias.val()), options)
     }
 
     /// Stride-2 convolution after padding one zero row and column at the bottom and right, as
     /// diffusers' `Downsample2D` does when its padding is 0.
     pub fn forward_pad_end(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let options = PaddedConvOptions::asymmetric([self.stride; 2], [0, 0], [1, 1], [1, 1], 1);
-        conv2d(x, self.weight.clone(), Some(self.bias.clone()), options)
+        conv2d(x, self.weight.val(), Some(self.bias.val()), options)
     }
 }
 
 /// `nn.GroupNorm` over [N, C, H, W]; parameters and statistics in f32.
-#[derive(Debug, Clone)]
+#[derive(Module, Debug)]
 pub struct GroupNorm<B: Backend> {
-    pub gamma: Tensor<B, 1>,
-    pub beta: Tensor<B, 1>,
+    pub gamma: Param<Tensor<B, 1>>,
+    pub beta: Param<Tensor<B, 1>>,
     pub groups: usize,
     pub eps: f64,
 }
@@ -76,18 +89,18 @@ impl<B: Backend> GroupNorm<B> {
         // [n, c, 1, 1] tensors: the CPU backend's broadcast fast path takes those, not a
         // [1, c, 1, 1] parameter broadcast over the batch (15-30x slower there).
         let scale = rstd.expand([n, g, c / g]).reshape([n, c, 1, 1])
-            * self.gamma.clone().reshape([1, c, 1, 1]);
-        let shift = self.beta.clone().reshape([1, c, 1, 1]).repeat_dim(0, n);
+            * self.gamma.val().reshape([1, c, 1, 1]);
+        let shift = self.beta.val().reshape([1, c, 1, 1]).repeat_dim(0, n);
         let y = centered.reshape([n, c, h, w]) * scale + shift;
         y.cast(dtype)
     }
 }
 
 /// `nn.LayerNorm` over the last dimension of [N, S, D]; parameters and statistics in f32.
-#[derive(Debug, Clone)]
+#[derive(Module, Debug)]
 pub struct LayerNorm<B: Backend> {
-    pub gamma: Tensor<B, 1>,
-    pub beta: Tensor<B, 1>,
+    pub gamma: Param<Tensor<B, 1>>,
+    pub beta: Param<Tensor<B, 1>>,
     pub eps: f64,
 }
 
@@ -97,8 +110,8 @@ impl<B: Backend> LayerNorm<B> {
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
         let dtype = x.dtype();
         let x = x.cast(DType::F32).into_primitive().tensor();
-        let gamma = self.gamma.clone().into_primitive().tensor();
-        let beta = self.beta.clone().into_primitive().tensor();
+        let gamma = self.gamma.val().into_primitive().tensor();
+        let beta = self.beta.val().into_primitive().tensor();
         let y = B::layer_norm(x, gamma, Some(beta), self.eps);
         Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(y)).cast(dtype)
     }

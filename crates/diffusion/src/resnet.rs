@@ -7,6 +7,7 @@ use crate::nn::{silu, upsample_nearest, Conv2d, GroupNorm, Linear};
 use crate::weights::Loader;
 
 /// `ResnetBlock2D` with `time_embedding_norm="default"` and `output_scale_factor=1`.
+#[derive(Module, Debug)]
 pub struct ResnetBlock2D<B: Backend> {
     norm1: GroupNorm<B>,
     conv1: Conv2d<B>,
@@ -74,6 +75,7 @@ impl<B: Backend> ResnetBlock2D<B> {
 }
 
 /// `Downsample2D(use_conv=True)`: a stride-2 3x3 convolution.
+#[derive(Module, Debug)]
 pub struct Downsample2D<B: Backend> {
     conv: Conv2d<B>,
     pad_end: bool,
@@ -102,6 +104,7 @@ impl<B: Backend> Downsample2D<B> {
 }
 
 /// `Upsample2D(use_conv=True)`: nearest-neighbour upsampling then a 3x3 convolution.
+#[derive(Module, Debug)]
 pub struct Upsample2D<B: Backend> {
     conv: Conv2d<B>,
 }

@@ -23,6 +23,7 @@ pub const LEGACY_ALIASES: &[(&str, &str)] = &[
 pub const IGNORED_PREFIXES: &[&str] = &["encoder.", "quant_conv."];
 
 /// Single-head self-attention over the pixels of a feature map, with its own group norm.
+#[derive(Module, Debug)]
 struct SpatialAttention<B: Backend> {
     group_norm: GroupNorm<B>,
     to_q: Linear<B>,
@@ -60,11 +61,13 @@ impl<B: Backend> SpatialAttention<B> {
     }
 }
 
+#[derive(Module, Debug)]
 struct UpBlock<B: Backend> {
     resnets: Vec<ResnetBlock2D<B>>,
     upsampler: Option<Upsample2D<B>>,
 }
 
+#[derive(Module, Debug)]
 pub struct VaeDecoder<B: Backend> {
     post_quant_conv: Option<Conv2d<B>>,
     conv_in: Conv2d<B>,

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 
@@ -311,6 +312,15 @@ impl<'a, B: Backend> Loader<'a, B> {
         Ok(self.upload(values, shape, DType::F32))
     }
 
+    fn param_f32<const D: usize>(
+        &mut self,
+        name: &str,
+        shape: [usize; D],
+        init: Init,
+    ) -> Result<Param<Tensor<B, D>>> {
+        Ok(Param::from_tensor(self.tensor_f32(name, shape, init)?))
+    }
+
     /// `nn.Linear(inputs, outputs)` stored as PyTorch does ([out, in]); kept as [in, out] for matmul.
     pub fn linear(
         &mut self,
@@ -336,7 +346,7 @@ impl<'a, B: Backend> Loader<'a, B> {
         } else {
             None
         };
-        Ok(Linear { weight, bias })
+        Ok(Linear::new(weight, bias))
     }
 
     /// `nn.Conv2d(inputs, outputs, kernel, stride, padding)` with a bias.
@@ -356,8 +366,8 @@ impl<'a, B: Backend> Loader<'a, B> {
         )?;
         let bias = self.tensor(&format!("{prefix}.bias"), [outputs], Init::Zeros)?;
         Ok(Conv2d {
-            weight,
-            bias,
+            weight: Param::from_tensor(weight),
+            bias: Param::from_tensor(bias),
             stride,
             padding,
         })
@@ -371,8 +381,8 @@ impl<'a, B: Backend> Loader<'a, B> {
         eps: f64,
     ) -> Result<GroupNorm<B>> {
         Ok(GroupNorm {
-            gamma: self.tensor_f32(&format!("{prefix}.weight"), [channels], Init::Ones)?,
-            beta: self.tensor_f32(&format!("{prefix}.bias"), [channels], Init::Zeros)?,
+            gamma: self.param_f32(&format!("{prefix}.weight"), [channels], Init::Ones)?,
+            beta: self.param_f32(&format!("{prefix}.bias"), [channels], Init::Zeros)?,
             groups,
             eps,
         })
@@ -380,8 +390,8 @@ impl<'a, B: Backend> Loader<'a, B> {
 
     pub fn layer_norm(&mut self, prefix: &str, dim: usize, eps: f64) -> Result<LayerNorm<B>> {
         Ok(LayerNorm {
-            gamma: self.tensor_f32(&format!("{prefix}.weight"), [dim], Init::Ones)?,
-            beta: self.tensor_f32(&format!("{prefix}.bias"), [dim], Init::Zeros)?,
+            gamma: self.param_f32(&format!("{prefix}.weight"), [dim], Init::Ones)?,
+            beta: self.param_f32(&format!("{prefix}.bias"), [dim], Init::Zeros)?,
             eps,
         })
     }

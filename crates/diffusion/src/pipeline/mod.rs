@@ -189,6 +189,15 @@ pub struct Generated {
     pub scheduler: SchedulerKind,
 }
 
+/// Parameters of each loaded component (the VAE: its decoder and `post_quant_conv`, the parts
+/// text-to-image runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParameterCounts {
+    pub text_encoders: usize,
+    pub unet: usize,
+    pub vae: usize,
+}
+
 pub struct Pipeline {
     pub device: SelectedDevice,
     pub precision: Precision,
@@ -457,6 +466,16 @@ impl Pipeline {
     /// Width of the text embeddings: SDXL's two encoders side by side.
     fn text_encoder_width(&self) -> usize {
         self.text_encoder.hidden_size() + self.second.as_ref().map_or(0, |(_, te)| te.hidden_size())
+    }
+
+    /// Parameters per component, counted from the loaded modules.
+    pub fn parameter_counts(&self) -> ParameterCounts {
+        ParameterCounts {
+            text_encoders: self.text_encoder.num_params()
+                + self.second.as_ref().map_or(0, |(_, e)| e.num_params()),
+            unet: self.unet.num_params(),
+            vae: self.vae.num_params(),
+        }
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {

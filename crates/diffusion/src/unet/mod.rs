@@ -15,6 +15,7 @@ use crate::weights::Loader;
 use transformer::{Transformer2DModel, TransformerSpec};
 
 /// A down or up block: resnets, each optionally followed by a transformer, then a resampler.
+#[derive(Module, Debug)]
 struct Block<B: Backend> {
     resnets: Vec<ResnetBlock2D<B>>,
     attentions: Vec<Transformer2DModel<B>>,
@@ -22,6 +23,7 @@ struct Block<B: Backend> {
     upsampler: Option<Upsample2D<B>>,
 }
 
+#[derive(Module, Debug)]
 struct MidBlock<B: Backend> {
     first: ResnetBlock2D<B>,
     rest: Vec<(Transformer2DModel<B>, ResnetBlock2D<B>)>,
@@ -45,12 +47,14 @@ pub struct TextTime<B: Backend> {
 
 /// `add_time_proj` + `add_embedding`: sinusoids of the six ids, joined to the pooled text embedding
 /// and projected to the time embedding's width.
+#[derive(Module, Debug)]
 struct AddEmbedding<B: Backend> {
     time_dim: usize,
     linear_1: Linear<B>,
     linear_2: Linear<B>,
 }
 
+#[derive(Module, Debug)]
 pub struct UNet<B: Backend> {
     time_channels: usize,
     flip_sin_to_cos: bool,

@@ -9,6 +9,7 @@ use crate::nn::{multi_head_attention, Conv2d, GroupNorm, LayerNorm, Linear};
 use crate::weights::Loader;
 
 /// diffusers' `Attention` as used in the UNet: no q/k/v bias, an output projection with bias.
+#[derive(Module, Debug)]
 pub struct Attention<B: Backend> {
     to_q: Linear<B>,
     to_k: Linear<B>,
@@ -53,6 +54,7 @@ impl<B: Backend> Attention<B> {
     }
 }
 
+#[derive(Module, Debug)]
 struct BasicTransformerBlock<B: Backend> {
     norm1: LayerNorm<B>,
     attn1: Attention<B>,
@@ -75,11 +77,13 @@ impl<B: Backend> BasicTransformerBlock<B> {
     }
 }
 
+#[derive(Module, Debug)]
 enum Projection<B: Backend> {
     Conv(Conv2d<B>),
     Linear(Linear<B>),
 }
 
+#[derive(Module, Debug)]
 pub struct Transformer2DModel<B: Backend> {
     norm: GroupNorm<B>,
     proj_in: Projection<B>,

@@ -3,8 +3,8 @@
 
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
-    Preset, Progress,
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, ParameterCounts,
+    Pipeline, Precision, Preset, Progress,
 };
 
 #[test]
@@ -17,6 +17,16 @@ fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
     )
     .unwrap();
     assert_eq!(pipe.info.vae_scale_factor, 8);
+    // diffusers' and transformers' modules built from the same configs have exactly these many
+    // parameters (the VAE: decoder and post_quant_conv).
+    assert_eq!(
+        pipe.parameter_counts(),
+        ParameterCounts {
+            text_encoders: 123_060_480,
+            unet: 859_520_964,
+            vae: 49_490_199,
+        }
+    );
     let request = GenerateRequest {
         width: 64,
         height: 48,
@@ -69,6 +79,14 @@ fn full_size_synthetic_sdxl_runs_one_step() {
     .unwrap();
     assert_eq!(pipe.info.family, sdbench_diffusion::Family::Sdxl);
     assert_eq!(pipe.info.preset, Some(Preset::SdxlBase));
+    assert_eq!(
+        pipe.parameter_counts(),
+        ParameterCounts {
+            text_encoders: 123_060_480 + 694_659_840,
+            unet: 2_567_463_684,
+            vae: 49_490_199,
+        }
+    );
     let request = GenerateRequest {
         width: 256,
         height: 256,
