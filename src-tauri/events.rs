@@ -37,6 +37,10 @@ pub enum JobEvent {
     Baseline {
         seconds: f64,
     },
+    /// Seconds the rest of the run will take, estimated early in the warm-up.
+    Estimate {
+        seconds: f64,
+    },
     ImageStarted {
         index: usize,
         total: usize,
@@ -125,6 +129,7 @@ impl From<&Event> for JobEvent {
                 precision: precision.clone(),
             },
             Event::Baseline { seconds } => JobEvent::Baseline { seconds: *seconds },
+            Event::Estimate { seconds } => JobEvent::Estimate { seconds: *seconds },
             Event::ImageStarted {
                 index,
                 total,

@@ -37,6 +37,18 @@ describe("ProgressTracker", () => {
     t.update({ event: "telemetry", samples: [{ source: "nvml:0", t: 1, powerW: 250, vramUsedBytes: 3e9, vramTotalBytes: 8e9 }] });
     expect(t.telemetry()).toHaveLength(1);
   });
+
+  it("shows the early estimate, and suggests the quick run only for a long one", () => {
+    const t = new ProgressTracker(() => 0);
+    let v = t.update({ event: "estimate", seconds: 120 });
+    expect(v.etaSeconds).toBe(120);
+    expect(v.notes).toEqual([]);
+    v = t.update({ event: "estimate", seconds: 3 * 3600 });
+    expect(v.etaSeconds).toBe(3 * 3600);
+    expect(v.notes).toHaveLength(1);
+    expect(v.notes[0]).toContain("about 3.0 hours");
+    expect(v.notes[0]).toContain("quick benchmark");
+  });
 });
 
 describe("format", () => {

@@ -3,6 +3,14 @@
 
 import type { JobEvent, LiveSample } from "./types";
 
+/** A run estimated to take longer than this suggests the quick benchmark. */
+const QUICK_RUN_HINT_SECONDS = 600;
+
+function formatMinutes(seconds: number): string {
+  const minutes = Math.round(seconds / 60);
+  return minutes >= 120 ? `${(minutes / 60).toFixed(1)} hours` : `${minutes} minutes`;
+}
+
 /** Steps averaged for the it/s figure. */
 const RECENT_STEPS = 8;
 
@@ -54,6 +62,13 @@ export class ProgressTracker {
         break;
       case "baseline":
         v.phase = "Idle power measured";
+        break;
+      case "estimate":
+        v.etaSeconds = e.seconds;
+        if (e.seconds > QUICK_RUN_HINT_SECONDS) {
+          v.notes.push(`This run will take about ${formatMinutes(e.seconds)} on this device (estimated from ` +
+            "the warm-up). For a quick look, cancel it and run the quick benchmark instead.");
+        }
         break;
       case "imageStarted":
         v.image = e.index;

@@ -27,6 +27,7 @@ export type JobEvent =
   | { event: "loading"; model: string; backend: string }
   | { event: "loaded"; seconds: number; device: string; precision: string }
   | { event: "baseline"; seconds: number }
+  | { event: "estimate"; seconds: number }
   | { event: "imageStarted"; index: number; total: number; warmup: boolean }
   | { event: "step"; index: number; total: number; step: number; steps: number; seconds: number; warmup: boolean }
   | { event: "imageFinished"; index: number; total: number; seconds: number; valid: boolean; warmup: boolean }

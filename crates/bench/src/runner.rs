@@ -108,6 +108,12 @@ pub enum Event {
         valid: bool,
         warmup: bool,
     },
+    /// How long the rest of the run will take, from the warm-up's second step (the first one
+    /// carries one-off costs): sent once, early, so a person on a slow device can stop and run a
+    /// quick benchmark instead.
+    Estimate {
+        seconds: f64,
+    },
     /// The latest telemetry sample of each source, at most every `LIVE_TELEMETRY_INTERVAL` while
     /// images are generated (for a live power/VRAM view; the result keeps every sample).
     Telemetry {
@@ -211,6 +217,9 @@ pub fn run(
                 seconds,
                 warmup: true,
             });
+            if let Some(seconds) = remaining_estimate(step, steps, seconds, total) {
+                observer(&Event::Estimate { seconds });
+            }
             live.send(observer);
         },
     )?;
@@ -368,6 +377,13 @@ pub fn run(
         invalid_reasons,
     };
     Ok(RunOutput { result, images })
+}
+
+/// The seconds left in a run after warm-up step `step` of `steps` took `seconds`, followed by
+/// `images` timed images: `None` except at the second step (the first carries one-off costs;
+/// a one-step run gives no estimate). Text encoding and decoding are left out, so it errs short.
+fn remaining_estimate(step: usize, steps: usize, seconds: f64, images: usize) -> Option<f64> {
+    (step == 2).then(|| seconds * ((steps - step) + images * steps) as f64)
 }
 
 fn generate(
@@ -585,4 +601,17 @@ pub fn save(output: &mut RunOutput, json_path: &Path) -> Result<Vec<PathBuf>> {
     }
     output.result.save(json_path)?;
     Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remaining_estimate;
+
+    #[test]
+    fn the_estimate_comes_once_from_the_second_warm_up_step() {
+        assert_eq!(remaining_estimate(1, 30, 9.0, 5), None);
+        assert_eq!(remaining_estimate(2, 30, 1.5, 5), Some(1.5 * 178.0));
+        assert_eq!(remaining_estimate(3, 30, 1.5, 5), None);
+        assert_eq!(remaining_estimate(2, 2, 0.5, 3), Some(3.0));
+    }
 }

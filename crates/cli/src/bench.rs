@@ -197,6 +197,9 @@ struct BenchProgress {
     open_line: bool,
 }
 
+/// A run estimated to take longer than this is told how to run a quick benchmark instead.
+const QUICK_RUN_HINT_SECONDS: f64 = 600.0;
+
 impl BenchProgress {
     fn new(steps: usize) -> Self {
         BenchProgress {
@@ -292,6 +295,18 @@ impl BenchProgress {
                 };
                 let check = if *valid { "" } else { "  INVALID" };
                 self.say(&format!("{what} done in {seconds:.2} s{check}"));
+            }
+            Event::Estimate { seconds } => {
+                self.say(&format!(
+                    "estimated time left: about {} (from the warm-up's step time)",
+                    format_duration(*seconds)
+                ));
+                if *seconds > QUICK_RUN_HINT_SECONDS {
+                    self.say(
+                        "for a quick look instead: Ctrl-C, then `sdbench bench --steps 4 --width 256 \
+                         --height 256 --images 2` (a custom run; its score is not comparable)",
+                    );
+                }
             }
             // The terminal view shows power in the summary; the live feed is for the app's chart.
             Event::Telemetry { .. } => {}

@@ -119,6 +119,7 @@ fn bench_on_a_local_folder_writes_result_images_and_summary() {
     }
     let stderr = text(&o.stderr);
     assert!(stderr.contains("warm-up"), "{stderr}");
+    assert!(stderr.contains("estimated time left"), "{stderr}");
     assert!(stderr.contains("image 2/2"), "{stderr}");
 
     // The other summary formats.
