@@ -3,8 +3,9 @@
 
 Builds tiny random-weight Stable Diffusion pipelines with diffusers, saves them in the diffusers folder
 layout, and records what diffusers computes with them: tokenizer ids, one text-encoder call, one UNet
-call, one VAE decode, every scheduler's timesteps and sigmas, and full generations for every scheduler
-from fixed latents with and without a negative prompt.
+call, one VAE decode and one encode, every scheduler's timesteps and sigmas, full generations for every
+scheduler from fixed latents with and without a negative prompt, a batch of two, and image-to-image
+generations from a committed picture.
 
 Usage (torch and diffusers are needed only here, never by the tests):
     python3 -m venv ~/.cache/sdbench/venv
@@ -35,7 +36,9 @@ from diffusers import (
     EulerAncestralDiscreteScheduler,
     EulerDiscreteScheduler,
     PNDMScheduler,
+    StableDiffusionImg2ImgPipeline,
     StableDiffusionPipeline,
+    StableDiffusionXLImg2ImgPipeline,
     StableDiffusionXLPipeline,
     UNet2DConditionModel,
 )
@@ -532,6 +535,46 @@ def make_references(name, spec, pipe, folder):
             runs.append({"key": key, "scheduler": sched_name, "negative": negative})
     meta["generate"] = {"prompt": prompt, "steps": steps, "guidance": 7.5, "height": height, "width": width, "runs": runs}
 
+    # A batch of two in one call (num_images_per_prompt=2): latents [2, ...], one prompt.
+    batch_latents = SdBenchNormal(5).tensor((2, 4, lh, lw))
+    pipe.scheduler = EulerDiscreteScheduler.from_config(spec.get("scheduler", SD15_SCHEDULER))
+    with torch.no_grad():
+        images = pipe(
+            prompt, num_images_per_prompt=2, num_inference_steps=steps, guidance_scale=7.5,
+            height=height, width=width, latents=batch_latents.clone(), output_type="np",
+        ).images
+    refs["batch.latents"] = batch_latents
+    refs["batch.images"] = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
+    meta["batch"] = {"scheduler": "euler", "size": 2}
+
+    # VAE encoder and image-to-image from a committed picture (a PNG holds exactly these bytes).
+    init = init_picture(height, width)
+    from PIL import Image
+
+    Image.fromarray(init).save(folder.parent / f"{name}.init.png")
+    pixels = torch.from_numpy(init.astype(np.float32) / 255.0 * 2.0 - 1.0).permute(2, 0, 1)[None]
+    with torch.no_grad():
+        refs["vae_encode.mean"] = to_np(pipe.vae.encode(pixels).latent_dist.mode())
+    img2img_class = StableDiffusionXLImg2ImgPipeline if xl else StableDiffusionImg2ImgPipeline
+    options = {"add_watermarker": False} if xl else {"requires_safety_checker": False}
+    img2img = img2img_class(**pipe.components, **options)
+    img_steps, strength, seed = 5, 0.6, 42
+    img_runs = []
+    for sched_name in ("pndm", "ddim", "euler", "euler_a", "dpmpp_2m"):
+        cls, extra = SCHEDULERS[sched_name]
+        img2img.scheduler = cls.from_config(spec.get("scheduler", SD15_SCHEDULER), **extra)
+        restore = patch_img2img_noise(seed)
+        with torch.no_grad():
+            image = img2img(
+                prompt, image=Image.fromarray(init), strength=strength, num_inference_steps=img_steps,
+                guidance_scale=7.5, output_type="np",
+            ).images[0]
+        restore()
+        key = f"img2img.{sched_name}"
+        refs[key] = torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))
+        img_runs.append({"key": key, "scheduler": sched_name})
+    meta["img2img"] = {"prompt": prompt, "steps": img_steps, "strength": strength, "seed": seed, "guidance": 7.5, "runs": img_runs}
+
     # Seeded latents: the engine's generator must give the same numbers.
     refs["noise.seed42"] = SdBenchNormal(42).tensor((1, 4, lh, lw))
 
@@ -554,6 +597,45 @@ def patch_ancestral_noise(seed):
 
     def restore():
         module.randn_tensor = original
+
+    return restore
+
+
+def init_picture(height, width):
+    """A deterministic RGB picture: smooth gradients plus a little texture, 8-bit."""
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+    r = 128 + 100 * np.sin(x / width * 3.1 + 0.3)
+    g = 128 + 90 * np.cos(y / height * 2.7)
+    b = 60 + 150 * ((x + 2 * y) % 7) / 7
+    return np.clip(np.stack([r, g, b], axis=-1), 0, 255).astype(np.uint8)
+
+
+def patch_img2img_noise(seed):
+    """Image-to-image as the engine runs it: the picture's latent distribution's mean (not a
+    sample), and one of the engine's generators for the noise added to it, then for Euler-ancestral's
+    step noise."""
+    import diffusers.pipelines.stable_diffusion.pipeline_stable_diffusion_img2img as sd
+    import diffusers.pipelines.stable_diffusion_xl.pipeline_stable_diffusion_xl_img2img as xl
+    import diffusers.schedulers.scheduling_euler_ancestral_discrete as ancestral
+
+    normal = SdBenchNormal(seed)
+
+    def randn_tensor(shape, generator=None, device=None, dtype=None, **_):
+        return normal.tensor(tuple(shape)).to(dtype=dtype or torch.float32)
+
+    def retrieve_latents(encoder_output, generator=None, sample_mode="sample"):
+        return encoder_output.latent_dist.mode()
+
+    saved = [(m, n, getattr(m, n)) for m in (sd, xl) for n in ("randn_tensor", "retrieve_latents")]
+    saved.append((ancestral, "randn_tensor", ancestral.randn_tensor))
+    for m in (sd, xl, ancestral):
+        m.randn_tensor = randn_tensor
+    for m in (sd, xl):
+        m.retrieve_latents = retrieve_latents
+
+    def restore():
+        for m, n, v in saved:
+            setattr(m, n, v)
 
     return restore
 

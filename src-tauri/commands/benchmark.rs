@@ -261,6 +261,7 @@ pub fn start_benchmark_job(
             images: c.images,
             scheduler: None,
             prompt: None,
+            batch: None,
         })
         .map_err(|e| UiError::bad_input(e.to_string(), "Correct the custom run's values."))?,
     };

@@ -219,6 +219,8 @@ fn generate(
         width: request.width,
         height: request.height,
         noise: InitialNoise::Seed(request.seed),
+        batch: 1,
+        init_image: None,
     };
     pipeline.validate(&engine_request)?;
     cx.emit(JobEvent::ImageStarted {
@@ -257,11 +259,11 @@ fn generate(
         warmup: false,
     });
     let mut generation =
-        Generation::from_engine(&loaded.key.model, &engine_request, pipeline, &generated);
+        Generation::from_engine(&loaded.key.model, &engine_request, pipeline, &generated, 0, None);
     let path = state.paths.images.join(format!("{}.png", generation.id));
     write_png(
         &path,
-        &generated.image,
+        &generated.images[0].image,
         &generation.png_text(None, env!("CARGO_PKG_VERSION")),
     )?;
     generation.image_path = Some(path.display().to_string());

@@ -73,6 +73,13 @@ pub struct WorkloadInfo {
     pub guidance: f64,
     pub negative_prompt: String,
     pub prompts: Vec<PromptSeed>,
+    /// Images per generation, made together (absent in older results: 1).
+    #[serde(default = "one")]
+    pub batch: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,11 +110,17 @@ pub struct ImageResult {
     /// Index into `workload.prompts`.
     pub prompt_index: usize,
     pub seed: u64,
-    /// Text encoder + UNet loop + VAE decode, bounded by device syncs.
+    /// This image's place in its batch (from 0; absent in older results: 0).
+    #[serde(default)]
+    pub batch_index: usize,
+    /// Text encoder + UNet loop + VAE decode, bounded by device syncs; with a batch, the
+    /// generation's seconds divided by the batch size (so the mean is the time per image).
     pub seconds: f64,
+    /// The generation's stage seconds, divided by the batch size like `seconds`.
     pub stages: Stages,
+    /// The generation's step seconds (each step serves the whole batch).
     pub step_seconds: Vec<f64>,
-    /// steps / UNet-loop seconds.
+    /// steps / UNet-loop seconds of the generation (a step serves the whole batch).
     pub steps_per_second: f64,
     pub image: ImageRecord,
 }
@@ -117,6 +130,17 @@ pub struct Stages {
     pub text_encoder: f64,
     pub unet_loop: f64,
     pub vae_decode: f64,
+}
+
+impl Stages {
+    /// Every stage times `factor` (a batch image's share).
+    pub fn scaled(self, factor: f64) -> Stages {
+        Stages {
+            text_encoder: self.text_encoder * factor,
+            unet_loop: self.unet_loop * factor,
+            vae_decode: self.vae_decode * factor,
+        }
+    }
 }
 
 impl From<&sdbench_diffusion::pipeline::StageTimings> for Stages {

@@ -273,28 +273,38 @@ pub fn run(
             },
         )?;
         let t = &generated.timings;
-        let check = check_image(&generated.image, generated.non_finite);
+        let checks: Vec<_> = generated
+            .images
+            .iter()
+            .map(|image| check_image(&image.image, image.non_finite))
+            .collect();
         observer(&Event::ImageFinished {
             index,
             total,
             seconds: t.total,
-            valid: check.valid,
+            valid: checks.iter().all(|c| c.valid),
             warmup: false,
         });
-        results.push(ImageResult {
-            prompt_index: i,
-            seed: spec.seed,
-            seconds: t.total,
-            stages: Stages::from(t),
-            step_seconds: t.unet_steps.clone(),
-            steps_per_second: if t.unet_total > 0.0 {
-                t.unet_steps.len() as f64 / t.unet_total
-            } else {
-                0.0
-            },
-            image: ImageRecord { file: None, check },
-        });
-        images.push(generated.image);
+        // A batch's images share its time: each records an equal part, so the mean over
+        // images is the time per image and images per minute counts every image.
+        let share = 1.0 / generated.images.len() as f64;
+        for (batch_index, check) in checks.into_iter().enumerate() {
+            results.push(ImageResult {
+                prompt_index: i,
+                seed: spec.seed,
+                batch_index,
+                seconds: t.total * share,
+                stages: Stages::from(t).scaled(share),
+                step_seconds: t.unet_steps.clone(),
+                steps_per_second: if t.unet_total > 0.0 {
+                    t.unet_steps.len() as f64 / t.unet_total
+                } else {
+                    0.0
+                },
+                image: ImageRecord { file: None, check },
+            });
+        }
+        images.extend(generated.images.into_iter().map(|i| i.image));
     }
     let timed = Window {
         start: timed_start,
@@ -355,6 +365,7 @@ pub fn run(
             guidance: workload.guidance,
             negative_prompt: workload.negative_prompt.clone(),
             prompts: workload.prompts.clone(),
+            batch: workload.batch,
             model,
         },
         results,
@@ -403,6 +414,8 @@ fn generate(
         width: workload.width,
         height: workload.height,
         noise: InitialNoise::Seed(spec.seed),
+        batch: workload.batch,
+        init_image: None,
     };
     let mut progress = |p: &Progress| {
         if let Progress::Step {

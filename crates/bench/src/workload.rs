@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use sdbench_diffusion::pipeline::MAX_BATCH;
 use sdbench_diffusion::SchedulerKind;
 
 use crate::error::{BenchError, Result};
@@ -36,8 +37,10 @@ pub struct Workload {
     pub scheduler: SchedulerKind,
     pub guidance: f64,
     pub negative_prompt: String,
-    /// One timed image per entry, in order.
+    /// One timed generation per entry, in order.
     pub prompts: Vec<PromptSeed>,
+    /// Images per generation, made together (one UNet call per step for the batch).
+    pub batch: usize,
 }
 
 /// What a person may change; any `Some` makes the run custom.
@@ -49,6 +52,7 @@ pub struct Overrides {
     pub images: Option<usize>,
     pub scheduler: Option<SchedulerKind>,
     pub prompt: Option<String>,
+    pub batch: Option<usize>,
 }
 
 impl Overrides {
@@ -59,6 +63,7 @@ impl Overrides {
             || self.images.is_some()
             || self.scheduler.is_some()
             || self.prompt.is_some()
+            || self.batch.is_some()
     }
 }
 
@@ -82,6 +87,7 @@ impl Workload {
                     seed: *s,
                 })
                 .collect(),
+            batch: 1,
         }
     }
 
@@ -117,6 +123,14 @@ impl Workload {
         }
         if let Some(kind) = overrides.scheduler {
             w.scheduler = kind;
+        }
+        if let Some(batch) = overrides.batch {
+            if batch == 0 || batch > MAX_BATCH {
+                return Err(BenchError::Workload(format!(
+                    "--batch {batch}: use 1 to {MAX_BATCH}"
+                )));
+            }
+            w.batch = batch;
         }
         let count = overrides.images.unwrap_or(w.prompts.len());
         if count == 0 || count > 1000 {
@@ -186,6 +200,13 @@ mod tests {
     #[test]
     fn bad_overrides_are_refused_by_name() {
         for (o, flag) in [
+            (
+                Overrides {
+                    batch: Some(0),
+                    ..Default::default()
+                },
+                "--batch 0",
+            ),
             (
                 Overrides {
                     width: Some(500),

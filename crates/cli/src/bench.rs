@@ -64,6 +64,10 @@ pub struct BenchArgs {
     /// Custom run: one prompt for every image (seeds stay the standard ones).
     #[arg(long)]
     prompt: Option<String>,
+    /// Custom run: images per prompt, made together (one UNet call per step for all of them);
+    /// each prompt gives this many timed images.
+    #[arg(long)]
+    batch: Option<usize>,
     /// Seconds of idle power sampling before the run.
     #[arg(long, default_value_t = 1.0)]
     baseline: f64,
@@ -90,6 +94,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             .map(SchedulerKind::from_name)
             .transpose()?,
         prompt: args.prompt.clone(),
+        batch: args.batch,
     };
     let workload = Workload::with_overrides(&overrides)?;
     let model = if args.synthetic {

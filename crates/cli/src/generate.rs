@@ -1,14 +1,16 @@
-//! `sdbench generate`: one image from a prompt.
+//! `sdbench generate`: images from a prompt, or from a prompt and a picture (image-to-image).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::image::write_png;
+use sdbench_diffusion::image::{read_image, write_png};
 use sdbench_diffusion::npy;
+use sdbench_diffusion::pipeline::{img2img_start, MAX_BATCH};
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitialNoise, Pipeline, Precision, SchedulerKind,
+    BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, Pipeline,
+    Precision, SchedulerKind,
 };
 use sdbench_history::{default_path, Generation, History};
 
@@ -40,12 +42,23 @@ pub struct GenerateArgs {
     /// Scheduler; default: the model folder's own.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES))]
     scheduler: Option<String>,
-    /// Image width in pixels (a multiple of 8).
-    #[arg(long, default_value_t = 512)]
-    width: usize,
-    /// Image height in pixels (a multiple of 8).
-    #[arg(long, default_value_t = 512)]
-    height: usize,
+    /// Image width in pixels (a multiple of 8); default 512, or the init image's.
+    #[arg(long)]
+    width: Option<usize>,
+    /// Image height in pixels (a multiple of 8); default 512, or the init image's.
+    #[arg(long)]
+    height: Option<usize>,
+    /// Image-to-image: start from this picture (PNG or JPEG, sides multiples of 8).
+    #[arg(long, value_name = "FILE")]
+    init_image: Option<PathBuf>,
+    /// With --init-image: how much to redraw, more than 0 and at most 1 (diffusers' `strength`);
+    /// only the last steps x strength steps run.
+    #[arg(long, requires = "init_image")]
+    strength: Option<f64>,
+    /// Images per prompt, made together (one UNet call per step for all of them); with more than
+    /// one, --out NAME.png writes NAME-1.png, NAME-2.png, ...
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_BATCH as i64))]
+    batch: u16,
     /// Seed of the initial noise (SD Bench's documented CPU generator, the same on every backend).
     #[arg(long, conflicts_with = "latents")]
     seed: Option<u64>,
@@ -65,16 +78,52 @@ pub struct GenerateArgs {
     out: PathBuf,
 }
 
+/// diffusers' img2img pipelines default to 0.8 (SD) and 0.3 (SDXL); one default for every model.
+const DEFAULT_STRENGTH: f64 = 0.8;
+
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     // Cheap checks first: nothing is loaded when the request cannot succeed.
     check_output_path(&args.out)?;
-    for (name, side) in [("--width", args.width), ("--height", args.height)] {
+    let batch = args.batch as usize;
+    let outputs = output_paths(&args.out, batch);
+    let init = match &args.init_image {
+        Some(path) => {
+            let image = read_image(path)?;
+            let strength = args.strength.unwrap_or(DEFAULT_STRENGTH);
+            Some(InitImage { image, strength })
+        }
+        None => None,
+    };
+    let (width, height) = match &init {
+        Some(init) => {
+            let (w, h) = (init.image.width, init.image.height);
+            if args.width.is_some_and(|x| x != w) || args.height.is_some_and(|x| x != h) {
+                bail!(
+                    "--init-image {} is {w}x{h}; leave out --width and --height or give its size (resizing is not done for you)",
+                    display(args.init_image.as_deref())
+                );
+            }
+            if w % 8 != 0 || h % 8 != 0 {
+                bail!(
+                    "--init-image {} is {w}x{h}; both sides must be multiples of 8: crop or resize it",
+                    display(args.init_image.as_deref())
+                );
+            }
+            (w, h)
+        }
+        None => (args.width.unwrap_or(512), args.height.unwrap_or(512)),
+    };
+    for (name, side) in [("--width", width), ("--height", height)] {
         if side == 0 || side % 8 != 0 {
             bail!("{name} must be a positive multiple of 8 (got {side})");
         }
     }
     if args.steps == 0 {
         bail!("--steps must be at least 1");
+    }
+    if let Some(init) = &init {
+        img2img_start(args.steps, init.strength)
+            .map_err(|e| anyhow::anyhow!("--strength: {e}"))?;
     }
     if !args.guidance.is_finite() {
         bail!("--guidance must be a finite number");
@@ -106,8 +155,11 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let device = select(BackendRequest::from_name(&args.backend)?)?;
     eprintln!("backend: {} on {}", device.kind, device.name);
     let load_start = Instant::now();
-    let pipeline =
-        Pipeline::load(&source, device, precision).context("loading the model failed")?;
+    let options = LoadOptions {
+        vae_encoder: init.is_some(),
+    };
+    let pipeline = Pipeline::load_with(&source, device, precision, options)
+        .context("loading the model failed")?;
     eprintln!(
         "model loaded in {:.1} s ({})",
         load_start.elapsed().as_secs_f64(),
@@ -120,9 +172,11 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         steps: args.steps,
         guidance_scale: args.guidance,
         scheduler,
-        width: args.width,
-        height: args.height,
+        width,
+        height,
         noise,
+        batch,
+        init_image: init,
     };
     pipeline.validate(&request)?;
     let mut progress = StepProgress::new();
@@ -130,30 +184,49 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         pipeline.generate(&request, &mut |e| progress.update(e), &CancelToken::new())?;
     pipeline.require_finite(&generated)?;
 
-    let mut record = Generation::from_engine(&args.model, &request, &pipeline, &generated);
     let latents = args.latents.as_ref().map(|p| p.display().to_string());
-    write_png(
-        &args.out,
-        &generated.image,
-        &record.png_text(latents.as_deref(), env!("CARGO_PKG_VERSION")),
-    )?;
-    record.image_path = Some(
-        std::path::absolute(&args.out)
-            .unwrap_or_else(|_| args.out.clone())
-            .display()
-            .to_string(),
-    );
-    // The history is a convenience: an image that cannot be recorded is still written.
-    if let Err(e) = History::open(&default_path()).and_then(|h| h.add_generation(&record)) {
-        eprintln!("warning: the image was not added to the history: {e}");
+    let init_source = args.init_image.as_ref().map(|p| p.display().to_string());
+    let history = History::open(&default_path());
+    for (k, (image, out)) in generated.images.iter().zip(&outputs).enumerate() {
+        let mut record = Generation::from_engine(
+            &args.model,
+            &request,
+            &pipeline,
+            &generated,
+            k,
+            init_source.as_deref(),
+        );
+        write_png(
+            out,
+            &image.image,
+            &record.png_text(latents.as_deref(), env!("CARGO_PKG_VERSION")),
+        )?;
+        record.image_path = Some(
+            std::path::absolute(out)
+                .unwrap_or_else(|_| out.clone())
+                .display()
+                .to_string(),
+        );
+        // The history is a convenience: an image that cannot be recorded is still written.
+        let added = match &history {
+            Ok(h) => h.add_generation(&record).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = added {
+            eprintln!("warning: the image was not added to the history: {e}");
+        }
     }
     let t = &generated.timings;
     let rate = t.unet_steps.len() as f64 / t.unet_total.max(1e-9);
+    let encode = if request.init_image.is_some() {
+        format!(", vae encode {:.2} s", t.vae_encode)
+    } else {
+        String::new()
+    };
+    let names: Vec<String> = outputs.iter().map(|p| p.display().to_string()).collect();
     println!(
-        "wrote {} ({}x{}) in {:.2} s: text encoder {:.2} s, {} steps {:.2} s ({:.2} it/s), vae decode {:.2} s",
-        args.out.display(),
-        generated.image.width,
-        generated.image.height,
+        "wrote {} ({width}x{height}) in {:.2} s: text encoder {:.2} s{encode}, {} steps {:.2} s ({:.2} it/s), vae decode {:.2} s",
+        names.join(", "),
         t.total,
         t.text_encoder,
         t.unet_steps.len(),
@@ -162,6 +235,28 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         t.vae_decode
     );
     Ok(())
+}
+
+/// Where each image of a batch goes: `--out` itself for one image, NAME-1.png, NAME-2.png, ... for more.
+fn output_paths(out: &Path, batch: usize) -> Vec<PathBuf> {
+    if batch == 1 {
+        return vec![out.to_path_buf()];
+    }
+    let stem = out
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = out
+        .extension()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "png".into());
+    (1..=batch)
+        .map(|k| out.with_file_name(format!("{stem}-{k}.{ext}")))
+        .collect()
+}
+
+fn display(path: Option<&Path>) -> String {
+    path.map(|p| p.display().to_string()).unwrap_or_default()
 }
 
 fn check_output_path(out: &Path) -> anyhow::Result<()> {

@@ -337,12 +337,13 @@ impl UNetConfig {
     }
 }
 
-/// `vae/config.json`: diffusers' `AutoencoderKL` (only the decoder half is used).
+/// `vae/config.json`: diffusers' `AutoencoderKL` (the encoder half only for image-to-image).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct VaeConfig {
     pub in_channels: usize,
     pub out_channels: usize,
+    pub down_block_types: Vec<String>,
     pub up_block_types: Vec<String>,
     pub block_out_channels: Vec<usize>,
     pub layers_per_block: usize,
@@ -352,6 +353,7 @@ pub struct VaeConfig {
     /// diffusers' default when the key is absent or null.
     #[serde(deserialize_with = "null_as_default_scaling")]
     pub scaling_factor: f64,
+    pub use_quant_conv: bool,
     pub use_post_quant_conv: bool,
     pub mid_block_add_attention: bool,
     /// The VAE overflows in f16 and must decode in f32 (SDXL's pipeline honours it; SD1.x/2.x's
@@ -375,6 +377,7 @@ impl Default for VaeConfig {
         VaeConfig {
             in_channels: 3,
             out_channels: 3,
+            down_block_types: vec!["DownEncoderBlock2D".into()],
             up_block_types: vec!["UpDecoderBlock2D".into()],
             block_out_channels: vec![64],
             layers_per_block: 1,
@@ -382,6 +385,7 @@ impl Default for VaeConfig {
             latent_channels: 4,
             norm_num_groups: 32,
             scaling_factor: 0.18215,
+            use_quant_conv: true,
             use_post_quant_conv: true,
             mid_block_add_attention: true,
             force_upcast: true,
@@ -395,6 +399,7 @@ impl VaeConfig {
     /// SD1.5's `vae/config.json`.
     pub fn sd15() -> Self {
         VaeConfig {
+            down_block_types: vec!["DownEncoderBlock2D".into(); 4],
             up_block_types: vec!["UpDecoderBlock2D".into(); 4],
             block_out_channels: vec![128, 256, 512, 512],
             layers_per_block: 2,
@@ -457,6 +462,34 @@ impl VaeConfig {
             return Err(DiffusionError::config(
                 path,
                 "`scaling_factor` must be a positive number",
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the encoder half needs besides `validate`'s checks (image-to-image only: a VAE whose
+    /// encoder the engine cannot build still decodes).
+    pub fn validate_encoder(&self, path: &Path) -> Result<()> {
+        if self.down_block_types.len() != self.block_out_channels.len() {
+            return Err(DiffusionError::config(
+                path,
+                "`down_block_types` must have one entry per `block_out_channels` entry",
+            ));
+        }
+        if let Some(t) = self
+            .down_block_types
+            .iter()
+            .find(|t| *t != "DownEncoderBlock2D")
+        {
+            return Err(DiffusionError::unsupported(
+                path,
+                format!("VAE down block type `{t}` (supported: DownEncoderBlock2D)"),
+            ));
+        }
+        if self.in_channels != 3 {
+            return Err(DiffusionError::unsupported(
+                path,
+                format!("a VAE with {} input channels (RGB images have 3)", self.in_channels),
             ));
         }
         Ok(())

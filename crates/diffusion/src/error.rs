@@ -50,6 +50,9 @@ pub enum DiffusionError {
     #[error("generation was cancelled")]
     Cancelled,
 
+    #[error("cannot use image {path}: {problem}")]
+    ImageRead { path: PathBuf, problem: String },
+
     #[error("cannot write image {path}: {problem}")]
     ImageWrite { path: PathBuf, problem: String },
 }

@@ -1,5 +1,6 @@
-//! Decoded images: conversion to 8-bit RGB exactly as diffusers' postprocessing does, and PNG files
-//! that carry the generation parameters in text chunks, written atomically.
+//! Images in and out: PNG and JPEG files read as 8-bit RGB (image-to-image), conversion of decoded
+//! latents to 8-bit RGB exactly as diffusers' postprocessing does, and PNG files that carry the
+//! generation parameters in text chunks, written atomically.
 
 use std::io::Write;
 use std::path::Path;
@@ -12,6 +13,120 @@ pub struct RgbImage {
     pub width: usize,
     pub height: usize,
     pub pixels: Vec<u8>,
+}
+
+/// Pictures wider or taller than this are refused before decoding (a 4096x4096 run is the limit).
+const MAX_SIDE: usize = 8192;
+
+/// Reads a PNG or JPEG file as 8-bit RGB (alpha dropped, grey expanded, 16-bit reduced), as PIL's
+/// `Image.open(path).convert("RGB")` gives it to diffusers.
+pub fn read_image(path: &Path) -> Result<RgbImage> {
+    let bytes = std::fs::read(path).map_err(|e| DiffusionError::ImageRead {
+        path: path.to_path_buf(),
+        problem: e.to_string(),
+    })?;
+    decode_image(&bytes).map_err(|problem| DiffusionError::ImageRead {
+        path: path.to_path_buf(),
+        problem,
+    })
+}
+
+/// Decodes PNG or JPEG bytes as 8-bit RGB; the error says what is wrong with them.
+pub fn decode_image(bytes: &[u8]) -> std::result::Result<RgbImage, String> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        decode_png(bytes)
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        decode_jpeg(bytes)
+    } else {
+        Err("is not a PNG or JPEG image".into())
+    }
+}
+
+fn decode_png(bytes: &[u8]) -> std::result::Result<RgbImage, String> {
+    let broken = |e: png::DecodingError| format!("is not a readable PNG image ({e})");
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().map_err(broken)?;
+    let (width, height) = {
+        let info = reader.info();
+        (info.width as usize, info.height as usize)
+    };
+    check_side(width, height)?;
+    let size = reader
+        .output_buffer_size()
+        .ok_or("is a PNG image too large to decode")?;
+    let mut buf = vec![0; size];
+    let frame = reader.next_frame(&mut buf).map_err(broken)?;
+    let channels = frame.color_type.samples();
+    to_rgb(&buf[..frame.buffer_size()], width, height, channels)
+}
+
+fn decode_jpeg(bytes: &[u8]) -> std::result::Result<RgbImage, String> {
+    use zune_core::colorspace::ColorSpace;
+    use zune_core::options::DecoderOptions;
+    let options = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::RGB);
+    let mut decoder =
+        zune_jpeg::JpegDecoder::new_with_options(zune_core::bytestream::ZCursor::new(bytes), options);
+    let broken = |e: zune_jpeg::errors::DecodeErrors| format!("is not a readable JPEG image ({e})");
+    decoder.decode_headers().map_err(broken)?;
+    let info = decoder.info().ok_or("is a JPEG image without a frame header")?;
+    let (width, height) = (info.width as usize, info.height as usize);
+    check_side(width, height)?;
+    let pixels = decoder.decode().map_err(broken)?;
+    let channels = decoder
+        .output_colorspace()
+        .map_or(3, |c| c.num_components());
+    to_rgb(&pixels, width, height, channels)
+}
+
+fn check_side(width: usize, height: usize) -> std::result::Result<(), String> {
+    if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
+        return Err(format!(
+            "is {width}x{height} pixels; images from 1 to {MAX_SIDE} pixels a side can be used"
+        ));
+    }
+    Ok(())
+}
+
+/// Interleaved 8-bit samples with 1 (grey), 2 (grey, alpha), 3 (RGB) or 4 (RGBA) channels to RGB.
+fn to_rgb(
+    samples: &[u8],
+    width: usize,
+    height: usize,
+    channels: usize,
+) -> std::result::Result<RgbImage, String> {
+    let count = width * height;
+    if !(1..=4).contains(&channels) || samples.len() < count * channels {
+        return Err(format!(
+            "decoded to {} bytes for {width}x{height} pixels of {channels} channels",
+            samples.len()
+        ));
+    }
+    let mut pixels = Vec::with_capacity(count * 3);
+    for px in samples.chunks_exact(channels).take(count) {
+        match channels {
+            1 | 2 => pixels.extend_from_slice(&[px[0]; 3]),
+            _ => pixels.extend_from_slice(&px[..3]),
+        }
+    }
+    Ok(RgbImage {
+        width,
+        height,
+        pixels,
+    })
+}
+
+/// `image` as diffusers' `VaeImageProcessor.preprocess` gives it to the VAE encoder: planar
+/// [3, H, W] in [-1, 1] (`x / 255 * 2 - 1`, in f32).
+pub fn preprocess(image: &RgbImage) -> Vec<f32> {
+    let plane = image.width * image.height;
+    let mut values = vec![0f32; plane * 3];
+    for (i, px) in image.pixels.chunks_exact(3).enumerate() {
+        for c in 0..3 {
+            values[c * plane + i] = (px[c] as f32 / 255.0) * 2.0 - 1.0;
+        }
+    }
+    values
 }
 
 /// `values`: the VAE output [3, H, W] in about [-1, 1], planar. Returns the float image in [0, 1]
@@ -90,6 +205,42 @@ mod tests {
         let (float, img) = postprocess(&planar, 1, 2);
         assert_eq!(img.pixels, vec![0, 128, 255, 255, 0, 191]);
         assert_eq!(float[0..3], [0.0, 0.5, 1.0]);
+    }
+
+    #[test]
+    fn images_read_back_as_rgb_and_bad_bytes_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.png");
+        let img = RgbImage {
+            width: 2,
+            height: 1,
+            pixels: vec![1, 2, 3, 250, 128, 0],
+        };
+        write_png(&path, &img, &[]).unwrap();
+        assert_eq!(read_image(&path).unwrap(), img);
+        let values = preprocess(&img);
+        assert_eq!(values.len(), 6);
+        assert_eq!(values[0], 1.0 / 255.0 * 2.0 - 1.0); // red of pixel 0
+        assert_eq!(values[1], 250.0 / 255.0 * 2.0 - 1.0); // red of pixel 1
+        assert_eq!(values[5], -1.0); // blue of pixel 1
+
+        // Grey with alpha: grey copied to all three channels, alpha dropped.
+        assert_eq!(
+            to_rgb(&[7, 255, 9, 0], 2, 1, 2).unwrap().pixels,
+            vec![7, 7, 7, 9, 9, 9]
+        );
+        let text = dir.path().join("notes.png");
+        std::fs::write(&text, "hello").unwrap();
+        let err = read_image(&text).unwrap_err().to_string();
+        assert!(err.contains("notes.png") && err.contains("not a PNG or JPEG"), "{err}");
+        let mut truncated = std::fs::read(&path).unwrap();
+        truncated.truncate(30);
+        let err = decode_image(&truncated).unwrap_err();
+        assert!(err.contains("PNG"), "{err}");
+        let err = decode_image(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 1]).unwrap_err();
+        assert!(err.contains("JPEG"), "{err}");
+        let err = read_image(&dir.path().join("missing.png")).unwrap_err().to_string();
+        assert!(err.contains("missing.png"), "{err}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Stable Diffusion (1.x, 2.x, XL) on burn: CLIP tokenizers and text encoders, UNet, VAE decoder and
+//! Stable Diffusion (1.x, 2.x, XL) on burn: CLIP tokenizers and text encoders, UNet, VAE and
 //! schedulers, loaded from a diffusers model folder (or synthetic weights) and run on the best
 //! available backend.
 //! Knows nothing of benchmarks, desktop shells or terminals.
@@ -24,7 +24,8 @@ pub mod weights;
 pub use device::{AllocatorMemory, BackendKind, BackendRequest, SelectedDevice};
 pub use error::{DiffusionError, Result};
 pub use pipeline::{
-    CancelToken, Family, GenerateRequest, Generated, InitialNoise, ModelSource, ParameterCounts,
+    CancelToken, Family, GenerateRequest, Generated, GeneratedImage, InitImage, InitialNoise,
+    LoadOptions, ModelSource, ParameterCounts,
     Pipeline, Placement, Preset, Progress,
 };
 pub use scheduler::{PredictionType, SchedulerKind};

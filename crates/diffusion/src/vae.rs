@@ -1,5 +1,6 @@
-//! The decoder half of diffusers' `AutoencoderKL`: post-quant conv, mid block (resnet, single-head
-//! spatial attention, resnet), up blocks, norm, conv out.
+//! diffusers' `AutoencoderKL`. The decoder: post-quant conv, mid block (resnet, single-head spatial
+//! attention, resnet), up blocks, norm, conv out. The encoder (image-to-image only): conv in, down
+//! blocks, mid block, norm, conv out to the latent distribution's mean and log-variance, quant conv.
 
 use std::path::Path;
 
@@ -8,7 +9,7 @@ use burn::prelude::*;
 use crate::config::VaeConfig;
 use crate::error::Result;
 use crate::nn::{multi_head_attention, silu, Conv2d, GroupNorm, Linear};
-use crate::resnet::{ResnetBlock2D, ResnetSpec, Upsample2D};
+use crate::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
 use crate::weights::Loader;
 
 /// Old VAE checkpoints name the attention projections `query`/`key`/`value`/`proj_attn`.
@@ -19,8 +20,8 @@ pub const LEGACY_ALIASES: &[(&str, &str)] = &[
     (".to_out.0.", ".proj_attn."),
 ];
 
-/// The encoder is not needed to generate images.
-pub const IGNORED_PREFIXES: &[&str] = &["encoder.", "quant_conv."];
+/// The encoder is loaded only for image-to-image; text-to-image leaves these tensors unread.
+pub const ENCODER_PREFIXES: &[&str] = &["encoder.", "quant_conv."];
 
 /// Single-head self-attention over the pixels of a feature map, with its own group norm.
 #[derive(Module, Debug)]
@@ -61,6 +62,59 @@ impl<B: Backend> SpatialAttention<B> {
     }
 }
 
+/// `UNetMidBlock2D` as the VAE uses it: resnet, optional spatial attention, resnet.
+#[derive(Module, Debug)]
+struct MidBlock<B: Backend> {
+    resnet_1: ResnetBlock2D<B>,
+    attention: Option<SpatialAttention<B>>,
+    resnet_2: ResnetBlock2D<B>,
+}
+
+impl<B: Backend> MidBlock<B> {
+    fn load(prefix: &str, config: &VaeConfig, loader: &mut Loader<B>) -> Result<Self> {
+        let top = *config
+            .block_out_channels
+            .last()
+            .expect("validated non-empty");
+        let spec = resnet_spec(config, top, top);
+        let groups = config.norm_num_groups;
+        Ok(MidBlock {
+            resnet_1: ResnetBlock2D::load(&format!("{prefix}.resnets.0"), &spec, loader)?,
+            attention: if config.mid_block_add_attention {
+                Some(SpatialAttention::load(
+                    &format!("{prefix}.attentions.0"),
+                    top,
+                    groups,
+                    loader,
+                )?)
+            } else {
+                None
+            },
+            resnet_2: ResnetBlock2D::load(&format!("{prefix}.resnets.1"), &spec, loader)?,
+        })
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let mut x = self.resnet_1.forward(x, None);
+        if let Some(attn) = &self.attention {
+            x = attn.forward(x);
+        }
+        self.resnet_2.forward(x, None)
+    }
+}
+
+/// The VAE's resnets: no time embedding, eps 1e-6.
+fn resnet_spec(config: &VaeConfig, inputs: usize, outputs: usize) -> ResnetSpec {
+    ResnetSpec {
+        inputs,
+        outputs,
+        temb_channels: None,
+        groups: config.norm_num_groups,
+        eps: 1e-6,
+        output_scale_factor: 1.0,
+    }
+}
+
 #[derive(Module, Debug)]
 struct UpBlock<B: Backend> {
     resnets: Vec<ResnetBlock2D<B>>,
@@ -71,9 +125,7 @@ struct UpBlock<B: Backend> {
 pub struct VaeDecoder<B: Backend> {
     post_quant_conv: Option<Conv2d<B>>,
     conv_in: Conv2d<B>,
-    mid_resnet_1: ResnetBlock2D<B>,
-    mid_attention: Option<SpatialAttention<B>>,
-    mid_resnet_2: ResnetBlock2D<B>,
+    mid: MidBlock<B>,
     up: Vec<UpBlock<B>>,
     conv_norm_out: GroupNorm<B>,
     conv_out: Conv2d<B>,
@@ -88,14 +140,7 @@ impl<B: Backend> VaeDecoder<B> {
         let boc = &config.block_out_channels;
         let groups = config.norm_num_groups;
         let latent = config.latent_channels;
-        let resnet = |inputs, outputs| ResnetSpec {
-            inputs,
-            outputs,
-            temb_channels: None,
-            groups,
-            eps: 1e-6,
-            output_scale_factor: 1.0,
-        };
+        let resnet = |inputs, outputs| resnet_spec(config, inputs, outputs);
         let top = *boc.last().expect("validated non-empty");
         let post_quant_conv = if config.use_post_quant_conv {
             Some(loader.conv2d("post_quant_conv", latent, latent, 1, 1, 0)?)
@@ -103,20 +148,7 @@ impl<B: Backend> VaeDecoder<B> {
             None
         };
         let conv_in = loader.conv2d("decoder.conv_in", latent, top, 3, 1, 1)?;
-        let mid_resnet_1 =
-            ResnetBlock2D::load("decoder.mid_block.resnets.0", &resnet(top, top), loader)?;
-        let mid_attention = if config.mid_block_add_attention {
-            Some(SpatialAttention::load(
-                "decoder.mid_block.attentions.0",
-                top,
-                groups,
-                loader,
-            )?)
-        } else {
-            None
-        };
-        let mid_resnet_2 =
-            ResnetBlock2D::load("decoder.mid_block.resnets.1", &resnet(top, top), loader)?;
+        let mid = MidBlock::load("decoder.mid_block", config, loader)?;
 
         let reversed: Vec<usize> = boc.iter().rev().copied().collect();
         let mut out_ch = reversed[0];
@@ -148,9 +180,7 @@ impl<B: Backend> VaeDecoder<B> {
         Ok(VaeDecoder {
             post_quant_conv,
             conv_in,
-            mid_resnet_1,
-            mid_attention,
-            mid_resnet_2,
+            mid,
             up,
             conv_norm_out: loader.group_norm("decoder.conv_norm_out", groups, boc[0], 1e-6)?,
             conv_out: loader.conv2d("decoder.conv_out", boc[0], config.out_channels, 3, 1, 1)?,
@@ -182,12 +212,7 @@ impl<B: Backend> VaeDecoder<B> {
         if let Some(conv) = &self.post_quant_conv {
             x = conv.forward(x);
         }
-        x = self.conv_in.forward(x);
-        x = self.mid_resnet_1.forward(x, None);
-        if let Some(attn) = &self.mid_attention {
-            x = attn.forward(x);
-        }
-        x = self.mid_resnet_2.forward(x, None);
+        x = self.mid.forward(self.conv_in.forward(x));
         for block in &self.up {
             for resnet in &block.resnets {
                 x = resnet.forward(x, None);
@@ -197,5 +222,99 @@ impl<B: Backend> VaeDecoder<B> {
             }
         }
         self.conv_out.forward(silu(self.conv_norm_out.forward(x)))
+    }
+}
+
+#[derive(Module, Debug)]
+struct DownBlock<B: Backend> {
+    resnets: Vec<ResnetBlock2D<B>>,
+    downsampler: Option<Downsample2D<B>>,
+}
+
+/// The encoder half: an image to the mean of its latent distribution.
+#[derive(Module, Debug)]
+pub struct VaeEncoder<B: Backend> {
+    conv_in: Conv2d<B>,
+    down: Vec<DownBlock<B>>,
+    mid: MidBlock<B>,
+    conv_norm_out: GroupNorm<B>,
+    conv_out: Conv2d<B>,
+    quant_conv: Option<Conv2d<B>>,
+    latent_channels: usize,
+}
+
+impl<B: Backend> VaeEncoder<B> {
+    pub fn load(config: &VaeConfig, path: &Path, loader: &mut Loader<B>) -> Result<Self> {
+        config.validate(path)?;
+        config.validate_encoder(path)?;
+        let boc = &config.block_out_channels;
+        let top = *boc.last().expect("validated non-empty");
+        let latent = config.latent_channels;
+        let mut down = Vec::with_capacity(boc.len());
+        let mut out_ch = boc[0];
+        for (i, &channels) in boc.iter().enumerate() {
+            let prev = out_ch;
+            out_ch = channels;
+            let p = format!("encoder.down_blocks.{i}");
+            let mut resnets = Vec::new();
+            for j in 0..config.layers_per_block {
+                let inputs = if j == 0 { prev } else { out_ch };
+                let spec = resnet_spec(config, inputs, out_ch);
+                resnets.push(ResnetBlock2D::load(&format!("{p}.resnets.{j}"), &spec, loader)?);
+            }
+            // diffusers' encoder pads right and bottom, then convolves with stride 2 (padding 0).
+            let downsampler = if i + 1 < boc.len() {
+                Some(Downsample2D::load(&format!("{p}.downsamplers.0"), out_ch, 0, loader)?)
+            } else {
+                None
+            };
+            down.push(DownBlock {
+                resnets,
+                downsampler,
+            });
+        }
+        Ok(VaeEncoder {
+            conv_in: loader.conv2d("encoder.conv_in", config.in_channels, boc[0], 3, 1, 1)?,
+            down,
+            mid: MidBlock::load("encoder.mid_block", config, loader)?,
+            conv_norm_out: loader.group_norm(
+                "encoder.conv_norm_out",
+                config.norm_num_groups,
+                top,
+                1e-6,
+            )?,
+            conv_out: loader.conv2d("encoder.conv_out", top, 2 * latent, 3, 1, 1)?,
+            quant_conv: if config.use_quant_conv {
+                Some(loader.conv2d("quant_conv", 2 * latent, 2 * latent, 1, 1, 0)?)
+            } else {
+                None
+            },
+            latent_channels: latent,
+        })
+    }
+
+    /// `image`: [N, 3, H, W] in [-1, 1] -> the latent distribution's mean [N, latent, H/f, W/f]
+    /// (not yet multiplied by the scaling factor), in f32. diffusers'
+    /// `vae.encode(image).latent_dist.mode()`.
+    pub fn encode(&self, image: Tensor<B, 4>) -> Tensor<B, 4> {
+        let dtype = self.conv_in.weight.dtype();
+        let mut x = self.conv_in.forward(image.cast(dtype));
+        for block in &self.down {
+            for resnet in &block.resnets {
+                x = resnet.forward(x, None);
+            }
+            if let Some(down) = &block.downsampler {
+                x = down.forward(x);
+            }
+        }
+        x = self.mid.forward(x);
+        let mut moments = self.conv_out.forward(silu(self.conv_norm_out.forward(x)));
+        if let Some(conv) = &self.quant_conv {
+            moments = conv.forward(moments);
+        }
+        let [n, _, h, w] = moments.dims();
+        moments
+            .slice([0..n, 0..self.latent_channels, 0..h, 0..w])
+            .cast(burn::tensor::DType::F32)
     }
 }

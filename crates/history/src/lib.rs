@@ -7,7 +7,7 @@ mod record;
 mod store;
 
 pub use error::{HistoryError, Result};
-pub use record::{Filter, Generation, Record, RunKind, RunSummary};
+pub use record::{Filter, Generation, InitImageRecord, Record, RunKind, RunSummary};
 /// The stage seconds of a generation, as a benchmark image records them.
 pub use sdbench_bench::result::Stages;
 pub use store::{default_path, History, EXPORT_FORMAT};

@@ -55,17 +55,49 @@ pub struct Generation {
     pub step_seconds: Vec<f64>,
     /// The saved PNG, when it was saved.
     pub image_path: Option<String>,
+    /// Image-to-image: the picture it started from and the strength.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_image: Option<InitImageRecord>,
+    /// Images made together in one run, and this one's place among them (from 0); the timings
+    /// are the whole run's.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub batch: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batch_index: usize,
+}
+
+/// The picture an image-to-image generation started from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InitImageRecord {
+    /// What the person picked: a path, or a file name in the app.
+    pub source: String,
+    pub strength: f64,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Generation {
-    /// The record of one image `pipeline` made for `request`: a new id, now, the parameters as
-    /// asked, the scheduler and device as used, and the timings. `model` is what the person named.
-    /// The seed is `None` when the run started from given latents.
+    /// The record of image `batch_index` that `pipeline` made for `request`: a new id, now, the
+    /// parameters as asked, the scheduler and device as used, and the timings. `model` is what the
+    /// person named, `init_source` the picture an image-to-image request started from. The seed is
+    /// `None` when the run started from given latents.
     pub fn from_engine(
         model: &str,
         request: &GenerateRequest,
         pipeline: &Pipeline,
         generated: &Generated,
+        batch_index: usize,
+        init_source: Option<&str>,
     ) -> Generation {
         let t = &generated.timings;
         Generation {
@@ -90,6 +122,12 @@ impl Generation {
             stages: Stages::from(t),
             step_seconds: t.unet_steps.clone(),
             image_path: None,
+            init_image: request.init_image.as_ref().map(|init| InitImageRecord {
+                source: init_source.unwrap_or("an image").to_string(),
+                strength: init.strength,
+            }),
+            batch: request.batch,
+            batch_index,
         }
     }
 
@@ -101,7 +139,7 @@ impl Generation {
             (Some(path), _) => format!("latents {path}"),
             (None, seed) => seed.unwrap_or(0).to_string(),
         };
-        let parameters = format!(
+        let mut parameters = format!(
             "{}\nNegative prompt: {}\nSteps: {}, Sampler: {}, CFG scale: {}, Seed: {}, Size: {}x{}, Model: {}, Backend: {}, Precision: {}",
             self.prompt,
             self.negative_prompt,
@@ -115,6 +153,15 @@ impl Generation {
             self.backend,
             self.precision,
         );
+        if let Some(init) = &self.init_image {
+            parameters.push_str(&format!(", Denoising strength: {}", init.strength));
+        }
+        if self.batch > 1 {
+            parameters.push_str(&format!(
+                ", Batch size: {}, Batch pos: {}",
+                self.batch, self.batch_index
+            ));
+        }
         let json = serde_json::json!({
             "prompt": self.prompt,
             "negative_prompt": self.negative_prompt,
@@ -129,6 +176,10 @@ impl Generation {
             "backend": self.backend,
             "device": self.device,
             "precision": self.precision,
+            "init_image": self.init_image.as_ref().map(|i| &i.source),
+            "strength": self.init_image.as_ref().map(|i| i.strength),
+            "batch": self.batch,
+            "batch_index": self.batch_index,
             "sdbench_version": version,
         });
         vec![("parameters", parameters), ("sdbench", json.to_string())]

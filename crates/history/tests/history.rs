@@ -48,6 +48,9 @@ fn generation(id: &str, created_at: &str, prompt: &str) -> Generation {
         },
         step_seconds: vec![0.09; 20],
         image_path: Some("/tmp/a.png".into()),
+        init_image: None,
+        batch: 1,
+        batch_index: 0,
     }
 }
 

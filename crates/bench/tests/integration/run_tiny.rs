@@ -254,6 +254,38 @@ fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
     validate(&serde_json::to_value(&loaded).unwrap()).unwrap();
 }
 
+/// `--batch 2`: two images per prompt in one generation, each recording half its time.
+#[test]
+fn a_batched_run_records_every_image_and_its_share_of_the_time() {
+    let root = tempfile::tempdir().unwrap();
+    let mut options = options(root.path(), 2);
+    options.workload = Workload::with_overrides(&Overrides {
+        steps: Some(2),
+        width: Some(32),
+        height: Some(24),
+        images: Some(2),
+        batch: Some(2),
+        ..Overrides::default()
+    })
+    .unwrap();
+    let mut output = runner::run(&options, &mut |_| {}, &CancelToken::new()).unwrap();
+    let r = &output.result;
+    assert_eq!(r.workload.batch, 2);
+    let placed: Vec<(u64, usize)> = r.results.iter().map(|x| (x.seed, x.batch_index)).collect();
+    assert_eq!(placed, [(42, 0), (42, 1), (1234, 0), (1234, 1)]);
+    for pair in r.results.chunks(2) {
+        assert_eq!(pair[0].seconds, pair[1].seconds);
+        assert_eq!(pair[0].step_seconds, pair[1].step_seconds);
+        assert_ne!(pair[0].image.check.sha256, pair[1].image.check.sha256);
+    }
+    let total: f64 = r.results.iter().map(|x| x.seconds).sum();
+    assert!((r.scores.images_per_minute - 4.0 * 60.0 / total).abs() < 1e-9);
+    validate(&serde_json::to_value(r).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let images = runner::save(&mut output, &dir.path().join("result.json")).unwrap();
+    assert_eq!(images.len(), 4);
+}
+
 #[test]
 fn a_cancelled_run_returns_cancelled() {
     let root = tempfile::tempdir().unwrap();

@@ -101,6 +101,62 @@ fn generates_a_png_with_parameters() {
     assert_ne!(std::fs::read(&out).unwrap(), std::fs::read(&other).unwrap());
 }
 
+#[test]
+fn image_to_image_and_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let picture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../diffusion/tests/fixtures/tiny-sd.init.png")
+        .display()
+        .to_string();
+    let small = ["--steps", "4", "--seed", "5", "--scheduler", "euler"];
+
+    // Two images per prompt: NAME-1.png and NAME-2.png; the first is the single image's.
+    let single = dir.path().join("one.png");
+    let o = generate(&single, &[&small[..], &["--width", "24", "--height", "16"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = dir.path().join("pair.png");
+    let sized = [&small[..], &["--width", "24", "--height", "16", "--batch", "2"]].concat();
+    let o = generate(&out, &sized);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!out.exists());
+    let first = dir.path().join("pair-1.png");
+    let second = dir.path().join("pair-2.png");
+    let (_, text) = png_info(&second);
+    assert!(text.contains("Batch size: 2, Batch pos: 1"), "{text}");
+    let read = |p: &Path| sdbench_diffusion::image::read_image(p).unwrap().pixels;
+    let max_diff = |a: &[u8], b: &[u8]| a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).max();
+    assert!(max_diff(&read(&first), &read(&single)) <= Some(1));
+    assert!(max_diff(&read(&first), &read(&second)) > Some(10));
+
+    // From a picture: its size, half of 4 steps.
+    let redrawn = dir.path().join("redrawn.png");
+    let from = |out: &Path, extra: &[&str]| {
+        generate(out, &[&small[..], &["--init-image", &picture], extra].concat())
+    };
+    let o = from(&redrawn, &["--strength", "0.5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("step 2/2"), "{}", stderr(&o));
+    let (size, text) = png_info(&redrawn);
+    assert_eq!(size, (24, 16));
+    assert!(text.contains("Denoising strength: 0.5"), "{text}");
+
+    // Bad pictures and strengths: a message naming the problem, non-zero exit, no file.
+    let bad = dir.path().join("bad.png");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "not a picture").unwrap();
+    let o = generate(&bad, &["--init-image", &notes.display().to_string()]);
+    assert_fails(&o, &bad, "not a PNG or JPEG");
+    let o = generate(&bad, &["--init-image", "/no/such/picture.png"]);
+    assert_fails(&o, &bad, "/no/such/picture.png");
+    assert_fails(&from(&bad, &["--width", "32"]), &bad, "is 24x16");
+    assert_fails(&from(&bad, &["--strength", "1.5"]), &bad, "at most 1");
+    assert_fails(&from(&bad, &["--strength", "0"]), &bad, "strength");
+    assert_fails(&from(&bad, &["--strength", "0.1"]), &bad, "runs no step");
+    assert_fails(&generate(&bad, &["--strength", "0.5"]), &bad, "--init-image");
+    assert_fails(&generate(&bad, &["--batch", "0"]), &bad, "--batch");
+    assert_fails(&generate(&bad, &["--batch", "65"]), &bad, "--batch");
+}
+
 fn png_info(path: &Path) -> ((u32, u32), String) {
     let bytes = std::fs::read(path).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");

@@ -1,6 +1,7 @@
-//! The text-to-image pipeline: load a diffusers model folder (or synthetic weights) onto a device,
-//! then generate images exactly as diffusers' `StableDiffusionPipeline.__call__` (SD1.x, SD2.x) and
-//! `StableDiffusionXLPipeline.__call__` (SDXL) do.
+//! The pipeline: load a diffusers model folder (or synthetic weights) onto a device, then generate
+//! images exactly as diffusers' `StableDiffusionPipeline.__call__` (SD1.x, SD2.x) and
+//! `StableDiffusionXLPipeline.__call__` (SDXL) do, or their image-to-image pipelines when the request
+//! starts from a picture.
 
 pub mod family;
 
@@ -20,13 +21,13 @@ use crate::clip::{self, ClipTextModel};
 use crate::config::{read_json, ClipConfig, UNetConfig, VaeConfig};
 use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};
-use crate::image::{postprocess, RgbImage};
+use crate::image::{postprocess, preprocess, RgbImage};
 use crate::noise::NormalGenerator;
 use crate::safetensors::SafeTensors;
 use crate::scheduler::{self, SchedulerKind};
 use crate::tokenizer::Tokenizer;
 use crate::unet::{Conditioning, TextTime, UNet};
-use crate::vae::{self, VaeDecoder};
+use crate::vae::{self, VaeDecoder, VaeEncoder};
 use crate::weights::{
     choose_weights_file, FileWeights, Loader, Precision, SyntheticWeights, WeightSource,
 };
@@ -93,19 +94,42 @@ impl Placement {
     }
 }
 
+/// What to load besides what text-to-image needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The VAE encoder, which image-to-image requests need.
+    pub vae_encoder: bool,
+}
+
 /// How the initial latents are made.
 #[derive(Debug, Clone)]
 pub enum InitialNoise {
-    /// Drawn from `noise::NormalGenerator` on the CPU.
+    /// Drawn from `noise::NormalGenerator` on the CPU: the whole batch from one stream, image by
+    /// image (as one diffusers generator fills a batch), so image 0 of a batch is the single image.
+    /// Image-to-image adds this noise to the encoded picture.
     Seed(u64),
-    /// Given latents, [1, C, H/f, W/f], used like diffusers' `latents=` (scaled by the scheduler's
-    /// init noise sigma). Ancestral samplers draw their step noise from `step_seed`.
+    /// Given latents, [batch, C, H/f, W/f], used like diffusers' `latents=` (scaled by the
+    /// scheduler's init noise sigma), or as the noise image-to-image adds. Ancestral samplers draw
+    /// their step noise from `step_seed`.
     Latents {
         shape: Vec<usize>,
         data: Vec<f32>,
         step_seed: u64,
     },
 }
+
+/// Image-to-image: the picture to start from and how much of it to redraw.
+#[derive(Debug, Clone)]
+pub struct InitImage {
+    /// The request's width x height.
+    pub image: RgbImage,
+    /// In (0, 1], diffusers' `strength`: the picture is noised to this fraction of the schedule and
+    /// only the last `floor(steps * strength)` steps run; 1 keeps nothing of it but its colours' mean.
+    pub strength: f64,
+}
+
+/// The most images one request may ask for.
+pub const MAX_BATCH: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct GenerateRequest {
@@ -118,6 +142,11 @@ pub struct GenerateRequest {
     pub width: usize,
     pub height: usize,
     pub noise: InitialNoise,
+    /// Images per prompt, made in one UNet call per step (two with guidance: diffusers'
+    /// `num_images_per_prompt`).
+    pub batch: usize,
+    /// `Some`: image-to-image from this picture.
+    pub init_image: Option<InitImage>,
 }
 
 impl GenerateRequest {
@@ -132,8 +161,27 @@ impl GenerateRequest {
             width: 512,
             height: 512,
             noise: InitialNoise::Seed(0),
+            batch: 1,
+            init_image: None,
         }
     }
+}
+
+/// Image-to-image's first step: diffusers' `get_timesteps` runs the last `floor(steps * strength)`
+/// steps of the schedule. An error when that is none.
+pub fn img2img_start(steps: usize, strength: f64) -> Result<usize> {
+    if !(strength > 0.0 && strength <= 1.0) {
+        return Err(DiffusionError::Request(format!(
+            "strength must be more than 0 and at most 1 (got {strength})"
+        )));
+    }
+    let run = ((steps as f64 * strength).floor() as usize).min(steps);
+    if run == 0 {
+        return Err(DiffusionError::Request(format!(
+            "strength {strength} with {steps} steps runs no step (steps x strength must be at least 1): raise --strength or --steps"
+        )));
+    }
+    Ok(steps - run)
 }
 
 /// Progress events, in order: text encoded, each step, decoded.
@@ -173,29 +221,44 @@ impl CancelToken {
 #[derive(Debug, Clone, Default)]
 pub struct StageTimings {
     pub text_encoder: f64,
+    /// Image-to-image: encoding the picture and noising it (0 otherwise).
+    pub vae_encode: f64,
     pub unet_steps: Vec<f64>,
     pub unet_total: f64,
     pub vae_decode: f64,
     pub total: f64,
 }
 
-pub struct Generated {
+pub struct GeneratedImage {
     pub image: RgbImage,
     /// [H, W, 3] in [0, 1], before 8-bit quantisation (diffusers' `output_type="np"`).
     pub float_image: Vec<f32>,
     /// Decoded values that are NaN or infinite (a numeric overflow): such an image is broken.
     pub non_finite: usize,
+}
+
+pub struct Generated {
+    /// One per image of the batch, in order.
+    pub images: Vec<GeneratedImage>,
     pub timings: StageTimings,
     pub scheduler: SchedulerKind,
 }
 
+impl Generated {
+    /// NaN or infinite values over the whole batch.
+    pub fn non_finite(&self) -> usize {
+        self.images.iter().map(|i| i.non_finite).sum()
+    }
+}
+
 /// Parameters of each loaded component (the VAE: its decoder and `post_quant_conv`, the parts
-/// text-to-image runs).
+/// text-to-image runs; the encoder apart, 0 when it was not loaded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParameterCounts {
     pub text_encoders: usize,
     pub unet: usize,
     pub vae: usize,
+    pub vae_encoder: usize,
 }
 
 pub struct Pipeline {
@@ -209,17 +272,29 @@ pub struct Pipeline {
     force_zeros_for_empty_prompt: bool,
     unet: UNet<B>,
     vae: VaeDecoder<B>,
+    vae_encoder: Option<VaeEncoder<B>>,
     scheduler_config: Map<String, Value>,
     scheduler_path: PathBuf,
     pub info: ModelInfo,
 }
 
 impl Pipeline {
-    /// Loads a model onto `device` in `precision` (`None`: f16 where the device supports it).
+    /// Loads a model onto `device` in `precision` (`None`: f16 where the device supports it) for
+    /// text-to-image.
     pub fn load(
         source: &ModelSource,
         device: SelectedDevice,
         precision: Option<Precision>,
+    ) -> Result<Self> {
+        Self::load_with(source, device, precision, LoadOptions::default())
+    }
+
+    /// `load`, with the extra parts `options` asks for.
+    pub fn load_with(
+        source: &ModelSource,
+        device: SelectedDevice,
+        precision: Option<Precision>,
+        options: LoadOptions,
     ) -> Result<Self> {
         let precision = precision.unwrap_or_else(|| device.default_precision());
         if !device.supports(precision) {
@@ -234,17 +309,24 @@ impl Pipeline {
         }
         let backend = device.kind.name().to_string();
         guard(&backend, || match source {
-            ModelSource::Folder(folder) => Self::load_folder(folder, device.clone(), precision),
+            ModelSource::Folder(folder) => {
+                Self::load_folder(folder, device.clone(), precision, options)
+            }
             ModelSource::Checkpoint { file, config } => {
-                Self::load_checkpoint(file, config.as_deref(), device.clone(), precision)
+                Self::load_checkpoint(file, config.as_deref(), device.clone(), precision, options)
             }
             ModelSource::Synthetic(preset) => {
-                Self::load_synthetic(*preset, device.clone(), precision)
+                Self::load_synthetic(*preset, device.clone(), precision, options)
             }
         })
     }
 
-    fn load_folder(folder: &Path, device: SelectedDevice, precision: Precision) -> Result<Self> {
+    fn load_folder(
+        folder: &Path,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
         let layout = ModelLayout::check(folder)?;
         let spec = ModelSpec::read(&layout)?;
         // Pick every weights file before reading any, so a missing one fails fast.
@@ -279,6 +361,7 @@ impl Pipeline {
             },
             device,
             placement,
+            options,
             ModelSource::Folder(folder.to_path_buf()),
             weight_files,
         )?;
@@ -291,6 +374,7 @@ impl Pipeline {
         config: Option<&Path>,
         device: SelectedDevice,
         precision: Precision,
+        options: LoadOptions,
     ) -> Result<Self> {
         check_checkpoint_file(file)?;
         let spec = match config {
@@ -328,6 +412,7 @@ impl Pipeline {
             },
             device,
             placement,
+            options,
             ModelSource::Checkpoint {
                 file: file.to_path_buf(),
                 config: config.map(Path::to_path_buf),
@@ -342,6 +427,7 @@ impl Pipeline {
         preset: Preset,
         device: SelectedDevice,
         precision: Precision,
+        options: LoadOptions,
     ) -> Result<Self> {
         // Each tensor's values depend only on the seed and its name.
         let seed = 0x5D_BE_AC_15;
@@ -363,6 +449,7 @@ impl Pipeline {
             },
             device,
             placement,
+            options,
             ModelSource::Synthetic(preset),
             Vec::new(),
         )
@@ -374,6 +461,7 @@ impl Pipeline {
         sources: Sources,
         device: SelectedDevice,
         placement: Placement,
+        options: LoadOptions,
         source: ModelSource,
         weight_files: Vec<PathBuf>,
     ) -> Result<Self> {
@@ -395,8 +483,13 @@ impl Pipeline {
         let unet = load_component(sources.unet, &dev, placement.unet, |l| {
             UNet::load(&spec.unet, &spec.unet_path, l)
         })?;
-        let vae = load_component(sources.vae, &dev, placement.vae, |l| {
-            VaeDecoder::load(&spec.vae, &spec.vae_path, l)
+        let (vae, vae_encoder) = load_component(sources.vae, &dev, placement.vae, |l| {
+            let decoder = VaeDecoder::load(&spec.vae, &spec.vae_path, l)?;
+            let encoder = match options.vae_encoder {
+                true => Some(VaeEncoder::load(&spec.vae, &spec.vae_path, l)?),
+                false => None,
+            };
+            Ok((decoder, encoder))
         })?;
         let pipeline = Pipeline {
             precision: placement.unet,
@@ -416,6 +509,7 @@ impl Pipeline {
             force_zeros_for_empty_prompt: spec.force_zeros_for_empty_prompt,
             unet,
             vae,
+            vae_encoder,
             scheduler_config: spec.scheduler_config,
             scheduler_path: spec.scheduler_path,
             device,
@@ -475,6 +569,7 @@ impl Pipeline {
                 + self.second.as_ref().map_or(0, |(_, e)| e.num_params()),
             unet: self.unet.num_params(),
             vae: self.vae.num_params(),
+            vae_encoder: self.vae_encoder.as_ref().map_or(0, |e| e.num_params()),
         }
     }
 
@@ -499,6 +594,27 @@ impl Pipeline {
         }
         if request.steps == 0 {
             return Err(DiffusionError::Request("steps must be at least 1".into()));
+        }
+        if request.batch == 0 || request.batch > MAX_BATCH {
+            return Err(DiffusionError::Request(format!(
+                "batch must be from 1 to {MAX_BATCH} images (got {})",
+                request.batch
+            )));
+        }
+        if let Some(init) = &request.init_image {
+            let image = &init.image;
+            if (image.width, image.height) != (request.width, request.height) {
+                return Err(DiffusionError::Request(format!(
+                    "the init image is {}x{} but the request is {}x{}: give the image's size, or resize the image",
+                    image.width, image.height, request.width, request.height
+                )));
+            }
+            img2img_start(request.steps, init.strength)?;
+            if self.vae_encoder.is_none() {
+                return Err(DiffusionError::Request(
+                    "image-to-image needs the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
+                ));
+            }
         }
         if !request.guidance_scale.is_finite() {
             return Err(DiffusionError::Request(
@@ -525,24 +641,24 @@ impl Pipeline {
     /// For callers that want a picture or nothing: an error when `generated` holds NaN or
     /// infinite values. (A benchmark records such an image as invalid instead.)
     pub fn require_finite(&self, generated: &Generated) -> Result<()> {
-        if generated.non_finite == 0 {
+        if generated.non_finite() == 0 {
             return Ok(());
         }
         Err(DiffusionError::Backend {
             backend: self.device.kind.name().into(),
             message: format!(
                 "the decoded image contains {} NaN or infinite values (numeric overflow in {}); try --precision f32",
-                generated.non_finite,
+                generated.non_finite(),
                 self.precision.name()
             ),
         })
     }
 
-    /// [1, latent channels, H/f, W/f]
+    /// [batch, latent channels, H/f, W/f]
     pub fn latent_shape(&self, request: &GenerateRequest) -> [usize; 4] {
         let f = self.info.vae_scale_factor;
         [
-            1,
+            request.batch,
             self.info.latent_channels,
             request.height / f,
             request.width / f,
@@ -604,9 +720,22 @@ impl Pipeline {
                 data, step_seed, ..
             } => (data.clone(), NormalGenerator::new(*step_seed)),
         };
-        let mut latents =
-            Tensor::<B, 4>::from_data(TensorData::new(initial, shape), (dev, DType::F32))
-                * scheduler.init_noise_sigma();
+        let initial = Tensor::<B, 4>::from_data(TensorData::new(initial, shape), (dev, DType::F32));
+        // Text-to-image starts from scaled noise at the first step; image-to-image from the
+        // encoded picture noised to the level of its first step (diffusers' img2img
+        // `prepare_latents`, with the latent distribution's mean).
+        let (mut latents, first) = match &request.init_image {
+            None => (initial * scheduler.init_noise_sigma(), 0),
+            Some(init) => {
+                let encode_start = Instant::now();
+                let first = img2img_start(request.steps, init.strength)?;
+                let encoded = self.encode_image(&init.image)?.repeat_dim(0, request.batch);
+                let latents = scheduler.add_noise(encoded, initial, first);
+                device_sync(&self.device)?;
+                timings.vae_encode = encode_start.elapsed().as_secs_f64();
+                (latents, first)
+            }
+        };
         let mut noise = |dims: [usize; 4]| {
             let n: usize = dims.iter().product();
             Tensor::<B, 4>::from_data(
@@ -615,12 +744,14 @@ impl Pipeline {
             )
         };
 
-        let timesteps = scheduler.timesteps().to_vec();
+        let timesteps = scheduler.timesteps()[first..].to_vec();
         let loop_start = Instant::now();
-        for (i, &t) in timesteps.iter().enumerate() {
+        for (k, &t) in timesteps.iter().enumerate() {
             if cancel.is_cancelled() {
                 return Err(DiffusionError::Cancelled);
             }
+            // The scheduler's own step index: image-to-image starts part-way through.
+            let i = first + k;
             let step_start = Instant::now();
             let input = if guided {
                 Tensor::cat(vec![latents.clone(), latents.clone()], 0)
@@ -631,7 +762,7 @@ impl Pipeline {
             let out = self.unet.forward(input, t, &cond)?.cast(DType::F32);
             let guided_out = if guided {
                 let [uncond, text]: [Tensor<B, 4>; 2] =
-                    out.chunk(2, 0).try_into().expect("batch of two");
+                    out.chunk(2, 0).try_into().expect("two halves");
                 uncond.clone() + (text - uncond) * request.guidance_scale
             } else {
                 out
@@ -641,7 +772,7 @@ impl Pipeline {
             let seconds = step_start.elapsed().as_secs_f64();
             timings.unet_steps.push(seconds);
             progress(&Progress::Step {
-                index: i + 1,
+                index: k + 1,
                 total: timesteps.len(),
                 seconds,
             });
@@ -651,32 +782,55 @@ impl Pipeline {
             return Err(DiffusionError::Cancelled);
         }
 
+        // One image at a time, as diffusers' VAE slicing does: the same numbers as one batched
+        // decode, with a batch's peak memory no higher than one image's.
         let vae_start = Instant::now();
-        let decoded = self
-            .vae
-            .decode(latents / self.vae.scaling_factor())
-            .cast(DType::F32);
-        let [_, _, h, w] = decoded.dims();
-        let values = tensor_to_vec(decoded)?;
+        let latents = latents / self.vae.scaling_factor();
+        let mut images = Vec::with_capacity(request.batch);
+        for n in 0..request.batch {
+            let decoded = self
+                .vae
+                .decode(latents.clone().narrow(0, n, 1))
+                .cast(DType::F32);
+            let [_, _, h, w] = decoded.dims();
+            let values = tensor_to_vec(decoded)?;
+            let non_finite = values.iter().filter(|v| !v.is_finite()).count();
+            let (float_image, image) = postprocess(&values, h, w);
+            images.push(GeneratedImage {
+                image,
+                float_image,
+                non_finite,
+            });
+        }
         timings.vae_decode = vae_start.elapsed().as_secs_f64();
         timings.total = start.elapsed().as_secs_f64();
         progress(&Progress::Decoded {
             seconds: timings.vae_decode,
         });
-        let non_finite = values.iter().filter(|v| !v.is_finite()).count();
-        let (float_image, image) = postprocess(&values, h, w);
         Ok(Generated {
-            image,
-            float_image,
-            non_finite,
+            images,
             timings,
             scheduler: kind,
         })
     }
 
-    /// The UNet's conditioning for a request: text embeddings of [negative; prompt] when guided
-    /// (diffusers' order), else of the prompt alone; for SDXL also the pooled embeddings and the
-    /// size/crop ids (original size = target size = the image's, no crop, as diffusers' defaults).
+    /// A picture to its scaled latents [1, C, H/f, W/f] (f32): the VAE encoder's mean times the
+    /// scaling factor.
+    fn encode_image(&self, image: &RgbImage) -> Result<Tensor<B, 4>> {
+        let encoder = self.vae_encoder.as_ref().ok_or_else(|| {
+            DiffusionError::Request("image-to-image needs the VAE encoder, which was not loaded".into())
+        })?;
+        let pixels = Tensor::<B, 4>::from_data(
+            TensorData::new(preprocess(image), [1, 3, image.height, image.width]),
+            (&self.device.device, DType::F32),
+        );
+        Ok(encoder.encode(pixels) * self.vae.scaling_factor())
+    }
+
+    /// The UNet's conditioning for a request: text embeddings of [negative x batch; prompt x batch]
+    /// when guided (diffusers' order), else of the prompt alone, once per image; for SDXL also the
+    /// pooled embeddings and the size/crop ids (original size = target size = the image's, no crop,
+    /// as diffusers' defaults).
     fn conditioning(&self, request: &GenerateRequest, guided: bool) -> Conditioning<B> {
         let zero_negative = guided
             && self.second.is_some()
@@ -695,6 +849,8 @@ impl Pipeline {
         } else {
             (context, pooled)
         };
+        let context = repeat_rows(context, request.batch);
+        let pooled = pooled.map(|p| repeat_rows(p, request.batch));
         let rows = context.dims()[0];
         let (h, w) = (request.height as f32, request.width as f32);
         Conditioning {
@@ -797,6 +953,14 @@ impl Pipeline {
         })
     }
 
+    /// One VAE encode of a picture: the latent distribution's mean [1, C, H/f, W/f] (no scaling).
+    pub fn run_vae_encode(&self, image: &RgbImage) -> Result<Vec<f32>> {
+        guard(self.device.kind.name(), || {
+            let scaled = self.encode_image(image)?;
+            tensor_to_vec(scaled / self.vae.scaling_factor())
+        })
+    }
+
     /// One VAE decode of raw latents (no scaling), returning [N, 3, H, W] in about [-1, 1].
     pub fn run_vae_decode(&self, latents: &[f32], shape: [usize; 4]) -> Result<Vec<f32>> {
         guard(self.device.kind.name(), || {
@@ -807,6 +971,18 @@ impl Pipeline {
             tensor_to_vec(self.vae.decode(z).cast(DType::F32))
         })
     }
+}
+
+/// Each row of `t` (along dimension 0) `n` times in a row: [a, b] -> [a, a, b, b] for n = 2.
+fn repeat_rows<const D: usize>(t: Tensor<B, D>, n: usize) -> Tensor<B, D> {
+    if n == 1 {
+        return t;
+    }
+    let rows = t.dims()[0];
+    let copies = (0..rows)
+        .flat_map(|r| std::iter::repeat_n(t.clone().narrow(0, r, 1), n))
+        .collect();
+    Tensor::cat(copies, 0)
 }
 
 /// SDXL's added conditions as raw values: pooled text embeddings (f32, row-major), their shape
@@ -833,10 +1009,10 @@ struct Sources<'a> {
     vae: &'a mut dyn WeightSource,
 }
 
-/// VAE files: legacy attention names, and the encoder the engine does not use.
+/// VAE files: legacy attention names, and the encoder, which text-to-image does not read.
 fn vae_weights(file: FileWeights) -> FileWeights {
     file.with_aliases(vae::LEGACY_ALIASES)
-        .ignoring(vae::IGNORED_PREFIXES)
+        .ignoring(vae::ENCODER_PREFIXES)
 }
 
 /// Everything a pipeline needs besides its weights: configs, tokenizer and scheduler settings.

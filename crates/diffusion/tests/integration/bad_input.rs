@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use common::assert_mentions;
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::image::RgbImage;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
-    SchedulerKind,
+    BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, ModelSource,
+    Pipeline, Precision, SchedulerKind,
 };
 
 /// A writable copy of the tiny pipeline (fp32 files only, so damage to them is what gets loaded).
@@ -174,7 +175,7 @@ fn a_numeric_overflow_is_counted_and_refused_by_require_finite() {
         .generate(&request, &mut |_| {}, &CancelToken::new())
         .unwrap();
     // The image comes back (a benchmark records it as invalid); the count says what is wrong.
-    assert_eq!(out.non_finite, 24 * 16);
+    assert_eq!(out.non_finite(), 24 * 16);
     assert_mentions(
         &pipe.require_finite(&out).unwrap_err().to_string(),
         &["384 NaN or infinite values", "--precision f32"],
@@ -258,8 +259,47 @@ fn bad_requests() {
         }),
         &["latents", "[1, 4, 8, 12]"],
     );
+    assert_mentions(
+        &err(GenerateRequest {
+            batch: 0,
+            ..base.clone()
+        }),
+        &["batch", "from 1 to 64"],
+    );
     assert!(SchedulerKind::from_name("karras_magic").is_err());
     assert!(pipe.validate(&base).is_ok());
+
+    // Image-to-image needs the encoder, which text-to-image loading leaves out.
+    let picture = |width, height| RgbImage {
+        width,
+        height,
+        pixels: vec![128; width * height * 3],
+    };
+    let img2img = |width, height, strength| GenerateRequest {
+        init_image: Some(InitImage {
+            image: picture(width, height),
+            strength,
+        }),
+        ..base.clone()
+    };
+    assert_mentions(&err(img2img(24, 16, 0.5)), &["VAE encoder"]);
+    let device = select(BackendRequest::Cpu).unwrap();
+    let pipe = Pipeline::load_with(
+        &ModelSource::Folder(common::fixtures().join("tiny-sd")),
+        device,
+        Some(Precision::F32),
+        LoadOptions { vae_encoder: true },
+    )
+    .unwrap();
+    let err = |r: GenerateRequest| pipe.validate(&r).unwrap_err().to_string();
+    assert_mentions(&err(img2img(32, 16, 0.5)), &["init image is 32x16", "24x16"]);
+    for strength in [0.0, -0.5, 1.5, f64::NAN] {
+        assert_mentions(&err(img2img(24, 16, strength)), &["strength", "at most 1"]);
+    }
+    // 2 steps x 0.4 strength runs no step.
+    assert_mentions(&err(img2img(24, 16, 0.4)), &["strength 0.4 with 2 steps", "--strength"]);
+    assert!(pipe.validate(&img2img(24, 16, 0.5)).is_ok());
+    assert!(pipe.validate(&img2img(24, 16, 1.0)).is_ok());
 }
 
 /// SDXL folders: a missing second text encoder or tokenizer, a UNet without SDXL's added

@@ -81,8 +81,6 @@ fn tiny_checkpoint_generates_what_diffusers_generates() {
     )
     .unwrap();
     let request = GenerateRequest {
-        prompt: meta["prompt"].as_str().unwrap().into(),
-        negative_prompt: String::new(),
         steps: meta["steps"].as_u64().unwrap() as usize,
         guidance_scale: meta["guidance"].as_f64().unwrap(),
         scheduler: Some(SchedulerKind::from_name(meta["scheduler"].as_str().unwrap()).unwrap()),
@@ -93,14 +91,15 @@ fn tiny_checkpoint_generates_what_diffusers_generates() {
             data: reference.read_f32("latents").unwrap(),
             step_seed: 0,
         },
+        ..GenerateRequest::new(meta["prompt"].as_str().unwrap())
     };
     let out = pipe
         .generate(&request, &mut |_| {}, &CancelToken::new())
         .unwrap();
-    assert_eq!(out.non_finite, 0);
+    assert_eq!(out.non_finite(), 0);
     assert_close(
         "tiny-sd checkpoint, euler",
-        &out.float_image,
+        &out.images[0].float_image,
         &reference.read_f32("image").unwrap(),
         IMAGE_ATOL,
     );

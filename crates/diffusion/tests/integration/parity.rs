@@ -1,6 +1,7 @@
 //! Parity with diffusers on the tiny random-weight pipelines made by scripts/make_fixtures.py:
-//! text encoder, one UNet call, VAE decode, seeded noise, and full generations for every scheduler
-//! with and without a negative prompt, on the CPU backend and on wgpu through Vulkan.
+//! text encoder, one UNet call, VAE decode and encode, seeded noise, full generations for every
+//! scheduler with and without a negative prompt, a batch of two, and image-to-image generations
+//! (diffusers' img2img pipelines), on the CPU backend and on wgpu through Vulkan.
 //!
 //! Tolerances are absolute, on values of order 1. Observed on the CPU: components about 4e-6,
 //! images about 3e-6. The bounds leave room for other backends' summation orders and still fail on
@@ -11,9 +12,10 @@ use crate::common;
 
 use common::{assert_close, Reference, TINY};
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::image::read_image;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
-    SchedulerKind,
+    BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions,
+    ModelSource, Pipeline, Precision, SchedulerKind,
 };
 
 const COMPONENT_ATOL: f32 = 5e-5;
@@ -28,17 +30,37 @@ fn load(name: &str, backend: BackendRequest) -> Pipeline {
 }
 
 fn load_in(name: &str, backend: BackendRequest, precision: Precision) -> Pipeline {
+    load_with(name, backend, precision, LoadOptions::default())
+}
+
+fn load_with(
+    name: &str,
+    backend: BackendRequest,
+    precision: Precision,
+    options: LoadOptions,
+) -> Pipeline {
     let device = select(backend).expect("backend available");
-    Pipeline::load(
+    Pipeline::load_with(
         &ModelSource::Folder(common::fixtures().join(name)),
         device,
         Some(precision),
+        options,
     )
     .unwrap()
 }
 
+/// With the VAE encoder, for image-to-image.
+fn load_img2img(name: &str, backend: BackendRequest) -> Pipeline {
+    let options = LoadOptions { vae_encoder: true };
+    load_with(name, backend, Precision::F32, options)
+}
+
+fn init_image(name: &str) -> sdbench_diffusion::image::RgbImage {
+    read_image(&common::fixtures().join(format!("{name}.init.png"))).unwrap()
+}
+
 fn check_components(name: &str, backend: BackendRequest) {
-    let pipe = load(name, backend);
+    let pipe = load_img2img(name, backend);
     let mut r = Reference::open(name);
 
     let ids: Vec<u32> = r
@@ -123,6 +145,96 @@ fn check_components(name: &str, backend: BackendRequest) {
         &r.get("vae.image"),
         COMPONENT_ATOL,
     );
+
+    let mean = pipe.run_vae_encode(&init_image(name)).unwrap();
+    assert_close(
+        &format!("{name} vae encode"),
+        &mean,
+        &r.get("vae_encode.mean"),
+        COMPONENT_ATOL,
+    );
+}
+
+/// diffusers' img2img pipeline from the committed picture, for each scheduler `only` names (all
+/// when `None`): the picture's latent mean noised at the first kept step, the schedule's tail.
+fn check_img2img(name: &str, backend: BackendRequest, only: Option<&[&str]>) {
+    let pipe = load_img2img(name, backend);
+    let mut r = Reference::open(name);
+    let g = r.meta["img2img"].clone();
+    let image = init_image(name);
+    for run in g["runs"].as_array().unwrap() {
+        let key = run["key"].as_str().unwrap();
+        if only.is_some_and(|keys| !keys.contains(&key)) {
+            continue;
+        }
+        let request = GenerateRequest {
+            steps: g["steps"].as_u64().unwrap() as usize,
+            guidance_scale: g["guidance"].as_f64().unwrap(),
+            scheduler: Some(SchedulerKind::from_name(run["scheduler"].as_str().unwrap()).unwrap()),
+            width: image.width,
+            height: image.height,
+            noise: InitialNoise::Seed(g["seed"].as_u64().unwrap()),
+            init_image: Some(InitImage {
+                image: image.clone(),
+                strength: g["strength"].as_f64().unwrap(),
+            }),
+            ..GenerateRequest::new(g["prompt"].as_str().unwrap())
+        };
+        let mut steps = 0;
+        let out = pipe
+            .generate(
+                &request,
+                &mut |e| {
+                    if let sdbench_diffusion::Progress::Step { total, .. } = e {
+                        steps = *total;
+                    }
+                },
+                &CancelToken::new(),
+            )
+            .unwrap();
+        // floor(5 * 0.6) = 3 steps run (PNDM's schedule repeats one timestep: 4 calls).
+        let expected_steps = if key.ends_with("pndm") { 4 } else { 3 };
+        assert_eq!(steps, expected_steps, "{name} {key}: steps run");
+        let what = format!("{name} {key}");
+        assert_close(&what, &out.images[0].float_image, &r.get(key), IMAGE_ATOL);
+    }
+}
+
+/// Two images per prompt in one call (`num_images_per_prompt=2`), from given latents.
+fn check_batch(name: &str, backend: BackendRequest) {
+    let pipe = load(name, backend);
+    let mut r = Reference::open(name);
+    let g = r.meta["generate"].clone();
+    let shape = r.shape("batch.latents");
+    let request = GenerateRequest {
+        steps: g["steps"].as_u64().unwrap() as usize,
+        guidance_scale: g["guidance"].as_f64().unwrap(),
+        scheduler: Some(SchedulerKind::Euler),
+        width: g["width"].as_u64().unwrap() as usize,
+        height: g["height"].as_u64().unwrap() as usize,
+        noise: InitialNoise::Latents {
+            shape: shape.clone(),
+            data: r.get("batch.latents"),
+            step_seed: 0,
+        },
+        batch: shape[0],
+        ..GenerateRequest::new(g["prompt"].as_str().unwrap())
+    };
+    let out = pipe
+        .generate(&request, &mut |_| {}, &CancelToken::new())
+        .unwrap();
+    assert_eq!(out.images.len(), 2);
+    let flat: Vec<f32> = out
+        .images
+        .iter()
+        .flat_map(|i| i.float_image.iter().copied())
+        .collect();
+    assert_close(
+        &format!("{name} batch of 2"),
+        &flat,
+        &r.get("batch.images"),
+        IMAGE_ATOL,
+    );
 }
 
 fn check_generations(name: &str, backend: BackendRequest) {
@@ -153,7 +265,6 @@ fn check_generations_in(
             continue;
         }
         let request = GenerateRequest {
-            prompt: g["prompt"].as_str().unwrap().into(),
             negative_prompt: run["negative"].as_str().unwrap_or("").into(),
             steps: g["steps"].as_u64().unwrap() as usize,
             guidance_scale: g["guidance"].as_f64().unwrap(),
@@ -165,16 +276,18 @@ fn check_generations_in(
                 data: latents.clone(),
                 step_seed: 0,
             },
+            ..GenerateRequest::new(g["prompt"].as_str().unwrap())
         };
         let out = pipe
             .generate(&request, &mut |_| {}, &CancelToken::new())
             .unwrap();
+        let image = &out.images[0];
         assert_eq!(
-            (out.image.width, out.image.height),
+            (image.image.width, image.image.height),
             (request.width, request.height)
         );
         let what = format!("{name} {key} {}", precision.name());
-        assert_close(&what, &out.float_image, &r.get(key), atol);
+        assert_close(&what, &image.float_image, &r.get(key), atol);
     }
 }
 
@@ -189,6 +302,14 @@ fn components_match_diffusers_on_cpu() {
 fn generations_match_diffusers_on_cpu() {
     for name in TINY {
         check_generations(name, BackendRequest::Cpu);
+    }
+}
+
+#[test]
+fn img2img_and_batches_match_diffusers_on_cpu() {
+    for name in TINY {
+        check_img2img(name, BackendRequest::Cpu, None);
+        check_batch(name, BackendRequest::Cpu);
     }
 }
 
@@ -253,6 +374,19 @@ fn generations_match_diffusers_on_vulkan() {
                 IMAGE_ATOL,
                 Some(&keys),
             );
+        }
+    }
+}
+
+/// One image-to-image run per scheduler family and a batch, on SD1.x and SDXL (the CPU test runs
+/// every pipeline).
+#[test]
+fn img2img_and_batches_match_diffusers_on_vulkan() {
+    if vulkan_or_skip() {
+        let keys = ["img2img.euler_a", "img2img.dpmpp_2m", "img2img.pndm"];
+        for name in ["tiny-sd", "tiny-sdxl"] {
+            check_img2img(name, BackendRequest::Vulkan, Some(&keys));
+            check_batch(name, BackendRequest::Vulkan);
         }
     }
 }

@@ -1,30 +1,32 @@
 //! Full-size SD1.5 (860M-parameter UNet, real configs) on synthetic weights, end to end at a small
-//! resolution on the CPU.
+//! resolution on the CPU, text-to-image and image-to-image.
 
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, ParameterCounts,
-    Pipeline, Precision, Preset, Progress,
+    BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions,
+    ModelSource, ParameterCounts, Pipeline, Precision, Preset, Progress,
 };
 
 #[test]
 fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
     let device = select(BackendRequest::Cpu).unwrap();
-    let pipe = Pipeline::load(
+    let pipe = Pipeline::load_with(
         &ModelSource::Synthetic(Preset::Sd15),
         device,
         Some(Precision::F32),
+        LoadOptions { vae_encoder: true },
     )
     .unwrap();
     assert_eq!(pipe.info.vae_scale_factor, 8);
     // diffusers' and transformers' modules built from the same configs have exactly these many
-    // parameters (the VAE: decoder and post_quant_conv).
+    // parameters (the VAE: decoder and post_quant_conv; encoder and quant_conv).
     assert_eq!(
         pipe.parameter_counts(),
         ParameterCounts {
             text_encoders: 123_060_480,
             unet: 859_520_964,
             vae: 49_490_199,
+            vae_encoder: 34_163_664,
         }
     );
     let request = GenerateRequest {
@@ -50,14 +52,31 @@ fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
         steps, 3,
         "PNDM with skip_prk_steps makes steps + 1 model calls"
     );
-    assert_eq!((out.image.width, out.image.height), (64, 48));
-    assert!(out.float_image.iter().all(|v| v.is_finite()));
-    let (lo, hi) = out
+    let image = &out.images[0];
+    assert_eq!((image.image.width, image.image.height), (64, 48));
+    assert!(image.float_image.iter().all(|v| v.is_finite()));
+    let (lo, hi) = image
         .float_image
         .iter()
         .fold((1f32, 0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
     assert!(hi - lo > 0.05, "image is flat: {lo}..{hi}");
     assert_eq!(out.timings.unet_steps.len(), 3);
+
+    // Image-to-image from that picture: half of 2 steps is one step (PNDM: 2 model calls).
+    let redraw = GenerateRequest {
+        init_image: Some(InitImage {
+            image: image.image.clone(),
+            strength: 0.5,
+        }),
+        ..request.clone()
+    };
+    let again = pipe
+        .generate(&redraw, &mut |_| {}, &CancelToken::new())
+        .unwrap();
+    assert_eq!(again.timings.unet_steps.len(), 2);
+    assert!(again.timings.vae_encode > 0.0);
+    assert_eq!(again.non_finite(), 0);
+    assert_ne!(again.images[0].image, image.image);
 
     // A cancelled run stops with an error and produces nothing.
     let cancel = CancelToken::new();
@@ -85,6 +104,7 @@ fn full_size_synthetic_sdxl_runs_one_step() {
             text_encoders: 123_060_480 + 694_659_840,
             unet: 2_567_463_684,
             vae: 49_490_199,
+            vae_encoder: 0,
         }
     );
     let request = GenerateRequest {
@@ -98,7 +118,7 @@ fn full_size_synthetic_sdxl_runs_one_step() {
         .generate(&request, &mut |_| {}, &CancelToken::new())
         .unwrap();
     assert_eq!(out.scheduler.name(), "euler", "SDXL base's scheduler");
-    assert_eq!((out.image.width, out.image.height), (256, 256));
-    assert_eq!(out.non_finite, 0);
+    assert_eq!(out.images[0].image.width, 256);
+    assert_eq!(out.non_finite(), 0);
     assert_eq!(out.timings.unet_steps.len(), 1);
 }
