@@ -10,9 +10,11 @@ use tauri::State;
 
 use sdbench_bench::ModelName;
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::image::write_png;
+use sdbench_diffusion::image::{decode_image, write_png};
+use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
-    BackendRequest, GenerateRequest, InitialNoise, ModelSource, Pipeline, Progress, SchedulerKind,
+    BackendRequest, GenerateRequest, InitImage, InitialNoise, LoadOptions, ModelSource, Pipeline,
+    Progress, SchedulerKind,
 };
 use sdbench_history::{Generation, Record};
 use sdbench_hub::Hub;
@@ -47,9 +49,54 @@ pub struct CreateRequest {
     /// None: the backend in the settings.
     #[serde(default)]
     pub backend: Option<String>,
+    /// Image-to-image: the picked picture (its size is the image's size).
+    #[serde(default)]
+    pub init_image: Option<InitImageInput>,
+}
+
+/// A picture picked on the Create screen: its file name, bytes (PNG or JPEG) and strength.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitImageInput {
+    pub name: String,
+    pub bytes: Vec<u8>,
+    pub strength: f64,
 }
 
 impl CreateRequest {
+    /// The picked picture, decoded and checked (`None` for text-to-image).
+    fn init_image(&self) -> UiResult<Option<InitImage>> {
+        let Some(input) = &self.init_image else {
+            return Ok(None);
+        };
+        let image = decode_image(&input.bytes).map_err(|problem| {
+            UiError::bad_input(
+                format!("The picture {} {problem}", input.name),
+                "Pick a PNG or JPEG picture.",
+            )
+        })?;
+        if image.width % 8 != 0 || image.height % 8 != 0 || image.width.max(image.height) > MAX_SIDE
+        {
+            return Err(UiError::bad_input(
+                format!(
+                    "The picture {} is {}x{} pixels",
+                    input.name, image.width, image.height
+                ),
+                format!("Use a picture whose sides are multiples of 8, up to {MAX_SIDE} pixels (crop or resize it)."),
+            ));
+        }
+        img2img_start(self.steps, input.strength).map_err(|e| {
+            UiError::bad_input(
+                e.to_string(),
+                "Use a strength above 0 and at most 1, with steps x strength at least 1.",
+            )
+        })?;
+        Ok(Some(InitImage {
+            image,
+            strength: input.strength,
+        }))
+    }
+
     /// Checks the request before anything is loaded.
     fn check(&self) -> UiResult<(Option<SchedulerKind>, Option<BackendRequest>)> {
         if self.prompt.trim().is_empty() {
@@ -133,6 +180,7 @@ pub fn start_generation_job(
     sink: Sink,
 ) -> UiResult<JobId> {
     let (scheduler, backend) = request.check()?;
+    let init_image = request.init_image()?;
     let settings = state.settings();
     let key = PipelineKey {
         model: settings.model.clone(),
@@ -152,7 +200,13 @@ pub fn start_generation_job(
         .clone()
         .start(JobKind::Generation, sink, move |cx| {
             let mut loaded = state.loaded_pipeline();
-            if loaded.as_ref().map(|l| &l.key) != Some(&key) {
+            // A pipeline with the VAE encoder serves both kinds of request; one without is
+            // reloaded with it for the first image-to-image request.
+            let needs_encoder = init_image.is_some();
+            let usable = loaded
+                .as_ref()
+                .is_some_and(|l| l.key == key && (l.pipeline.has_vae_encoder() || !needs_encoder));
+            if !usable {
                 // Free the old model's memory before loading the new one.
                 *loaded = None;
                 let source = model_source(&state, model_name, cx)?;
@@ -162,7 +216,10 @@ pub fn start_generation_job(
                 });
                 let start = Instant::now();
                 let device = select(backend)?;
-                let pipeline = Pipeline::load(&source, device, precision)?;
+                let options = LoadOptions {
+                    vae_encoder: needs_encoder,
+                };
+                let pipeline = Pipeline::load_with(&source, device, precision, options)?;
                 cx.emit(JobEvent::Loaded {
                     seconds: start.elapsed().as_secs_f64(),
                     device: pipeline.device.name.clone(),
@@ -176,7 +233,7 @@ pub fn start_generation_job(
             let Some(current) = loaded.as_ref() else {
                 return Err(UiError::internal("the model was not loaded"));
             };
-            let out = generate(&state, current, &request, scheduler, cx)?;
+            let out = generate(&state, current, &request, init_image.clone(), scheduler, cx)?;
             serde_json::to_value(out).map_err(|e| UiError::internal(e.to_string()))
         })
 }
@@ -206,21 +263,27 @@ fn generate(
     state: &AppState,
     loaded: &LoadedPipeline,
     request: &CreateRequest,
+    init_image: Option<InitImage>,
     scheduler: Option<SchedulerKind>,
     cx: &JobContext,
 ) -> UiResult<CreateOutput> {
     let pipeline = &loaded.pipeline;
+    // Image-to-image makes an image of the picture's size.
+    let (width, height) = match &init_image {
+        Some(init) => (init.image.width, init.image.height),
+        None => (request.width, request.height),
+    };
     let engine_request = GenerateRequest {
         prompt: request.prompt.clone(),
         negative_prompt: request.negative_prompt.clone(),
         steps: request.steps,
         guidance_scale: request.guidance,
         scheduler,
-        width: request.width,
-        height: request.height,
+        width,
+        height,
         noise: InitialNoise::Seed(request.seed),
         batch: 1,
-        init_image: None,
+        init_image,
     };
     pipeline.validate(&engine_request)?;
     cx.emit(JobEvent::ImageStarted {
@@ -258,8 +321,15 @@ fn generate(
         valid: true,
         warmup: false,
     });
-    let mut generation =
-        Generation::from_engine(&loaded.key.model, &engine_request, pipeline, &generated, 0, None);
+    let init_name = request.init_image.as_ref().map(|i| i.name.as_str());
+    let mut generation = Generation::from_engine(
+        &loaded.key.model,
+        &engine_request,
+        pipeline,
+        &generated,
+        0,
+        init_name,
+    );
     let path = state.paths.images.join(format!("{}.png", generation.id));
     write_png(
         &path,

@@ -396,6 +396,40 @@ fn create_makes_a_png_with_its_parameters_and_keeps_the_model_loaded() {
             "{change}"
         );
     }
+
+    // Image-to-image from a picked picture: the model is reloaded once with the VAE encoder, and
+    // the image has the picture's size.
+    let picture = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("crates/diffusion/tests/fixtures/tiny-sd.init.png"),
+    )
+    .unwrap();
+    let mut img2img = request.clone();
+    img2img["initImage"] = json!({ "name": "barn.png", "bytes": picture, "strength": 0.7 });
+    let status = app.run_job("start_generation", json!({ "request": img2img }), 6);
+    assert_eq!(status["state"], "finished", "{status}");
+    let generation = &status["output"]["generation"];
+    assert_eq!(
+        (&generation["width"], &generation["height"]),
+        (&json!(24), &json!(16))
+    );
+    assert_eq!(generation["init_image"]["source"], "barn.png");
+    assert_eq!(generation["step_seconds"].as_array().unwrap().len(), 2);
+    assert_eq!(count(&app.messages(6), "loading"), 1);
+    for (bytes, strength, what) in [
+        (json!([1, 2, 3]), json!(0.5), "not a picture"),
+        (json!(picture), json!(0), "strength 0"),
+        (json!(picture), json!(1.5), "strength 1.5"),
+    ] {
+        let mut bad = request.clone();
+        bad["initImage"] = json!({ "name": "x.png", "bytes": bytes, "strength": strength });
+        let args = json!({ "request": bad, "onEvent": "__CHANNEL__:7" });
+        assert_eq!(
+            app.error_kind("start_generation", args),
+            "badInput",
+            "{what}"
+        );
+    }
 }
 
 #[test]

@@ -75,6 +75,7 @@ export interface Generation {
   model: string; backend: string; device: string; precision: string; seconds: number;
   stages: { text_encoder: number; unet_loop: number; vae_decode: number };
   step_seconds: number[]; image_path: string | null;
+  init_image?: { source: string; strength: number } | null;
 }
 
 export interface CreateOutput { generation: Generation; historyWarning: string | null }
@@ -82,7 +83,11 @@ export interface CreateOutput { generation: Generation; historyWarning: string |
 export interface CreateRequest {
   prompt: string; negativePrompt: string; steps: number; guidance: number; seed: number;
   width: number; height: number; scheduler: string | null; backend: string | null;
+  /** Image-to-image: the picked picture (PNG or JPEG bytes); the image gets its size. */
+  initImage?: InitImageInput | null;
 }
+
+export interface InitImageInput { name: string; bytes: number[]; strength: number }
 
 export interface RunSummary {
   id: string; kind: "benchmark" | "generation"; created_at: string; title: string; model: string;

@@ -122,8 +122,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         bail!("--steps must be at least 1");
     }
     if let Some(init) = &init {
-        img2img_start(args.steps, init.strength)
-            .map_err(|e| anyhow::anyhow!("--strength: {e}"))?;
+        img2img_start(args.steps, init.strength).map_err(|e| anyhow::anyhow!("--strength: {e}"))?;
     }
     if !args.guidance.is_finite() {
         bail!("--guidance must be a finite number");

@@ -489,7 +489,10 @@ impl VaeConfig {
         if self.in_channels != 3 {
             return Err(DiffusionError::unsupported(
                 path,
-                format!("a VAE with {} input channels (RGB images have 3)", self.in_channels),
+                format!(
+                    "a VAE with {} input channels (RGB images have 3)",
+                    self.in_channels
+                ),
             ));
         }
         Ok(())

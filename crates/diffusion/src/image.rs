@@ -65,11 +65,15 @@ fn decode_jpeg(bytes: &[u8]) -> std::result::Result<RgbImage, String> {
     use zune_core::colorspace::ColorSpace;
     use zune_core::options::DecoderOptions;
     let options = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::RGB);
-    let mut decoder =
-        zune_jpeg::JpegDecoder::new_with_options(zune_core::bytestream::ZCursor::new(bytes), options);
+    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(
+        zune_core::bytestream::ZCursor::new(bytes),
+        options,
+    );
     let broken = |e: zune_jpeg::errors::DecodeErrors| format!("is not a readable JPEG image ({e})");
     decoder.decode_headers().map_err(broken)?;
-    let info = decoder.info().ok_or("is a JPEG image without a frame header")?;
+    let info = decoder
+        .info()
+        .ok_or("is a JPEG image without a frame header")?;
     let (width, height) = (info.width as usize, info.height as usize);
     check_side(width, height)?;
     let pixels = decoder.decode().map_err(broken)?;
@@ -232,14 +236,19 @@ mod tests {
         let text = dir.path().join("notes.png");
         std::fs::write(&text, "hello").unwrap();
         let err = read_image(&text).unwrap_err().to_string();
-        assert!(err.contains("notes.png") && err.contains("not a PNG or JPEG"), "{err}");
+        assert!(
+            err.contains("notes.png") && err.contains("not a PNG or JPEG"),
+            "{err}"
+        );
         let mut truncated = std::fs::read(&path).unwrap();
         truncated.truncate(30);
         let err = decode_image(&truncated).unwrap_err();
         assert!(err.contains("PNG"), "{err}");
         let err = decode_image(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 1]).unwrap_err();
         assert!(err.contains("JPEG"), "{err}");
-        let err = read_image(&dir.path().join("missing.png")).unwrap_err().to_string();
+        let err = read_image(&dir.path().join("missing.png"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("missing.png"), "{err}");
     }
 

@@ -25,8 +25,7 @@ pub use device::{AllocatorMemory, BackendKind, BackendRequest, SelectedDevice};
 pub use error::{DiffusionError, Result};
 pub use pipeline::{
     CancelToken, Family, GenerateRequest, Generated, GeneratedImage, InitImage, InitialNoise,
-    LoadOptions, ModelSource, ParameterCounts,
-    Pipeline, Placement, Preset, Progress,
+    LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress,
 };
 pub use scheduler::{PredictionType, SchedulerKind};
 pub use unet::{Conditioning, TextTime};

@@ -260,11 +260,20 @@ impl<B: Backend> VaeEncoder<B> {
             for j in 0..config.layers_per_block {
                 let inputs = if j == 0 { prev } else { out_ch };
                 let spec = resnet_spec(config, inputs, out_ch);
-                resnets.push(ResnetBlock2D::load(&format!("{p}.resnets.{j}"), &spec, loader)?);
+                resnets.push(ResnetBlock2D::load(
+                    &format!("{p}.resnets.{j}"),
+                    &spec,
+                    loader,
+                )?);
             }
             // diffusers' encoder pads right and bottom, then convolves with stride 2 (padding 0).
             let downsampler = if i + 1 < boc.len() {
-                Some(Downsample2D::load(&format!("{p}.downsamplers.0"), out_ch, 0, loader)?)
+                Some(Downsample2D::load(
+                    &format!("{p}.downsamplers.0"),
+                    out_ch,
+                    0,
+                    loader,
+                )?)
             } else {
                 None
             };

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { mockShell, settle, stream } from "../test-support";
 import { setMessageArea } from "../ui";
-import { checkRequest, createScreen, randomSeed } from "./create";
+import { checkRequest, createScreen, randomSeed, setPicture } from "./create";
 import type { CreateRequest } from "../types";
 
 const base: CreateRequest = { prompt: "a lighthouse", negativePrompt: "", steps: 30, guidance: 7.5, seed: 1, width: 512, height: 512, scheduler: null, backend: null };
@@ -70,6 +70,40 @@ describe("Create screen", () => {
     await settle(40);
     expect(requests[1].seed).toBe(requests[0].seed);
     expect(root.querySelectorAll("#create-strip .thumb")).toHaveLength(2);
+  });
+
+  it("checks the strength of an image-to-image request", () => {
+    const picture = { name: "barn.png", bytes: [1, 2, 3], strength: 0.5 };
+    expect(checkRequest({ ...base, initImage: picture })).toBeNull();
+    expect(checkRequest({ ...base, initImage: { ...picture, strength: 0 } })).toContain("Strength");
+    expect(checkRequest({ ...base, initImage: { ...picture, strength: 1.2 } })).toContain("Strength");
+    expect(checkRequest({ ...base, steps: 1, initImage: picture })).toContain("Steps × strength");
+  });
+
+  it("sends a picked picture with its strength, at the picture's size", async () => {
+    const requests: CreateRequest[] = [];
+    mockShell({
+      start_generation: (a) => {
+        requests.push(a.request as CreateRequest);
+        stream(a, [{ event: "finished", output: generation(7) }]);
+        return 1;
+      },
+      read_image: () => new ArrayBuffer(8),
+    });
+    root.querySelector<HTMLTextAreaElement>("#create-prompt")!.value = "a barn at night";
+    setPicture({ name: "barn.png", bytes: [137, 80], width: 24, height: 16 });
+    const width = root.querySelector<HTMLInputElement>("#create-width")!;
+    expect(width.value).toBe("24");
+    expect(width.disabled).toBe(true);
+    expect(root.querySelector<HTMLInputElement>("#create-strength")!.disabled).toBe(false);
+    expect(root.querySelector("#create-picture-note")!.textContent).toContain("barn.png, 24 × 16");
+    root.querySelector<HTMLButtonElement>("#create-generate")!.click();
+    await settle(40);
+    expect(requests[0]).toMatchObject({ width: 24, height: 16, initImage: { name: "barn.png", bytes: [137, 80], strength: 0.8 } });
+
+    root.querySelector<HTMLButtonElement>("#create-clear-image")!.click();
+    expect(width.disabled).toBe(false);
+    expect(root.querySelector<HTMLInputElement>("#create-strength")!.disabled).toBe(true);
   });
 
   it("refuses a bad size without calling the shell", async () => {

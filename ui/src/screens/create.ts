@@ -1,5 +1,5 @@
-// The Create screen: a person's own prompt, the image with its timing, save as PNG (parameters
-// inside), and a strip of this session's images.
+// The Create screen: a person's own prompt (and, for image-to-image, a picture to start from), the
+// image with its timing, save as PNG (parameters inside), and a strip of this session's images.
 
 import { api, imageUrl } from "../api";
 import { fill, h } from "../dom";
@@ -28,8 +28,16 @@ export function checkRequest(r: CreateRequest): string | null {
   if (!Number.isInteger(r.steps) || r.steps < 1 || r.steps > 500) return "Steps must be 1 to 500.";
   if (!Number.isFinite(r.guidance) || r.guidance < 0 || r.guidance > 50) return "Guidance must be 0 to 50.";
   if (!Number.isSafeInteger(r.seed) || r.seed < 0) return "The seed must be a whole number from 0 to 9007199254740991.";
+  if (r.initImage) {
+    const s = r.initImage.strength;
+    if (!Number.isFinite(s) || s <= 0 || s > 1) return "Strength must be more than 0 and at most 1.";
+    if (Math.floor(r.steps * s) < 1) return "Steps × strength must be at least 1: raise the strength or the steps.";
+  }
   return null;
 }
+
+/** A picked picture as the request carries it, with its size (sides must be multiples of 8). */
+export interface Picture { name: string; bytes: number[]; width: number; height: number }
 
 const form = {
   prompt: h("textarea", { id: "create-prompt", rows: 3, placeholder: "a watercolor lighthouse at dawn" }),
@@ -43,7 +51,12 @@ const form = {
   height: h("input", { type: "number", id: "create-height", min: 8, max: 2048, step: 8, value: 512 }),
   scheduler: h("select", { id: "create-scheduler" }, h("option", { value: "" }, "the model's own")),
   backend: h("select", { id: "create-backend" }, h("option", { value: "" }, "as in System")),
+  picture: h("input", { type: "file", id: "create-init-image", accept: "image/png,image/jpeg" }),
+  strength: h("input", { type: "number", id: "create-strength", min: 0.05, max: 1, step: 0.05, value: 0.8 }),
 };
+const clearPicture = h("button", { id: "create-clear-image", hidden: true }, "Remove picture");
+const pictureNote = h("span", { class: "muted", id: "create-picture-note" }, "none: text to image");
+let picture: Picture | null = null;
 const generateButton = h("button", { class: "primary", id: "create-generate" }, "Generate");
 const cancelButton = h("button", { id: "create-cancel", hidden: true }, "Cancel");
 const reuseButton = h("button", { id: "create-reuse-seed", disabled: true }, "Reuse last seed");
@@ -64,7 +77,44 @@ function request(): CreateRequest {
     height: form.height.valueAsNumber,
     scheduler: form.scheduler.value || null,
     backend: form.backend.value || null,
+    initImage: picture ? { name: picture.name, bytes: picture.bytes, strength: form.strength.valueAsNumber } : null,
   };
+}
+
+/** Image-to-image makes an image of the picture's size: the size fields follow the picture. */
+export function setPicture(p: Picture | null): void {
+  picture = p;
+  for (const input of [form.size, form.width, form.height]) input.disabled = p !== null;
+  form.strength.disabled = p === null;
+  clearPicture.hidden = p === null;
+  if (p) {
+    form.width.value = String(p.width);
+    form.height.value = String(p.height);
+    form.size.value = "custom";
+    pictureNote.textContent = `${p.name}, ${p.width} × ${p.height}`;
+  } else {
+    form.picture.value = "";
+    pictureNote.textContent = "none: text to image";
+  }
+}
+
+async function pick(): Promise<void> {
+  const file = form.picture.files?.[0];
+  if (!file) return setPicture(null);
+  try {
+    const bitmap = await createImageBitmap(file);
+    const { width, height } = bitmap;
+    bitmap.close();
+    if (width % 8 !== 0 || height % 8 !== 0) {
+      setPicture(null);
+      showError({ kind: "badInput", message: `The picture ${file.name} is ${width} × ${height} pixels`, hint: "Use a picture whose sides are multiples of 8 (crop or resize it)." });
+      return;
+    }
+    setPicture({ name: file.name, bytes: Array.from(new Uint8Array(await file.arrayBuffer())), width, height });
+  } catch {
+    setPicture(null);
+    showError({ kind: "badInput", message: `${file.name} is not a picture this app can read`, hint: "Pick a PNG or JPEG picture." });
+  }
 }
 
 async function show(g: Generation, url: string): Promise<void> {
@@ -82,6 +132,7 @@ async function show(g: Generation, url: string): Promise<void> {
       h("dt", {}, "UNet"), h("dd", {}, `${fmt.fixed(g.stages.unet_loop)} s (${fmt.fixed(rate)} it/s)`),
       h("dt", {}, "VAE"), h("dd", {}, `${fmt.fixed(g.stages.vae_decode)} s`),
       h("dt", {}, "seed"), h("dd", {}, String(g.seed)),
+      ...(g.init_image ? [h("dt", {}, "from"), h("dd", {}, `${g.init_image.source} (strength ${g.init_image.strength})`)] : []),
       h("dt", {}, "on"), h("dd", {}, `${g.device} (${g.backend}, ${g.precision})`)),
     save);
 }
@@ -168,6 +219,9 @@ export const createScreen: Screen = {
       form.seed.value = String(lastSeed);
     });
     generateButton.addEventListener("click", generate);
+    form.picture.addEventListener("change", () => { pick(); });
+    clearPicture.addEventListener("click", () => setPicture(null));
+    form.strength.disabled = true;
     form.prompt.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) generate();
     });
@@ -181,6 +235,8 @@ export const createScreen: Screen = {
         h("div", { class: "row" }, field("Size", form.size), field("Width", form.width), field("Height", form.height)),
         h("div", { class: "row" }, field("Seed", form.seed), h("label", { class: "check" }, form.randomSeed, "random"), reuseButton),
         h("div", { class: "row" }, field("Scheduler", form.scheduler), field("Backend", form.backend)),
+        h("div", { class: "row" }, field("Start from a picture", form.picture), field("Strength", form.strength), clearPicture),
+        pictureNote,
         h("div", { class: "row" }, generateButton, cancelButton, h("span", { class: "muted" }, "Ctrl+Enter")),
         status),
       h("div", { class: "card" }, viewer, strip)));

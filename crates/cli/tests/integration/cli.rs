@@ -112,10 +112,17 @@ fn image_to_image_and_batches() {
 
     // Two images per prompt: NAME-1.png and NAME-2.png; the first is the single image's.
     let single = dir.path().join("one.png");
-    let o = generate(&single, &[&small[..], &["--width", "24", "--height", "16"]].concat());
+    let o = generate(
+        &single,
+        &[&small[..], &["--width", "24", "--height", "16"]].concat(),
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let out = dir.path().join("pair.png");
-    let sized = [&small[..], &["--width", "24", "--height", "16", "--batch", "2"]].concat();
+    let sized = [
+        &small[..],
+        &["--width", "24", "--height", "16", "--batch", "2"],
+    ]
+    .concat();
     let o = generate(&out, &sized);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!out.exists());
@@ -131,7 +138,10 @@ fn image_to_image_and_batches() {
     // From a picture: its size, half of 4 steps.
     let redrawn = dir.path().join("redrawn.png");
     let from = |out: &Path, extra: &[&str]| {
-        generate(out, &[&small[..], &["--init-image", &picture], extra].concat())
+        generate(
+            out,
+            &[&small[..], &["--init-image", &picture], extra].concat(),
+        )
     };
     let o = from(&redrawn, &["--strength", "0.5"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -152,7 +162,11 @@ fn image_to_image_and_batches() {
     assert_fails(&from(&bad, &["--strength", "1.5"]), &bad, "at most 1");
     assert_fails(&from(&bad, &["--strength", "0"]), &bad, "strength");
     assert_fails(&from(&bad, &["--strength", "0.1"]), &bad, "runs no step");
-    assert_fails(&generate(&bad, &["--strength", "0.5"]), &bad, "--init-image");
+    assert_fails(
+        &generate(&bad, &["--strength", "0.5"]),
+        &bad,
+        "--init-image",
+    );
     assert_fails(&generate(&bad, &["--batch", "0"]), &bad, "--batch");
     assert_fails(&generate(&bad, &["--batch", "65"]), &bad, "--batch");
 }

@@ -573,6 +573,11 @@ impl Pipeline {
         }
     }
 
+    /// Whether image-to-image requests can run (the VAE encoder was loaded).
+    pub fn has_vae_encoder(&self) -> bool {
+        self.vae_encoder.is_some()
+    }
+
     pub fn tokenizer(&self) -> &Tokenizer {
         &self.tokenizer
     }
@@ -818,7 +823,9 @@ impl Pipeline {
     /// scaling factor.
     fn encode_image(&self, image: &RgbImage) -> Result<Tensor<B, 4>> {
         let encoder = self.vae_encoder.as_ref().ok_or_else(|| {
-            DiffusionError::Request("image-to-image needs the VAE encoder, which was not loaded".into())
+            DiffusionError::Request(
+                "image-to-image needs the VAE encoder, which was not loaded".into(),
+            )
         })?;
         let pixels = Tensor::<B, 4>::from_data(
             TensorData::new(preprocess(image), [1, 3, image.height, image.width]),

@@ -8,8 +8,8 @@ use common::assert_mentions;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::image::RgbImage;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, ModelSource,
-    Pipeline, Precision, SchedulerKind,
+    BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions,
+    ModelSource, Pipeline, Precision, SchedulerKind,
 };
 
 /// A writable copy of the tiny pipeline (fp32 files only, so damage to them is what gets loaded).
@@ -292,12 +292,18 @@ fn bad_requests() {
     )
     .unwrap();
     let err = |r: GenerateRequest| pipe.validate(&r).unwrap_err().to_string();
-    assert_mentions(&err(img2img(32, 16, 0.5)), &["init image is 32x16", "24x16"]);
+    assert_mentions(
+        &err(img2img(32, 16, 0.5)),
+        &["init image is 32x16", "24x16"],
+    );
     for strength in [0.0, -0.5, 1.5, f64::NAN] {
         assert_mentions(&err(img2img(24, 16, strength)), &["strength", "at most 1"]);
     }
     // 2 steps x 0.4 strength runs no step.
-    assert_mentions(&err(img2img(24, 16, 0.4)), &["strength 0.4 with 2 steps", "--strength"]);
+    assert_mentions(
+        &err(img2img(24, 16, 0.4)),
+        &["strength 0.4 with 2 steps", "--strength"],
+    );
     assert!(pipe.validate(&img2img(24, 16, 0.5)).is_ok());
     assert!(pipe.validate(&img2img(24, 16, 1.0)).is_ok());
 }

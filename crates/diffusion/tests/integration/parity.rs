@@ -378,16 +378,14 @@ fn generations_match_diffusers_on_vulkan() {
     }
 }
 
-/// One image-to-image run per scheduler family and a batch, on SD1.x and SDXL (the CPU test runs
-/// every pipeline).
+/// Image-to-image with a sigma-based and a multistep scheduler, and a batch, on SD1.x (the CPU test
+/// runs every pipeline and scheduler; lavapipe compiles every kernel, so CI keeps this short).
 #[test]
 fn img2img_and_batches_match_diffusers_on_vulkan() {
     if vulkan_or_skip() {
-        let keys = ["img2img.euler_a", "img2img.dpmpp_2m", "img2img.pndm"];
-        for name in ["tiny-sd", "tiny-sdxl"] {
-            check_img2img(name, BackendRequest::Vulkan, Some(&keys));
-            check_batch(name, BackendRequest::Vulkan);
-        }
+        let keys = ["img2img.euler_a", "img2img.dpmpp_2m"];
+        check_img2img("tiny-sd", BackendRequest::Vulkan, Some(&keys));
+        check_batch("tiny-sd", BackendRequest::Vulkan);
     }
 }
 
