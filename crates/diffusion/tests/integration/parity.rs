@@ -60,7 +60,10 @@ fn init_image(name: &str) -> sdbench_diffusion::image::RgbImage {
 }
 
 fn check_components(name: &str, backend: BackendRequest) {
-    let pipe = load_img2img(name, backend);
+    let pipe = match backend {
+        BackendRequest::Cpu => load_img2img(name, backend),
+        _ => load(name, backend),
+    };
     let mut r = Reference::open(name);
 
     let ids: Vec<u32> = r
@@ -146,13 +149,16 @@ fn check_components(name: &str, backend: BackendRequest) {
         COMPONENT_ATOL,
     );
 
-    let mean = pipe.run_vae_encode(&init_image(name)).unwrap();
-    assert_close(
-        &format!("{name} vae encode"),
-        &mean,
-        &r.get("vae_encode.mean"),
-        COMPONENT_ATOL,
-    );
+    // On Vulkan the encoder is checked through image-to-image (lavapipe compiles every kernel).
+    if backend == BackendRequest::Cpu {
+        let mean = pipe.run_vae_encode(&init_image(name)).unwrap();
+        assert_close(
+            &format!("{name} vae encode"),
+            &mean,
+            &r.get("vae_encode.mean"),
+            COMPONENT_ATOL,
+        );
+    }
 }
 
 /// diffusers' img2img pipeline from the committed picture, for each scheduler `only` names (all
@@ -378,14 +384,17 @@ fn generations_match_diffusers_on_vulkan() {
     }
 }
 
-/// Image-to-image with a sigma-based and a multistep scheduler, and a batch, on SD1.x (the CPU test
-/// runs every pipeline and scheduler; lavapipe compiles every kernel, so CI keeps this short).
+/// Image-to-image (VAE encoder, noising at a later step, ancestral step noise) on SD1.x: the CPU
+/// test runs every pipeline, scheduler and a batch, whose code is the backend's ordinary tensor
+/// ops; lavapipe compiles every kernel, so CI keeps this short.
 #[test]
-fn img2img_and_batches_match_diffusers_on_vulkan() {
+fn img2img_matches_diffusers_on_vulkan() {
     if vulkan_or_skip() {
-        let keys = ["img2img.euler_a", "img2img.dpmpp_2m"];
-        check_img2img("tiny-sd", BackendRequest::Vulkan, Some(&keys));
-        check_batch("tiny-sd", BackendRequest::Vulkan);
+        check_img2img(
+            "tiny-sd",
+            BackendRequest::Vulkan,
+            Some(&["img2img.euler_a"]),
+        );
     }
 }
 
