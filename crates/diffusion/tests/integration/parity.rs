@@ -358,13 +358,29 @@ fn components_match_diffusers_on_vulkan() {
     }
 }
 
-/// Every scheduler of the first two pipelines; for SD2 (v-prediction) and SDXL one run of each
-/// scheduler family (the CPU test runs them all; lavapipe compiles every kernel, so CI keeps this short).
+/// Every scheduler of the first two pipelines, with and without a negative prompt in turn; for SD2
+/// (v-prediction) and SDXL one run of each scheduler family. The CPU test runs every combination:
+/// a negative prompt changes the values, not the backend's code path, and lavapipe is slow, so CI
+/// keeps this short.
 #[test]
 fn generations_match_diffusers_on_vulkan() {
     if vulkan_or_skip() {
+        let every_scheduler = [
+            "generate.pndm.neg",
+            "generate.ddim.noneg",
+            "generate.euler.neg",
+            "generate.euler_a.noneg",
+            "generate.dpmpp_2m.neg",
+            "generate.dpmpp_2m_karras.noneg",
+        ];
         for name in &TINY[..2] {
-            check_generations(name, BackendRequest::Vulkan);
+            check_generations_in(
+                name,
+                BackendRequest::Vulkan,
+                Precision::F32,
+                IMAGE_ATOL,
+                Some(&every_scheduler),
+            );
         }
         let keys = [
             "generate.euler.neg",
