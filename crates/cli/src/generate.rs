@@ -62,7 +62,8 @@ pub struct GenerateArgs {
     /// Seed of the initial noise (SD Bench's documented CPU generator, the same on every backend).
     #[arg(long, conflicts_with = "latents")]
     seed: Option<u64>,
-    /// Initial latents: a float32 .npy of shape [1, 4, H/8, W/8], used like diffusers' `latents=`.
+    /// Initial latents: a float32 .npy of shape [batch, 4, H/8, W/8], used like diffusers' `latents=`
+    /// (with --init-image: the noise added to the picture).
     #[arg(long)]
     latents: Option<PathBuf>,
     /// Compute backend.
