@@ -124,7 +124,7 @@ pub struct InitImage {
     /// The request's width x height.
     pub image: RgbImage,
     /// In (0, 1], diffusers' `strength`: the picture is noised to this fraction of the schedule and
-    /// only the last `floor(steps * strength)` steps run; 1 keeps nothing of it but its colours' mean.
+    /// only the last `floor(steps * strength)` steps run; 1 starts from almost pure noise.
     pub strength: f64,
 }
 
