@@ -419,22 +419,7 @@ impl VaeConfig {
                 "`block_out_channels` is empty",
             ));
         }
-        if self.up_block_types.len() != self.block_out_channels.len() {
-            return Err(DiffusionError::config(
-                path,
-                "`up_block_types` must have one entry per `block_out_channels` entry",
-            ));
-        }
-        if let Some(t) = self
-            .up_block_types
-            .iter()
-            .find(|t| *t != "UpDecoderBlock2D")
-        {
-            return Err(DiffusionError::unsupported(
-                path,
-                format!("VAE up block type `{t}` (supported: UpDecoderBlock2D)"),
-            ));
-        }
+        self.check_blocks(&self.up_block_types, "up", "UpDecoderBlock2D", path)?;
         if self.act_fn != "silu" {
             return Err(DiffusionError::unsupported(
                 path,
@@ -467,25 +452,33 @@ impl VaeConfig {
         Ok(())
     }
 
+    /// `{side}_block_types`: one per `block_out_channels` entry, each the one type the engine builds.
+    fn check_blocks(
+        &self,
+        types: &[String],
+        side: &str,
+        supported: &str,
+        path: &Path,
+    ) -> Result<()> {
+        if types.len() != self.block_out_channels.len() {
+            return Err(DiffusionError::config(
+                path,
+                format!("`{side}_block_types` must have one entry per `block_out_channels` entry"),
+            ));
+        }
+        match types.iter().find(|t| *t != supported) {
+            Some(t) => Err(DiffusionError::unsupported(
+                path,
+                format!("VAE {side} block type `{t}` (supported: {supported})"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// What the encoder half needs besides `validate`'s checks (image-to-image only: a VAE whose
     /// encoder the engine cannot build still decodes).
     pub fn validate_encoder(&self, path: &Path) -> Result<()> {
-        if self.down_block_types.len() != self.block_out_channels.len() {
-            return Err(DiffusionError::config(
-                path,
-                "`down_block_types` must have one entry per `block_out_channels` entry",
-            ));
-        }
-        if let Some(t) = self
-            .down_block_types
-            .iter()
-            .find(|t| *t != "DownEncoderBlock2D")
-        {
-            return Err(DiffusionError::unsupported(
-                path,
-                format!("VAE down block type `{t}` (supported: DownEncoderBlock2D)"),
-            ));
-        }
+        self.check_blocks(&self.down_block_types, "down", "DownEncoderBlock2D", path)?;
         if self.in_channels != 3 {
             return Err(DiffusionError::unsupported(
                 path,
@@ -622,6 +615,35 @@ mod tests {
       "max_position_embeddings": 77, "model_type": "clip_text_model", "num_attention_heads": 12,
       "num_hidden_layers": 12, "pad_token_id": 1, "projection_dim": 768, "torch_dtype": "float32",
       "transformers_version": "4.22.0.dev0", "vocab_size": 49408}"#;
+
+    #[test]
+    fn vae_block_types_are_checked_per_side() {
+        let path = Path::new("vae/config.json");
+        let vae = VaeConfig::sd15();
+        assert!(vae.validate(path).is_ok() && vae.validate_encoder(path).is_ok());
+        let mut up = vae.clone();
+        up.up_block_types[1] = "AttnUpDecoderBlock2D".into();
+        let err = up.validate(path).unwrap_err().to_string();
+        assert!(
+            err.contains("up block type `AttnUpDecoderBlock2D`"),
+            "{err}"
+        );
+        // An encoder the engine cannot build does not stop text-to-image.
+        let mut down = vae.clone();
+        down.down_block_types.pop();
+        assert!(down.validate(path).is_ok());
+        let err = down.validate_encoder(path).unwrap_err().to_string();
+        assert!(
+            err.contains("`down_block_types` must have one entry"),
+            "{err}"
+        );
+        down.down_block_types.push("AttnDownEncoderBlock2D".into());
+        let err = down.validate_encoder(path).unwrap_err().to_string();
+        assert!(
+            err.contains("down block type `AttnDownEncoderBlock2D`"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn sd15_config_files_read_as_the_built_in_configs() {
