@@ -233,7 +233,7 @@ pub fn start_generation_job(
             let Some(current) = loaded.as_ref() else {
                 return Err(UiError::internal("the model was not loaded"));
             };
-            let out = generate(&state, current, &request, init_image.clone(), scheduler, cx)?;
+            let out = generate(&state, current, &request, init_image, scheduler, cx)?;
             serde_json::to_value(out).map_err(|e| UiError::internal(e.to_string()))
         })
 }
