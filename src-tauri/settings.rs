@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use sdbench_bench::{ModelChoice, ModelName};
+use sdbench_bench::{ModelChoice, ModelName, Workload};
 use sdbench_diffusion::{BackendRequest, Precision};
 use sdbench_hub::DEFAULT_MODEL;
 
@@ -123,10 +123,20 @@ impl Settings {
         })
     }
 
+    /// The model a benchmark of `workload` runs: the setting, except that the untouched default
+    /// stands for each workload's own model (SDXL's workload runs SDXL base, not SD1.5).
+    pub fn model_name_for(&self, workload: &Workload) -> UiResult<ModelName> {
+        if self.model.trim() == DEFAULT_MODEL && self.model_config.is_none() {
+            return ModelName::parse(workload.preset.repository(), None)
+                .map_err(|e| UiError::internal(e.to_string()));
+        }
+        self.model_name()
+    }
+
     /// The model as the benchmark runner takes it. A Hub model that is not cached is downloaded
     /// (the Benchmark screen offers the download first); it never falls back to synthetic weights.
-    pub fn model_choice(&self) -> UiResult<ModelChoice> {
-        Ok(self.model_name()?.into_choice("main", false))
+    pub fn model_choice_for(&self, workload: &Workload) -> UiResult<ModelChoice> {
+        Ok(self.model_name_for(workload)?.into_choice("main", false))
     }
 }
 
@@ -199,6 +209,29 @@ mod tests {
         }
         check_endpoint("x", "http://127.0.0.1:8080/latest.json").unwrap();
         check_endpoint("x", "http://localhost/latest.json").unwrap();
+    }
+
+    #[test]
+    fn the_default_model_stands_for_each_workloads_own() {
+        let hub_id = |name: ModelName| match name {
+            ModelName::Hub { id, .. } => id.to_string(),
+            other => panic!("{other:?}"),
+        };
+        let s = Settings::default();
+        for workload in [Workload::standard(), Workload::sdxl()] {
+            assert_eq!(
+                hub_id(s.model_name_for(&workload).unwrap()),
+                workload.preset.repository()
+            );
+        }
+        let chosen = Settings {
+            model: "someone/my-sd15".into(),
+            ..Settings::default()
+        };
+        assert_eq!(
+            hub_id(chosen.model_name_for(&Workload::sdxl()).unwrap()),
+            "someone/my-sd15"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use sdbench_bench::result::{write_atomically, AppInfo};
 use sdbench_bench::runner::{self, RunOptions};
 use sdbench_bench::submit::{Outcome, Submitter};
 use sdbench_bench::summary;
+use sdbench_bench::workload::WORKLOAD_NAMES;
 use sdbench_bench::{BenchResult, ModelName, Overrides, Workload};
 use sdbench_diffusion::ModelSource;
 use sdbench_history::Record;
@@ -47,12 +48,30 @@ pub struct ModelStatus {
     pub note: Option<String>,
 }
 
-/// Whether the configured model is on this machine, and if not, how big its download is.
+/// The workload a request names (none: the default standard one).
+fn chosen_workload(name: Option<&str>) -> UiResult<Workload> {
+    match name {
+        None => Ok(Workload::standard()),
+        Some(name) => Workload::named(name).map_err(|e| {
+            UiError::bad_input(
+                e.to_string(),
+                format!("Choose one of: {}.", WORKLOAD_NAMES.join(", ")),
+            )
+        }),
+    }
+}
+
+/// Whether the model a benchmark of `workload` runs is on this machine, and if not, how big its
+/// download is.
 #[tauri::command]
-pub async fn model_status(state: State<'_, AppState>) -> UiResult<ModelStatus> {
+pub async fn model_status(
+    state: State<'_, AppState>,
+    workload: Option<String>,
+) -> UiResult<ModelStatus> {
     let state = state.inner().clone();
     blocking(move || {
         let settings = state.settings();
+        let workload = chosen_workload(workload.as_deref())?;
         let local = |source: &str, path: Option<&Path>| ModelStatus {
             model: settings.model.clone(),
             source: source.into(),
@@ -62,7 +81,7 @@ pub async fn model_status(state: State<'_, AppState>) -> UiResult<ModelStatus> {
             problem: None,
             note: None,
         };
-        Ok(match settings.model_name()? {
+        Ok(match settings.model_name_for(&workload)? {
             ModelName::Local(ModelSource::Synthetic(_)) => local("synthetic", None),
             ModelName::Local(ModelSource::Folder(path)) => local("folder", Some(&path)),
             ModelName::Local(ModelSource::Checkpoint { file, .. }) => {
@@ -108,14 +127,17 @@ pub struct Downloaded {
     pub downloaded_bytes: u64,
 }
 
-/// Downloads the configured Hub model into the cache (resuming a partial download).
+/// Downloads the Hub model a benchmark of `workload` runs into the cache (resuming a partial
+/// download).
 #[tauri::command]
 pub async fn start_download(
     state: State<'_, AppState>,
     on_event: Channel<JobEvent>,
+    workload: Option<String>,
 ) -> UiResult<JobId> {
     let settings = state.settings();
-    let ModelName::Hub { id, .. } = settings.model_name()? else {
+    let workload = chosen_workload(workload.as_deref())?;
+    let ModelName::Hub { id, .. } = settings.model_name_for(&workload)? else {
         return Err(UiError::bad_input(
             format!(
                 "{} is not a Hub model; there is nothing to download",
@@ -157,7 +179,9 @@ pub struct CustomRun {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct BenchmarkRequest {
-    /// None: the standard benchmark.
+    /// A standard workload's name (none: sd15-512-30).
+    pub workload: Option<String>,
+    /// None: the workload as published.
     pub custom: Option<CustomRun>,
     /// Seconds of idle power sampling before the run (default 1).
     pub baseline_seconds: Option<f64>,
@@ -252,18 +276,20 @@ pub fn start_benchmark_job(
     sink: crate::jobs::Sink,
 ) -> UiResult<JobId> {
     let settings = state.settings();
+    let workload = chosen_workload(request.workload.as_deref())?;
     let workload = match &request.custom {
-        None => Workload::standard(),
-        Some(c) => Workload::with_overrides(&Overrides {
-            steps: c.steps,
-            width: c.width,
-            height: c.height,
-            images: c.images,
-            scheduler: None,
-            prompt: None,
-            batch: None,
-        })
-        .map_err(|e| UiError::bad_input(e.to_string(), "Correct the custom run's values."))?,
+        None => workload,
+        Some(c) => workload
+            .with_overrides(&Overrides {
+                steps: c.steps,
+                width: c.width,
+                height: c.height,
+                images: c.images,
+                scheduler: None,
+                prompt: None,
+                batch: None,
+            })
+            .map_err(|e| UiError::bad_input(e.to_string(), "Correct the custom run's values."))?,
     };
     let baseline = request.baseline_seconds.unwrap_or(1.0);
     if !(0.0..=60.0).contains(&baseline) {
@@ -272,7 +298,8 @@ pub fn start_benchmark_job(
             "Use 0 to 60 seconds.",
         ));
     }
-    let mut options = RunOptions::new(workload, settings.model_choice()?, app_info());
+    let model = settings.model_choice_for(&workload)?;
+    let mut options = RunOptions::new(workload, model, app_info());
     options.backend = settings.backend_request()?;
     options.precision = settings.precision()?;
     options.hub = state.hub.clone();

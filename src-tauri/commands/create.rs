@@ -10,7 +10,7 @@ use tauri::State;
 
 use sdbench_bench::ModelName;
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::image::{decode_image, write_png};
+use sdbench_diffusion::io::image::{decode_image, write_png};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
     BackendRequest, GenerateRequest, InitImage, InitialNoise, LoadOptions, ModelSource, Pipeline,
@@ -218,6 +218,7 @@ pub fn start_generation_job(
                 let device = select(backend)?;
                 let options = LoadOptions {
                     vae_encoder: needs_encoder,
+                    ..LoadOptions::default()
                 };
                 let pipeline = Pipeline::load_with(&source, device, precision, options)?;
                 cx.emit(JobEvent::Loaded {

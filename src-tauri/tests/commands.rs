@@ -544,6 +544,34 @@ fn without_a_network_the_download_says_so() {
     app.set(json!({ "model": "synthetic" }));
     let args = json!({ "onEvent": "__CHANNEL__:32" });
     assert_eq!(app.error_kind("start_download", args), "badInput");
+
+    // The default model stands for each workload's own; an unknown workload is refused.
+    app.set(json!({ "model": "stable-diffusion-v1-5/stable-diffusion-v1-5" }));
+    let sdxl = app.ok("model_status", json!({ "workload": "sdxl-1024-20" }));
+    assert_eq!(sdxl["model"], "stabilityai/stable-diffusion-xl-base-1.0");
+    assert_eq!(sdxl["ready"], false);
+    let sd15 = app.ok("model_status", json!({}));
+    assert_eq!(sd15["model"], "stable-diffusion-v1-5/stable-diffusion-v1-5");
+    assert_eq!(
+        app.error_kind("model_status", json!({ "workload": "sd3" })),
+        "badInput"
+    );
+}
+
+/// The SDXL workload chosen in the app runs its settings (guidance 8) on the model set.
+#[test]
+fn the_sdxl_workload_runs_from_the_app() {
+    let app = TestApp::new(None);
+    app.set(json!({ "model": tiny().with_file_name("tiny-sdxl"), "backend": "cpu", "precision": "f32" }));
+    let request = json!({
+        "request": { "workload": "sdxl-1024-20", "custom": { "steps": 1, "width": 32, "height": 32, "images": 1 }, "baselineSeconds": 0 }
+    });
+    let status = app.run_job("start_benchmark", request, 41);
+    assert_eq!(status["state"], "finished", "{status}");
+    let workload = &status["output"]["result"]["workload"];
+    assert_eq!(workload["guidance"], 8.0);
+    assert_eq!(workload["model"]["family"], "sdxl");
+    assert_eq!(workload["standard"], false);
 }
 
 /// The update check through tauri-plugin-updater with the app's real public key, against a

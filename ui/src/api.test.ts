@@ -34,8 +34,8 @@ describe("runJob", () => {
       },
       cancel_job: () => true,
     });
-    await expect(api.download(() => {}).done).rejects.toMatchObject({ kind: "network", hint: "check" });
-    const bench = api.benchmark({}, () => {});
+    await expect(api.download(() => {}, "sd15-512-30").done).rejects.toMatchObject({ kind: "network", hint: "check" });
+    const bench = api.benchmark({ workload: "sd15-512-30" }, () => {});
     await bench.cancel();
     await expect(bench.done).rejects.toMatchObject({ kind: "cancelled" });
     expect(calls.find((c) => c.cmd === "cancel_job")?.args).toEqual({ id: 4 });
@@ -47,7 +47,7 @@ describe("runJob", () => {
         throw { kind: "busy", message: "A download is running", hint: "Wait" };
       },
     });
-    await expect(api.benchmark({}, () => {}).done).rejects.toMatchObject({ kind: "busy" });
+    await expect(api.benchmark({ workload: "sd15-512-30" }, () => {}).done).rejects.toMatchObject({ kind: "busy" });
     await settle();
   });
 

@@ -52,9 +52,11 @@ export const api = {
   getSettings: () => invoke<T.Settings>("get_settings"),
   saveSettings: (settings: T.Settings) => invoke<T.Settings>("save_settings", { settings }),
   startupNotes: () => invoke<string[]>("startup_notes"),
-  modelStatus: () => invoke<T.ModelStatus>("model_status"),
-  download: (onEvent: (e: T.JobEvent) => void) => runJob<{ path: string; bytes: number }>("start_download", {}, onEvent),
-  benchmark: (request: { custom?: { steps?: number; width?: number; height?: number; images?: number }; baselineSeconds?: number }, onEvent: (e: T.JobEvent) => void) =>
+  /** The model a benchmark of `workload` runs, and whether it is on this machine. */
+  modelStatus: (workload: string) => invoke<T.ModelStatus>("model_status", { workload }),
+  download: (onEvent: (e: T.JobEvent) => void, workload: string) =>
+    runJob<{ path: string; bytes: number }>("start_download", { workload }, onEvent),
+  benchmark: (request: { workload: string; custom?: { steps?: number; width?: number; height?: number; images?: number }; baselineSeconds?: number }, onEvent: (e: T.JobEvent) => void) =>
     runJob<T.BenchmarkOutput>("start_benchmark", { request }, onEvent),
   benchmarkView: (runId: string) => invoke<T.ResultView>("benchmark_view", { runId }),
   saveResult: (runId: string, path: string) => invoke<string>("save_result", { runId, path }),

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use sdbench_diffusion::image::RgbImage;
+use sdbench_diffusion::io::image::RgbImage;
 
 /// An image whose 8-bit values vary less than this (standard deviation over all pixels and
 /// channels) is blank: a broken pipeline (all black, all grey) rather than a picture.

@@ -92,8 +92,15 @@ pub struct ModelRecord {
     pub source: String,
     pub synthetic: bool,
     /// The model's configs are SD1.5's (a fine-tune's weights differ, its cost does not); only
-    /// such runs can be standard.
+    /// such runs can be standard `sd15-512-30` runs.
     pub sd15_architecture: bool,
+    /// The model family: sd1, sd2 or sdxl (absent in results from before SDXL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The built-in preset whose configs the model's equal (sd15, sd21, sdxl-base), if any: a
+    /// standard run's model matches its workload's preset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
     /// The weight files read, with their sha256.
     pub files: Vec<FileRecord>,
 }

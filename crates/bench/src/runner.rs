@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sdbench_diffusion::image::{write_png, RgbImage};
+use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_diffusion::{
     device, BackendRequest, CancelToken, DiffusionError, GenerateRequest, InitialNoise,
     ModelSource, Pipeline, Precision, Preset, Progress,
@@ -153,11 +153,18 @@ pub fn run(
         device: dev.name.clone(),
         precision: pipeline.precision.name().into(),
     });
-    model.sd15_architecture = pipeline.info.preset == Some(Preset::Sd15);
-    if options.workload.standard && !model.sd15_architecture {
+    let preset = pipeline.info.preset;
+    model.sd15_architecture = preset == Some(Preset::Sd15);
+    model.family = Some(pipeline.info.family.name().into());
+    model.preset = preset.map(|p| p.name().into());
+    let workload_preset = options.workload.preset;
+    let architecture_matches = preset == Some(workload_preset);
+    if options.workload.standard && !architecture_matches {
         observer(&Event::Note(format!(
-            "{} is not SD1.5's architecture (its configs differ), so this run is reported as custom, not standard",
-            model.id
+            "{} does not have {}'s architecture (its configs differ), so this {} run is reported as custom, not standard",
+            model.id,
+            workload_preset.repository(),
+            options.workload.name
         )));
     }
     model.files = pipeline
@@ -357,7 +364,7 @@ pub fn run(
         workload: WorkloadInfo {
             name: workload.name.clone(),
             version: workload.version,
-            standard: workload.standard && !model.synthetic && model.sd15_architecture,
+            standard: workload.standard && !model.synthetic && architecture_matches,
             width: workload.width,
             height: workload.height,
             steps: workload.steps,
@@ -443,7 +450,7 @@ fn resolve_model(
     cancel: &CancelToken,
 ) -> Result<(ModelSource, ModelRecord, u64)> {
     let synthetic = || {
-        let source = ModelSource::Synthetic(Preset::Sd15);
+        let source = ModelSource::Synthetic(options.workload.preset);
         let record = local_record(&source);
         (source, record, 0)
     };
@@ -517,6 +524,8 @@ fn model_record(id: &str, revision: Option<String>, source: &str) -> ModelRecord
         source: source.into(),
         synthetic: false,
         sd15_architecture: false,
+        family: None,
+        preset: None,
         files: Vec::new(),
     }
 }

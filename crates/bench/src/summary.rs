@@ -127,10 +127,12 @@ pub fn header(r: &BenchResult) -> Vec<(String, String)> {
         format!("{} v{} (standard)", w.name, w.version)
     } else if w.model.synthetic {
         format!("{} (synthetic weights: not a standard score)", w.name)
-    } else if !w.model.sd15_architecture {
+    } else if let Ok(standard) = crate::Workload::named(&w.name) {
+        // A standard workload's settings on a model of another architecture.
         format!(
-            "{} (not SD1.5's architecture: not a standard score)",
-            w.name
+            "{} (not {}'s architecture: not a standard score)",
+            w.name,
+            standard.preset.repository()
         )
     } else {
         format!("{} (custom: not a standard score)", w.name)

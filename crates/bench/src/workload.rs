@@ -1,16 +1,20 @@
-//! The standard workload and the overrides that turn a run into a custom one.
+//! The standard workloads and the overrides that turn a run into a custom one.
 
 use serde::{Deserialize, Serialize};
 
 use sdbench_diffusion::pipeline::MAX_BATCH;
-use sdbench_diffusion::SchedulerKind;
+use sdbench_diffusion::{Preset, SchedulerKind};
 
 use crate::error::{BenchError, Result};
 
 pub const STANDARD_NAME: &str = "sd15-512-30";
 pub const STANDARD_VERSION: u32 = 1;
+pub const SDXL_NAME: &str = "sdxl-1024-20";
+pub const SDXL_VERSION: u32 = 1;
+/// Every standard workload, the default first.
+pub const WORKLOAD_NAMES: [&str; 2] = [STANDARD_NAME, SDXL_NAME];
 
-/// The five prompts and seeds of `sd15-512-30` version 1.
+/// The five prompts and seeds of both standard workloads (version 1).
 pub const STANDARD_PROMPTS: [(&str, u64); 5] = [
     ("a photograph of an astronaut riding a horse on the moon, highly detailed", 42),
     ("a cozy wooden cabin in a snowy pine forest at dusk, warm light in the windows, oil painting", 1234),
@@ -29,8 +33,11 @@ pub struct PromptSeed {
 pub struct Workload {
     pub name: String,
     pub version: u32,
-    /// True only for the unmodified standard workload.
+    /// True only for an unmodified standard workload.
     pub standard: bool,
+    /// The architecture the workload is defined on: only a model whose configs are this preset's
+    /// gives a standard score, and the default model is this preset's repository.
+    pub preset: Preset,
     pub width: usize,
     pub height: usize,
     pub steps: usize,
@@ -68,12 +75,13 @@ impl Overrides {
 }
 
 impl Workload {
-    /// `sd15-512-30` v1: 512x512, 30 steps, euler, guidance 7.5, empty negative prompt.
+    /// `sd15-512-30` v1: SD1.5, 512x512, 30 steps, euler, guidance 7.5, empty negative prompt.
     pub fn standard() -> Workload {
         Workload {
             name: STANDARD_NAME.into(),
             version: STANDARD_VERSION,
             standard: true,
+            preset: Preset::Sd15,
             width: 512,
             height: 512,
             steps: 30,
@@ -91,10 +99,39 @@ impl Workload {
         }
     }
 
-    /// The standard workload with `overrides` applied. `--images N` cycles through the standard
-    /// prompts; a repeated prompt gets its seed plus the round number, so every image differs.
-    pub fn with_overrides(overrides: &Overrides) -> Result<Workload> {
-        let mut w = Workload::standard();
+    /// `sdxl-1024-20` v1: SDXL base 1.0, 1024x1024, 20 steps, euler, guidance 8 (MLPerf's
+    /// text-to-image settings), the same five prompts and seeds, empty negative prompt. The VAE
+    /// decodes in f32 unless the model's VAE is marked safe in f16 (`force_upcast: false`).
+    pub fn sdxl() -> Workload {
+        Workload {
+            name: SDXL_NAME.into(),
+            version: SDXL_VERSION,
+            preset: Preset::SdxlBase,
+            width: 1024,
+            height: 1024,
+            steps: 20,
+            guidance: 8.0,
+            ..Workload::standard()
+        }
+    }
+
+    /// The standard workload called `name` (one of `WORKLOAD_NAMES`).
+    pub fn named(name: &str) -> Result<Workload> {
+        match name {
+            STANDARD_NAME => Ok(Workload::standard()),
+            SDXL_NAME => Ok(Workload::sdxl()),
+            other => Err(BenchError::Workload(format!(
+                "there is no workload {other:?}; choose {}",
+                WORKLOAD_NAMES.join(" or ")
+            ))),
+        }
+    }
+
+    /// This workload with `overrides` applied (any override makes it custom; the preset stays).
+    /// `--images N` cycles through the prompts; a repeated prompt gets its seed plus the round
+    /// number, so every image differs.
+    pub fn with_overrides(self, overrides: &Overrides) -> Result<Workload> {
+        let mut w = self;
         if !overrides.any() {
             return Ok(w);
         }
@@ -164,8 +201,12 @@ mod tests {
 
     #[test]
     fn the_standard_workload_is_the_published_one() {
-        let w = Workload::with_overrides(&Overrides::default()).unwrap();
+        let w = Workload::standard()
+            .with_overrides(&Overrides::default())
+            .unwrap();
         assert_eq!(w, Workload::standard());
+        assert_eq!(Workload::named("sd15-512-30").unwrap(), w);
+        assert_eq!(w.preset, Preset::Sd15);
         assert!(w.standard);
         assert_eq!(
             (w.name.as_str(), w.width, w.height, w.steps),
@@ -182,7 +223,7 @@ mod tests {
             steps: Some(30),
             ..Overrides::default()
         };
-        let w = Workload::with_overrides(&same_steps).unwrap();
+        let w = Workload::standard().with_overrides(&same_steps).unwrap();
         assert!(!w.standard);
         assert_eq!(w.name, "custom");
 
@@ -191,7 +232,8 @@ mod tests {
             prompt: Some("a red cube".into()),
             ..Overrides::default()
         };
-        let w = Workload::with_overrides(&seven).unwrap();
+        let w = Workload::sdxl().with_overrides(&seven).unwrap();
+        assert_eq!((w.preset, w.width, w.steps), (Preset::SdxlBase, 1024, 20));
         let seeds: Vec<u64> = w.prompts.iter().map(|p| p.seed).collect();
         assert_eq!(seeds, [42, 1234, 2718, 31415, 8080, 43, 1235]);
         assert!(w.prompts.iter().all(|p| p.prompt == "a red cube"));
@@ -243,8 +285,33 @@ mod tests {
                 "--prompt",
             ),
         ] {
-            let err = Workload::with_overrides(&o).unwrap_err().to_string();
+            let err = Workload::standard()
+                .with_overrides(&o)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(flag), "{err}");
         }
+    }
+
+    #[test]
+    fn the_sdxl_workload_is_mlperfs_settings_on_the_standard_prompts() {
+        let w = Workload::named("sdxl-1024-20").unwrap();
+        assert!(w.standard);
+        assert_eq!(
+            (w.name.as_str(), w.version, w.preset),
+            ("sdxl-1024-20", 1, Preset::SdxlBase)
+        );
+        assert_eq!(
+            (w.width, w.height, w.steps, w.guidance),
+            (1024, 1024, 20, 8.0)
+        );
+        assert_eq!(w.scheduler, SchedulerKind::Euler);
+        assert_eq!(w.prompts, Workload::standard().prompts);
+        assert_eq!(w.batch, 1);
+        let err = Workload::named("sd3").unwrap_err().to_string();
+        assert!(
+            err.contains("\"sd3\"") && err.contains("sdxl-1024-20"),
+            "{err}"
+        );
     }
 }

@@ -8,25 +8,31 @@ use anyhow::Context;
 use sdbench_bench::result::{AppInfo, DEFAULT_FILE_NAME};
 use sdbench_bench::runner::{self, Event};
 use sdbench_bench::summary::{self, Format};
+use sdbench_bench::workload::{STANDARD_NAME, WORKLOAD_NAMES};
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
-use sdbench_diffusion::{BackendRequest, ModelSource, Precision, Preset, SchedulerKind};
-use sdbench_hub::{HubSettings, RepoId, DEFAULT_MODEL};
+use sdbench_diffusion::{BackendRequest, ModelSource, Precision, SchedulerKind};
+use sdbench_hub::{HubSettings, RepoId};
 
 use crate::model_arg;
 use crate::progress::{format_duration, DownloadBar, RecentSteps};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
+    /// The standard workload: sd15-512-30 (SD1.5, 512x512, 30 steps) or sdxl-1024-20 (SDXL base,
+    /// 1024x1024, 20 steps, guidance 8). Scores of different workloads are never compared.
+    #[arg(long, default_value = STANDARD_NAME, value_parser = clap::builder::PossibleValuesParser::new(WORKLOAD_NAMES))]
+    workload: String,
     /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a
-    /// single-file SD1.x checkpoint (.safetensors), or `synthetic`. Default:
-    /// stable-diffusion-v1-5/stable-diffusion-v1-5.
+    /// single-file SD1.x checkpoint (.safetensors), or `synthetic`. Default: the workload's model
+    /// (stable-diffusion-v1-5/stable-diffusion-v1-5 or stabilityai/stable-diffusion-xl-base-1.0).
     #[arg(long)]
     model: Option<String>,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
     /// describe it (default: SD1.5's, built in).
     #[arg(long, value_name = "FOLDER")]
     model_config: Option<PathBuf>,
-    /// Run on synthetic SD1.5 weights (no download; never a standard score).
+    /// Run on synthetic weights of the workload's architecture (no download; never a standard
+    /// score).
     #[arg(long, conflicts_with = "model")]
     synthetic: bool,
     /// Hub revision (branch or commit).
@@ -96,13 +102,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         prompt: args.prompt.clone(),
         batch: args.batch,
     };
-    let workload = Workload::with_overrides(&overrides)?;
+    let workload = Workload::named(&args.workload)?.with_overrides(&overrides)?;
     let model = if args.synthetic {
-        ModelChoice::Local(ModelSource::Synthetic(Preset::Sd15))
+        ModelChoice::Local(ModelSource::Synthetic(workload.preset))
     } else {
         match args.model.as_deref() {
             None => ModelChoice::Hub {
-                id: RepoId::parse(DEFAULT_MODEL)?.0,
+                id: RepoId::parse(workload.preset.repository())?.0,
                 revision: args.revision.clone(),
                 fallback_to_synthetic: true,
             },

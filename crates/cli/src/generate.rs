@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::image::{read_image, write_png};
-use sdbench_diffusion::npy;
+use sdbench_diffusion::io::image::{read_image, write_png};
+use sdbench_diffusion::io::npy;
 use sdbench_diffusion::pipeline::{img2img_start, MAX_BATCH};
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, Pipeline,
@@ -157,6 +157,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let load_start = Instant::now();
     let options = LoadOptions {
         vae_encoder: init.is_some(),
+        ..LoadOptions::default()
     };
     let pipeline = Pipeline::load_with(&source, device, precision, options)
         .context("loading the model failed")?;

@@ -52,9 +52,12 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     };
     args.threads.apply()?;
     let device = select(BackendRequest::from_name(&args.backend)?)?;
+    let load_start = Instant::now();
     let pipe = Pipeline::load(&source, device, precision).context("loading the model failed")?;
+    pipe.device.sync()?;
+    let load_seconds = load_start.elapsed().as_secs_f64();
     println!(
-        "backend {} on {}, {}, model {}",
+        "backend {} on {}, {}, model {} (loaded in {load_seconds:.2} s)",
         pipe.device.kind,
         pipe.device.name,
         pipe.precision.name(),

@@ -15,7 +15,7 @@ use burn::tensor::DType;
 use burn::{Dispatch, DispatchDevice};
 
 use crate::error::{DiffusionError, Result};
-use crate::weights::Precision;
+use crate::io::weights::Precision;
 
 /// What `--backend` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,6 +358,11 @@ fn resolve(request: BackendRequest) -> (BackendKind, bool) {
     (best.map_or(BackendKind::Cpu, |(_, kind)| kind), false)
 }
 
+/// The CPU backend's device, where components placed on the CPU run beside another device.
+pub fn cpu_device() -> DispatchDevice {
+    DispatchDevice::Flex(Default::default())
+}
+
 /// The device `kind` runs on, not yet initialised; for a wgpu device, also the adapter's
 /// description, for binding it to its graphics API before use.
 fn pick(kind: BackendKind, allow_software: bool) -> Result<(SelectedDevice, Option<String>)> {
@@ -369,7 +374,7 @@ fn pick(kind: BackendKind, allow_software: bool) -> Result<(SelectedDevice, Opti
         BackendKind::Cpu => Ok((
             SelectedDevice {
                 kind,
-                device: DispatchDevice::Flex(Default::default()),
+                device: cpu_device(),
                 name: cpu_name(),
                 software: false,
                 pci_vendor: None,

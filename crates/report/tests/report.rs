@@ -207,4 +207,20 @@ fn comparison_has_a_column_per_run() {
     ]);
     assert!(page.contains("<th>first</th><th>second</th><th>third</th>"));
     assert_eq!(page.matches("<svg").count(), 4);
+    assert!(!page.contains("different-workloads"));
+
+    let mut xl = run(2, 4, 3.0, 100.0);
+    xl.workload.name = "sdxl-1024-20".into();
+    let page = html::comparison(&[
+        Run {
+            label: "first",
+            result: &a,
+        },
+        Run {
+            label: "sdxl",
+            result: &xl,
+        },
+    ]);
+    assert!(page.contains("id=\"different-workloads\""), "{page}");
+    assert!(page.contains("sdxl-1024-20 v1"), "{page}");
 }

@@ -73,7 +73,7 @@ describe("Benchmark screen", () => {
     expect(run.disabled).toBe(false);
     run.click();
     await settle(60);
-    expect(args.request).toEqual({});
+    expect(args.request).toEqual({ workload: "sd15-512-30" });
     expect(run.disabled).toBe(true);
     expect(root.querySelector("#bench-image")!.textContent).toBe("2 / 5");
     expect(root.querySelector("#bench-step")!.textContent).toBe("7 / 30");
@@ -108,7 +108,7 @@ describe("Benchmark screen", () => {
     root.querySelector<HTMLInputElement>("#quick-steps")!.value = "3";
     root.querySelector<HTMLButtonElement>("#run-quick")!.click();
     await settle(60);
-    expect(args.request).toEqual({ custom: { steps: 3, width: 256, height: 256, images: 2 } });
+    expect(args.request).toEqual({ workload: "sd15-512-30", custom: { steps: 3, width: 256, height: 256, images: 2 } });
     expect(root.querySelector("#result-score")!.textContent).toBe("—");
     expect(root.querySelector("#result-validity")!.textContent).toContain("NaN");
     expect(root.querySelector<HTMLButtonElement>("#submit-result")!.disabled).toBe(true);
@@ -142,6 +142,45 @@ describe("Benchmark screen", () => {
     stream(args, [{ event: "cancelled" }]);
     await settle(40);
     expect(messages.textContent).toContain("Cancelled: nothing was saved.");
+  });
+
+  it("the SDXL workload asks for its own model, downloads it and runs it", async () => {
+    const sdxl = { ...ready, model: "stabilityai/stable-diffusion-xl-base-1.0", ready: false, path: null, downloadBytes: 6_940_000_000 };
+    const calls = mockShell({
+      model_status: (a) => (a.workload === "sdxl-1024-20" ? sdxl : ready),
+      start_download: () => 8,
+      start_benchmark: () => 9,
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    const select = root.querySelector<HTMLSelectElement>("#workload")!;
+    expect([...select.options].map((o) => o.value)).toEqual(["sd15-512-30", "sdxl-1024-20"]);
+    select.value = "sdxl-1024-20";
+    select.dispatchEvent(new Event("change"));
+    await settle();
+    expect(root.querySelector("#workload-description")!.textContent).toContain("1024×1024");
+    expect(root.querySelector("#model-card")!.textContent).toContain("stabilityai/stable-diffusion-xl-base-1.0");
+    expect(root.querySelector<HTMLButtonElement>("#run-standard")!.disabled).toBe(true);
+    root.querySelector<HTMLButtonElement>("#download-model")!.click();
+    await settle();
+    expect(calls.find((c) => c.cmd === "start_download")!.args.workload).toBe("sdxl-1024-20");
+    expect(select.disabled).toBe(true);
+
+    sdxl.ready = true;
+    const download = calls.find((c) => c.cmd === "start_download")!.args;
+    stream(download, [{ event: "finished", output: { path: "/hub/xl", bytes: 1 } }]);
+    await settle(40);
+    expect(select.disabled).toBe(false);
+    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+    await settle();
+    const bench = calls.find((c) => c.cmd === "start_benchmark")!.args;
+    expect(bench.request).toEqual({ workload: "sdxl-1024-20" });
+    expect(root.querySelector("#bench-progress")!.textContent).toContain("1024x1024, 20 steps");
+    stream(bench, [{ event: "cancelled" }]);
+    await settle(40);
+    select.value = "sd15-512-30";
+    select.dispatchEvent(new Event("change"));
+    await settle();
   });
 
   it("shows a failed run's message and next step", async () => {

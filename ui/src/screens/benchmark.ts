@@ -13,11 +13,34 @@ import { renderResult } from "./result";
 
 let job: JobHandle<unknown> | null = null;
 
+/** The standard workloads (the engine's `WORKLOAD_NAMES`), the default first. */
+const WORKLOADS = [
+  {
+    name: "sd15-512-30",
+    label: "SD1.5 · 512×512 · 30 steps",
+    run: "5 images, 512x512, 30 steps",
+    description: "Stable Diffusion 1.5, 512×512, 30 Euler steps, guidance 7.5, five fixed prompts and seeds, after an untimed warm-up image.",
+  },
+  {
+    name: "sdxl-1024-20",
+    label: "SDXL · 1024×1024 · 20 steps",
+    run: "5 images, 1024x1024, 20 steps",
+    description: "Stable Diffusion XL base 1.0, 1024×1024, 20 Euler steps, guidance 8 (MLPerf's settings), the same five prompts and seeds, after an untimed warm-up image. Its scores are never compared with SD1.5's.",
+  },
+];
+
 const nextFrame = (f: () => void) =>
   typeof requestAnimationFrame === "function" ? requestAnimationFrame(f) : setTimeout(f, 16);
 
 const model = h("div", { class: "card", id: "model-card" }, h("h2", {}, "Model"), h("p", { class: "muted" }, "Checking the model…"));
+const workloadSelect = h("select", { id: "workload", "aria-label": "Workload" },
+  ...WORKLOADS.map((w) => h("option", { value: w.name }, w.label)));
+const workloadDescription = h("p", { class: "muted", id: "workload-description" }, WORKLOADS[0].description);
 const runButton = h("button", { class: "primary big", id: "run-standard" }, "Run the standard benchmark");
+
+function chosenWorkload(): (typeof WORKLOADS)[number] {
+  return WORKLOADS.find((w) => w.name === workloadSelect.value) ?? WORKLOADS[0];
+}
 const quick = {
   steps: h("input", { type: "number", id: "quick-steps", min: 1, max: 200, value: 4 }),
   width: h("input", { type: "number", id: "quick-width", min: 8, max: 2048, step: 8, value: 256 }),
@@ -31,12 +54,16 @@ const result = h("div", { id: "bench-result" });
 function setRunning(running: boolean): void {
   runButton.disabled = running;
   quickButton.disabled = running;
+  workloadSelect.disabled = running;
   progress.hidden = !running && progress.hidden;
 }
 
 async function refreshModel(): Promise<void> {
   try {
-    renderModel(await api.modelStatus());
+    const name = chosenWorkload().name;
+    const status = await api.modelStatus(name);
+    // The workload may have changed while the status was on its way.
+    if (name === chosenWorkload().name) renderModel(status);
   } catch (e) {
     fill(model, h("p", { class: "invalid" }, "The model setting is not usable."));
     showError(e);
@@ -72,6 +99,7 @@ function startDownload(button: HTMLButtonElement): void {
   model.append(h("div", { class: "download" }, bar, label, cancel));
   const started = performance.now() / 1000;
   let first: number | null = null;
+  workloadSelect.disabled = true;
   const handle = api.download((e: JobEvent) => {
     if (e.event !== "download") return;
     first ??= e.done;
@@ -79,7 +107,7 @@ function startDownload(button: HTMLButtonElement): void {
     const rate = (e.done - first) / Math.max(performance.now() / 1000 - started, 1e-3);
     const eta = rate > 0 ? (e.total - e.done) / rate : null;
     label.textContent = `${fmt.bytes(e.done)} of ${fmt.bytes(e.total)} · ${fmt.bytes(rate)}/s · ${fmt.duration(eta)} left · ${e.file}`;
-  });
+  }, chosenWorkload().name);
   job = handle;
   cancel.addEventListener("click", () => handle.cancel().catch(showError));
   handle.done
@@ -87,6 +115,7 @@ function startDownload(button: HTMLButtonElement): void {
     .catch((e) => showError(e))
     .finally(() => {
       job = null;
+      workloadSelect.disabled = false;
       refreshModel();
     });
 }
@@ -110,9 +139,10 @@ function renderProgress(v: ProgressView, tracker: ProgressTracker, cancel: HTMLB
 }
 
 function startBenchmark(custom: boolean): void {
+  const workload = chosenWorkload();
   const request = custom
-    ? { custom: { steps: quick.steps.valueAsNumber, width: quick.width.valueAsNumber, height: quick.height.valueAsNumber, images: quick.images.valueAsNumber } }
-    : {};
+    ? { workload: workload.name, custom: { steps: quick.steps.valueAsNumber, width: quick.width.valueAsNumber, height: quick.height.valueAsNumber, images: quick.images.valueAsNumber } }
+    : { workload: workload.name };
   const tracker = new ProgressTracker();
   const cancel = h("button", { id: "cancel-benchmark" }, "Cancel");
   progress.hidden = false;
@@ -124,7 +154,7 @@ function startBenchmark(custom: boolean): void {
     if (pending) renderProgress(pending, tracker, cancel);
     pending = null;
   };
-  renderProgress(tracker.update({ event: "note", text: custom ? "Quick run: not a standard score." : "Standard run: 5 images, 512x512, 30 steps, after a warm-up image." }), tracker, cancel);
+  renderProgress(tracker.update({ event: "note", text: custom ? "Quick run: not a standard score." : `Standard run (${workload.name}): ${workload.run}, after a warm-up image.` }), tracker, cancel);
   const handle = api.benchmark(request, (e) => {
     if (pending === null) nextFrame(draw);
     pending = tracker.update(e);
@@ -158,12 +188,17 @@ export const benchmarkScreen: Screen = {
   mount(root) {
     runButton.addEventListener("click", () => startBenchmark(false));
     quickButton.addEventListener("click", () => startBenchmark(true));
+    workloadSelect.addEventListener("change", () => {
+      workloadDescription.textContent = chosenWorkload().description;
+      refreshModel();
+    });
     const field = (label: string, input: HTMLInputElement) => h("label", {}, label, input);
     root.append(
       model,
       h("div", { class: "card" },
         h("h2", {}, "Standard benchmark"),
-        h("p", { class: "muted" }, "Stable Diffusion 1.5, 512×512, 30 steps, five fixed prompts and seeds, after an untimed warm-up image."),
+        h("label", {}, "Workload ", workloadSelect),
+        workloadDescription,
         runButton,
         h("details", {},
           h("summary", {}, "Quick run (custom, not a standard score)"),

@@ -59,14 +59,15 @@ impl Drop for FakeRapl {
 }
 
 fn options(root: &Path, images: usize) -> RunOptions {
-    let workload = Workload::with_overrides(&Overrides {
-        steps: Some(3),
-        width: Some(32),
-        height: Some(24),
-        images: Some(images),
-        ..Overrides::default()
-    })
-    .unwrap();
+    let workload = Workload::standard()
+        .with_overrides(&Overrides {
+            steps: Some(3),
+            width: Some(32),
+            height: Some(24),
+            images: Some(images),
+            ..Overrides::default()
+        })
+        .unwrap();
     let mut options = RunOptions::new(
         workload,
         ModelChoice::Local(ModelSource::Folder(tiny())),
@@ -259,15 +260,16 @@ fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
 fn a_batched_run_records_every_image_and_its_share_of_the_time() {
     let root = tempfile::tempdir().unwrap();
     let mut options = options(root.path(), 2);
-    options.workload = Workload::with_overrides(&Overrides {
-        steps: Some(2),
-        width: Some(32),
-        height: Some(24),
-        images: Some(2),
-        batch: Some(2),
-        ..Overrides::default()
-    })
-    .unwrap();
+    options.workload = Workload::standard()
+        .with_overrides(&Overrides {
+            steps: Some(2),
+            width: Some(32),
+            height: Some(24),
+            images: Some(2),
+            batch: Some(2),
+            ..Overrides::default()
+        })
+        .unwrap();
     let mut output = runner::run(&options, &mut |_| {}, &CancelToken::new()).unwrap();
     let r = &output.result;
     assert_eq!(r.workload.batch, 2);
@@ -377,17 +379,65 @@ fn the_standard_workload_on_another_architecture_is_not_called_standard() {
     .unwrap();
     let r = &output.result;
     assert!(!r.workload.model.sd15_architecture);
+    assert_eq!(r.workload.model.family.as_deref(), Some("sd1"));
+    assert_eq!(r.workload.model.preset, None);
     assert!(!r.workload.standard);
     assert!(
-        notes.iter().any(|n| n.contains("not SD1.5's architecture")),
+        notes.iter().any(|n| n
+            .contains("does not have stable-diffusion-v1-5/stable-diffusion-v1-5's architecture")),
         "{notes:?}"
+    );
+    validate(&serde_json::to_value(r).unwrap()).unwrap();
+}
+
+/// The SDXL workload's identity at a small size on the tiny SDXL model: it runs the SDXL
+/// pipeline, records the family, and (its configs not being SDXL base's) is not standard.
+#[test]
+fn the_sdxl_workload_runs_an_sdxl_model_and_names_its_family() {
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 1);
+    o.baseline = Duration::ZERO;
+    o.model = ModelChoice::Local(ModelSource::Folder(tiny().with_file_name("tiny-sdxl")));
+    let sdxl = Workload::sdxl();
+    o.workload.name = sdxl.name.clone();
+    o.workload.preset = sdxl.preset;
+    o.workload.guidance = sdxl.guidance;
+    o.workload.standard = true;
+    let mut notes = Vec::new();
+    let output = runner::run(
+        &o,
+        &mut |e| {
+            if let Event::Note(n) = e {
+                notes.push(n.clone())
+            }
+        },
+        &CancelToken::new(),
+    )
+    .unwrap();
+    let r = &output.result;
+    assert!(r.valid, "{:?}", r.invalid_reasons);
+    assert_eq!(r.workload.name, "sdxl-1024-20");
+    assert_eq!(r.workload.model.family.as_deref(), Some("sdxl"));
+    assert!(!r.workload.standard);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("stabilityai/stable-diffusion-xl-base-1.0")),
+        "{notes:?}"
+    );
+    let header = sdbench_bench::summary::header(r);
+    assert!(
+        header[0]
+            .1
+            .contains("not stabilityai/stable-diffusion-xl-base-1.0's architecture"),
+        "{header:?}"
     );
     validate(&serde_json::to_value(r).unwrap()).unwrap();
 }
 
 /// A copy of the tiny model (fp32 files) whose VAE decoder writes NaN into every pixel.
 fn tiny_with_nan_vae(dir: &Path) -> PathBuf {
-    use sdbench_diffusion::safetensors::{write_f32, SafeTensors};
+    use sdbench_diffusion::io::safetensors::{write_f32, SafeTensors};
     let model = dir.join("nan-model");
     for sub in ["", "scheduler", "text_encoder", "tokenizer", "unet", "vae"] {
         std::fs::create_dir_all(model.join(sub)).unwrap();

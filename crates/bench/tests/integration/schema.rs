@@ -22,6 +22,19 @@ fn errors(value: &serde_json::Value) -> Vec<String> {
 #[test]
 fn the_sample_is_valid() {
     assert_eq!(errors(&sample()), Vec::<String>::new());
+    // The same run as a standard SDXL one, and as one from before families were recorded.
+    let mut sdxl = sample();
+    sdxl["workload"]["name"] = "sdxl-1024-20".into();
+    let model = &mut sdxl["workload"]["model"];
+    model["sd15_architecture"] = false.into();
+    model["family"] = "sdxl".into();
+    model["preset"] = "sdxl-base".into();
+    assert_eq!(errors(&sdxl), Vec::<String>::new());
+    let mut older = sample();
+    let model = older["workload"]["model"].as_object_mut().unwrap();
+    model.remove("family");
+    model.remove("preset");
+    assert_eq!(errors(&older), Vec::<String>::new());
 }
 
 /// Makes one change that breaks the contract.
@@ -81,6 +94,25 @@ fn broken_results_are_rejected() {
         (
             "another architecture called standard",
             Box::new(|v| v["workload"]["model"]["sd15_architecture"] = false.into()),
+        ),
+        (
+            "an SDXL standard run on another architecture",
+            Box::new(|v| {
+                v["workload"]["name"] = "sdxl-1024-20".into();
+                v["workload"]["model"]["preset"] = "sd15".into();
+            }),
+        ),
+        (
+            "an SDXL standard run that does not name its preset",
+            Box::new(|v| v["workload"]["name"] = "sdxl-1024-20".into()),
+        ),
+        (
+            "a custom workload called standard",
+            Box::new(|v| v["workload"]["name"] = "custom".into()),
+        ),
+        (
+            "an unknown family",
+            Box::new(|v| v["workload"]["model"]["family"] = "sd3".into()),
         ),
         (
             "power available without a figure",

@@ -182,6 +182,44 @@ fn bench_on_a_local_folder_writes_result_images_and_summary() {
     assert!(!text(&o.stdout).contains(first_id));
 }
 
+/// `--workload sdxl-1024-20` runs the SDXL workload's settings (guidance 8) on an SDXL model.
+#[test]
+fn bench_runs_the_sdxl_workload() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("xl.json");
+    let model = tiny().with_file_name("tiny-sdxl").display().to_string();
+    let out_s = out.display().to_string();
+    let args = [
+        "bench",
+        "--workload",
+        "sdxl-1024-20",
+        "--model",
+        &model,
+        "--out",
+        &out_s,
+        "--backend",
+        "cpu",
+        "--steps",
+        "1",
+        "--width",
+        "32",
+        "--height",
+        "32",
+        "--images",
+        "1",
+        "--baseline",
+        "0",
+    ];
+    let o = sdbench(home.path(), &dead_endpoint(), &args);
+    ok(&o);
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    validate(&result);
+    assert_eq!(result["workload"]["guidance"], 8.0);
+    assert_eq!(result["workload"]["model"]["family"], "sdxl");
+    assert_eq!(result["workload"]["standard"], false);
+}
+
 #[test]
 fn bench_refuses_bad_input_before_any_work() {
     let home = tempfile::tempdir().unwrap();
@@ -220,6 +258,18 @@ fn bench_refuses_bad_input_before_any_work() {
             text(&o.stderr)
         );
     }
+    // An unknown workload is a usage error that lists the workloads.
+    let o = sdbench(
+        home.path(),
+        &dead_endpoint(),
+        &["bench", "--workload", "sd3-1024-28", "--model", &model],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.contains("sd3-1024-28") && stderr.contains("sdxl-1024-20"),
+        "{stderr}"
+    );
     // A named Hub model that is neither cached nor reachable is an error, not a silent fallback.
     let o = sdbench(
         home.path(),

@@ -130,7 +130,7 @@ fn image_to_image_and_batches() {
     let second = dir.path().join("pair-2.png");
     let (_, text) = png_info(&second);
     assert!(text.contains("Batch size: 2, Batch pos: 1"), "{text}");
-    let read = |p: &Path| sdbench_diffusion::image::read_image(p).unwrap().pixels;
+    let read = |p: &Path| sdbench_diffusion::io::image::read_image(p).unwrap().pixels;
     let max_diff = |a: &[u8], b: &[u8]| a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).max();
     assert!(max_diff(&read(&first), &read(&single)) <= Some(1));
     assert!(max_diff(&read(&first), &read(&second)) > Some(10));
@@ -188,7 +188,7 @@ fn png_info(path: &Path) -> ((u32, u32), String) {
 fn latents_file_is_used_and_checked() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("z.npy");
-    sdbench_diffusion::npy::write_f32(&good, &[1, 4, 8, 12], &vec![0.5; 384]).unwrap();
+    sdbench_diffusion::io::npy::write_f32(&good, &[1, 4, 8, 12], &vec![0.5; 384]).unwrap();
     let out = dir.path().join("z.png");
     let o = generate(
         &out,
@@ -206,7 +206,7 @@ fn latents_file_is_used_and_checked() {
     assert!(o.status.success(), "{}", stderr(&o));
 
     let wrong = dir.path().join("wrong.npy");
-    sdbench_diffusion::npy::write_f32(&wrong, &[1, 4, 4, 4], &vec![0.5; 64]).unwrap();
+    sdbench_diffusion::io::npy::write_f32(&wrong, &[1, 4, 4, 4], &vec![0.5; 64]).unwrap();
     let out = dir.path().join("wrong.png");
     assert_fails(
         &generate(

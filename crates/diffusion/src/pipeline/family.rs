@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::config::{ClipConfig, UNetConfig, VaeConfig};
+use crate::models::config::{ClipConfig, UNetConfig, VaeConfig};
 
 /// How a model turns a prompt into the UNet's conditioning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

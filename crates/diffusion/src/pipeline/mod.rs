@@ -13,24 +13,24 @@ use std::time::Instant;
 
 use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
-use burn::Dispatch;
+use burn::{Dispatch, DispatchDevice};
 use serde_json::{Map, Value};
 
-use crate::checkpoint;
-use crate::clip::{self, ClipTextModel};
-use crate::config::{read_json, ClipConfig, UNetConfig, VaeConfig};
-use crate::device::SelectedDevice;
+use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
-use crate::image::{postprocess, preprocess, RgbImage};
-use crate::noise::NormalGenerator;
-use crate::safetensors::SafeTensors;
-use crate::scheduler::{self, SchedulerKind};
-use crate::tokenizer::Tokenizer;
-use crate::unet::{Conditioning, TextTime, UNet};
-use crate::vae::{self, VaeDecoder, VaeEncoder};
-use crate::weights::{
+use crate::io::checkpoint;
+use crate::io::image::{postprocess, preprocess, RgbImage};
+use crate::io::safetensors::SafeTensors;
+use crate::io::weights::{
     choose_weights_file, FileWeights, Loader, Precision, SyntheticWeights, WeightSource,
 };
+use crate::models::clip::{self, ClipTextModel};
+use crate::models::config::{read_json, ClipConfig, UNetConfig, VaeConfig};
+use crate::models::tokenizer::Tokenizer;
+use crate::models::unet::{Conditioning, TextTime, UNet};
+use crate::models::vae::{self, VaeDecoder, VaeEncoder};
+use crate::noise::NormalGenerator;
+use crate::scheduler::{self, SchedulerKind};
 pub use family::{Family, Preset};
 
 /// The backend every pipeline runs on: burn's runtime dispatch over flex, wgpu, CUDA and ROCm.
@@ -69,36 +69,55 @@ pub struct ModelInfo {
     pub placement: Placement,
 }
 
-/// Each component's precision (all on the pipeline's device for now). SDXL's VAE decodes in f32
-/// unless its config says it is safe in f16 (`force_upcast: false`, the "fp16-fix" VAE), as
-/// diffusers' SDXL pipeline does, so that f16 runs never give black images.
+/// Where each component runs and in which precision. The UNet runs on the pipeline's device in
+/// the run's precision; the text encoders and the VAE may run on the CPU backend instead (in f32),
+/// leaving the device's memory to the UNet. SDXL's VAE decodes in f32 unless its config says it is
+/// safe in f16 (`force_upcast: false`, the "fp16-fix" VAE), as diffusers' SDXL pipeline does, so
+/// that f16 runs never give black images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
     pub text_encoders: Precision,
     pub unet: Precision,
     pub vae: Precision,
+    pub text_encoders_on_cpu: bool,
+    pub vae_on_cpu: bool,
 }
 
 impl Placement {
-    fn for_model(family: Family, vae: &VaeConfig, precision: Precision) -> Self {
-        let vae_precision = if family == Family::Sdxl && vae.force_upcast {
+    fn for_model(
+        family: Family,
+        vae: &VaeConfig,
+        precision: Precision,
+        options: &LoadOptions,
+    ) -> Self {
+        let vae_precision = if options.vae_on_cpu || (family == Family::Sdxl && vae.force_upcast) {
             Precision::F32
         } else {
             precision
         };
         Placement {
-            text_encoders: precision,
+            text_encoders: if options.text_encoders_on_cpu {
+                Precision::F32
+            } else {
+                precision
+            },
             unet: precision,
             vae: vae_precision,
+            text_encoders_on_cpu: options.text_encoders_on_cpu,
+            vae_on_cpu: options.vae_on_cpu,
         }
     }
 }
 
-/// What to load besides what text-to-image needs.
+/// What to load besides what text-to-image needs, and where.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoadOptions {
     /// The VAE encoder, which image-to-image requests need.
     pub vae_encoder: bool,
+    /// Run the text encoders on the CPU backend (f32) instead of the device.
+    pub text_encoders_on_cpu: bool,
+    /// Run the VAE on the CPU backend (f32) instead of the device.
+    pub vae_on_cpu: bool,
 }
 
 /// How the initial latents are made.
@@ -262,7 +281,10 @@ pub struct ParameterCounts {
 }
 
 pub struct Pipeline {
+    /// The device the UNet runs on (and every component the placement does not put on the CPU).
     pub device: SelectedDevice,
+    /// The CPU backend, for components placed there.
+    cpu: DispatchDevice,
     pub precision: Precision,
     tokenizer: Tokenizer,
     text_encoder: ClipTextModel<B>,
@@ -330,7 +352,7 @@ impl Pipeline {
         let layout = ModelLayout::check(folder)?;
         let spec = ModelSpec::read(&layout)?;
         // Pick every weights file before reading any, so a missing one fails fast.
-        let placement = Placement::for_model(spec.family, &spec.vae, precision);
+        let placement = Placement::for_model(spec.family, &spec.vae, precision, &options);
         let te_file = choose_weights_file(&layout.text_encoder, "model", precision)?;
         let te2_file = match &layout.text_encoder_2 {
             Some(folder) => Some(choose_weights_file(folder, "model", precision)?),
@@ -387,7 +409,7 @@ impl Pipeline {
                 problem: "is read as an SD1.x checkpoint, but --model-config describes an SDXL model; SDXL single files are not supported yet: use the diffusers folder".into(),
             });
         }
-        let placement = Placement::for_model(spec.family, &spec.vae, precision);
+        let placement = Placement::for_model(spec.family, &spec.vae, precision, &options);
         let layout = checkpoint::Layout {
             unet_layers_per_block: spec.unet.plan(&spec.unet_path)?.layers_per_block,
             vae_blocks: spec.vae.block_out_channels.len(),
@@ -433,7 +455,7 @@ impl Pipeline {
         let seed = 0x5D_BE_AC_15;
         let [te, te2, unet, vae] = &mut [0; 4].map(|_| SyntheticWeights::new(seed));
         let spec = ModelSpec::builtin(preset);
-        let placement = Placement::for_model(spec.family, &spec.vae, precision);
+        let placement = Placement::for_model(spec.family, &spec.vae, precision, &options);
         let text_encoder_2: Option<&mut dyn WeightSource> = if spec.clip2.is_some() {
             Some(te2)
         } else {
@@ -467,13 +489,18 @@ impl Pipeline {
     ) -> Result<Self> {
         let preset = Preset::matching(&spec.clip, spec.clip2.as_ref(), &spec.unet, &spec.vae);
         let dev = device.device.clone();
-        let text_encoder =
-            load_component(sources.text_encoder, &dev, placement.text_encoders, |l| {
-                ClipTextModel::load(&spec.clip, false, l)
-            })?;
+        let cpu = device::cpu_device();
+        let on = |on_cpu: bool| if on_cpu { cpu.clone() } else { dev.clone() };
+        let (text_dev, vae_dev) = (on(placement.text_encoders_on_cpu), on(placement.vae_on_cpu));
+        let text_encoder = load_component(
+            sources.text_encoder,
+            &text_dev,
+            placement.text_encoders,
+            |l| ClipTextModel::load(&spec.clip, false, l),
+        )?;
         let second = match (spec.clip2.as_ref(), spec.tokenizer2, sources.text_encoder_2) {
             (Some(config), Some(tokenizer), Some(weights)) => {
-                let model = load_component(weights, &dev, placement.text_encoders, |l| {
+                let model = load_component(weights, &text_dev, placement.text_encoders, |l| {
                     ClipTextModel::load(config, true, l)
                 })?;
                 Some((tokenizer, model))
@@ -483,7 +510,7 @@ impl Pipeline {
         let unet = load_component(sources.unet, &dev, placement.unet, |l| {
             UNet::load(&spec.unet, &spec.unet_path, l)
         })?;
-        let (vae, vae_encoder) = load_component(sources.vae, &dev, placement.vae, |l| {
+        let (vae, vae_encoder) = load_component(sources.vae, &vae_dev, placement.vae, |l| {
             let decoder = VaeDecoder::load(&spec.vae, &spec.vae_path, l)?;
             let encoder = match options.vae_encoder {
                 true => Some(VaeEncoder::load(&spec.vae, &spec.vae_path, l)?),
@@ -513,6 +540,7 @@ impl Pipeline {
             scheduler_config: spec.scheduler_config,
             scheduler_path: spec.scheduler_path,
             device,
+            cpu,
         };
         device_sync(&pipeline.device)?;
         Ok(pipeline)
@@ -793,10 +821,8 @@ impl Pipeline {
         let latents = latents / self.vae.scaling_factor();
         let mut images = Vec::with_capacity(request.batch);
         for n in 0..request.batch {
-            let decoded = self
-                .vae
-                .decode(latents.clone().narrow(0, n, 1))
-                .cast(DType::F32);
+            let one = latents.clone().narrow(0, n, 1).to_device(self.vae_device());
+            let decoded = self.vae.decode(one).cast(DType::F32);
             let [_, _, h, w] = decoded.dims();
             let values = tensor_to_vec(decoded)?;
             let non_finite = values.iter().filter(|v| !v.is_finite()).count();
@@ -829,9 +855,10 @@ impl Pipeline {
         })?;
         let pixels = Tensor::<B, 4>::from_data(
             TensorData::new(preprocess(image), [1, 3, image.height, image.width]),
-            (&self.device.device, DType::F32),
+            (self.vae_device(), DType::F32),
         );
-        Ok(encoder.encode(pixels) * self.vae.scaling_factor())
+        let latents = encoder.encode(pixels) * self.vae.scaling_factor();
+        Ok(latents.to_device(&self.device.device))
     }
 
     /// The UNet's conditioning for a request: text embeddings of [negative x batch; prompt x batch]
@@ -875,7 +902,7 @@ impl Pipeline {
     fn encode_texts(&self, texts: &[&str]) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
         let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.tokenizer.encode(t)).collect();
         let first = self.text_encoder.forward(self.ids_tensor(&ids));
-        match &self.second {
+        let (context, pooled) = match &self.second {
             None => (first.last_hidden_state, None),
             Some((tokenizer, encoder)) => {
                 let ids: Vec<Vec<u32>> = texts.iter().map(|t| tokenizer.encode(t)).collect();
@@ -885,6 +912,25 @@ impl Pipeline {
                 let context = Tensor::cat(vec![first.penultimate, second.penultimate], 2);
                 (context, Some(pooled))
             }
+        };
+        // To the UNet's device (nothing moves when the encoders run there too).
+        let dev = &self.device.device;
+        (context.to_device(dev), pooled.map(|p| p.to_device(dev)))
+    }
+
+    /// The device the text encoders run on.
+    fn text_device(&self) -> &DispatchDevice {
+        match self.info.placement.text_encoders_on_cpu {
+            true => &self.cpu,
+            false => &self.device.device,
+        }
+    }
+
+    /// The device the VAE runs on.
+    fn vae_device(&self) -> &DispatchDevice {
+        match self.info.placement.vae_on_cpu {
+            true => &self.cpu,
+            false => &self.device.device,
         }
     }
 
@@ -892,7 +938,7 @@ impl Pipeline {
     fn ids_tensor(&self, rows: &[Vec<u32>]) -> Tensor<B, 2, Int> {
         let s = rows[0].len();
         let flat: Vec<i64> = rows.iter().flatten().map(|&id| id as i64).collect();
-        Tensor::<B, 2, Int>::from_data(TensorData::new(flat, [rows.len(), s]), &self.device.device)
+        Tensor::<B, 2, Int>::from_data(TensorData::new(flat, [rows.len(), s]), self.text_device())
     }
 
     fn encode_ids(&self, rows: &[Vec<u32>]) -> Tensor<B, 3> {
@@ -973,7 +1019,7 @@ impl Pipeline {
         guard(self.device.kind.name(), || {
             let z = Tensor::<B, 4>::from_data(
                 TensorData::new(latents.to_vec(), shape),
-                (&self.device.device, DType::F32),
+                (self.vae_device(), DType::F32),
             );
             tensor_to_vec(self.vae.decode(z).cast(DType::F32))
         })

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use common::assert_mentions;
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::image::RgbImage;
+use sdbench_diffusion::io::image::RgbImage;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions,
     ModelSource, Pipeline, Precision, SchedulerKind,
@@ -93,7 +93,7 @@ fn garbage_weights_file() {
 type Tensors = Vec<(String, Vec<usize>, Vec<f32>)>;
 
 fn read_tensors(path: &Path) -> Tensors {
-    let mut file = sdbench_diffusion::safetensors::SafeTensors::open(path).unwrap();
+    let mut file = sdbench_diffusion::io::safetensors::SafeTensors::open(path).unwrap();
     let names: Vec<String> = file.names().map(String::from).collect();
     names
         .iter()
@@ -112,7 +112,7 @@ fn write_tensors(path: &Path, list: &Tensors) {
         .iter()
         .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
         .collect();
-    sdbench_diffusion::safetensors::write_f32(path, &refs).unwrap();
+    sdbench_diffusion::io::safetensors::write_f32(path, &refs).unwrap();
 }
 
 #[test]
@@ -288,7 +288,10 @@ fn bad_requests() {
         &ModelSource::Folder(common::fixtures().join("tiny-sd")),
         device,
         Some(Precision::F32),
-        LoadOptions { vae_encoder: true },
+        LoadOptions {
+            vae_encoder: true,
+            ..LoadOptions::default()
+        },
     )
     .unwrap();
     let err = |r: GenerateRequest| pipe.validate(&r).unwrap_err().to_string();

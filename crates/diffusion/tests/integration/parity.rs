@@ -12,7 +12,7 @@ use crate::common;
 
 use common::{assert_close, Reference, TINY};
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::image::read_image;
+use sdbench_diffusion::io::image::read_image;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions,
     ModelSource, Pipeline, Precision, SchedulerKind,
@@ -51,11 +51,14 @@ fn load_with(
 
 /// With the VAE encoder, for image-to-image.
 fn load_img2img(name: &str, backend: BackendRequest) -> Pipeline {
-    let options = LoadOptions { vae_encoder: true };
+    let options = LoadOptions {
+        vae_encoder: true,
+        ..LoadOptions::default()
+    };
     load_with(name, backend, Precision::F32, options)
 }
 
-fn init_image(name: &str) -> sdbench_diffusion::image::RgbImage {
+fn init_image(name: &str) -> sdbench_diffusion::io::image::RgbImage {
     read_image(&common::fixtures().join(format!("{name}.init.png"))).unwrap()
 }
 
@@ -255,6 +258,12 @@ fn check_generations_in(
     only: Option<&[&str]>,
 ) {
     let pipe = load_in(name, backend, precision);
+    check_generations_of(&pipe, name, atol, only);
+}
+
+/// The reference generations `only` lists (all when `None`) on a loaded pipeline.
+fn check_generations_of(pipe: &Pipeline, name: &str, atol: f32, only: Option<&[&str]>) {
+    let precision = pipe.precision;
     let mut r = Reference::open(name);
     let g = r.meta["generate"].clone();
     let latents = r.get("generate.latents");
@@ -436,6 +445,45 @@ fn sdxl_decodes_in_f32_when_its_vae_asks_for_it() {
             F16_IMAGE_ATOL,
             Some(&["generate.euler.noneg"]),
         );
+    }
+}
+
+/// The text encoders and the VAE on the CPU beside an f16 UNet on the device: conditioning and
+/// latents cross between the backends and the images still track diffusers; SDXL's two encoders
+/// and pooled embedding, and image-to-image's VAE encoder, included.
+#[test]
+fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
+    if vulkan_or_skip() {
+        let options = LoadOptions {
+            vae_encoder: true,
+            text_encoders_on_cpu: true,
+            vae_on_cpu: true,
+        };
+        let sdxl = load_with("tiny-sdxl", BackendRequest::Vulkan, Precision::F16, options);
+        let p = sdxl.info.placement;
+        assert_eq!(
+            (p.text_encoders, p.unet, p.vae),
+            (Precision::F32, Precision::F16, Precision::F32)
+        );
+        assert!(p.text_encoders_on_cpu && p.vae_on_cpu);
+        check_generations_of(
+            &sdxl,
+            "tiny-sdxl",
+            F16_IMAGE_ATOL,
+            Some(&["generate.euler.neg"]),
+        );
+        drop(sdxl);
+
+        let sd = load_with("tiny-sd", BackendRequest::Vulkan, Precision::F32, options);
+        let mean = sd.run_vae_encode(&init_image("tiny-sd")).unwrap();
+        let expected = Reference::open("tiny-sd").get("vae_encode.mean");
+        assert_close(
+            "tiny-sd vae encode on the cpu",
+            &mean,
+            &expected,
+            COMPONENT_ATOL,
+        );
+        check_generations_of(&sd, "tiny-sd", IMAGE_ATOL, Some(&["generate.euler.noneg"]));
     }
 }
 

@@ -14,7 +14,10 @@ fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
         &ModelSource::Synthetic(Preset::Sd15),
         device,
         Some(Precision::F32),
-        LoadOptions { vae_encoder: true },
+        LoadOptions {
+            vae_encoder: true,
+            ..LoadOptions::default()
+        },
     )
     .unwrap();
     assert_eq!(pipe.info.vae_scale_factor, 8);

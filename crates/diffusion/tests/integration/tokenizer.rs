@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use sdbench_diffusion::tokenizer::Tokenizer;
+use sdbench_diffusion::models::tokenizer::Tokenizer;
 
 #[test]
 fn token_ids_match_transformers() {

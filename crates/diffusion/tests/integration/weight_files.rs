@@ -6,8 +6,8 @@ use std::path::Path;
 
 use common::{assert_close, Reference};
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::safetensors::{write_f32, SafeTensors};
-use sdbench_diffusion::weights::choose_weights_file;
+use sdbench_diffusion::io::safetensors::{write_f32, SafeTensors};
+use sdbench_diffusion::io::weights::choose_weights_file;
 use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};
 
 fn vae_decode(folder: &Path, precision: Precision, r: &mut Reference) -> Vec<f32> {

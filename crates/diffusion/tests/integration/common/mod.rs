@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_diffusion::safetensors::SafeTensors;
+use sdbench_diffusion::io::safetensors::SafeTensors;
 
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

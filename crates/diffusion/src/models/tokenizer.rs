@@ -15,7 +15,7 @@ const BOS: &str = "<|startoftext|>";
 const EOS: &str = "<|endoftext|>";
 
 /// SD1.5's merges (openai/clip-vit-large-patch14), built in for synthetic models, which have no files.
-const BUILTIN_MERGES: &str = include_str!("../assets/clip-merges.txt");
+const BUILTIN_MERGES: &str = include_str!("../../assets/clip-merges.txt");
 
 pub struct Tokenizer {
     vocab: HashMap<String, u32>,

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{DiffusionError, Result};
-use crate::safetensors::SafeTensors;
+use crate::io::safetensors::SafeTensors;
 
 pub const UNET_PREFIX: &str = "model.diffusion_model.";
 pub const VAE_PREFIX: &str = "first_stage_model.";

@@ -1,6 +1,8 @@
 //! Layers shared by the text encoder, UNet and VAE: burn `Module`s whose weights are `Param`s, built
-//! by `weights::Loader` (so a model reports its parameter count and can move between devices);
+//! by `io::weights::Loader` (so a model reports its parameter count and can move between devices);
 //! norms compute their statistics in f32 whatever the activations' dtype.
+
+pub mod resnet;
 
 use burn::module::Param;
 use burn::prelude::*;
@@ -9,7 +11,8 @@ use burn::tensor::module::{attention, conv2d, linear};
 use burn::tensor::ops::{AttentionModuleOptions, PaddedConvOptions};
 use burn::tensor::{DType, TensorPrimitive};
 
-/// `y = x W + b`, with `W` stored as [inputs, outputs].
+/// `y = x W + b`, with `W` stored as [inputs, outputs] (PyTorch's [outputs, inputs] transposed at
+/// load).
 #[derive(Module, Debug)]
 pub struct Linear<B: Backend> {
     pub weight: Param<Tensor<B, 2>>,

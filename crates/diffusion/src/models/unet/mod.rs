@@ -7,11 +7,11 @@ use std::path::Path;
 use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 
-use crate::config::UNetConfig;
 use crate::error::{DiffusionError, Result};
+use crate::io::weights::Loader;
+use crate::models::config::UNetConfig;
+use crate::nn::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
 use crate::nn::{silu, Conv2d, GroupNorm, Linear};
-use crate::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
-use crate::weights::Loader;
 use transformer::{Transformer2DModel, TransformerSpec};
 
 /// A down or up block: resnets, each optionally followed by a transformer, then a resampler.

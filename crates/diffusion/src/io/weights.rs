@@ -11,8 +11,14 @@ use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 
 use crate::error::{DiffusionError, Result};
+use crate::io::safetensors::{SafeTensors, StDtype, Stored};
 use crate::nn::{Conv2d, GroupNorm, LayerNorm, Linear};
-use crate::safetensors::SafeTensors;
+
+// A file's little-endian bytes become tensor data as they are.
+const _: () = assert!(
+    cfg!(target_endian = "little"),
+    "SD Bench reads safetensors bytes as native little-endian values"
+);
 
 /// Numeric precision of weights and activations. Norm statistics, softmax, timestep embeddings and
 /// scheduler arithmetic always run in f32.
@@ -47,11 +53,19 @@ pub enum Init {
     FanIn(usize),
 }
 
-/// A provider of named f32 tensors.
+/// A tensor's values, row-major, as a source gives them.
+pub enum Values {
+    /// A file's bytes in the file's element type.
+    Stored(Stored),
+    /// Generated values.
+    F32(Vec<f32>),
+}
+
+/// A provider of named tensors.
 pub trait WeightSource {
-    /// The tensor `name` in row-major order. `shape` is what the model's config needs; a source
-    /// that holds a different shape returns an error naming both.
-    fn take(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Vec<f32>>;
+    /// The tensor `name`. `shape` is what the model's config needs; a source that holds a
+    /// different shape returns an error naming both.
+    fn take(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Values>;
     /// Called once every tensor has been taken: an error names any tensor that was not used.
     fn finish(&mut self) -> Result<()>;
 }
@@ -154,7 +168,7 @@ impl FileWeights {
 }
 
 impl WeightSource for FileWeights {
-    fn take(&mut self, name: &str, shape: &[usize], _init: Init) -> Result<Vec<f32>> {
+    fn take(&mut self, name: &str, shape: &[usize], _init: Init) -> Result<Values> {
         let stored = self.resolve(name).ok_or_else(|| DiffusionError::Tensor {
             path: self.path().to_path_buf(),
             tensor: name.to_string(),
@@ -174,9 +188,9 @@ impl WeightSource for FileWeights {
                 problem: format!("has shape {found:?} but the config needs {shape:?}"),
             });
         }
-        let values = self.file.read_f32(&stored)?;
+        let values = self.file.read(&stored)?;
         self.used.insert(stored);
-        Ok(values)
+        Ok(Values::Stored(values))
     }
 
     fn finish(&mut self) -> Result<()> {
@@ -213,9 +227,9 @@ impl SyntheticWeights {
 }
 
 impl WeightSource for SyntheticWeights {
-    fn take(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Vec<f32>> {
+    fn take(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Values> {
         let count: usize = shape.iter().product();
-        Ok(match init {
+        Ok(Values::F32(match init {
             Init::Ones => vec![1.0; count],
             Init::Zeros => vec![0.0; count],
             Init::FanIn(fan_in) => {
@@ -229,7 +243,7 @@ impl WeightSource for SyntheticWeights {
                     })
                     .collect()
             }
-        })
+        }))
     }
 
     fn finish(&mut self) -> Result<()> {
@@ -271,21 +285,29 @@ impl<'a, B: Backend> Loader<'a, B> {
         self.source.finish()
     }
 
+    /// Puts `values` on the device as `dtype`. A file tensor already in `dtype` (the usual case:
+    /// fp16 files for f16 runs) goes up from the buffer it was read into; anything else is
+    /// converted in one pass on the host (an f32 run may be on a device without f16).
     fn upload<const D: usize>(
         &self,
-        values: Vec<f32>,
+        values: Values,
         shape: [usize; D],
         dtype: DType,
     ) -> Tensor<B, D> {
-        let data = match dtype {
-            DType::F16 => TensorData::new(
-                values
-                    .into_iter()
-                    .map(half::f16::from_f32)
-                    .collect::<Vec<_>>(),
+        let data = match (values, dtype) {
+            (Values::Stored(s), DType::F16) if s.dtype == StDtype::F16 => {
+                TensorData::from_bytes_vec(s.bytes, shape, DType::F16)
+            }
+            (Values::Stored(s), DType::F32) if s.dtype == StDtype::F32 => {
+                TensorData::from_bytes_vec(s.bytes, shape, DType::F32)
+            }
+            (Values::Stored(s), DType::F16) => TensorData::new(s.to_f16(), shape),
+            (Values::Stored(s), _) => TensorData::new(s.to_f32(), shape),
+            (Values::F32(v), DType::F16) => TensorData::new(
+                v.into_iter().map(half::f16::from_f32).collect::<Vec<_>>(),
                 shape,
             ),
-            _ => TensorData::new(values, shape),
+            (Values::F32(v), _) => TensorData::new(v, shape),
         };
         Tensor::from_data(data, (&self.device, dtype))
     }
@@ -321,7 +343,9 @@ impl<'a, B: Backend> Loader<'a, B> {
         Ok(Param::from_tensor(self.tensor_f32(name, shape, init)?))
     }
 
-    /// `nn.Linear(inputs, outputs)` stored as PyTorch does ([out, in]); kept as [in, out] for matmul.
+    /// `nn.Linear(inputs, outputs)`, stored as PyTorch does ([out, in]), kept as [in, out]: the
+    /// transpose is made on the device, into a contiguous tensor (a transposed view would make
+    /// the CPU backend's matrix products 17% slower: they pack the weights on every call).
     pub fn linear(
         &mut self,
         prefix: &str,
@@ -334,13 +358,12 @@ impl<'a, B: Backend> Loader<'a, B> {
             &[outputs, inputs],
             Init::FanIn(inputs),
         )?;
-        let mut transposed = vec![0f32; w.len()];
-        for o in 0..outputs {
-            for i in 0..inputs {
-                transposed[i * outputs + o] = w[o * inputs + i];
-            }
-        }
-        let weight = self.upload(transposed, [inputs, outputs], self.precision.dtype());
+        // Flattening a transposed view cannot be a view: the backend copies it contiguously.
+        let weight = self
+            .upload(w, [outputs, inputs], self.precision.dtype())
+            .transpose()
+            .reshape([inputs * outputs])
+            .reshape([inputs, outputs]);
         let bias = if bias {
             Some(self.tensor(&format!("{prefix}.bias"), [outputs], Init::Zeros)?)
         } else {

@@ -7,10 +7,10 @@ use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::activation;
 
-use crate::config::ClipConfig;
 use crate::error::Result;
+use crate::io::weights::{Init, Loader};
+use crate::models::config::ClipConfig;
 use crate::nn::{multi_head_attention, LayerNorm, Linear};
-use crate::weights::{Init, Loader};
 
 #[derive(Module, Debug)]
 struct ClipLayer<B: Backend> {

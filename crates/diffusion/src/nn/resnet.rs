@@ -3,8 +3,8 @@
 use burn::prelude::*;
 
 use crate::error::Result;
+use crate::io::weights::Loader;
 use crate::nn::{silu, upsample_nearest, Conv2d, GroupNorm, Linear};
-use crate::weights::Loader;
 
 /// `ResnetBlock2D` with `time_embedding_norm="default"` and `output_scale_factor=1`.
 #[derive(Module, Debug)]

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use burn::prelude::*;
 
-use crate::config::VaeConfig;
 use crate::error::Result;
+use crate::io::weights::Loader;
+use crate::models::config::VaeConfig;
+use crate::nn::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
 use crate::nn::{multi_head_attention, silu, Conv2d, GroupNorm, Linear};
-use crate::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
-use crate::weights::Loader;
 
 /// Old VAE checkpoints name the attention projections `query`/`key`/`value`/`proj_attn`.
 pub const LEGACY_ALIASES: &[(&str, &str)] = &[

@@ -5,8 +5,8 @@ use burn::prelude::*;
 use burn::tensor::activation;
 
 use crate::error::Result;
+use crate::io::weights::Loader;
 use crate::nn::{multi_head_attention, Conv2d, GroupNorm, LayerNorm, Linear};
-use crate::weights::Loader;
 
 /// diffusers' `Attention` as used in the UNet: no q/k/v bias, an output projection with bias.
 #[derive(Module, Debug)]
