@@ -136,6 +136,8 @@ impl From<sdbench_report::Result<String>> for Chart {
 #[serde(rename_all = "camelCase")]
 pub struct Charts {
     pub labels: Vec<String>,
+    /// Set when the runs ran different workloads, whose figures are not comparable.
+    pub warning: Option<String>,
     pub seconds_per_image: Chart,
     pub stage_breakdown: Chart,
     pub step_times: Chart,
@@ -155,6 +157,7 @@ pub async fn run_charts(state: State<'_, AppState>, ids: Vec<String>) -> UiResul
                 step_times: charts::step_times(runs).into(),
                 power_over_time: charts::power_over_time(runs).into(),
                 labels: labels.to_vec(),
+                warning: sdbench_report::workload_difference(runs),
             })
         })
     })

@@ -269,6 +269,7 @@ fn a_quick_benchmark_streams_progress_and_its_result_is_saved_reported_and_submi
     }
     let power = &charts["powerOverTime"];
     assert!(power["svg"].is_string() || power["reason"].is_string());
+    assert!(charts["warning"].is_null(), "{}", charts["warning"]);
 
     // Saved where the person chose, with the images beside it.
     let out = app.dir.path().join("out");

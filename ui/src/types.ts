@@ -107,6 +107,8 @@ export type HistoryRecord =
 export interface Chart { svg: string | null; reason: string | null }
 export interface Charts {
   labels: string[]; secondsPerImage: Chart; stageBreakdown: Chart; stepTimes: Chart; powerOverTime: Chart;
+  /** Set when the runs ran different workloads, whose figures are not comparable. */
+  warning: string | null;
 }
 
 export interface BackendReport { backend: string; usable: boolean; detail: string; devices: string[] }

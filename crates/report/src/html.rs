@@ -135,21 +135,10 @@ pub fn report(r: &BenchResult) -> String {
 /// Two or more runs side by side: one column per run, then the charts with one series each.
 pub fn comparison(runs: &[Run]) -> String {
     let mut body = String::from("<h1>SD Bench — comparison</h1>\n");
-    let mut workloads: Vec<String> = Vec::new();
-    for run in runs {
-        let w = &run.result.workload;
-        let what = format!(
-            "{} v{} ({}x{}, {} steps)",
-            w.name, w.version, w.width, w.height, w.steps
-        );
-        if !workloads.contains(&what) {
-            workloads.push(what);
-        }
-    }
-    if workloads.len() > 1 {
+    if let Some(why) = crate::workload_difference(runs) {
         body.push_str(&format!(
-            "<p class=\"invalid\" id=\"different-workloads\">These runs ran different workloads ({}): their figures and scores are not comparable.</p>\n",
-            escape(&workloads.join(", "))
+            "<p class=\"invalid\" id=\"different-workloads\">{}</p>\n",
+            escape(&why)
         ));
     }
     body.push_str("<table>\n<tr><th>metric</th>");

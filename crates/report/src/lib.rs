@@ -26,6 +26,28 @@ pub enum ReportError {
 
 pub type Result<T, E = ReportError> = std::result::Result<T, E>;
 
+/// Why runs are not comparable, when they ran different workloads (name, version, size or
+/// steps): figures and scores are only compared within one workload.
+pub fn workload_difference(runs: &[Run]) -> Option<String> {
+    let mut workloads: Vec<String> = Vec::new();
+    for run in runs {
+        let w = &run.result.workload;
+        let what = format!(
+            "{} v{} ({}x{}, {} steps)",
+            w.name, w.version, w.width, w.height, w.steps
+        );
+        if !workloads.contains(&what) {
+            workloads.push(what);
+        }
+    }
+    (workloads.len() > 1).then(|| {
+        format!(
+            "These runs ran different workloads ({}): their figures and scores are not comparable.",
+            workloads.join(", ")
+        )
+    })
+}
+
 /// The Markdown report: the same summary `sdbench bench --format md` prints.
 pub fn markdown(result: &BenchResult) -> String {
     summary::render(result, Format::Markdown)

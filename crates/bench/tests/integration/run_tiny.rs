@@ -357,6 +357,22 @@ fn a_single_file_checkpoint_runs_and_is_recorded_as_one_file() {
     validate(&serde_json::to_value(&output.result).unwrap()).unwrap();
 }
 
+/// A run and the notes it sent.
+fn run_noting(o: &RunOptions) -> (runner::RunOutput, Vec<String>) {
+    let mut notes = Vec::new();
+    let output = runner::run(
+        o,
+        &mut |e| {
+            if let Event::Note(n) = e {
+                notes.push(n.clone())
+            }
+        },
+        &CancelToken::new(),
+    )
+    .unwrap();
+    (output, notes)
+}
+
 #[test]
 fn the_standard_workload_on_another_architecture_is_not_called_standard() {
     let root = tempfile::tempdir().unwrap();
@@ -366,17 +382,7 @@ fn the_standard_workload_on_another_architecture_is_not_called_standard() {
     // is checked is that a model with other configs never yields a standard result.
     o.workload.standard = true;
     o.workload.name = Workload::standard().name;
-    let mut notes = Vec::new();
-    let output = runner::run(
-        &o,
-        &mut |e| {
-            if let Event::Note(n) = e {
-                notes.push(n.clone())
-            }
-        },
-        &CancelToken::new(),
-    )
-    .unwrap();
+    let (output, notes) = run_noting(&o);
     let r = &output.result;
     assert!(!r.workload.model.sd15_architecture);
     assert_eq!(r.workload.model.family.as_deref(), Some("sd1"));
@@ -403,17 +409,7 @@ fn the_sdxl_workload_runs_an_sdxl_model_and_names_its_family() {
     o.workload.preset = sdxl.preset;
     o.workload.guidance = sdxl.guidance;
     o.workload.standard = true;
-    let mut notes = Vec::new();
-    let output = runner::run(
-        &o,
-        &mut |e| {
-            if let Event::Note(n) = e {
-                notes.push(n.clone())
-            }
-        },
-        &CancelToken::new(),
-    )
-    .unwrap();
+    let (output, notes) = run_noting(&o);
     let r = &output.result;
     assert!(r.valid, "{:?}", r.invalid_reasons);
     assert_eq!(r.workload.name, "sdxl-1024-20");
