@@ -245,7 +245,7 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
     options: &ConvOptions<3>,
     dtype: DType,
     zero: T,
-    gemm_fn: fn(&[T], &[T], usize, usize, usize) -> Vec<T>,
+    gemm_fn: GemmInto<T>,
     add_fn: fn(T, T) -> T,
 ) -> FlexTensor {
     let x = x.to_contiguous();
@@ -305,16 +305,26 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
     // autovectorize.
     let k_spatial = kernel_d * kernel_h * kernel_w;
     let mut w_flat = vec![zero; channels_out * col_len];
-    for c_out in 0..channels_out {
+    // (SD Bench) One output channel per task: this ran on one thread on every call.
+    let relayout = |(c_out, dst): (usize, &mut [T])| {
         let src_base = c_out * channels_per_group * k_spatial;
-        let dst_base = c_out * col_len;
         for c_in in 0..channels_per_group {
             let src_row = src_base + c_in * k_spatial;
             for k in 0..k_spatial {
-                w_flat[dst_base + k * channels_per_group + c_in] = w_data[src_row + k];
+                dst[k * channels_per_group + c_in] = w_data[src_row + k];
             }
         }
+    };
+    #[cfg(feature = "rayon")]
+    {
+        use rayon::prelude::*;
+        w_flat
+            .par_chunks_mut(col_len)
+            .enumerate()
+            .for_each(relayout);
     }
+    #[cfg(not(feature = "rayon"))]
+    w_flat.chunks_mut(col_len).enumerate().for_each(relayout);
 
     // Convert input to NHWC layout for cache-friendly access in im2col.
     // Loop order (c innermost, spatial outer) is intentional: on aarch64
@@ -328,27 +338,32 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
         1,
     );
     let mut x_nhwc = vec![zero; batch_size * in_d * in_h * in_w * channels_in];
-    for b in 0..batch_size {
-        for d in 0..in_d {
-            for h in 0..in_h {
-                for w in 0..in_w {
-                    for c in 0..channels_in {
-                        let src_idx = b * channels_in * in_d * in_h * in_w
-                            + c * in_d * in_h * in_w
-                            + d * in_h * in_w
-                            + h * in_w
-                            + w;
-                        let dst_idx = b * nhwc_stride.0
-                            + d * nhwc_stride.1
-                            + h * nhwc_stride.2
-                            + w * nhwc_stride.3
-                            + c;
-                        x_nhwc[dst_idx] = x_data[src_idx];
-                    }
-                }
+    // (SD Bench) One input row (b, d, h) per task: this ran on one thread on every call.
+    let to_nhwc = |(row, dst): (usize, &mut [T])| {
+        let h = row % in_h;
+        let d = (row / in_h) % in_d;
+        let b = row / (in_h * in_d);
+        for w in 0..in_w {
+            for c in 0..channels_in {
+                let src_idx = b * channels_in * in_d * in_h * in_w
+                    + c * in_d * in_h * in_w
+                    + d * in_h * in_w
+                    + h * in_w
+                    + w;
+                dst[w * nhwc_stride.3 + c] = x_data[src_idx];
             }
         }
+    };
+    #[cfg(feature = "rayon")]
+    {
+        use rayon::prelude::*;
+        x_nhwc
+            .par_chunks_mut(nhwc_stride.2)
+            .enumerate()
+            .for_each(to_nhwc);
     }
+    #[cfg(not(feature = "rayon"))]
+    x_nhwc.chunks_mut(nhwc_stride.2).enumerate().for_each(to_nhwc);
 
     // Use tiled parallel execution
     let output = {
@@ -408,29 +423,23 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
                         let w_end = w_start + out_channels_per_group * col_len;
                         let w_group = &w_flat[w_start..w_end];
 
-                        // GEMM: w_group[out_c_per_group, col_len] @ col_tile[tile_size, col_len]^T
-                        let result = gemm_fn(
-                            w_group,
-                            &col_tile,
-                            out_channels_per_group,
-                            col_len,
-                            tile_size,
-                        );
-
-                        // Write results to output for this group's output channels
-                        for (local_idx, global_idx) in (tile_start..tile_end).enumerate() {
-                            for c_out in 0..out_channels_per_group {
-                                let dst_idx = b * channels_out * spatial_out
-                                    + (out_c_start + c_out) * spatial_out
-                                    + global_idx;
-                                let res_idx = c_out * tile_size + local_idx;
-                                unsafe {
-                                    debug_assert!(
-                                        dst_idx < batch_size * channels_out * spatial_out
-                                    );
-                                    dst_ptr.write(dst_idx, result[res_idx]);
-                                }
-                            }
+                        // GEMM: w_group[out_c_per_group, col_len] @ col_tile[tile_size, col_len]^T,
+                        // (SD Bench) written straight into this tile's columns of the output
+                        // (row stride spatial_out) instead of a buffer scattered back one
+                        // element at a time. Tiles and groups write disjoint blocks.
+                        let block = b * channels_out * spatial_out
+                            + out_c_start * spatial_out
+                            + tile_start;
+                        unsafe {
+                            gemm_fn(
+                                dst_ptr.ptr_add(block),
+                                spatial_out,
+                                w_group,
+                                &col_tile,
+                                out_channels_per_group,
+                                col_len,
+                                tile_size,
+                            );
                         }
                     }
                 });
@@ -489,24 +498,20 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
                         let w_end = w_start + out_channels_per_group * col_len;
                         let w_group = &w_flat[w_start..w_end];
 
-                        // GEMM for this group
-                        let result = gemm_fn(
-                            w_group,
-                            &col_tile,
-                            out_channels_per_group,
-                            col_len,
-                            tile_size,
-                        );
-
-                        // Write results to output for this group's output channels
-                        for (local_idx, global_idx) in (tile_start..tile_end).enumerate() {
-                            for c_out in 0..out_channels_per_group {
-                                let dst_idx = b * channels_out * spatial_out
-                                    + (out_c_start + c_out) * spatial_out
-                                    + global_idx;
-                                let res_idx = c_out * tile_size + local_idx;
-                                output[dst_idx] = result[res_idx];
-                            }
+                        // GEMM for this group, straight into the output block.
+                        let block = b * channels_out * spatial_out
+                            + out_c_start * spatial_out
+                            + tile_start;
+                        unsafe {
+                            gemm_fn(
+                                output.as_mut_ptr().add(block),
+                                spatial_out,
+                                w_group,
+                                &col_tile,
+                                out_channels_per_group,
+                                col_len,
+                                tile_size,
+                            );
                         }
                     }
                 }
@@ -1733,10 +1738,25 @@ fn conv3d_direct_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + 
 // every line of logic aside from the numeric type, zero, and one literals,
 // so they're generated via a macro.
 
+/// (SD Bench) `dst[i * dst_row_stride + j] = sum_k a[i, k] * b[j, k]` for an [m, k] `a` and an
+/// [n, k] `b`, both row-major: the GEMM writes its [m, n] block in place.
+///
+/// # Safety
+/// `dst` must be valid for writes at every `i * dst_row_stride + j` (i < m, j < n), and nothing
+/// else may access those elements during the call.
+type GemmInto<T> = unsafe fn(*mut T, usize, &[T], &[T], usize, usize, usize);
+
 macro_rules! gemm_typed {
     ($fn_name:ident, $T:ty, $zero:expr, $one:expr) => {
-        fn $fn_name(a: &[$T], b: &[$T], m: usize, k: usize, n: usize) -> Vec<$T> {
-            let mut c = vec![$zero; m * n];
+        unsafe fn $fn_name(
+            c: *mut $T,
+            dst_row_stride: usize,
+            a: &[$T],
+            b: &[$T],
+            m: usize,
+            k: usize,
+            n: usize,
+        ) {
             #[cfg(feature = "rayon")]
             let parallelism = if m * n * k >= 192 * 192 * 192 {
                 gemm::Parallelism::Rayon(0)
@@ -1750,9 +1770,9 @@ macro_rules! gemm_typed {
                     m,
                     n,
                     k,
-                    c.as_mut_ptr(),
+                    c,
                     1,
-                    n as isize,
+                    dst_row_stride as isize,
                     false,
                     a.as_ptr(),
                     1,
@@ -1768,7 +1788,6 @@ macro_rules! gemm_typed {
                     parallelism,
                 );
             }
-            c
         }
     };
 }
