@@ -59,6 +59,10 @@ pub fn run() {
         Ok(state) => state,
         Err(e) => tell_startup_failure(context, &e),
     };
+    // Before anything runs on the CPU backend's pool, which is built once per process.
+    if let Err(e) = sdbench_diffusion::device::set_cpu_threads(state.settings().cpu_threads) {
+        eprintln!("SD Bench: the CPU thread setting was not applied: {e}");
+    }
     let app = with_commands(Builder::default(), state)
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_updater::Builder::new().build())

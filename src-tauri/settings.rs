@@ -25,6 +25,9 @@ pub struct Settings {
     pub submit_endpoint: Option<String>,
     /// Where to look for updates instead of the endpoint built into the app.
     pub update_endpoint: Option<String>,
+    /// Worker threads of the CPU backend (none: one per physical core). The pool is built once
+    /// per process, so a change takes effect when the app next starts.
+    pub cpu_threads: Option<usize>,
 }
 
 impl Default for Settings {
@@ -36,11 +39,15 @@ impl Default for Settings {
             precision: "auto".into(),
             submit_endpoint: None,
             update_endpoint: None,
+            cpu_threads: None,
         }
     }
 }
 
 pub const PRECISIONS: &[&str] = &["auto", "f32", "f16"];
+
+/// The most CPU threads a setting may ask for.
+pub const MAX_CPU_THREADS: usize = 1024;
 
 impl Settings {
     /// Reads the file; a missing file gives the defaults, a damaged one an error naming it.
@@ -69,6 +76,16 @@ impl Settings {
         self.backend_request()?;
         self.precision()?;
         self.model_name()?;
+        if let Some(n) = self.cpu_threads {
+            if n == 0 || n > MAX_CPU_THREADS {
+                return Err(UiError::bad_input(
+                    format!("{n} CPU threads is out of range"),
+                    format!(
+                        "Use 1 to {MAX_CPU_THREADS}, or leave it empty for one per physical core."
+                    ),
+                ));
+            }
+        }
         for (what, endpoint) in [
             ("submission endpoint", &self.submit_endpoint),
             ("update endpoint", &self.update_endpoint),
@@ -182,6 +199,7 @@ mod tests {
         let s = Settings {
             backend: "cpu".into(),
             submit_endpoint: Some("https://example.org/api/results".into()),
+            cpu_threads: Some(2),
             ..Settings::default()
         };
         s.save(&path).unwrap();
@@ -200,6 +218,8 @@ mod tests {
             |s: &mut Settings| s.submit_endpoint = Some("http://example.org/x".into()),
             |s: &mut Settings| s.update_endpoint = Some("ftp://example.org".into()),
             |s: &mut Settings| s.update_endpoint = Some("https://".into()),
+            |s: &mut Settings| s.cpu_threads = Some(0),
+            |s: &mut Settings| s.cpu_threads = Some(MAX_CPU_THREADS + 1),
         ] {
             let mut s = Settings::default();
             change(&mut s);

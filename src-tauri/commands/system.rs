@@ -44,6 +44,9 @@ pub struct SystemReport {
     pub precisions: Vec<String>,
     pub data_dir: String,
     pub cache_dir: String,
+    /// The CPU backend's worker threads in this process (a changed setting applies at the next
+    /// start).
+    pub cpu_threads: usize,
 }
 
 /// What this machine has and what `auto` would run on.
@@ -88,6 +91,7 @@ pub async fn system_info(state: State<'_, AppState>) -> UiResult<SystemReport> {
             precisions: PRECISIONS.iter().map(|n| n.to_string()).collect(),
             data_dir: state.paths.data_dir.display().to_string(),
             cache_dir: state.hub.cache_dir.display().to_string(),
+            cpu_threads: sdbench_diffusion::device::cpu_threads(),
         })
     })
     .await

@@ -190,6 +190,14 @@ fn settings_are_validated_kept_and_the_system_is_described() {
         "badInput"
     );
     assert_eq!(app.ok("get_settings", json!({}))["backend"], "cpu");
+    bad["model"] = json!("synthetic");
+    bad["cpuThreads"] = json!(0);
+    assert_eq!(
+        app.error_kind("save_settings", json!({ "settings": bad })),
+        "badInput"
+    );
+    app.set(json!({ "cpuThreads": 3 }));
+    assert_eq!(app.ok("get_settings", json!({}))["cpuThreads"], 3);
 
     assert!(app
         .ok("startup_notes", json!({}))
@@ -198,6 +206,7 @@ fn settings_are_validated_kept_and_the_system_is_described() {
         .is_empty());
 
     let system = app.ok("system_info", json!({}));
+    assert!(system["cpuThreads"].as_u64().unwrap() >= 1, "{system}");
     let cpu = system["backends"]
         .as_array()
         .unwrap()

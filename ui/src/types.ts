@@ -14,6 +14,8 @@ export interface Settings {
   precision: string;
   submitEndpoint: string | null;
   updateEndpoint: string | null;
+  /** CPU backend worker threads (null: one per physical core); applies at the next start. */
+  cpuThreads: number | null;
 }
 
 export interface LiveSample {
@@ -118,6 +120,8 @@ export interface SystemReport {
   backends: BackendReport[];
   auto: { backend: string | null; device: string | null; precision: string | null; error: string | null };
   backendNames: string[]; precisions: string[]; dataDir: string; cacheDir: string;
+  /** The CPU backend's worker threads in this process. */
+  cpuThreads: number;
 }
 
 export interface CachedModel { repo: string; path: string; size_bytes: number; runnable: boolean; partial_bytes: number }

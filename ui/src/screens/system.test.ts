@@ -4,13 +4,14 @@ import { setMessageArea } from "../ui";
 import { systemScreen } from "./system";
 import type { Settings } from "../types";
 
-const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", precision: "auto", submitEndpoint: null, updateEndpoint: null };
+const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", precision: "auto", submitEndpoint: null, updateEndpoint: null, cpuThreads: null };
 const system = {
   appVersion: "0.1.0",
   system: { os: "Linux", os_version: "12", cpu_model: "Test CPU", cpu_logical_cores: 2, ram_bytes: 24e9, gpus: [] },
   backends: [{ backend: "cuda", usable: false, detail: "no NVIDIA driver", devices: [] }, { backend: "cpu", usable: true, detail: "2 threads", devices: ["Test CPU"] }],
   auto: { backend: "cpu", device: "Test CPU", precision: "f32", error: null },
   backendNames: ["auto", "cuda", "cpu"], precisions: ["auto", "f32", "f16"], dataDir: "/data", cacheDir: "/hub",
+  cpuThreads: 2,
 };
 const messages = document.createElement("div");
 let root: HTMLElement;
@@ -53,6 +54,25 @@ describe("System screen", () => {
     root.querySelector<HTMLButtonElement>("#settings-save")!.click();
     await settle();
     expect(saved).toEqual({ ...settings, backend: "cpu", submitEndpoint: "https://example.org/results" });
+  });
+
+  it("saves a CPU thread count and refuses one that is not a whole number", async () => {
+    let saved: Settings | null = null;
+    handlers({ save_settings: (a) => (saved = a.settings as Settings) });
+    systemScreen.show?.();
+    await settle();
+    expect(root.querySelector("#cpu-threads-now")!.textContent).toContain("now 2");
+    const threads = root.querySelector<HTMLInputElement>("#settings-cpu-threads")!;
+    threads.value = "2.5";
+    root.querySelector<HTMLButtonElement>("#settings-save")!.click();
+    await settle();
+    expect(saved).toBeNull();
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("whole number");
+    threads.value = "3";
+    root.querySelector<HTMLButtonElement>("#settings-save")!.click();
+    await settle();
+    expect(saved!.cpuThreads).toBe(3);
+    threads.value = "";
   });
 
   it("names a GPU's auto precision by rule (the device is not initialised to show it)", async () => {

@@ -16,14 +16,22 @@ const settingsForm = {
   modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a checkpoint that is not SD 1.5" }),
   submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…" }),
   updateEndpoint: h("input", { type: "url", id: "settings-update", size: 48, placeholder: "the app's built-in endpoint" }),
+  cpuThreads: h("input", { type: "number", id: "settings-cpu-threads", min: 1, max: 1024, step: 1, placeholder: "one per physical core" }),
 };
+const cpuThreadsNow = h("span", { class: "help", id: "cpu-threads-now" });
 const saveButton = h("button", { class: "primary", id: "settings-save" }, "Save settings");
 const cache = h("div", { class: "card", id: "system-cache" });
 const updates = h("div", { class: "card", id: "system-updates" });
 let loaded: Settings | null = null;
 
+/** The form's settings; throws a bad-input error for a thread count that is not a whole number. */
 export function formSettings(): Settings {
   const text = (input: HTMLInputElement) => (input.value.trim() === "" ? null : input.value.trim());
+  const threads = text(settingsForm.cpuThreads);
+  const cpuThreads = threads === null ? null : Number(threads);
+  if (cpuThreads !== null && (!Number.isInteger(cpuThreads) || cpuThreads < 1)) {
+    throw { kind: "badInput", message: `CPU threads “${threads}” is not a whole number of 1 or more`, hint: "Enter a whole number, or leave it empty for one per physical core." };
+  }
   return {
     model: settingsForm.model.value.trim(),
     modelConfig: text(settingsForm.modelConfig),
@@ -31,6 +39,7 @@ export function formSettings(): Settings {
     precision: settingsForm.precision.value,
     submitEndpoint: text(settingsForm.submitEndpoint),
     updateEndpoint: text(settingsForm.updateEndpoint),
+    cpuThreads,
   };
 }
 
@@ -42,6 +51,7 @@ function fillForm(s: Settings): void {
   settingsForm.modelConfig.value = s.modelConfig ?? "";
   settingsForm.submitEndpoint.value = s.submitEndpoint ?? "";
   settingsForm.updateEndpoint.value = s.updateEndpoint ?? "";
+  settingsForm.cpuThreads.value = s.cpuThreads === null ? "" : String(s.cpuThreads);
 }
 
 async function loadDevices(): Promise<void> {
@@ -52,6 +62,7 @@ async function loadDevices(): Promise<void> {
       for (const name of report.precisions) settingsForm.precision.append(h("option", { value: name }, name));
       if (loaded) fillForm(loaded);
     }
+    cpuThreadsNow.textContent = `the CPU backend's worker threads; a change applies when SD Bench next starts (now ${report.cpuThreads})`;
     const s = report.system;
     const auto = report.auto.error
       ? `nothing usable: ${report.auto.error}`
@@ -149,6 +160,7 @@ export const systemScreen: Screen = {
         field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint"),
         field("Submission endpoint", settingsForm.submitEndpoint, "where Submit sends results"),
         field("Update endpoint", settingsForm.updateEndpoint, "leave empty for the built-in one"),
+        h("label", {}, "CPU threads", settingsForm.cpuThreads, cpuThreadsNow),
         saveButton),
       cache,
       updates);
