@@ -386,11 +386,14 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
                         let in_c_start = g * channels_per_group;
                         let out_c_start = g * out_channels_per_group;
 
-                        // Build im2col for this tile and group
-                        let mut col_tile = vec![zero; col_len * tile_size];
+                        // Build im2col for this tile and group, in this worker's reused buffer
+                        // (SD Bench: a fresh zeroed buffer per tile was page faults and kernel
+                        // zeroing of several MB per tile).
+                        let mut scratch = ColScratch::take();
+                        let col_tile = scratch.slice::<T>(col_len * tile_size);
 
                         im2col_3d_tile(
-                            &mut col_tile,
+                            col_tile,
                             &x_nhwc,
                             tile_start,
                             tile_end,
@@ -435,12 +438,13 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
                                 dst_ptr.ptr_add(block),
                                 spatial_out,
                                 w_group,
-                                &col_tile,
+                                col_tile,
                                 out_channels_per_group,
                                 col_len,
                                 tile_size,
                             );
                         }
+                        scratch.give_back();
                     }
                 });
             });
@@ -462,10 +466,11 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
                         let in_c_start = g * channels_per_group;
                         let out_c_start = g * out_channels_per_group;
 
-                        let mut col_tile = vec![zero; col_len * tile_size];
+                        let mut scratch = ColScratch::take();
+                        let col_tile = scratch.slice::<T>(col_len * tile_size);
 
                         im2col_3d_tile(
-                            &mut col_tile,
+                            col_tile,
                             &x_nhwc,
                             tile_start,
                             tile_end,
@@ -507,12 +512,13 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
                                 output.as_mut_ptr().add(block),
                                 spatial_out,
                                 w_group,
-                                &col_tile,
+                                col_tile,
                                 out_channels_per_group,
                                 col_len,
                                 tile_size,
                             );
                         }
+                        scratch.give_back();
                     }
                 }
             }
@@ -540,6 +546,46 @@ fn conv3d_impl<T: bytemuck::Pod + Clone + Copy + burn_backend::Element + Send + 
         Layout::contiguous(out_shape),
         dtype,
     )
+}
+
+/// (SD Bench) A worker thread's im2col buffer, reused across tiles and calls. It is taken out of
+/// the thread-local slot while in use: rayon may run another tile on this thread while a GEMM
+/// waits, and that tile then takes (or makes) a buffer of its own.
+struct ColScratch(Vec<u64>);
+
+/// Buffers larger than this are not kept between tiles.
+const COL_SCRATCH_KEEP_BYTES: usize = 64 << 20;
+
+#[cfg(feature = "std")]
+std::thread_local! {
+    static COL_SCRATCH: core::cell::Cell<Vec<u64>> = const { core::cell::Cell::new(Vec::new()) };
+}
+
+impl ColScratch {
+    fn take() -> Self {
+        #[cfg(feature = "std")]
+        return ColScratch(COL_SCRATCH.with(|slot| slot.take()));
+        #[cfg(not(feature = "std"))]
+        ColScratch(Vec::new())
+    }
+
+    /// `len` elements of `T`, holding whatever an earlier tile left: callers write every one.
+    fn slice<T: bytemuck::Pod>(&mut self, len: usize) -> &mut [T] {
+        let bytes = len * core::mem::size_of::<T>();
+        let words = bytes.div_ceil(8);
+        if self.0.len() < words {
+            self.0.resize(words, 0);
+        }
+        let raw: &mut [u8] = bytemuck::cast_slice_mut(&mut self.0[..words]);
+        bytemuck::cast_slice_mut(&mut raw[..bytes])
+    }
+
+    fn give_back(self) {
+        #[cfg(feature = "std")]
+        if self.0.len() * 8 <= COL_SCRATCH_KEEP_BYTES {
+            COL_SCRATCH.with(|slot| slot.set(self.0));
+        }
+    }
 }
 
 /// Build im2col tile for a range of output positions.
@@ -609,7 +655,9 @@ fn im2col_3d_tile<T: bytemuck::Pod + Copy>(
                             col_offset += 1;
                         }
                     } else {
-                        // Padding: skip channels_per_group positions (already zero)
+                        // Padding (SD Bench: the buffer is reused, so zeros are written).
+                        let start = local_idx * col_len + col_offset;
+                        col_tile[start..start + channels_per_group].fill(T::zeroed());
                         col_offset += channels_per_group;
                     }
                 }
