@@ -12,6 +12,12 @@ threads, then torch, and prints each component's ratio (sdbench / torch): the tw
 in one run, as the performance section of the README reports them.
 
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --sdbench target/release/sdbench
+
+With --ops (and --sdbench) it compares single layers instead: it runs `BINARY timing --ops`, which
+prints SD1.5's convolutions, linears, attention and norms at the image size as `op <kind> k=v ...`
+lines, runs each of those cases in torch, and prints a table of both rates and the time ratio.
+
+    ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --ops --sdbench target/release/sdbench
 """
 import argparse
 import re
@@ -40,10 +46,15 @@ def main():
     p.add_argument("--size", type=int, default=512)
     p.add_argument("--model", choices=["sd15", "sdxl-base"], default="sd15")
     p.add_argument("--sdbench", metavar="BINARY", help="also time this sdbench binary and print ratios")
+    p.add_argument("--ops", action="store_true", help="compare single layers (needs --sdbench)")
     a = p.parse_args()
-    ours = run_sdbench(a) if a.sdbench else None
     torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)
+    if a.ops:
+        if not a.sdbench or a.model != "sd15":
+            raise SystemExit("--ops needs --sdbench BINARY and SD1.5's layers (--model sd15)")
+        return compare_ops(a)
+    ours = run_sdbench(a) if a.sdbench else None
     if a.model == "sd15":
         unet = UNet2DConditionModel(cross_attention_dim=768).eval()  # SD1.5's unet/config.json
         width, added = 768, None
@@ -78,6 +89,55 @@ def main():
         print("| --- | --- | --- | --- |")
         for what, t in theirs.items():
             print(f"| {what} | {ours[what]:.3f} | {t:.3f} | {ours[what] / t:.2f} |")
+
+
+def compare_ops(a):
+    """`sdbench timing --ops` against the same layers in torch, one row per case."""
+    cmd = [a.sdbench, "timing", "--ops", "--backend", "cpu", "--threads", str(a.threads),
+           "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
+    print("$", " ".join(cmd), flush=True)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    print(out, end="", flush=True)
+    rows = []
+    for line in out.splitlines():
+        m = re.match(r"op (\w+) ([^:]+): median ([0-9.]+) ms, ([0-9.]+) (GFLOP/s|GB/s)", line)
+        if not m:
+            continue
+        kind, params = m.group(1), {k: int(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
+        ours_ms, ours_rate, unit = float(m.group(3)), float(m.group(4)), m.group(5)
+        fn = torch_op(kind, params)
+        theirs_ms = statistics.median(timed(fn, a.repeat)) * 1e3
+        # The same work in both, so the rates scale with the times.
+        theirs_rate = ours_rate * ours_ms / theirs_ms
+        rows.append((f"{kind} {m.group(2)}", ours_ms, theirs_ms, ours_rate, theirs_rate, unit))
+    if not rows:
+        raise SystemExit(f"no op lines in sdbench's output:\n{out}")
+    print(f"\n| layer ({a.threads} threads, torch {torch.__version__}) | sdbench ms | torch ms | sdbench rate | torch rate | ratio |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, ours_ms, theirs_ms, ours_rate, theirs_rate, unit in rows:
+        print(f"| {name} | {ours_ms:.1f} | {theirs_ms:.1f} | {ours_rate:.1f} {unit} | {theirs_rate:.1f} {unit} | {ours_ms / theirs_ms:.2f} |")
+
+
+def torch_op(kind, p):
+    """The torch call for one `sdbench timing --ops` case, on random inputs of its shape."""
+    F = torch.nn.functional
+    if kind == "conv3x3":
+        c = p["c"]
+        x, w, b = torch.randn(p["n"], c, p["h"], p["w"]), torch.randn(c, c, 3, 3) / (9 * c) ** 0.5, torch.randn(c)
+        return lambda: F.conv2d(x, w, b, padding=1)
+    if kind == "linear":
+        x, w, b = torch.randn(1, p["rows"], p["in"]), torch.randn(p["out"], p["in"]) / p["in"] ** 0.5, torch.randn(p["out"])
+        return lambda: F.linear(x, w, b)
+    if kind == "attention":
+        n, heads, dim = p["n"], p["heads"], p["dim"]
+        q, k, v = (torch.randn(n, s, heads * dim) for s in (p["q"], p["k"], p["k"]))
+        split = lambda t: t.view(n, -1, heads, dim).transpose(1, 2)  # as diffusers' AttnProcessor2_0
+        return lambda: F.scaled_dot_product_attention(split(q), split(k), split(v)).transpose(1, 2).reshape(n, -1, heads * dim)
+    if kind in ("groupnorm", "groupnorm_silu"):
+        x, g, b = torch.randn(p["n"], p["c"], p["h"], p["w"]), torch.randn(p["c"]), torch.randn(p["c"])
+        norm = lambda: F.group_norm(x, 32, g, b, eps=1e-6)
+        return (lambda: F.silu(norm())) if kind == "groupnorm_silu" else norm
+    raise SystemExit(f"unknown op kind in sdbench's output: {kind}")
 
 
 def run_sdbench(a):

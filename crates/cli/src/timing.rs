@@ -1,6 +1,7 @@
 //! `sdbench timing`: seconds for one UNet call (batch 2, as classifier-free guidance runs it) and
 //! one VAE decode at a given image size. One untimed warm-up call each, then `--repeat` timed calls
-//! bounded by device syncs; prints the median with min and max and every raw sample.
+//! bounded by device syncs; prints the median with min and max and every raw sample. With `--ops`,
+//! single layers at SD1.5's shapes instead (`sdbench_diffusion::op_timing`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -8,7 +9,8 @@ use std::time::Instant;
 use anyhow::Context;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::noise::NormalGenerator;
-use sdbench_diffusion::{BackendRequest, Pipeline, Precision};
+use sdbench_diffusion::op_timing::{self, Work};
+use sdbench_diffusion::{BackendRequest, Pipeline, Precision, SelectedDevice};
 
 #[derive(clap::Args, Debug)]
 pub struct TimingArgs {
@@ -33,6 +35,10 @@ pub struct TimingArgs {
     precision: String,
     #[command(flatten)]
     threads: crate::threads::ThreadsArg,
+    /// Time single layers instead (SD1.5's convolutions, linears, attention and norms at this image
+    /// size), each with its GFLOP/s or GB/s; no model is loaded.
+    #[arg(long, conflicts_with_all = ["model", "model_config"])]
+    ops: bool,
 }
 
 pub fn run(args: TimingArgs) -> anyhow::Result<()> {
@@ -44,7 +50,6 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
             && args.height.is_multiple_of(8),
         "--width and --height must be positive multiples of 8"
     );
-    let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
     let precision = match args.precision.as_str() {
         "f32" => Some(Precision::F32),
         "f16" => Some(Precision::F16),
@@ -52,6 +57,10 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     };
     args.threads.apply()?;
     let device = select(BackendRequest::from_name(&args.backend)?)?;
+    if args.ops {
+        return time_ops(&args, device, precision);
+    }
+    let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
     let load_start = Instant::now();
     let pipe = Pipeline::load(&source, device, precision).context("loading the model failed")?;
     pipe.device.sync()?;
@@ -116,6 +125,54 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn time_ops(
+    args: &TimingArgs,
+    device: SelectedDevice,
+    precision: Option<Precision>,
+) -> anyhow::Result<()> {
+    let precision = precision.unwrap_or_else(|| device.default_precision());
+    anyhow::ensure!(
+        device.supports(precision),
+        "{} does not support {}",
+        device.name,
+        precision.name()
+    );
+    println!(
+        "backend {} on {}, {}: SD1.5's layers at {}x{}",
+        device.kind,
+        device.name,
+        precision.name(),
+        args.width,
+        args.height
+    );
+    for case in op_timing::sd15_cases(args.height, args.width) {
+        let samples = op_timing::time_case(&device, precision, case, args.repeat)
+            .with_context(|| format!("timing {case} failed"))?;
+        let median = median(&samples);
+        let rate = match case.work(precision) {
+            Work::Flops(flops) => format!("{:.1} GFLOP/s", flops / median / 1e9),
+            Work::Bytes(bytes) => format!("{:.1} GB/s", bytes / median / 1e9),
+        };
+        println!(
+            "op {case}: median {:.3} ms, {rate} (n={})",
+            median * 1e3,
+            samples.len()
+        );
+    }
+    Ok(())
+}
+
+fn median(samples: &[f64]) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
 /// (warm-up seconds, timed samples)
 fn measure(
     pipe: &Pipeline,
@@ -140,11 +197,7 @@ fn report(what: &str, (warm_up, samples): &(f64, Vec<f64>)) {
     let mut sorted = samples.clone();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
+    let median = median(samples);
     let raw: Vec<String> = samples.iter().map(|s| format!("{s:.3}")).collect();
     println!(
         "{what}: median {median:.3} s (min {:.3}, max {:.3}, n={n}); warm-up {warm_up:.3} s; samples [{}]",

@@ -9,6 +9,7 @@ pub mod io;
 pub mod models;
 pub mod nn;
 pub mod noise;
+pub mod op_timing;
 pub mod pipeline;
 pub mod scheduler;
 

@@ -409,3 +409,36 @@ fn devices_lists_every_backend() {
     }
     assert!(text.contains("auto selects"));
 }
+
+#[test]
+fn timing_ops_prints_a_rate_for_every_layer() {
+    let o = sdbench(&[
+        "timing",
+        "--ops",
+        "--backend",
+        "cpu",
+        "--width",
+        "64",
+        "--height",
+        "32",
+        "--repeat",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let ops: Vec<&str> = out.lines().filter(|l| l.starts_with("op ")).collect();
+    assert_eq!(ops.len(), 17, "{out}");
+    assert!(
+        ops[0].starts_with("op conv3x3 n=2 c=320 h=4 w=8: median "),
+        "{out}"
+    );
+    for line in &ops {
+        assert!(
+            line.contains(" GFLOP/s (n=1)") || line.contains(" GB/s (n=1)"),
+            "{line}"
+        );
+    }
+    // The layer list is SD1.5's: asking for another model is refused.
+    let o = sdbench(&["timing", "--ops", "--model", "synthetic-sdxl-base"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

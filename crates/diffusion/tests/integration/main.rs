@@ -5,6 +5,7 @@ mod common;
 
 mod bad_input;
 mod checkpoint;
+mod cpu_attention;
 mod cpu_conv;
 mod parity;
 mod schedulers;

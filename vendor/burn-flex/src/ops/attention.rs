@@ -61,6 +61,17 @@ pub fn attention(
         "attention: key must be 4D, got {}D",
         key.layout().shape().num_dims()
     );
+    // (SD Bench) Unmasked, unbiased attention takes the blocked path (exact softmax over blocks of
+    // query rows, in parallel over rows as well as heads, vectorised exp).
+    if super::attention_blocked::applies(
+        query.dtype(),
+        mask.is_some(),
+        attn_bias.is_some(),
+        options.softcap,
+        options.is_causal,
+    ) {
+        return super::attention_blocked::attention(query, key, value, options.scale);
+    }
     let seq_q = query.layout().shape()[2];
     let seq_kv = key.layout().shape()[2];
     if seq_q * seq_kv <= NAIVE_SCORE_BUDGET {
@@ -192,7 +203,7 @@ pub fn attention_flash(
     dispatch_attention_dtype!(query, key, value, mask, attn_bias, options, attention_impl)
 }
 
-fn cast_to_f32<E: burn_backend::Element + Pod + Copy>(
+pub(crate) fn cast_to_f32<E: burn_backend::Element + Pod + Copy>(
     tensor: FlexTensor,
     to_f32: fn(E) -> f32,
 ) -> FlexTensor {
@@ -207,7 +218,7 @@ fn cast_to_f32<E: burn_backend::Element + Pod + Copy>(
     )
 }
 
-fn cast_from_f32<E: burn_backend::Element + Pod + Copy>(
+pub(crate) fn cast_from_f32<E: burn_backend::Element + Pod + Copy>(
     tensor: FlexTensor,
     from_f32: fn(f32) -> E,
 ) -> FlexTensor {

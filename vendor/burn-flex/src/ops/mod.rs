@@ -90,6 +90,8 @@ pub(crate) fn float_storage_as_f32(tensor: &FlexTensor) -> Cow<'_, [f32]> {
 
 pub mod activation;
 pub mod attention;
+// (SD Bench) the blocked attention path, see attention_blocked.rs.
+pub mod attention_blocked;
 pub mod binary;
 mod bool;
 pub mod cat;

@@ -1,0 +1,356 @@
+//! Single layers timed at the shapes SD1.5 runs them (the op table of the README's performance
+//! section). Each case builds the engine's own layer (`nn`) on random inputs, runs it once to warm
+//! up, then times `repeat` calls bounded by device syncs. `sdbench timing --ops` prints one line per
+//! case; `scripts/torch_reference_timing.py --ops` reads those lines and runs the same cases in
+//! PyTorch, so the list of cases lives here only.
+
+use std::fmt;
+use std::time::Instant;
+
+use burn::module::Param;
+use burn::prelude::*;
+use burn::tensor::Distribution;
+
+use crate::device::SelectedDevice;
+use crate::error::Result;
+use crate::io::weights::Precision;
+use crate::nn::{multi_head_attention, silu, Conv2d, GroupNorm, Linear};
+use crate::pipeline::B;
+
+/// One layer at one shape. Its `Display` is the line key the torch script parses:
+/// `<kind> name=value ...`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OpCase {
+    /// 3x3 convolution, stride 1, padding 1, `channels` in and out, with bias.
+    Conv3x3 {
+        n: usize,
+        channels: usize,
+        h: usize,
+        w: usize,
+    },
+    /// `[rows, inputs] x [inputs, outputs] + bias`.
+    Linear {
+        rows: usize,
+        inputs: usize,
+        outputs: usize,
+    },
+    /// Multi-head attention on [n, queries, heads x dim] against [n, keys, heads x dim].
+    Attention {
+        n: usize,
+        heads: usize,
+        queries: usize,
+        keys: usize,
+        dim: usize,
+    },
+    /// GroupNorm over 32 groups, optionally followed by SiLU (as every resnet block runs it).
+    GroupNorm {
+        n: usize,
+        channels: usize,
+        h: usize,
+        w: usize,
+        silu: bool,
+    },
+}
+
+impl fmt::Display for OpCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            OpCase::Conv3x3 { n, channels, h, w } => {
+                write!(f, "conv3x3 n={n} c={channels} h={h} w={w}")
+            }
+            OpCase::Linear {
+                rows,
+                inputs,
+                outputs,
+            } => write!(f, "linear rows={rows} in={inputs} out={outputs}"),
+            OpCase::Attention {
+                n,
+                heads,
+                queries,
+                keys,
+                dim,
+            } => write!(
+                f,
+                "attention n={n} heads={heads} q={queries} k={keys} dim={dim}"
+            ),
+            OpCase::GroupNorm {
+                n,
+                channels,
+                h,
+                w,
+                silu,
+            } => {
+                let kind = if silu { "groupnorm_silu" } else { "groupnorm" };
+                write!(f, "{kind} n={n} c={channels} h={h} w={w}")
+            }
+        }
+    }
+}
+
+/// How much work one call does: floating-point operations, or bytes that must at least cross
+/// memory (one read and one write of the activations) for the memory-bound norms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Work {
+    Flops(f64),
+    Bytes(f64),
+}
+
+impl OpCase {
+    pub fn work(&self, precision: Precision) -> Work {
+        let f = |x: usize| x as f64;
+        match *self {
+            OpCase::Conv3x3 { n, channels, h, w } => {
+                Work::Flops(2.0 * f(n * channels * channels * 9 * h * w))
+            }
+            OpCase::Linear {
+                rows,
+                inputs,
+                outputs,
+            } => Work::Flops(2.0 * f(rows * inputs * outputs)),
+            // q k^T and the weighted sum of v: two products of queries x keys x dim.
+            OpCase::Attention {
+                n,
+                heads,
+                queries,
+                keys,
+                dim,
+            } => Work::Flops(4.0 * f(n * heads * queries * keys * dim)),
+            OpCase::GroupNorm {
+                n, channels, h, w, ..
+            } => {
+                let element = match precision {
+                    Precision::F32 => 4,
+                    Precision::F16 => 2,
+                };
+                Work::Bytes(2.0 * f(n * channels * h * w * element))
+            }
+        }
+    }
+}
+
+/// SD1.5's heaviest layers for an image of `height` x `width` (multiples of 8): the UNet's at the
+/// guided batch of 2, the VAE decoder's at batch 1.
+pub fn sd15_cases(height: usize, width: usize) -> Vec<OpCase> {
+    let (h, w) = (height / 8, width / 8);
+    let conv = |n, channels, s: usize| OpCase::Conv3x3 {
+        n,
+        channels,
+        h: (h * s / 8).max(1),
+        w: (w * s / 8).max(1),
+    };
+    let norm = |n, channels, s: usize, silu| OpCase::GroupNorm {
+        n,
+        channels,
+        h: h * s / 8,
+        w: w * s / 8,
+        silu,
+    };
+    vec![
+        // UNet: resnet convolutions at each level (latent size, /2, /4, /8).
+        conv(2, 320, 8),
+        conv(2, 640, 4),
+        conv(2, 1280, 2),
+        conv(2, 1280, 1),
+        // UNet transformer at the top level: feed-forward in (GEGLU) and out, self and cross
+        // attention (8 heads of 40).
+        OpCase::Linear {
+            rows: 2 * h * w,
+            inputs: 320,
+            outputs: 2560,
+        },
+        OpCase::Linear {
+            rows: 2 * h * w,
+            inputs: 1280,
+            outputs: 320,
+        },
+        OpCase::Attention {
+            n: 2,
+            heads: 8,
+            queries: h * w,
+            keys: h * w,
+            dim: 40,
+        },
+        OpCase::Attention {
+            n: 2,
+            heads: 8,
+            queries: h * w,
+            keys: 77,
+            dim: 40,
+        },
+        norm(2, 320, 8, true),
+        // VAE decoder: convolutions at each level (latent size x1, x2, x4, x8), its mid-block
+        // attention (one head of 512), and its largest norms.
+        conv(1, 512, 8),
+        conv(1, 512, 16),
+        conv(1, 256, 32),
+        conv(1, 128, 64),
+        OpCase::Attention {
+            n: 1,
+            heads: 1,
+            queries: h * w,
+            keys: h * w,
+            dim: 512,
+        },
+        norm(1, 256, 32, true),
+        norm(1, 128, 64, true),
+        norm(1, 128, 64, false),
+    ]
+}
+
+/// Seconds per call for `repeat` calls after one warm-up call.
+pub fn time_case(
+    device: &SelectedDevice,
+    precision: Precision,
+    case: OpCase,
+    repeat: usize,
+) -> Result<Vec<f64>> {
+    let dev = &device.device;
+    let dtype = precision.dtype();
+    let normal = Distribution::Normal(0.0, 1.0);
+    let random = |shape: Vec<usize>, scale: f64| {
+        (Tensor::<B, 1>::random([shape.iter().product::<usize>()], normal, dev) * scale).cast(dtype)
+    };
+    match case {
+        OpCase::Conv3x3 { n, channels, h, w } => {
+            let c = channels;
+            let conv = Conv2d {
+                weight: Param::from_tensor(
+                    random(vec![c * c * 9], (1.0 / (c * 9) as f64).sqrt()).reshape([c, c, 3, 3]),
+                ),
+                bias: Param::from_tensor(random(vec![c], 0.1)),
+                stride: 1,
+                padding: 1,
+            };
+            let x = random(vec![n * c * h * w], 1.0).reshape([n, c, h, w]);
+            time(device, repeat, || conv.forward(x.clone()))
+        }
+        OpCase::Linear {
+            rows,
+            inputs,
+            outputs,
+        } => {
+            let linear = Linear::new(
+                random(vec![inputs * outputs], (1.0 / inputs as f64).sqrt())
+                    .reshape([inputs, outputs]),
+                Some(random(vec![outputs], 0.1)),
+            );
+            let x = random(vec![rows * inputs], 1.0).reshape([1, rows, inputs]);
+            time(device, repeat, || linear.forward(x.clone()))
+        }
+        OpCase::Attention {
+            n,
+            heads,
+            queries,
+            keys,
+            dim,
+        } => {
+            let q = random(vec![n * queries * heads * dim], 1.0).reshape([n, queries, heads * dim]);
+            let k = random(vec![n * keys * heads * dim], 1.0).reshape([n, keys, heads * dim]);
+            let v = random(vec![n * keys * heads * dim], 1.0).reshape([n, keys, heads * dim]);
+            time(device, repeat, || {
+                multi_head_attention(q.clone(), k.clone(), v.clone(), heads, false, false)
+            })
+        }
+        OpCase::GroupNorm {
+            n,
+            channels,
+            h,
+            w,
+            silu: with_silu,
+        } => {
+            let norm = GroupNorm {
+                gamma: Param::from_tensor(Tensor::<B, 1>::random([channels], normal, dev)),
+                beta: Param::from_tensor(Tensor::<B, 1>::random([channels], normal, dev)),
+                groups: 32,
+                eps: 1e-6,
+            };
+            let x = random(vec![n * channels * h * w], 1.0).reshape([n, channels, h, w]);
+            time(device, repeat, || {
+                let y = norm.forward(x.clone());
+                if with_silu {
+                    silu(y)
+                } else {
+                    y
+                }
+            })
+        }
+    }
+}
+
+fn time<const D: usize>(
+    device: &SelectedDevice,
+    repeat: usize,
+    call: impl Fn() -> Tensor<B, D>,
+) -> Result<Vec<f64>> {
+    let once = || -> Result<f64> {
+        device.sync()?;
+        let start = Instant::now();
+        let out = call();
+        // Held until the device has finished: a lazy backend may skip work whose result is gone.
+        device.sync()?;
+        let seconds = start.elapsed().as_secs_f64();
+        drop(out);
+        Ok(seconds)
+    };
+    once()?;
+    (0..repeat).map(|_| once()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cases_follow_the_image_size() {
+        let cases = sd15_cases(512, 512);
+        assert_eq!(
+            cases[0],
+            OpCase::Conv3x3 {
+                n: 2,
+                channels: 320,
+                h: 64,
+                w: 64
+            }
+        );
+        assert_eq!(cases[0].to_string(), "conv3x3 n=2 c=320 h=64 w=64");
+        assert!(cases.contains(&OpCase::Conv3x3 {
+            n: 1,
+            channels: 128,
+            h: 512,
+            w: 512
+        }));
+        let small = sd15_cases(256, 128);
+        assert_eq!(
+            small[3],
+            OpCase::Conv3x3 {
+                n: 2,
+                channels: 1280,
+                h: 4,
+                w: 2
+            }
+        );
+    }
+
+    #[test]
+    fn work_counts_flops_and_bytes() {
+        let conv = OpCase::Conv3x3 {
+            n: 1,
+            channels: 2,
+            h: 3,
+            w: 5,
+        };
+        assert_eq!(
+            conv.work(Precision::F32),
+            Work::Flops(2.0 * 2.0 * 2.0 * 9.0 * 15.0)
+        );
+        let norm = OpCase::GroupNorm {
+            n: 1,
+            channels: 32,
+            h: 2,
+            w: 2,
+            silu: true,
+        };
+        assert_eq!(norm.work(Precision::F16), Work::Bytes(2.0 * 128.0 * 2.0));
+        assert_eq!(norm.to_string(), "groupnorm_silu n=1 c=32 h=2 w=2");
+    }
+}

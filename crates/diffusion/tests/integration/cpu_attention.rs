@@ -1,0 +1,173 @@
+//! The CPU backend's attention (burn-flex, patched in vendor/: unmasked attention runs as blocks of
+//! query rows with a vectorised exp) against softmax(q k^T / sqrt(d)) v computed in f64, through
+//! the engine's own `multi_head_attention` (heads split from the channels, so the inputs arrive as
+//! strided views). Shapes the models do not use: head dims 40, 64, 80 and 160, batch 1 to 3, query
+//! counts that leave a partial last block, one key, more keys than a block holds; f32 and f16.
+//! The causal text-encoder path is covered by the parity suite.
+
+use burn::prelude::*;
+use burn::tensor::{DType, TensorData};
+use burn_flex::ops::attention_blocked::{exp, softmax_numerators};
+use sdbench_diffusion::device::cpu_device;
+use sdbench_diffusion::nn::multi_head_attention;
+use sdbench_diffusion::noise::NormalGenerator;
+use sdbench_diffusion::pipeline::B;
+
+struct Case {
+    batch: usize,
+    heads: usize,
+    dim: usize,
+    queries: usize,
+    keys: usize,
+}
+
+impl Case {
+    /// Attention by its definition, in f64; inputs [batch, seq, heads * dim].
+    fn direct(&self, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f64> {
+        let (h, d, sq, sk) = (self.heads, self.dim, self.queries, self.keys);
+        let inner = h * d;
+        let scale = 1.0 / (d as f64).sqrt();
+        let mut out = vec![0f64; self.batch * sq * inner];
+        for b in 0..self.batch {
+            for head in 0..h {
+                for i in 0..sq {
+                    let qi = &q[(b * sq + i) * inner + head * d..][..d];
+                    let scores: Vec<f64> = (0..sk)
+                        .map(|j| {
+                            let kj = &k[(b * sk + j) * inner + head * d..][..d];
+                            qi.iter()
+                                .zip(kj)
+                                .map(|(&a, &c)| a as f64 * c as f64)
+                                .sum::<f64>()
+                                * scale
+                        })
+                        .collect();
+                    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                    let total: f64 = weights.iter().sum();
+                    for c in 0..d {
+                        let value: f64 = (0..sk)
+                            .map(|j| weights[j] * v[(b * sk + j) * inner + head * d + c] as f64)
+                            .sum();
+                        out[(b * sq + i) * inner + head * d + c] = value / total;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn check(&self, dtype: DType, tolerance: f64) {
+        let mut noise = NormalGenerator::new(11);
+        let inner = self.heads * self.dim;
+        let round = |v: Vec<f32>| -> Vec<f32> {
+            match dtype {
+                DType::F16 => v
+                    .into_iter()
+                    .map(|x| half::f16::from_f32(x).to_f32())
+                    .collect(),
+                _ => v,
+            }
+        };
+        // Spread-out scores (x2), so the softmax is far from uniform.
+        let scaled = |n: usize, noise: &mut NormalGenerator| {
+            round(noise.normals(n).into_iter().map(|x| 2.0 * x).collect())
+        };
+        let q = scaled(self.batch * self.queries * inner, &mut noise);
+        let k = scaled(self.batch * self.keys * inner, &mut noise);
+        let v = round(noise.normals(self.batch * self.keys * inner));
+        let shape = |s| [self.batch, s, inner];
+        let out = multi_head_attention(
+            tensor(&q, shape(self.queries), dtype),
+            tensor(&k, shape(self.keys), dtype),
+            tensor(&v, shape(self.keys), dtype),
+            self.heads,
+            false,
+            false,
+        );
+        assert_eq!(out.dims(), shape(self.queries));
+        let got: Vec<f32> = out
+            .cast(DType::F32)
+            .into_data()
+            .convert::<f32>()
+            .into_vec()
+            .unwrap();
+        let expected = self.direct(&q, &k, &v);
+        let worst = got
+            .iter()
+            .zip(&expected)
+            .map(|(&g, &e)| (g as f64 - e).abs() / (1.0 + e.abs()))
+            .fold(0f64, f64::max);
+        assert!(
+            worst <= tolerance,
+            "{dtype:?} batch {} heads {} dim {} queries {} keys {}: error {worst:e} over {tolerance:e}",
+            self.batch, self.heads, self.dim, self.queries, self.keys
+        );
+    }
+}
+
+fn tensor<const D: usize>(values: &[f32], shape: [usize; D], dtype: DType) -> Tensor<B, D> {
+    let data = TensorData::new(values.to_vec(), shape);
+    Tensor::<B, D>::from_data(data, (&cpu_device(), DType::F32)).cast(dtype)
+}
+
+#[test]
+fn cpu_attention_matches_the_definition() {
+    let case = |batch, heads, dim, queries, keys| Case {
+        batch,
+        heads,
+        dim,
+        queries,
+        keys,
+    };
+    let cases = [
+        // Cross-attention shape: 77 keys, 300 queries in blocks of 512 (one partial block).
+        case(2, 3, 40, 300, 77),
+        // Self-attention with more keys (1100) than a 128K-score block holds 512 rows of:
+        // blocks of 119 query rows, the last partial.
+        case(1, 2, 64, 1100, 1100),
+        case(3, 1, 80, 33, 5),
+        case(1, 2, 160, 70, 200),
+        // One key: every weight is 1.
+        case(2, 2, 40, 9, 1),
+    ];
+    for c in &cases {
+        c.check(DType::F32, 2e-5);
+        c.check(DType::F16, 1e-2);
+    }
+}
+
+#[test]
+fn vectorised_exp_matches_the_library_exp() {
+    let mut worst = 0f64;
+    let mut x = -87.0f32;
+    while x < 88.0 {
+        let relative = ((exp(x) as f64) - (x as f64).exp()).abs() / (x as f64).exp();
+        worst = worst.max(relative);
+        x += 0.00137;
+    }
+    assert!(worst < 3e-7, "worst relative error {worst:e}");
+    assert_eq!(exp(0.0), 1.0);
+    assert!(exp(f32::NAN).is_nan());
+    assert!(exp(-1000.0) < 2e-38);
+}
+
+#[test]
+fn softmax_numerators_subtract_the_scaled_row_maximum() {
+    // 37 values: two 16-lane chunks and a remainder of 5, maximum in the remainder.
+    let mut row: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin()).collect();
+    row[35] = 3.0;
+    let original = row.clone();
+    let sum = softmax_numerators(&mut row, 0.5);
+    let expected: Vec<f64> = original
+        .iter()
+        .map(|&s| ((s as f64 - 3.0) * 0.5).exp())
+        .collect();
+    for (got, want) in row.iter().zip(&expected) {
+        assert!((*got as f64 - want).abs() < 1e-6, "{got} against {want}");
+    }
+    assert!((sum as f64 - expected.iter().sum::<f64>()).abs() < 1e-5);
+    // A row with nothing to attend to says so.
+    let mut empty = [f32::NEG_INFINITY; 3];
+    assert!(softmax_numerators(&mut empty, 1.0).is_nan());
+}

@@ -1,0 +1,435 @@
+//! (SD Bench) Attention without mask, bias, softcap or causality, the kind Stable Diffusion's
+//! UNet and VAE run at thousands of positions: exact softmax over blocks of query rows.
+//!
+//! For each (batch, head, block of query rows), one GEMM makes the block's whole score rows,
+//! a vectorised pass turns each row into `exp(s * scale - max)` and its sum, a second GEMM
+//! multiplies by V, and each output row is divided by its sum. The blocks are independent tasks
+//! (rayon), so a single head (the VAE's) still uses every core. Upstream's flash path walks keys
+//! in tiles of 64 with a scalar `exp` per score, which left it at a third of PyTorch's speed.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use burn_backend::DType;
+use burn_std::Bytes;
+
+use crate::{FlexTensor, Layout};
+
+/// Score elements one task holds (512 KiB of f32, which stays in L2 between the two GEMMs).
+const SCORE_BLOCK: usize = 128 * 1024;
+
+/// Whether the blocked path takes this call: no mask, bias, softcap or causal mask, floating
+/// point inputs it computes in f32.
+pub fn applies(
+    dtype: DType,
+    has_mask: bool,
+    has_bias: bool,
+    softcap: Option<f64>,
+    causal: bool,
+) -> bool {
+    !has_mask
+        && !has_bias
+        && softcap.is_none()
+        && !causal
+        && matches!(dtype, DType::F32 | DType::F16 | DType::BF16)
+}
+
+/// `softmax(q k^T * scale) v` for [batch, heads, seq, dim] tensors; f16 and bf16 are computed in
+/// f32 and rounded back, as the other attention paths do.
+pub fn attention(
+    query: FlexTensor,
+    key: FlexTensor,
+    value: FlexTensor,
+    scale: Option<f64>,
+) -> FlexTensor {
+    use super::attention::{cast_from_f32, cast_to_f32};
+    use burn_std::{bf16, f16};
+    match query.dtype() {
+        DType::F32 => attention_f32(query, key, value, scale),
+        DType::F16 => cast_from_f32(
+            attention_f32(
+                cast_to_f32(query, f16::to_f32),
+                cast_to_f32(key, f16::to_f32),
+                cast_to_f32(value, f16::to_f32),
+                scale,
+            ),
+            f16::from_f32,
+        ),
+        DType::BF16 => cast_from_f32(
+            attention_f32(
+                cast_to_f32(query, bf16::to_f32),
+                cast_to_f32(key, bf16::to_f32),
+                cast_to_f32(value, bf16::to_f32),
+                scale,
+            ),
+            bf16::from_f32,
+        ),
+        dtype => panic!("attention: unsupported dtype {dtype:?}"),
+    }
+}
+
+fn attention_f32(
+    query: FlexTensor,
+    key: FlexTensor,
+    value: FlexTensor,
+    scale: Option<f64>,
+) -> FlexTensor {
+    let (query, key, value) = (
+        rows_in_place(query),
+        rows_in_place(key),
+        rows_in_place(value),
+    );
+    let (qs, ks, vs) = (
+        query.layout().shape(),
+        key.layout().shape(),
+        value.layout().shape(),
+    );
+    assert!(
+        qs.num_dims() == 4 && ks.num_dims() == 4 && vs.num_dims() == 4,
+        "attention: query, key and value must be 4D"
+    );
+    let (batch, heads, seq_q, head_dim) = (qs[0], qs[1], qs[2], qs[3]);
+    let (seq_kv, val_dim) = (ks[2], vs[3]);
+    assert!(
+        ks[0] == batch && ks[1] == heads && ks[3] == head_dim,
+        "attention: key shape {ks:?} does not match query shape {qs:?}"
+    );
+    assert!(
+        vs[0] == batch && vs[1] == heads && vs[2] == seq_kv,
+        "attention: value shape {vs:?} does not match key shape {ks:?}"
+    );
+    let scale = scale.unwrap_or_else(|| 1.0 / (head_dim as f64).sqrt()) as f32;
+
+    // The output is laid out [batch, seq_q, heads, val_dim] and returned as a permuted view
+    // [batch, heads, seq_q, val_dim]: the usual next step (heads back beside the channels) is
+    // then a free reshape instead of a copy.
+    let mut output = vec![0.0f32; batch * heads * seq_q * val_dim];
+    let out_row_stride = heads * val_dim;
+    let shape = burn_std::Shape::from(vec![batch, heads, seq_q, val_dim]);
+    let strides = vec![
+        (seq_q * out_row_stride) as isize,
+        val_dim as isize,
+        out_row_stride as isize,
+        1,
+    ];
+    if !output.is_empty() && seq_kv > 0 {
+        let rows_per_task = rows_per_task(seq_kv);
+        let blocks = seq_q.div_ceil(rows_per_task);
+        let (q, k, v) = (Rows::of(&query), Rows::of(&key), Rows::of(&value));
+        let out = SharedOut(output.as_mut_ptr());
+        let head = Head {
+            seq_kv,
+            head_dim,
+            val_dim,
+            scale,
+        };
+        let task = |index: usize, scratch: &mut Scratch| {
+            let (bh, block) = (index / blocks, index % blocks);
+            let (b, h) = (bh / heads, bh % heads);
+            let first = block * rows_per_task;
+            let rows = rows_per_task.min(seq_q - first);
+            let out_offset = (b * seq_q + first) * out_row_stride + h * val_dim;
+            // SAFETY: the task owns rows first..first + rows of head (b, h) in the output, which
+            // no other task writes; the pointers stay inside the three input tensors' storage.
+            unsafe {
+                head.rows(
+                    q.at(b, h, first),
+                    q.row_stride,
+                    rows,
+                    k.at(b, h, 0),
+                    k.row_stride,
+                    v.at(b, h, 0),
+                    v.row_stride,
+                    out.at(out_offset),
+                    out_row_stride,
+                    scratch,
+                )
+            };
+        };
+        let tasks = batch * heads * blocks;
+        #[cfg(feature = "rayon")]
+        {
+            use rayon::prelude::*;
+            (0..tasks)
+                .into_par_iter()
+                .for_each_init(Scratch::default, |scratch, index| task(index, scratch));
+        }
+        #[cfg(not(feature = "rayon"))]
+        {
+            let mut scratch = Scratch::default();
+            for index in 0..tasks {
+                task(index, &mut scratch);
+            }
+        }
+    }
+    FlexTensor::new(
+        Bytes::from_elems(output),
+        Layout::new(shape, strides, 0),
+        DType::F32,
+    )
+}
+
+/// Query rows per task: enough score rows to fill `SCORE_BLOCK`, at least 32 (small GEMMs waste
+/// the vector units), at most 512.
+fn rows_per_task(seq_kv: usize) -> usize {
+    (SCORE_BLOCK / seq_kv).clamp(32, 512)
+}
+
+/// The tensor as is when its rows can be read in place (non-negative strides, unit stride along
+/// the last dimension), else a contiguous copy.
+fn rows_in_place(tensor: FlexTensor) -> FlexTensor {
+    let layout = tensor.layout();
+    let last = layout.num_dims().saturating_sub(1);
+    let unit_inner = layout.shape()[last] <= 1 || layout.strides()[last] == 1;
+    if layout.num_dims() == 4 && layout.has_positive_strides() && unit_inner {
+        tensor
+    } else {
+        tensor.to_contiguous()
+    }
+}
+
+/// Where the rows of a [batch, heads, seq, dim] f32 tensor lie in its storage.
+struct Rows<'a> {
+    data: &'a [f32],
+    offset: usize,
+    batch_stride: usize,
+    head_stride: usize,
+    row_stride: usize,
+}
+
+impl<'a> Rows<'a> {
+    fn of(tensor: &'a FlexTensor) -> Self {
+        let layout = tensor.layout();
+        let strides = layout.strides();
+        Rows {
+            data: tensor.storage(),
+            offset: layout.start_offset(),
+            batch_stride: strides[0] as usize,
+            head_stride: strides[1] as usize,
+            row_stride: strides[2] as usize,
+        }
+    }
+
+    /// Row `row` of head (b, h).
+    fn at(&self, b: usize, h: usize, row: usize) -> *const f32 {
+        let index =
+            self.offset + b * self.batch_stride + h * self.head_stride + row * self.row_stride;
+        debug_assert!(index <= self.data.len());
+        self.data[index..].as_ptr()
+    }
+}
+
+/// The output buffer, written by tasks that each own distinct rows.
+#[derive(Clone, Copy)]
+struct SharedOut(*mut f32);
+// SAFETY: tasks write disjoint elements (see `attention_f32`).
+unsafe impl Send for SharedOut {}
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    /// A method rather than `.0`, so closures capture the whole (Sync) wrapper.
+    fn at(self, offset: usize) -> *mut f32 {
+        self.0.wrapping_add(offset)
+    }
+}
+
+#[derive(Default)]
+struct Scratch {
+    scores: Vec<f32>,
+    inverse_sums: Vec<f32>,
+}
+
+struct Head {
+    seq_kv: usize,
+    head_dim: usize,
+    val_dim: usize,
+    scale: f32,
+}
+
+impl Head {
+    /// `rows` output rows = softmax(q k^T * scale) v, for `rows` query rows of one head against
+    /// all its keys; each matrix is given by its first row and row stride (unit inner stride).
+    ///
+    /// # Safety
+    /// Every pointer must cover the rows its stride and count describe, and `out` must be
+    /// written by nobody else meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn rows(
+        &self,
+        q: *const f32,
+        q_stride: usize,
+        rows: usize,
+        k: *const f32,
+        k_stride: usize,
+        v: *const f32,
+        v_stride: usize,
+        out: *mut f32,
+        out_stride: usize,
+        scratch: &mut Scratch,
+    ) {
+        let (n, d, dv) = (self.seq_kv, self.head_dim, self.val_dim);
+        scratch.scores.resize(rows * n, 0.0);
+        scratch.inverse_sums.resize(rows, 0.0);
+        // scores [rows, n] = q [rows, d] k^T (k read as [n, d] with its row stride).
+        unsafe {
+            gemm::gemm(
+                rows,
+                n,
+                d,
+                scratch.scores.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                q,
+                1,
+                q_stride as isize,
+                k,
+                k_stride as isize,
+                1,
+                0.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+        for (row, inverse) in scratch
+            .scores
+            .chunks_exact_mut(n)
+            .zip(scratch.inverse_sums.iter_mut())
+        {
+            *inverse = 1.0 / softmax_numerators(row, self.scale);
+        }
+        // out [rows, dv] = numerators [rows, n] v [n, dv], then each row over its sum.
+        unsafe {
+            gemm::gemm(
+                rows,
+                dv,
+                n,
+                out,
+                1,
+                out_stride as isize,
+                false,
+                scratch.scores.as_ptr(),
+                1,
+                n as isize,
+                v,
+                1,
+                v_stride as isize,
+                0.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+            for (r, inverse) in scratch.inverse_sums.iter().enumerate() {
+                let row = core::slice::from_raw_parts_mut(out.add(r * out_stride), dv);
+                for x in row {
+                    *x *= inverse;
+                }
+            }
+        }
+    }
+}
+
+/// Replaces each score `s` of a row by `exp(s * scale - max)` (max over the scaled row) and
+/// returns their sum. Picks the widest vector unit the CPU has at run time: release builds target
+/// baseline x86-64, and this loop is where attention spends its non-GEMM time.
+pub fn softmax_numerators(row: &mut [f32], scale: f32) -> f32 {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F.
+            return unsafe { softmax_numerators_avx512(row, scale) };
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has AVX2 and FMA.
+            return unsafe { softmax_numerators_avx2(row, scale) };
+        }
+    }
+    softmax_numerators_portable(row, scale)
+}
+
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_numerators_avx512(row: &mut [f32], scale: f32) -> f32 {
+    softmax_numerators_portable(row, scale)
+}
+
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn softmax_numerators_avx2(row: &mut [f32], scale: f32) -> f32 {
+    softmax_numerators_portable(row, scale)
+}
+
+/// Independent accumulators per lane, so the reductions vectorise without reassociating a
+/// single running value.
+const LANES: usize = 16;
+
+#[inline(always)]
+fn softmax_numerators_portable(row: &mut [f32], scale: f32) -> f32 {
+    let mut maxes = [f32::NEG_INFINITY; LANES];
+    let mut chunks = row.chunks_exact_mut(LANES);
+    for chunk in &mut chunks {
+        for (m, x) in maxes.iter_mut().zip(chunk.iter_mut()) {
+            *x *= scale;
+            *m = if *x > *m { *x } else { *m };
+        }
+    }
+    let mut max = f32::NEG_INFINITY;
+    for x in chunks.into_remainder() {
+        *x *= scale;
+        max = if *x > max { *x } else { max };
+    }
+    for m in maxes {
+        max = if m > max { m } else { max };
+    }
+    if max == f32::NEG_INFINITY {
+        // Every score is -inf (or the row is empty): no weight anywhere; a NaN sum says so
+        // rather than dividing by zero silently.
+        row.fill(0.0);
+        return f32::NAN;
+    }
+    let mut sums = [0.0f32; LANES];
+    let mut chunks = row.chunks_exact_mut(LANES);
+    for chunk in &mut chunks {
+        for (s, x) in sums.iter_mut().zip(chunk.iter_mut()) {
+            *x = exp(*x - max);
+            *s += *x;
+        }
+    }
+    let mut sum = 0.0f32;
+    for x in chunks.into_remainder() {
+        *x = exp(*x - max);
+        sum += *x;
+    }
+    sum + sums.iter().sum::<f32>()
+}
+
+/// `e^x` for f32 without a libm call (so it vectorises): Cephes' expf, about 1 ulp on the range
+/// where the result is a normal number; below it the result is e^-87.3 (~1.6e-38) rather than a
+/// denormal or zero, which no softmax sum can tell apart. NaN stays NaN.
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    const LOG2E: f32 = core::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // Adding 1.5 * 2^23 rounds to an integer in the float's low bits (the FPU's
+    // round-to-nearest): no `round` call, which baseline x86-64 lacks as an instruction.
+    const ROUNDER: f32 = 12_582_912.0;
+    let x = if x < -87.336_54 { -87.336_54 } else { x };
+    let x = if x > 88.376_26 { 88.376_26 } else { x };
+    let t = x * LOG2E + ROUNDER;
+    let n = t - ROUNDER;
+    let n_bits = (t.to_bits() as i32).wrapping_sub(ROUNDER.to_bits() as i32);
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let p = 1.987_569_1e-4f32;
+    let p = p * r + 1.398_199_9e-3;
+    let p = p * r + 8.333_452e-3;
+    let p = p * r + 4.166_579_6e-2;
+    let p = p * r + 1.666_666_5e-1;
+    let p = p * r + 5.000_000_1e-1;
+    let y = p * r * r + r + 1.0;
+    y * f32::from_bits(((n_bits + 127) << 23) as u32)
+}
