@@ -14,7 +14,7 @@ use burn::tensor::Distribution;
 use crate::device::SelectedDevice;
 use crate::error::Result;
 use crate::io::weights::Precision;
-use crate::nn::{multi_head_attention, silu, Conv2d, GroupNorm, Linear};
+use crate::nn::{multi_head_attention, Conv2d, GroupNorm, Linear};
 use crate::pipeline::B;
 
 /// One layer at one shape. Its `Display` is the line key the torch script parses:
@@ -266,11 +266,10 @@ pub fn time_case(
             };
             let x = random(vec![n * channels * h * w], 1.0).reshape([n, channels, h, w]);
             time(device, repeat, || {
-                let y = norm.forward(x.clone());
                 if with_silu {
-                    silu(y)
+                    norm.forward_silu(x.clone())
                 } else {
-                    y
+                    norm.forward(x.clone())
                 }
             })
         }

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::io::weights::Loader;
 use crate::models::config::VaeConfig;
 use crate::nn::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
-use crate::nn::{multi_head_attention, silu, Conv2d, GroupNorm, Linear};
+use crate::nn::{multi_head_attention, Conv2d, GroupNorm, Linear};
 
 /// Old VAE checkpoints name the attention projections `query`/`key`/`value`/`proj_attn`.
 pub const LEGACY_ALIASES: &[(&str, &str)] = &[
@@ -221,7 +221,7 @@ impl<B: Backend> VaeDecoder<B> {
                 x = up.forward(x, None);
             }
         }
-        self.conv_out.forward(silu(self.conv_norm_out.forward(x)))
+        self.conv_out.forward(self.conv_norm_out.forward_silu(x))
     }
 }
 
@@ -317,7 +317,7 @@ impl<B: Backend> VaeEncoder<B> {
             }
         }
         x = self.mid.forward(x);
-        let mut moments = self.conv_out.forward(silu(self.conv_norm_out.forward(x)));
+        let mut moments = self.conv_out.forward(self.conv_norm_out.forward_silu(x));
         if let Some(conv) = &self.quant_conv {
             moments = conv.forward(moments);
         }

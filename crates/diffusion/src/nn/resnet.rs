@@ -51,7 +51,7 @@ impl<B: Backend> ResnetBlock2D<B> {
 
     /// `x`: [N, C_in, H, W], `temb`: [N, T] -> [N, C_out, H, W]
     pub fn forward(&self, x: Tensor<B, 4>, temb: Option<&Tensor<B, 2>>) -> Tensor<B, 4> {
-        let h = self.conv1.forward(silu(self.norm1.forward(x.clone())));
+        let h = self.conv1.forward(self.norm1.forward_silu(x.clone()));
         let h = match (&self.time_emb_proj, temb) {
             (Some(proj), Some(temb)) => {
                 let t = proj.forward(silu(temb.clone()));
@@ -60,7 +60,7 @@ impl<B: Backend> ResnetBlock2D<B> {
             }
             _ => h,
         };
-        let h = self.conv2.forward(silu(self.norm2.forward(h)));
+        let h = self.conv2.forward(self.norm2.forward_silu(h));
         let x = match &self.conv_shortcut {
             Some(conv) => conv.forward(x),
             None => x,

@@ -7,7 +7,8 @@
 
 use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
-use burn_flex::ops::attention_blocked::{exp, softmax_numerators};
+use burn_flex::ops::attention_blocked::softmax_numerators;
+use burn_flex::ops::vector_math::exp;
 use sdbench_diffusion::device::cpu_device;
 use sdbench_diffusion::nn::multi_head_attention;
 use sdbench_diffusion::noise::NormalGenerator;

@@ -7,6 +7,7 @@ mod bad_input;
 mod checkpoint;
 mod cpu_attention;
 mod cpu_conv;
+mod cpu_group_norm;
 mod parity;
 mod schedulers;
 mod synthetic;

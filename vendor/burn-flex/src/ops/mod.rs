@@ -107,6 +107,8 @@ pub mod fft;
 pub mod flip;
 mod float;
 pub mod gather_scatter;
+// (SD Bench) fused group normalisation.
+pub mod group_norm;
 pub mod grid_sample;
 mod int;
 pub mod interpolate;
@@ -122,3 +124,5 @@ pub mod sort;
 mod transaction;
 pub mod unary;
 pub mod unfold;
+// (SD Bench) vectorised exp and run-time SIMD selection.
+pub mod vector_math;

@@ -748,6 +748,18 @@ impl ModuleOps<Flex> for Flex {
         crate::ops::activation::layer_norm(tensor, gamma, beta, epsilon)
     }
 
+    // (SD Bench) fused group normalisation (+SiLU), see ops/group_norm.rs.
+    fn group_norm(
+        tensor: FloatTensor<Flex>,
+        gamma: FloatTensor<Flex>,
+        beta: FloatTensor<Flex>,
+        groups: usize,
+        epsilon: f64,
+        silu: bool,
+    ) -> FloatTensor<Flex> {
+        crate::ops::group_norm::group_norm(tensor, gamma, beta, groups, epsilon, silu)
+    }
+
     fn embedding_backward(
         weights: FloatTensor<Flex>,
         output_grad: FloatTensor<Flex>,

@@ -399,6 +399,6 @@ impl<B: Backend> UNet<B> {
                 x = up.forward(x, target);
             }
         }
-        Ok(self.conv_out.forward(silu(self.conv_norm_out.forward(x))))
+        Ok(self.conv_out.forward(self.conv_norm_out.forward_silu(x)))
     }
 }

@@ -1,0 +1,197 @@
+//! The `group_norm` op (vendor/burn-backend declares it, burn-flex fuses it for f32, other dtypes
+//! take the composed default) against GroupNorm(+SiLU) computed in f64, on shapes the models do
+//! not use: channel counts that are not multiples of 8, one group, one channel per group, batch 1
+//! to 3, odd and one-position spatial sizes, and a group larger than a summing block; through the
+//! engine's `nn::GroupNorm` (f32 and f16 activations) and the op itself on f16 (composed path).
+
+use burn::module::Param;
+use burn::prelude::*;
+use burn::tensor::ops::ModuleOps;
+use burn::tensor::{DType, TensorData, TensorPrimitive};
+use sdbench_diffusion::device::cpu_device;
+use sdbench_diffusion::nn::GroupNorm;
+use sdbench_diffusion::noise::NormalGenerator;
+use sdbench_diffusion::pipeline::B;
+
+struct Case {
+    batch: usize,
+    channels: usize,
+    groups: usize,
+    height: usize,
+    width: usize,
+}
+
+impl Case {
+    fn direct(&self, x: &[f32], gamma: &[f32], beta: &[f32], eps: f64, silu: bool) -> Vec<f64> {
+        let spatial = self.height * self.width;
+        let per_group = self.channels / self.groups;
+        let group_len = per_group * spatial;
+        let mut out = vec![0f64; x.len()];
+        for (index, group) in x.chunks(group_len).enumerate() {
+            let len = group.len() as f64;
+            let mean = group.iter().map(|&v| v as f64).sum::<f64>() / len;
+            let variance = group
+                .iter()
+                .map(|&v| (v as f64 - mean).powi(2))
+                .sum::<f64>()
+                / len;
+            let inverse_std = 1.0 / (variance + eps).sqrt();
+            for (i, &v) in group.iter().enumerate() {
+                let channel = (index % self.groups) * per_group + i / spatial;
+                let y =
+                    (v as f64 - mean) * inverse_std * gamma[channel] as f64 + beta[channel] as f64;
+                out[index * group_len + i] = if silu { y / (1.0 + (-y).exp()) } else { y };
+            }
+        }
+        out
+    }
+
+    fn inputs(&self, dtype: DType) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let mut noise = NormalGenerator::new(5);
+        let round = |v: Vec<f32>| -> Vec<f32> {
+            match dtype {
+                DType::F16 => v
+                    .into_iter()
+                    .map(|x| half::f16::from_f32(x).to_f32())
+                    .collect(),
+                _ => v,
+            }
+        };
+        let n = self.batch * self.channels * self.height * self.width;
+        // An offset mean (3) and spread (x2), so centring matters.
+        let x = round(
+            noise
+                .normals(n)
+                .into_iter()
+                .map(|v| 3.0 + 2.0 * v)
+                .collect(),
+        );
+        (
+            x,
+            noise.normals(self.channels),
+            noise.normals(self.channels),
+        )
+    }
+
+    fn shape(&self) -> [usize; 4] {
+        [self.batch, self.channels, self.height, self.width]
+    }
+
+    fn label(&self) -> String {
+        format!(
+            "batch {} channels {} groups {} {}x{}",
+            self.batch, self.channels, self.groups, self.height, self.width
+        )
+    }
+
+    /// Through `nn::GroupNorm`, which runs the op in f32 whatever the activations' dtype.
+    fn check_layer(&self, dtype: DType, silu: bool, tolerance: f64) {
+        let (x, gamma, beta) = self.inputs(dtype);
+        let norm = GroupNorm {
+            gamma: Param::from_tensor(tensor(&gamma, [self.channels], DType::F32)),
+            beta: Param::from_tensor(tensor(&beta, [self.channels], DType::F32)),
+            groups: self.groups,
+            eps: 1e-5,
+        };
+        let input = tensor(&x, self.shape(), dtype);
+        let out = if silu {
+            norm.forward_silu(input)
+        } else {
+            norm.forward(input)
+        };
+        assert_eq!(out.dtype(), dtype);
+        let expected = self.direct(&x, &gamma, &beta, 1e-5, silu);
+        compare(
+            out,
+            &expected,
+            tolerance,
+            &format!("{dtype:?} silu {silu} {}", self.label()),
+        );
+    }
+
+    /// The op itself on f16 tensors: burn-flex's composed fallback.
+    fn check_op_f16(&self, silu: bool) {
+        let (x, gamma, beta) = self.inputs(DType::F16);
+        let gamma = half_rounded(gamma);
+        let beta = half_rounded(beta);
+        let primitive = |t: Tensor<B, 4>| t.into_primitive().tensor();
+        let vector = |v: &[f32]| {
+            tensor(v, [self.channels], DType::F16)
+                .into_primitive()
+                .tensor()
+        };
+        let y = B::group_norm(
+            primitive(tensor(&x, self.shape(), DType::F16)),
+            vector(&gamma),
+            vector(&beta),
+            self.groups,
+            1e-5,
+            silu,
+        );
+        let out = Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(y));
+        assert_eq!(out.dtype(), DType::F16);
+        let expected = self.direct(&x, &gamma, &beta, 1e-5, silu);
+        compare(
+            out,
+            &expected,
+            2e-2,
+            &format!("op F16 silu {silu} {}", self.label()),
+        );
+    }
+}
+
+fn half_rounded(v: Vec<f32>) -> Vec<f32> {
+    v.into_iter()
+        .map(|x| half::f16::from_f32(x).to_f32())
+        .collect()
+}
+
+fn compare(out: Tensor<B, 4>, expected: &[f64], tolerance: f64, what: &str) {
+    let got: Vec<f32> = out
+        .cast(DType::F32)
+        .into_data()
+        .convert::<f32>()
+        .into_vec()
+        .unwrap();
+    assert_eq!(got.len(), expected.len(), "{what}");
+    let worst = got
+        .iter()
+        .zip(expected)
+        .map(|(&g, &e)| (g as f64 - e).abs() / (1.0 + e.abs()))
+        .fold(0f64, f64::max);
+    assert!(
+        worst <= tolerance,
+        "{what}: error {worst:e} over {tolerance:e}"
+    );
+}
+
+fn tensor<const D: usize>(values: &[f32], shape: [usize; D], dtype: DType) -> Tensor<B, D> {
+    let data = TensorData::new(values.to_vec(), shape);
+    Tensor::<B, D>::from_data(data, (&cpu_device(), DType::F32)).cast(dtype)
+}
+
+#[test]
+fn cpu_group_norm_matches_the_definition() {
+    let case = |batch, channels, groups, (height, width)| Case {
+        batch,
+        channels,
+        groups,
+        height,
+        width,
+    };
+    let cases = [
+        case(1, 6, 3, (7, 5)),
+        case(3, 5, 1, (4, 3)),
+        // One channel per group, one position: each value is its group's mean (variance 0).
+        case(2, 9, 9, (1, 1)),
+        // Groups of 3 x 900 = 2700 values: several 1024-value summing blocks, the last partial.
+        case(2, 12, 4, (30, 30)),
+    ];
+    for c in &cases {
+        for silu in [false, true] {
+            c.check_layer(DType::F32, silu, 1e-5);
+            c.check_layer(DType::F16, silu, 1e-2);
+            c.check_op_f16(silu);
+        }
+    }
+}
