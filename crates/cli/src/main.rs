@@ -53,6 +53,7 @@ enum Command {
 }
 
 fn main() {
+    quiet_exit_when_stdout_closes();
     sdbench_diffusion::device::quiet_vulkan_without_desktop_session();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -73,4 +74,23 @@ fn main() {
         }
         std::process::exit(1);
     }
+}
+
+/// `sdbench history list | head` closes stdout early, and the next `println!` panics with "failed
+/// printing to stdout: Broken pipe". Exit as a Unix tool killed by SIGPIPE would (quietly, status
+/// 141) instead of printing a panic; every other panic keeps the default report.
+fn quiet_exit_when_stdout_closes() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }

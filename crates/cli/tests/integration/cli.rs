@@ -411,6 +411,21 @@ fn devices_lists_every_backend() {
 }
 
 #[test]
+fn a_closed_stdout_ends_the_run_quietly() {
+    // The reading end is closed before `devices` (which probes every backend first) prints.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdbench"))
+        .arg("devices")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(141), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
+
+#[test]
 fn timing_ops_prints_a_rate_for_every_layer() {
     let o = sdbench(&[
         "timing",
