@@ -6,13 +6,13 @@
 //! The causal text-encoder path is covered by the parity suite.
 
 use burn::prelude::*;
-use burn::tensor::{DType, TensorData};
+use burn::tensor::DType;
 use burn_flex::ops::attention_blocked::softmax_numerators;
 use burn_flex::ops::vector_math::exp;
-use sdbench_diffusion::device::cpu_device;
 use sdbench_diffusion::nn::multi_head_attention;
 use sdbench_diffusion::noise::NormalGenerator;
-use sdbench_diffusion::pipeline::B;
+
+use crate::common::kernels::{rounded, tensor, worst_error};
 
 struct Case {
     batch: usize,
@@ -61,22 +61,16 @@ impl Case {
     fn check(&self, dtype: DType, tolerance: f64) {
         let mut noise = NormalGenerator::new(11);
         let inner = self.heads * self.dim;
-        let round = |v: Vec<f32>| -> Vec<f32> {
-            match dtype {
-                DType::F16 => v
-                    .into_iter()
-                    .map(|x| half::f16::from_f32(x).to_f32())
-                    .collect(),
-                _ => v,
-            }
-        };
         // Spread-out scores (x2), so the softmax is far from uniform.
         let scaled = |n: usize, noise: &mut NormalGenerator| {
-            round(noise.normals(n).into_iter().map(|x| 2.0 * x).collect())
+            rounded(
+                noise.normals(n).into_iter().map(|x| 2.0 * x).collect(),
+                dtype,
+            )
         };
         let q = scaled(self.batch * self.queries * inner, &mut noise);
         let k = scaled(self.batch * self.keys * inner, &mut noise);
-        let v = round(noise.normals(self.batch * self.keys * inner));
+        let v = rounded(noise.normals(self.batch * self.keys * inner), dtype);
         let shape = |s| [self.batch, s, inner];
         let out = multi_head_attention(
             tensor(&q, shape(self.queries), dtype),
@@ -87,29 +81,13 @@ impl Case {
             false,
         );
         assert_eq!(out.dims(), shape(self.queries));
-        let got: Vec<f32> = out
-            .cast(DType::F32)
-            .into_data()
-            .convert::<f32>()
-            .into_vec()
-            .unwrap();
-        let expected = self.direct(&q, &k, &v);
-        let worst = got
-            .iter()
-            .zip(&expected)
-            .map(|(&g, &e)| (g as f64 - e).abs() / (1.0 + e.abs()))
-            .fold(0f64, f64::max);
+        let worst = worst_error(out, &self.direct(&q, &k, &v));
         assert!(
             worst <= tolerance,
             "{dtype:?} batch {} heads {} dim {} queries {} keys {}: error {worst:e} over {tolerance:e}",
             self.batch, self.heads, self.dim, self.queries, self.keys
         );
     }
-}
-
-fn tensor<const D: usize>(values: &[f32], shape: [usize; D], dtype: DType) -> Tensor<B, D> {
-    let data = TensorData::new(values.to_vec(), shape);
-    Tensor::<B, D>::from_data(data, (&cpu_device(), DType::F32)).cast(dtype)
 }
 
 #[test]

@@ -6,10 +6,11 @@
 use burn::prelude::*;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::PaddedConvOptions;
-use burn::tensor::{DType, TensorData};
-use sdbench_diffusion::device::cpu_device;
+use burn::tensor::DType;
 use sdbench_diffusion::noise::NormalGenerator;
 use sdbench_diffusion::pipeline::B;
+
+use crate::common::kernels::{rounded, tensor, worst_error};
 
 struct Case {
     batch: usize,
@@ -80,19 +81,9 @@ impl Case {
             self.kernel,
             self.kernel,
         ];
-        // Values rounded to the dtype first, so the reference sees what the backend sees.
-        let round = |v: Vec<f32>| -> Vec<f32> {
-            match dtype {
-                DType::F16 => v
-                    .into_iter()
-                    .map(|x| half::f16::from_f32(x).to_f32())
-                    .collect(),
-                _ => v,
-            }
-        };
-        let x = round(noise.normals(xs.iter().product()));
-        let w = round(noise.normals(ws.iter().product()));
-        let bias = round(noise.normals(self.outputs));
+        let x = rounded(noise.normals(xs.iter().product()), dtype);
+        let w = rounded(noise.normals(ws.iter().product()), dtype);
+        let bias = rounded(noise.normals(self.outputs), dtype);
         let options = PaddedConvOptions::asymmetric(
             [self.stride; 2],
             [self.padding; 2],
@@ -106,19 +97,7 @@ impl Case {
             Some(tensor(&bias, [self.outputs], dtype)),
             options,
         );
-        let got: Vec<f32> = out
-            .cast(DType::F32)
-            .into_data()
-            .convert::<f32>()
-            .into_vec()
-            .unwrap();
-        let expected = self.direct(&x, &w, &bias);
-        assert_eq!(got.len(), expected.len());
-        let worst = got
-            .iter()
-            .zip(&expected)
-            .map(|(&g, &e)| (g as f64 - e).abs() / (1.0 + e.abs()))
-            .fold(0f64, f64::max);
+        let worst = worst_error(out, &self.direct(&x, &w, &bias));
         assert!(
             worst <= tolerance,
             "{dtype:?} batch {} {}->{} channels {}x{} groups {} kernel {} stride {} padding {}: error {worst:e} over {tolerance:e}",
@@ -126,12 +105,6 @@ impl Case {
             self.kernel, self.stride, self.padding
         );
     }
-}
-
-/// `values` on the CPU backend as `dtype`.
-fn tensor<const D: usize>(values: &[f32], shape: [usize; D], dtype: DType) -> Tensor<B, D> {
-    let data = TensorData::new(values.to_vec(), shape);
-    Tensor::<B, D>::from_data(data, (&cpu_device(), DType::F32)).cast(dtype)
 }
 
 #[test]

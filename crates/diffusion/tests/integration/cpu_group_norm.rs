@@ -7,11 +7,12 @@
 use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::ops::ModuleOps;
-use burn::tensor::{DType, TensorData, TensorPrimitive};
-use sdbench_diffusion::device::cpu_device;
+use burn::tensor::{DType, TensorPrimitive};
 use sdbench_diffusion::nn::GroupNorm;
 use sdbench_diffusion::noise::NormalGenerator;
 use sdbench_diffusion::pipeline::B;
+
+use crate::common::kernels::{rounded, tensor, worst_error};
 
 struct Case {
     batch: usize,
@@ -48,23 +49,15 @@ impl Case {
 
     fn inputs(&self, dtype: DType) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let mut noise = NormalGenerator::new(5);
-        let round = |v: Vec<f32>| -> Vec<f32> {
-            match dtype {
-                DType::F16 => v
-                    .into_iter()
-                    .map(|x| half::f16::from_f32(x).to_f32())
-                    .collect(),
-                _ => v,
-            }
-        };
         let n = self.batch * self.channels * self.height * self.width;
         // An offset mean (3) and spread (x2), so centring matters.
-        let x = round(
+        let x = rounded(
             noise
                 .normals(n)
                 .into_iter()
                 .map(|v| 3.0 + 2.0 * v)
                 .collect(),
+            dtype,
         );
         (
             x,
@@ -112,8 +105,8 @@ impl Case {
     /// The op itself on f16 tensors: burn-flex's composed fallback.
     fn check_op_f16(&self, silu: bool) {
         let (x, gamma, beta) = self.inputs(DType::F16);
-        let gamma = half_rounded(gamma);
-        let beta = half_rounded(beta);
+        let gamma = rounded(gamma, DType::F16);
+        let beta = rounded(beta, DType::F16);
         let primitive = |t: Tensor<B, 4>| t.into_primitive().tensor();
         let vector = |v: &[f32]| {
             tensor(v, [self.channels], DType::F16)
@@ -140,34 +133,12 @@ impl Case {
     }
 }
 
-fn half_rounded(v: Vec<f32>) -> Vec<f32> {
-    v.into_iter()
-        .map(|x| half::f16::from_f32(x).to_f32())
-        .collect()
-}
-
 fn compare(out: Tensor<B, 4>, expected: &[f64], tolerance: f64, what: &str) {
-    let got: Vec<f32> = out
-        .cast(DType::F32)
-        .into_data()
-        .convert::<f32>()
-        .into_vec()
-        .unwrap();
-    assert_eq!(got.len(), expected.len(), "{what}");
-    let worst = got
-        .iter()
-        .zip(expected)
-        .map(|(&g, &e)| (g as f64 - e).abs() / (1.0 + e.abs()))
-        .fold(0f64, f64::max);
+    let worst = worst_error(out, expected);
     assert!(
         worst <= tolerance,
         "{what}: error {worst:e} over {tolerance:e}"
     );
-}
-
-fn tensor<const D: usize>(values: &[f32], shape: [usize; D], dtype: DType) -> Tensor<B, D> {
-    let data = TensorData::new(values.to_vec(), shape);
-    Tensor::<B, D>::from_data(data, (&cpu_device(), DType::F32)).cast(dtype)
 }
 
 #[test]

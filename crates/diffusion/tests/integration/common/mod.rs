@@ -91,3 +91,44 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Helpers of the CPU kernel tests (cpu_conv, cpu_attention, cpu_group_norm), which compare the
+/// CPU backend against definitions computed in f64.
+pub mod kernels {
+    use burn::prelude::*;
+    use burn::tensor::{DType, TensorData};
+    use sdbench_diffusion::device::cpu_device;
+    use sdbench_diffusion::pipeline::B;
+
+    /// `values` rounded to `dtype` (f16 or f32), so a reference sees what the backend sees.
+    pub fn rounded(values: Vec<f32>, dtype: DType) -> Vec<f32> {
+        match dtype {
+            DType::F16 => values
+                .into_iter()
+                .map(|x| half::f16::from_f32(x).to_f32())
+                .collect(),
+            _ => values,
+        }
+    }
+
+    /// `values` on the CPU backend as `dtype`.
+    pub fn tensor<const D: usize>(values: &[f32], shape: [usize; D], dtype: DType) -> Tensor<B, D> {
+        let data = TensorData::new(values.to_vec(), shape);
+        Tensor::<B, D>::from_data(data, (&cpu_device(), DType::F32)).cast(dtype)
+    }
+
+    /// The largest `|got - expected| / (1 + |expected|)` over the tensor's values.
+    pub fn worst_error<const D: usize>(got: Tensor<B, D>, expected: &[f64]) -> f64 {
+        let got: Vec<f32> = got
+            .cast(DType::F32)
+            .into_data()
+            .convert::<f32>()
+            .into_vec()
+            .unwrap();
+        assert_eq!(got.len(), expected.len());
+        got.iter()
+            .zip(expected)
+            .map(|(&g, &e)| (g as f64 - e).abs() / (1.0 + e.abs()))
+            .fold(0f64, f64::max)
+    }
+}
