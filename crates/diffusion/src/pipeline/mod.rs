@@ -9,7 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
@@ -184,6 +184,13 @@ impl GenerateRequest {
             init_image: None,
         }
     }
+}
+
+/// Calls `progress` with `event` and returns how long the caller's handler took.
+fn observe(progress: &mut dyn FnMut(&Progress), event: &Progress) -> Duration {
+    let start = Instant::now();
+    progress(event);
+    start.elapsed()
 }
 
 /// Image-to-image's first step: diffusers' `get_timesteps` runs the last `floor(steps * strength)`
@@ -738,9 +745,14 @@ impl Pipeline {
         let cond = self.conditioning(request, guided);
         device_sync(&self.device)?;
         timings.text_encoder = start.elapsed().as_secs_f64();
-        progress(&Progress::TextEncoded {
-            seconds: timings.text_encoder,
-        });
+        // Time spent in `progress` (the caller's drawing, events, allocator and telemetry reads)
+        // is not model work: it is left out of every total it falls inside.
+        let mut observing = observe(
+            progress,
+            &Progress::TextEncoded {
+                seconds: timings.text_encoder,
+            },
+        );
 
         let shape = self.latent_shape(request);
         let count: usize = shape.iter().product();
@@ -779,6 +791,7 @@ impl Pipeline {
 
         let timesteps = scheduler.timesteps()[first..].to_vec();
         let loop_start = Instant::now();
+        let mut observing_in_loop = Duration::ZERO;
         for (k, &t) in timesteps.iter().enumerate() {
             if cancel.is_cancelled() {
                 return Err(DiffusionError::Cancelled);
@@ -804,13 +817,18 @@ impl Pipeline {
             device_sync(&self.device)?;
             let seconds = step_start.elapsed().as_secs_f64();
             timings.unet_steps.push(seconds);
-            progress(&Progress::Step {
-                index: k + 1,
-                total: timesteps.len(),
-                seconds,
-            });
+            let observed = observe(
+                progress,
+                &Progress::Step {
+                    index: k + 1,
+                    total: timesteps.len(),
+                    seconds,
+                },
+            );
+            observing_in_loop += observed;
+            observing += observed;
         }
-        timings.unet_total = loop_start.elapsed().as_secs_f64();
+        timings.unet_total = (loop_start.elapsed() - observing_in_loop).as_secs_f64();
         if cancel.is_cancelled() {
             return Err(DiffusionError::Cancelled);
         }
@@ -834,7 +852,7 @@ impl Pipeline {
             });
         }
         timings.vae_decode = vae_start.elapsed().as_secs_f64();
-        timings.total = start.elapsed().as_secs_f64();
+        timings.total = (start.elapsed() - observing).as_secs_f64();
         progress(&Progress::Decoded {
             seconds: timings.vae_decode,
         });

@@ -5,7 +5,6 @@
 //! counts that leave a partial last block, one key, more keys than a block holds; f32 and f16.
 //! The causal text-encoder path is covered by the parity suite.
 
-use burn::prelude::*;
 use burn::tensor::DType;
 use burn_flex::ops::attention_blocked::softmax_numerators;
 use burn_flex::ops::vector_math::exp;

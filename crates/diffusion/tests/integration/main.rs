@@ -8,6 +8,7 @@ mod checkpoint;
 mod cpu_attention;
 mod cpu_conv;
 mod cpu_group_norm;
+mod observer;
 mod parity;
 mod schedulers;
 mod synthetic;
