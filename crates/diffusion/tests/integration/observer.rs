@@ -2,7 +2,7 @@
 //! drawing, the app's events, the bench's allocator and telemetry reads) is left out of the stage
 //! totals a benchmark scores.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::pipeline::StageTimings;
@@ -13,7 +13,7 @@ use sdbench_diffusion::{
 use crate::common;
 
 #[test]
-fn a_slow_progress_handler_does_not_change_the_timings() {
+fn a_slow_progress_handler_stays_outside_the_timings() {
     let device = select(BackendRequest::Cpu).unwrap();
     let model = ModelSource::Folder(common::fixtures().join("tiny-sd"));
     let pipe = Pipeline::load(&model, device, Some(Precision::F32)).unwrap();
@@ -23,39 +23,37 @@ fn a_slow_progress_handler_does_not_change_the_timings() {
         steps: 4,
         ..GenerateRequest::new("a cat")
     };
-    let run = |delay: Duration| -> (StageTimings, usize) {
-        let mut events = 0;
-        let out = pipe
-            .generate(
-                &request,
-                &mut |_| {
-                    events += 1;
-                    std::thread::sleep(delay);
-                },
-                &CancelToken::new(),
-            )
-            .unwrap();
-        (out.timings, events)
-    };
-    run(Duration::ZERO);
-    let (quick, _) = run(Duration::ZERO);
-    let (slow, events) = run(Duration::from_millis(50));
-    // Text encoded, each step (PNDM runs five for four), decoded: all but the last fall inside the
-    // totals (300 ms if counted, 250 ms of it inside the UNet loop); allow 60 ms of noise.
-    assert_eq!(slow.unet_steps.len(), 5);
+    let delay = Duration::from_millis(100);
+    let mut events = 0;
+    let wall = Instant::now();
+    let out = pipe
+        .generate(
+            &request,
+            &mut |_| {
+                events += 1;
+                std::thread::sleep(delay);
+            },
+            &CancelToken::new(),
+        )
+        .unwrap();
+    let wall = wall.elapsed().as_secs_f64();
+    let t: StageTimings = out.timings;
+    // Text encoded, each step (PNDM runs five for four), decoded: all but the last event fall
+    // inside the image's clock, and the steps' events inside the UNet loop's. Bounds that hold
+    // however loaded the machine is: the clock misses at least the handler's sleeps.
+    assert_eq!(t.unet_steps.len(), 5);
     assert_eq!(events, 7);
+    let inside = 6.0 * delay.as_secs_f64();
     assert!(
-        slow.total - quick.total < 0.06,
-        "total {:.3} s with a 50 ms handler against {:.3} s",
-        slow.total,
-        quick.total
+        wall - t.total >= inside,
+        "image total {:.3} s of a {wall:.3} s call counts part of the handler's {inside:.3} s",
+        t.total
     );
+    // The loop total is its steps plus bookkeeping, not the five 100 ms waits between them.
+    let steps: f64 = t.unet_steps.iter().sum();
     assert!(
-        slow.unet_total - quick.unet_total < 0.06,
-        "UNet loop {:.3} s with a 50 ms handler against {:.3} s",
-        slow.unet_total,
-        quick.unet_total
+        t.unet_total >= steps && t.unet_total - steps < 0.25,
+        "UNet loop {:.3} s against its steps' {steps:.3} s",
+        t.unet_total
     );
-    let steps: f64 = slow.unet_steps.iter().sum();
-    assert!(slow.unet_total >= steps && slow.unet_total - steps < 0.05);
 }
