@@ -114,6 +114,26 @@ describe("Benchmark screen", () => {
     expect(root.querySelector<HTMLButtonElement>("#submit-result")!.disabled).toBe(true);
   });
 
+  it("refuses an emptied or fractional quick-run field with a message, and starts nothing", async () => {
+    let started = 0;
+    mockShell({ model_status: () => ready, start_benchmark: () => ++started });
+    benchmarkScreen.show?.();
+    await settle();
+    const steps = root.querySelector<HTMLInputElement>("#quick-steps")!;
+    const width = root.querySelector<HTMLInputElement>("#quick-width")!;
+    steps.value = "";
+    root.querySelector<HTMLButtonElement>("#run-quick")!.click();
+    await settle();
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Steps must be a whole number from 1 to 200");
+    steps.value = "4";
+    width.value = "256.5";
+    root.querySelector<HTMLButtonElement>("#run-quick")!.click();
+    await settle();
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Width must be a multiple of 8");
+    expect(started).toBe(0);
+    width.value = "256";
+  });
+
   it("offers the download with its size, shows progress, and cancels", async () => {
     let status = { ...ready, ready: false, path: null, downloadBytes: 4_265_000_000 };
     let args: Record<string, unknown> = {};

@@ -8,6 +8,7 @@ import { drawLiveChart } from "../livechart";
 import { ProgressTracker, type ProgressView } from "../progress";
 import type { BenchmarkOutput, JobEvent, ModelStatus } from "../types";
 import { showError, notify } from "../ui";
+import { checkSide, checkWhole } from "../validate";
 import type { Screen } from "../main";
 import { renderResult } from "./result";
 
@@ -138,11 +139,21 @@ function renderProgress(v: ProgressView, tracker: ProgressTracker, cancel: HTMLB
     cancel);
 }
 
+/** The quick run's fields, or the first problem with them (an emptied field must never fall back
+ * to the full standard run, and a fraction is the person's mistake, not an internal error). */
+export function quickSettings(): { steps: number; width: number; height: number; images: number } | string {
+  const q = { steps: quick.steps.valueAsNumber, width: quick.width.valueAsNumber, height: quick.height.valueAsNumber, images: quick.images.valueAsNumber };
+  return checkWhole("Steps", q.steps, 1, 200) ?? checkSide("Width", q.width) ?? checkSide("Height", q.height) ?? checkWhole("Images", q.images, 1, 50) ?? q;
+}
+
 function startBenchmark(custom: boolean): void {
   const workload = chosenWorkload();
-  const request = custom
-    ? { workload: workload.name, custom: { steps: quick.steps.valueAsNumber, width: quick.width.valueAsNumber, height: quick.height.valueAsNumber, images: quick.images.valueAsNumber } }
-    : { workload: workload.name };
+  const settings = custom ? quickSettings() : null;
+  if (typeof settings === "string") {
+    showError({ kind: "badInput", message: `Quick run: ${settings}`, hint: "Correct the field and run again." });
+    return;
+  }
+  const request = settings ? { workload: workload.name, custom: settings } : { workload: workload.name };
   const tracker = new ProgressTracker();
   const cancel = h("button", { id: "cancel-benchmark" }, "Cancel");
   progress.hidden = false;

@@ -7,6 +7,7 @@ import * as fmt from "../format";
 import { ProgressTracker } from "../progress";
 import type { CreateRequest, Generation } from "../types";
 import { busy, notify, pickSavePath, showError } from "../ui";
+import { checkSide, checkWhole } from "../validate";
 import type { Screen } from "../main";
 
 /** Seeds stay below 2^32 when drawn at random (any seed up to 2^53 − 1 can be typed). */
@@ -22,10 +23,8 @@ export const SIZE_PRESETS: [string, number, number][] = [
 /** Checks the form before anything is sent; returns the problem, or null. */
 export function checkRequest(r: CreateRequest): string | null {
   if (r.prompt.trim() === "") return "Enter a prompt.";
-  for (const [name, side] of [["Width", r.width], ["Height", r.height]] as const) {
-    if (!Number.isInteger(side) || side < 8 || side > 2048 || side % 8 !== 0) return `${name} must be a multiple of 8 from 8 to 2048.`;
-  }
-  if (!Number.isInteger(r.steps) || r.steps < 1 || r.steps > 500) return "Steps must be 1 to 500.";
+  const problem = checkSide("Width", r.width) ?? checkSide("Height", r.height) ?? checkWhole("Steps", r.steps, 1, 500);
+  if (problem) return problem;
   if (!Number.isFinite(r.guidance) || r.guidance < 0 || r.guidance > 50) return "Guidance must be 0 to 50.";
   if (!Number.isSafeInteger(r.seed) || r.seed < 0) return "The seed must be a whole number from 0 to 9007199254740991.";
   if (r.initImage) {
