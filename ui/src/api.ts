@@ -85,3 +85,16 @@ export async function imageUrl(path: string): Promise<string> {
   const bytes = await api.readImage(path);
   return URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
 }
+
+/** An <img> of a PNG the app made, shown once: its object URL is released when the picture has
+ * loaded (or failed to), so views that are redrawn do not keep every past image's bytes. */
+export async function imageElement(path: string, alt: string): Promise<HTMLImageElement> {
+  const url = await imageUrl(path);
+  const img = document.createElement("img");
+  const release = () => URL.revokeObjectURL(url);
+  img.addEventListener("load", release, { once: true });
+  img.addEventListener("error", release, { once: true });
+  img.alt = alt;
+  img.src = url;
+  return img;
+}

@@ -28,11 +28,16 @@ export function h<K extends keyof HTMLElementTagNameMap>(
 
 /** Replaces the children of `el`. */
 export function fill(el: Element, ...children: (Child | Child[])[]): void {
+  // A region redrawn with some of the same elements (the progress card's Cancel button, redrawn at
+  // every step) keeps the keyboard focus on them; replacing the children would drop it.
+  const focused = document.activeElement;
+  const keep = focused instanceof HTMLElement && el.contains(focused) ? focused : null;
   el.replaceChildren();
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : String(child));
   }
+  if (keep && el.contains(keep)) keep.focus();
 }
 
 /** An SVG string from the shell (drawn by plotters) as an element. */

@@ -87,7 +87,12 @@ describe("Benchmark screen", () => {
     expect(root.querySelector("#result-validity")!.textContent).toContain("Valid standard run");
     expect(root.querySelectorAll("#bench-result figure.chart svg")).toHaveLength(3);
     expect(root.querySelector("#chart-power")!.textContent).toContain("no power source");
-    expect(root.querySelector<HTMLImageElement>("#result-images img")!.src).toBe("blob:image");
+    const img = root.querySelector<HTMLImageElement>("#result-images img")!;
+    expect(img.src).toBe("blob:image");
+    // The object URL is released once the picture has loaded.
+    URL.revokeObjectURL = vi.fn();
+    img.dispatchEvent(new Event("load"));
+    expect(URL.revokeObjectURL).toHaveBeenCalledWith("blob:image");
     expect(run.disabled).toBe(false);
   });
 

@@ -1,7 +1,7 @@
 // The History screen: every run with filters, a run's detail, runs compared side by side with
 // the report's charts, delete and export.
 
-import { api, imageUrl } from "../api";
+import { api, imageElement } from "../api";
 import { fill, h } from "../dom";
 import * as fmt from "../format";
 import type { HistoryFilter, RunSummary } from "../types";
@@ -102,8 +102,8 @@ async function showDetail(r: RunSummary): Promise<void> {
         ["file", g.image_path ?? "not kept"],
       ], "history-generation"));
     if (g.image_path) {
-      imageUrl(g.image_path)
-        .then((url) => image.append(h("img", { src: url, alt: g.prompt })))
+      imageElement(g.image_path, g.prompt)
+        .then((img) => image.append(img))
         .catch(() => image.append(h("p", { class: "muted" }, "The image file is no longer on disk.")));
     }
   } catch (e) {

@@ -1,7 +1,7 @@
 // A benchmark result: score and every metric, validity, per-stage and per-image charts and times,
 // the images, and save / report / submit. Used after a run and in the History screen.
 
-import { api, imageUrl } from "../api";
+import { api, imageElement } from "../api";
 import { fill, h, svg } from "../dom";
 import type { Chart, ResultView } from "../types";
 import { busy, confirmDialog, notify, pickSavePath, showError } from "../ui";
@@ -63,8 +63,8 @@ export async function renderResult(root: HTMLElement, view: ResultView): Promise
       figure.prepend(h("div", { class: "missing" }, "image not kept"));
       return;
     }
-    imageUrl(path)
-      .then((url) => figure.prepend(h("img", { src: url, alt: `Benchmark image ${i + 1}: ${prompt?.prompt ?? ""}` })))
+    imageElement(path, `Benchmark image ${i + 1}: ${prompt?.prompt ?? ""}`)
+      .then((img) => figure.prepend(img))
       .catch(showError);
   });
 
