@@ -373,9 +373,12 @@ pub async fn save_image(state: State<'_, AppState>, id: String, path: String) ->
     .await
 }
 
-/// The bytes of a PNG the app made (benchmark or Create images), for display.
+/// The bytes of a PNG the app made (benchmark or Create images), for display. Only files under the
+/// data folder's runs and images folders are served: the web view cannot read other files through
+/// it, whatever path it names (`..` and links are resolved first).
 #[tauri::command]
-pub async fn read_image(path: String) -> UiResult<Response> {
+pub async fn read_image(state: State<'_, AppState>, path: String) -> UiResult<Response> {
+    let roots = [state.paths.runs.clone(), state.paths.images.clone()];
     blocking(move || {
         let path = PathBuf::from(path);
         let is_png = path
@@ -386,6 +389,21 @@ pub async fn read_image(path: String) -> UiResult<Response> {
                 "{} is not a PNG image on this disk",
                 path.display()
             )));
+        }
+        let real = path.canonicalize()?;
+        let inside = roots
+            .iter()
+            .filter_map(|root| root.canonicalize().ok())
+            .any(|root| real.starts_with(root));
+        if !inside {
+            return Err(UiError::bad_input(
+                format!("{} is not an image SD Bench made", path.display()),
+                format!(
+                    "Only images under {} and {} are shown here",
+                    roots[0].display(),
+                    roots[1].display()
+                ),
+            ));
         }
         Ok(Response::new(std::fs::read(&path)?))
     })

@@ -371,6 +371,22 @@ fn create_makes_a_png_with_its_parameters_and_keeps_the_model_loaded() {
     let id = generation["id"].as_str().unwrap();
     app.ok("save_image", json!({ "id": id, "path": copy }));
     assert_eq!(std::fs::read(&copy).unwrap(), png);
+    // A PNG outside the data folder's image folders is not served, however the path is spelled.
+    assert_eq!(
+        app.error_kind("read_image", json!({ "path": copy })),
+        "badInput"
+    );
+    let climbing = app
+        .state
+        .paths
+        .images
+        .join("..")
+        .join("..")
+        .join("copy.png");
+    assert_eq!(
+        app.error_kind("read_image", json!({ "path": climbing })),
+        "badInput"
+    );
 
     // The second image reuses the loaded model.
     let status = app.run_job("start_generation", json!({ "request": request }), 4);
