@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
+use sdbench_bench::stats::Stats;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::noise::NormalGenerator;
 use sdbench_diffusion::op_timing::{self, Work};
@@ -148,7 +149,7 @@ fn time_ops(
     for case in op_timing::sd15_cases(args.height, args.width) {
         let samples = op_timing::time_case(&device, precision, case, args.repeat)
             .with_context(|| format!("timing {case} failed"))?;
-        let median = median(&samples);
+        let median = Stats::of(&samples).context("no samples")?.median;
         let rate = match case.work(precision) {
             Work::Flops(flops) => format!("{:.1} GFLOP/s", flops / median / 1e9),
             Work::Bytes(bytes) => format!("{:.1} GB/s", bytes / median / 1e9),
@@ -160,17 +161,6 @@ fn time_ops(
         );
     }
     Ok(())
-}
-
-fn median(samples: &[f64]) -> f64 {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
 }
 
 /// (warm-up seconds, timed samples)
@@ -194,15 +184,16 @@ fn measure(
 }
 
 fn report(what: &str, (warm_up, samples): &(f64, Vec<f64>)) {
-    let mut sorted = samples.clone();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = median(samples);
+    let Some(stats) = Stats::of(samples) else {
+        return;
+    };
     let raw: Vec<String> = samples.iter().map(|s| format!("{s:.3}")).collect();
     println!(
-        "{what}: median {median:.3} s (min {:.3}, max {:.3}, n={n}); warm-up {warm_up:.3} s; samples [{}]",
-        sorted[0],
-        sorted[n - 1],
+        "{what}: median {:.3} s (min {:.3}, max {:.3}, n={}); warm-up {warm_up:.3} s; samples [{}]",
+        stats.median,
+        stats.min,
+        stats.max,
+        samples.len(),
         raw.join(", ")
     );
 }
