@@ -99,6 +99,8 @@ pub mod comparison;
 #[macro_use]
 mod conv_common;
 pub mod conv;
+// (SD Bench) Winograd F(4x4, 3x3) for f32.
+pub mod conv_winograd;
 pub mod conv_transpose;
 pub mod cumulative;
 pub mod deform_conv;

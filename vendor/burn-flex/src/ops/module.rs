@@ -2,7 +2,7 @@
 //!
 //! These operations power neural network modules like convolutions and pooling.
 
-use crate::ops::{conv, conv_transpose, deform_conv, interpolate, pool};
+use crate::ops::{conv, conv_transpose, conv_winograd, deform_conv, interpolate, pool};
 use crate::{Flex, FlexTensor, Layout};
 use burn_backend::{
     DType, Element, TensorMetadata,
@@ -65,6 +65,10 @@ impl ModuleOps<Flex> for Flex {
         options: ConvOptions<2>,
     ) -> FloatTensor<Flex> {
         match x.dtype() {
+            // (SD Bench) Winograd for the 3x3 stride-1 convolutions it computes faster.
+            DType::F32 if conv_winograd::applies(&x, &weight, bias.as_ref(), &options) => {
+                conv_winograd::conv2d_f32(x, weight, bias, &options)
+            }
             DType::F32 => conv::conv2d_f32(x, weight, bias, &options),
             DType::F64 => conv::conv2d_f64(x, weight, bias, &options),
             DType::F16 => conv::conv2d_f16(x, weight, bias, &options),

@@ -119,16 +119,21 @@ pub mod kernels {
 
     /// The largest `|got - expected| / (1 + |expected|)` over the tensor's values.
     pub fn worst_error<const D: usize>(got: Tensor<B, D>, expected: &[f64]) -> f64 {
-        let got: Vec<f32> = got
-            .cast(DType::F32)
-            .into_data()
-            .convert::<f32>()
-            .into_vec()
-            .unwrap();
+        let got = values(got);
         assert_eq!(got.len(), expected.len());
         got.iter()
             .zip(expected)
             .map(|(&g, &e)| (g as f64 - e).abs() / (1.0 + e.abs()))
             .fold(0f64, f64::max)
+    }
+
+    /// The tensor's values as f32.
+    pub fn values<const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
+        tensor
+            .cast(DType::F32)
+            .into_data()
+            .convert::<f32>()
+            .into_vec()
+            .unwrap()
     }
 }
