@@ -21,6 +21,7 @@ pub fn with_commands<R: Runtime>(builder: Builder<R>, state: AppState) -> Builde
         .invoke_handler(tauri::generate_handler![
             commands::system::system_info,
             commands::system::get_settings,
+            commands::system::request_limits,
             commands::system::save_settings,
             commands::system::startup_notes,
             commands::jobs::cancel_job,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use sdbench_bench::{ModelChoice, ModelName, Workload};
+use sdbench_diffusion::limits;
 use sdbench_diffusion::{BackendRequest, Precision};
 use sdbench_hub::DEFAULT_MODEL;
 
@@ -43,8 +44,6 @@ impl Default for Settings {
         }
     }
 }
-
-pub const PRECISIONS: &[&str] = &["auto", "f32", "f16"];
 
 /// The most CPU threads a setting may ask for.
 pub const MAX_CPU_THREADS: usize = 1024;
@@ -108,15 +107,12 @@ impl Settings {
 
     /// `None`: f16 where the device supports it.
     pub fn precision(&self) -> UiResult<Option<Precision>> {
-        match self.precision.as_str() {
-            "auto" => Ok(None),
-            "f32" => Ok(Some(Precision::F32)),
-            "f16" => Ok(Some(Precision::F16)),
-            other => Err(UiError::bad_input(
-                format!("Unknown precision {other:?}"),
-                "Choose auto, f32 or f16.",
-            )),
-        }
+        limits::precision_choice(&self.precision).map_err(|_| {
+            UiError::bad_input(
+                format!("Unknown precision {:?}", self.precision),
+                format!("Choose {}.", limits::PRECISION_CHOICES.join(", ")),
+            )
+        })
     }
 
     pub fn model_name(&self) -> UiResult<ModelName> {

@@ -11,6 +11,7 @@ use tauri::State;
 use sdbench_bench::ModelName;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::image::{decode_image, write_png};
+use sdbench_diffusion::limits::{self, MAX_SIDE, MAX_STEPS};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
     BackendRequest, GenerateRequest, InitImage, InitialNoise, LoadOptions, ModelSource, Pipeline,
@@ -29,8 +30,6 @@ use super::{blocking, target_path};
 
 /// The largest seed the UI can hold exactly (JavaScript numbers are doubles).
 pub const MAX_SEED: u64 = (1 << 53) - 1;
-const MAX_SIDE: usize = 2048;
-const MAX_STEPS: usize = 500;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -75,7 +74,8 @@ impl CreateRequest {
                 "Pick a PNG or JPEG picture.",
             )
         })?;
-        if image.width % 8 != 0 || image.height % 8 != 0 || image.width.max(image.height) > MAX_SIDE
+        if limits::side_problem(image.width).is_some()
+            || limits::side_problem(image.height).is_some()
         {
             return Err(UiError::bad_input(
                 format!(
@@ -106,14 +106,14 @@ impl CreateRequest {
             ));
         }
         for (name, side) in [("width", self.width), ("height", self.height)] {
-            if side == 0 || side % 8 != 0 || side > MAX_SIDE {
+            if limits::side_problem(side).is_some() {
                 return Err(UiError::bad_input(
                     format!("A {name} of {side} pixels is not possible"),
                     format!("Use a multiple of 8 from 8 to {MAX_SIDE}."),
                 ));
             }
         }
-        if !(1..=MAX_STEPS).contains(&self.steps) {
+        if limits::steps_problem(self.steps).is_some() {
             return Err(UiError::bad_input(
                 format!("{} steps is out of range", self.steps),
                 format!("Use 1 to {MAX_STEPS} steps."),

@@ -4,11 +4,11 @@ use serde::Serialize;
 use tauri::State;
 
 use sdbench_diffusion::device::{preview, probe_all};
-use sdbench_diffusion::BackendRequest;
+use sdbench_diffusion::{limits, BackendRequest};
 use sdbench_telemetry::SystemInfo;
 
 use crate::errors::UiResult;
-use crate::settings::{Settings, PRECISIONS};
+use crate::settings::Settings;
 use crate::state::AppState;
 
 use super::blocking;
@@ -88,13 +88,36 @@ pub async fn system_info(state: State<'_, AppState>) -> UiResult<SystemReport> {
                 .iter()
                 .map(|n| n.to_string())
                 .collect(),
-            precisions: PRECISIONS.iter().map(|n| n.to_string()).collect(),
+            precisions: limits::PRECISION_CHOICES.map(String::from).to_vec(),
             data_dir: state.paths.data_dir.display().to_string(),
             cache_dir: state.hub.cache_dir.display().to_string(),
             cpu_threads: sdbench_diffusion::device::cpu_threads(),
         })
     })
     .await
+}
+
+/// What a request may ask for, from the engine's `limits` (and the bench's image count): the
+/// UI's forms check against these instead of numbers of their own.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestLimits {
+    pub max_side: usize,
+    pub side_multiple: usize,
+    pub max_steps: usize,
+    pub max_batch: usize,
+    pub max_images: usize,
+}
+
+#[tauri::command]
+pub fn request_limits() -> RequestLimits {
+    RequestLimits {
+        max_side: limits::MAX_SIDE,
+        side_multiple: limits::SIDE_MULTIPLE,
+        max_steps: limits::MAX_STEPS,
+        max_batch: limits::MAX_BATCH,
+        max_images: sdbench_bench::workload::MAX_IMAGES,
+    }
 }
 
 #[tauri::command]

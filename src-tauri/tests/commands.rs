@@ -16,6 +16,7 @@ use tauri::{Manager, WebviewWindow, WebviewWindowBuilder};
 
 use sdbench_app::commands::updates::Updates;
 use sdbench_app::state::AppState;
+use sdbench_diffusion::limits;
 use sdbench_hub::HubSettings;
 use sdbench_test_server::{FakeRepo, TestServer};
 
@@ -223,6 +224,19 @@ fn settings_are_validated_kept_and_the_system_is_described() {
         .as_array()
         .unwrap()
         .contains(&json!("auto")));
+    assert_eq!(system["precisions"], json!(limits::PRECISION_CHOICES));
+
+    // The UI's forms take their bounds from here: the engine's own limits.
+    assert_eq!(
+        app.ok("request_limits", json!({})),
+        json!({
+            "maxSide": limits::MAX_SIDE,
+            "sideMultiple": limits::SIDE_MULTIPLE,
+            "maxSteps": limits::MAX_STEPS,
+            "maxBatch": limits::MAX_BATCH,
+            "maxImages": sdbench_bench::workload::MAX_IMAGES,
+        })
+    );
 }
 
 #[test]

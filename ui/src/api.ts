@@ -50,6 +50,7 @@ export function runJob<O>(
 export const api = {
   systemInfo: () => invoke<T.SystemReport>("system_info"),
   getSettings: () => invoke<T.Settings>("get_settings"),
+  requestLimits: () => invoke<T.RequestLimits>("request_limits"),
   saveSettings: (settings: T.Settings) => invoke<T.Settings>("save_settings", { settings }),
   startupNotes: () => invoke<string[]>("startup_notes"),
   /** The model a benchmark of `workload` runs, and whether it is on this machine. */

@@ -4,6 +4,7 @@ import "./styles.css";
 import { h } from "./dom";
 import { api } from "./api";
 import { notify, setMessageArea, showError } from "./ui";
+import { setLimits } from "./validate";
 import { benchmarkScreen } from "./screens/benchmark";
 import { createScreen } from "./screens/create";
 import { historyScreen } from "./screens/history";
@@ -20,9 +21,11 @@ export interface Screen {
 
 const screens: Screen[] = [benchmarkScreen, createScreen, historyScreen, systemScreen];
 
-function start(): void {
+async function start(): Promise<void> {
   const app = document.getElementById("app");
   if (!app) return;
+  // The forms check against the app's own limits, so they are needed before any screen is built.
+  setLimits(await api.requestLimits());
   const tabs = h("nav", { class: "tabs", role: "tablist", "aria-label": "Screens" });
   const main = h("main", {});
   const messageArea = h("div", { class: "messages", "aria-live": "polite" });
@@ -73,4 +76,4 @@ function start(): void {
   api.startupNotes().then((notes) => notes.forEach(notify)).catch(showError);
 }
 
-start();
+start().catch(showError);

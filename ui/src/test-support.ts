@@ -2,7 +2,12 @@
 // delivered the way Tauri delivers them.
 
 import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
-import type { JobEvent } from "./types";
+import type { JobEvent, RequestLimits } from "./types";
+import { setLimits } from "./validate";
+
+/** The limits the screens' tests run under (the app reports its own through `request_limits`). */
+export const TEST_LIMITS: RequestLimits = { maxSide: 2048, sideMultiple: 8, maxSteps: 1000, maxBatch: 64, maxImages: 1000 };
+setLimits(TEST_LIMITS);
 
 export type Handler = (args: Record<string, unknown>) => unknown;
 

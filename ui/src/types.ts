@@ -114,6 +114,11 @@ export interface Charts {
 }
 
 export interface BackendReport { backend: string; usable: boolean; detail: string; devices: string[] }
+/** What a request may ask for (the app's `request_limits`). */
+export interface RequestLimits {
+  maxSide: number; sideMultiple: number; maxSteps: number; maxBatch: number; maxImages: number;
+}
+
 export interface SystemReport {
   appVersion: string;
   system: { os: string; os_version: string; cpu_model: string; cpu_logical_cores: number; ram_bytes: number; gpus: { name: string }[] };

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use sdbench_diffusion::pipeline::MAX_BATCH;
+use sdbench_diffusion::limits;
 use sdbench_diffusion::{Preset, SchedulerKind};
 
 use crate::error::{BenchError, Result};
@@ -10,6 +10,8 @@ use crate::error::{BenchError, Result};
 pub const STANDARD_NAME: &str = "sd15-512-30";
 pub const STANDARD_VERSION: u32 = 1;
 pub const SDXL_NAME: &str = "sdxl-1024-20";
+/// The most images a custom run may make.
+pub const MAX_IMAGES: usize = 1000;
 pub const SDXL_VERSION: u32 = 1;
 /// Every standard workload, the default first.
 pub const WORKLOAD_NAMES: [&str; 2] = [STANDARD_NAME, SDXL_NAME];
@@ -138,10 +140,8 @@ impl Workload {
         w.name = "custom".into();
         w.standard = false;
         if let Some(steps) = overrides.steps {
-            if steps == 0 || steps > 1000 {
-                return Err(BenchError::Workload(format!(
-                    "--steps {steps}: use 1 to 1000"
-                )));
+            if let Some(problem) = limits::steps_problem(steps) {
+                return Err(BenchError::Workload(format!("--steps {problem}")));
             }
             w.steps = steps;
         }
@@ -150,10 +150,8 @@ impl Workload {
             ("--height", overrides.height, &mut w.height),
         ] {
             if let Some(v) = value {
-                if v == 0 || !v.is_multiple_of(8) || v > 2048 {
-                    return Err(BenchError::Workload(format!(
-                        "{flag} {v}: use a multiple of 8 from 8 to 2048"
-                    )));
+                if let Some(problem) = limits::side_problem(v) {
+                    return Err(BenchError::Workload(format!("{flag} {problem}")));
                 }
                 *slot = v;
             }
@@ -162,17 +160,15 @@ impl Workload {
             w.scheduler = kind;
         }
         if let Some(batch) = overrides.batch {
-            if batch == 0 || batch > MAX_BATCH {
-                return Err(BenchError::Workload(format!(
-                    "--batch {batch}: use 1 to {MAX_BATCH}"
-                )));
+            if let Some(problem) = limits::batch_problem(batch) {
+                return Err(BenchError::Workload(format!("--batch {problem}")));
             }
             w.batch = batch;
         }
         let count = overrides.images.unwrap_or(w.prompts.len());
-        if count == 0 || count > 1000 {
+        if count == 0 || count > MAX_IMAGES {
             return Err(BenchError::Workload(format!(
-                "--images {count}: use 1 to 1000"
+                "--images must be from 1 to {MAX_IMAGES} (got {count})"
             )));
         }
         let base = w.prompts.clone();
@@ -247,35 +243,35 @@ mod tests {
                     batch: Some(0),
                     ..Default::default()
                 },
-                "--batch 0",
+                "--batch must be from 1 to 64 images (got 0)",
             ),
             (
                 Overrides {
                     width: Some(500),
                     ..Default::default()
                 },
-                "--width 500",
+                "--width must be a multiple of 8 from 8 to 2048 (got 500)",
             ),
             (
                 Overrides {
                     height: Some(0),
                     ..Default::default()
                 },
-                "--height 0",
+                "--height must be a multiple of 8 from 8 to 2048 (got 0)",
             ),
             (
                 Overrides {
                     steps: Some(0),
                     ..Default::default()
                 },
-                "--steps 0",
+                "--steps must be from 1 to 1000 (got 0)",
             ),
             (
                 Overrides {
                     images: Some(0),
                     ..Default::default()
                 },
-                "--images 0",
+                "--images must be from 1 to 1000 (got 0)",
             ),
             (
                 Overrides {

@@ -10,7 +10,8 @@ use sdbench_bench::runner::{self, Event};
 use sdbench_bench::summary::{self, Format};
 use sdbench_bench::workload::{STANDARD_NAME, WORKLOAD_NAMES};
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
-use sdbench_diffusion::{BackendRequest, ModelSource, Precision, SchedulerKind};
+use sdbench_diffusion::limits;
+use sdbench_diffusion::{BackendRequest, ModelSource, SchedulerKind};
 use sdbench_hub::{HubSettings, RepoId};
 
 use crate::model_arg;
@@ -42,7 +43,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
     backend: String,
     /// Numeric precision: auto is f16 where the device supports it.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
+    #[arg(long, default_value = "auto", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
     #[command(flatten)]
     threads: crate::threads::ThreadsArg,
@@ -55,10 +56,10 @@ pub struct BenchArgs {
     /// Custom run: denoising steps.
     #[arg(long)]
     steps: Option<usize>,
-    /// Custom run: width (a multiple of 8).
+    /// Custom run: width (a multiple of 8, at most 2048).
     #[arg(long)]
     width: Option<usize>,
-    /// Custom run: height (a multiple of 8).
+    /// Custom run: height (a multiple of 8, at most 2048).
     #[arg(long)]
     height: Option<usize>,
     /// Custom run: number of timed images (cycling through the five prompts).
@@ -124,11 +125,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     args.threads.apply()?;
     let mut options = RunOptions::new(workload, model, app_info());
     options.backend = BackendRequest::from_name(&args.backend)?;
-    options.precision = match args.precision.as_str() {
-        "f32" => Some(Precision::F32),
-        "f16" => Some(Precision::F16),
-        _ => None,
-    };
+    options.precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     options.hub = HubSettings::from_env();
     options.baseline = Duration::from_secs_f64(args.baseline);
 

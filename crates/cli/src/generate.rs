@@ -7,10 +7,11 @@ use anyhow::{bail, Context};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::image::{read_image, write_png};
 use sdbench_diffusion::io::npy;
-use sdbench_diffusion::pipeline::{img2img_start, MAX_BATCH};
+use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
+use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, Pipeline,
-    Precision, SchedulerKind,
+    SchedulerKind,
 };
 use sdbench_history::{default_path, Generation, History};
 
@@ -42,10 +43,10 @@ pub struct GenerateArgs {
     /// Scheduler; default: the model folder's own.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES))]
     scheduler: Option<String>,
-    /// Image width in pixels (a multiple of 8); default 512, or the init image's.
+    /// Image width in pixels (a multiple of 8, at most 2048); default 512, or the init image's.
     #[arg(long)]
     width: Option<usize>,
-    /// Image height in pixels (a multiple of 8); default 512, or the init image's.
+    /// Image height in pixels (a multiple of 8, at most 2048); default 512, or the init image's.
     #[arg(long)]
     height: Option<usize>,
     /// Image-to-image: start from this picture (PNG or JPEG, sides multiples of 8).
@@ -70,7 +71,7 @@ pub struct GenerateArgs {
     #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
     backend: String,
     /// Numeric precision: auto is f16 on GPUs that support it, f32 elsewhere.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
+    #[arg(long, default_value = "auto", value_parser = PRECISION_CHOICES)]
     precision: String,
     #[command(flatten)]
     threads: crate::threads::ThreadsArg,
@@ -104,9 +105,9 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
                     display(args.init_image.as_deref())
                 );
             }
-            if w % 8 != 0 || h % 8 != 0 {
+            if let Some(problem) = limits::side_problem(w).or_else(|| limits::side_problem(h)) {
                 bail!(
-                    "--init-image {} is {w}x{h}; both sides must be multiples of 8: crop or resize it",
+                    "--init-image {} is {w}x{h}; each side {problem}: crop or resize it",
                     display(args.init_image.as_deref())
                 );
             }
@@ -115,12 +116,12 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         None => (args.width.unwrap_or(512), args.height.unwrap_or(512)),
     };
     for (name, side) in [("--width", width), ("--height", height)] {
-        if side == 0 || side % 8 != 0 {
-            bail!("{name} must be a positive multiple of 8 (got {side})");
+        if let Some(problem) = limits::side_problem(side) {
+            bail!("{name} {problem}");
         }
     }
-    if args.steps == 0 {
-        bail!("--steps must be at least 1");
+    if let Some(problem) = limits::steps_problem(args.steps) {
+        bail!("--steps {problem}");
     }
     if let Some(init) = &init {
         img2img_start(args.steps, init.strength).map_err(|e| anyhow::anyhow!("--strength: {e}"))?;
@@ -144,11 +145,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(SchedulerKind::from_name)
         .transpose()?;
-    let precision = match args.precision.as_str() {
-        "f32" => Some(Precision::F32),
-        "f16" => Some(Precision::F16),
-        _ => None,
-    };
+    let precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
 
     args.threads.apply()?;

@@ -9,6 +9,7 @@ use std::time::Instant;
 use anyhow::Context;
 use sdbench_bench::stats::Stats;
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::limits;
 use sdbench_diffusion::noise::NormalGenerator;
 use sdbench_diffusion::op_timing::{self, Work};
 use sdbench_diffusion::{BackendRequest, Pipeline, Precision, SelectedDevice};
@@ -32,7 +33,7 @@ pub struct TimingArgs {
     repeat: usize,
     #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
     backend: String,
-    #[arg(long, default_value = "auto", value_parser = ["auto", "f32", "f16"])]
+    #[arg(long, default_value = "auto", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
     #[command(flatten)]
     threads: crate::threads::ThreadsArg,
@@ -44,18 +45,12 @@ pub struct TimingArgs {
 
 pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
-    anyhow::ensure!(
-        args.width > 0
-            && args.height > 0
-            && args.width.is_multiple_of(8)
-            && args.height.is_multiple_of(8),
-        "--width and --height must be positive multiples of 8"
-    );
-    let precision = match args.precision.as_str() {
-        "f32" => Some(Precision::F32),
-        "f16" => Some(Precision::F16),
-        _ => None,
-    };
+    for (name, side) in [("--width", args.width), ("--height", args.height)] {
+        if let Some(problem) = limits::side_problem(side) {
+            anyhow::bail!("{name} {problem}");
+        }
+    }
+    let precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     args.threads.apply()?;
     let device = select(BackendRequest::from_name(&args.backend)?)?;
     if args.ops {

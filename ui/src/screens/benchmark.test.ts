@@ -129,7 +129,7 @@ describe("Benchmark screen", () => {
     steps.value = "";
     root.querySelector<HTMLButtonElement>("#run-quick")!.click();
     await settle();
-    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Steps must be a whole number from 1 to 200");
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Steps must be a whole number from 1 to 1000");
     steps.value = "4";
     width.value = "256.5";
     root.querySelector<HTMLButtonElement>("#run-quick")!.click();
@@ -137,6 +137,12 @@ describe("Benchmark screen", () => {
     expect(messages.querySelector("[role=alert]")!.textContent).toContain("Width must be a multiple of 8");
     expect(started).toBe(0);
     width.value = "256";
+  });
+
+  it("bounds the quick-run fields by the app's limits", () => {
+    const field = (id: string) => root.querySelector<HTMLInputElement>(`#quick-${id}`)!;
+    expect([field("steps").max, field("width").max, field("width").step, field("height").min, field("images").max])
+      .toEqual(["1000", "2048", "8", "8", "1000"]);
   });
 
   it("offers the download with its size, shows progress, and cancels", async () => {

@@ -8,7 +8,7 @@ import { drawLiveChart } from "../livechart";
 import { ProgressTracker, type ProgressView } from "../progress";
 import type { BenchmarkOutput, JobEvent, ModelStatus } from "../types";
 import { showError, notify } from "../ui";
-import { checkSide, checkWhole } from "../validate";
+import { boundFields, checkSide, checkSteps, checkWhole, limits } from "../validate";
 import type { Screen } from "../main";
 import { renderResult } from "./result";
 
@@ -43,10 +43,10 @@ function chosenWorkload(): (typeof WORKLOADS)[number] {
   return WORKLOADS.find((w) => w.name === workloadSelect.value) ?? WORKLOADS[0];
 }
 const quick = {
-  steps: h("input", { type: "number", id: "quick-steps", min: 1, max: 200, value: 4 }),
-  width: h("input", { type: "number", id: "quick-width", min: 8, max: 2048, step: 8, value: 256 }),
-  height: h("input", { type: "number", id: "quick-height", min: 8, max: 2048, step: 8, value: 256 }),
-  images: h("input", { type: "number", id: "quick-images", min: 1, max: 50, value: 2 }),
+  steps: h("input", { type: "number", id: "quick-steps", min: 1, value: 4 }),
+  width: h("input", { type: "number", id: "quick-width", value: 256 }),
+  height: h("input", { type: "number", id: "quick-height", value: 256 }),
+  images: h("input", { type: "number", id: "quick-images", min: 1, value: 2 }),
 };
 const quickButton = h("button", { id: "run-quick" }, "Run quick benchmark");
 const progress = h("div", { class: "card progress", id: "bench-progress", hidden: true });
@@ -143,7 +143,7 @@ function renderProgress(v: ProgressView, tracker: ProgressTracker, cancel: HTMLB
  * to the full standard run, and a fraction is the person's mistake, not an internal error). */
 export function quickSettings(): { steps: number; width: number; height: number; images: number } | string {
   const q = { steps: quick.steps.valueAsNumber, width: quick.width.valueAsNumber, height: quick.height.valueAsNumber, images: quick.images.valueAsNumber };
-  return checkWhole("Steps", q.steps, 1, 200) ?? checkSide("Width", q.width) ?? checkSide("Height", q.height) ?? checkWhole("Images", q.images, 1, 50) ?? q;
+  return checkSteps(q.steps) ?? checkSide("Width", q.width) ?? checkSide("Height", q.height) ?? checkWhole("Images", q.images, 1, limits().maxImages) ?? q;
 }
 
 function startBenchmark(custom: boolean): void {
@@ -197,6 +197,7 @@ export const benchmarkScreen: Screen = {
   id: "benchmark",
   title: "Benchmark",
   mount(root) {
+    boundFields(quick);
     runButton.addEventListener("click", () => startBenchmark(false));
     quickButton.addEventListener("click", () => startBenchmark(true));
     workloadSelect.addEventListener("change", () => {

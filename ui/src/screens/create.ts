@@ -7,7 +7,7 @@ import * as fmt from "../format";
 import { ProgressTracker } from "../progress";
 import type { CreateRequest, Generation } from "../types";
 import { busy, notify, pickSavePath, showError } from "../ui";
-import { checkSide, checkWhole } from "../validate";
+import { boundFields, checkSide, checkSteps } from "../validate";
 import type { Screen } from "../main";
 
 /** Seeds stay below 2^32 when drawn at random (any seed up to 2^53 − 1 can be typed). */
@@ -23,7 +23,7 @@ export const SIZE_PRESETS: [string, number, number][] = [
 /** Checks the form before anything is sent; returns the problem, or null. */
 export function checkRequest(r: CreateRequest): string | null {
   if (r.prompt.trim() === "") return "Enter a prompt.";
-  const problem = checkSide("Width", r.width) ?? checkSide("Height", r.height) ?? checkWhole("Steps", r.steps, 1, 500);
+  const problem = checkSide("Width", r.width) ?? checkSide("Height", r.height) ?? checkSteps(r.steps);
   if (problem) return problem;
   if (!Number.isFinite(r.guidance) || r.guidance < 0 || r.guidance > 50) return "Guidance must be 0 to 50.";
   if (!Number.isSafeInteger(r.seed) || r.seed < 0) return "The seed must be a whole number from 0 to 9007199254740991.";
@@ -41,13 +41,13 @@ export interface Picture { name: string; bytes: number[]; width: number; height:
 const form = {
   prompt: h("textarea", { id: "create-prompt", rows: 3, placeholder: "a watercolor lighthouse at dawn" }),
   negative: h("textarea", { id: "create-negative", rows: 2, placeholder: "blurry, low quality" }),
-  steps: h("input", { type: "number", id: "create-steps", min: 1, max: 500, value: 30 }),
+  steps: h("input", { type: "number", id: "create-steps", min: 1, value: 30 }),
   guidance: h("input", { type: "number", id: "create-guidance", min: 0, max: 50, step: 0.5, value: 7.5 }),
   seed: h("input", { type: "number", id: "create-seed", min: 0, value: 0 }),
   randomSeed: h("input", { type: "checkbox", id: "create-random-seed", checked: true }),
   size: h("select", { id: "create-size" }),
-  width: h("input", { type: "number", id: "create-width", min: 8, max: 2048, step: 8, value: 512 }),
-  height: h("input", { type: "number", id: "create-height", min: 8, max: 2048, step: 8, value: 512 }),
+  width: h("input", { type: "number", id: "create-width", value: 512 }),
+  height: h("input", { type: "number", id: "create-height", value: 512 }),
   scheduler: h("select", { id: "create-scheduler" }, h("option", { value: "" }, "the model's own")),
   backend: h("select", { id: "create-backend" }, h("option", { value: "" }, "as in System")),
   picture: h("input", { type: "file", id: "create-init-image", accept: "image/png,image/jpeg" }),
@@ -197,6 +197,7 @@ export const createScreen: Screen = {
   id: "create",
   title: "Create",
   mount(root) {
+    boundFields(form);
     for (const [label, w, hgt] of SIZE_PRESETS) form.size.append(h("option", { value: `${w}x${hgt}` }, label));
     form.size.append(h("option", { value: "custom" }, "custom"));
     form.size.addEventListener("change", () => {

@@ -227,7 +227,7 @@ fn bench_refuses_bad_input_before_any_work() {
     for (args, needle) in [
         (
             vec!["bench", "--model", &model, "--width", "30"],
-            "--width 30",
+            "--width must be a multiple of 8 from 8 to 2048 (got 30)",
         ),
         (
             vec!["bench", "--model", &model, "--out", "result.txt"],

@@ -24,6 +24,7 @@ use crate::io::safetensors::SafeTensors;
 use crate::io::weights::{
     choose_weights_file, FileWeights, Loader, Precision, SyntheticWeights, WeightSource,
 };
+use crate::limits;
 use crate::models::clip::{self, ClipTextModel};
 use crate::models::config::{read_json, ClipConfig, UNetConfig, VaeConfig};
 use crate::models::tokenizer::Tokenizer;
@@ -146,9 +147,6 @@ pub struct InitImage {
     /// only the last `floor(steps * strength)` steps run; 1 starts from almost pure noise.
     pub strength: f64,
 }
-
-/// The most images one request may ask for.
-pub const MAX_BATCH: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct GenerateRequest {
@@ -621,25 +619,20 @@ impl Pipeline {
     pub fn validate(&self, request: &GenerateRequest) -> Result<()> {
         let f = self.info.vae_scale_factor;
         for (name, side) in [("width", request.width), ("height", request.height)] {
-            if side == 0 || side % 8 != 0 || side % f != 0 {
-                return Err(DiffusionError::Request(format!(
-                    "{name} must be a positive multiple of 8 (got {side})"
-                )));
+            if let Some(problem) = limits::side_problem(side) {
+                return Err(DiffusionError::Request(format!("{name} {problem}")));
             }
-            if side > 4096 {
+            if side % f != 0 {
                 return Err(DiffusionError::Request(format!(
-                    "{name} {side} is larger than 4096"
+                    "{name} must be a multiple of {f}, this model's VAE scale (got {side})"
                 )));
             }
         }
-        if request.steps == 0 {
-            return Err(DiffusionError::Request("steps must be at least 1".into()));
+        if let Some(problem) = limits::steps_problem(request.steps) {
+            return Err(DiffusionError::Request(format!("steps {problem}")));
         }
-        if request.batch == 0 || request.batch > MAX_BATCH {
-            return Err(DiffusionError::Request(format!(
-                "batch must be from 1 to {MAX_BATCH} images (got {})",
-                request.batch
-            )));
+        if let Some(problem) = limits::batch_problem(request.batch) {
+            return Err(DiffusionError::Request(format!("batch {problem}")));
         }
         if let Some(init) = &request.init_image {
             let image = &init.image;

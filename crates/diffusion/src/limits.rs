@@ -1,0 +1,87 @@
+//! What a generation request may ask for, decided once: the engine checks requests against these,
+//! and the CLI, the bench and the app (and through it the UI) take the same numbers and names
+//! from here.
+
+use crate::io::weights::Precision;
+
+/// The largest image side in pixels. SDXL at 2048x2048 is already 16 times the work of 512x512;
+/// larger sides are beyond what a benchmark or a person waiting on the result needs.
+pub const MAX_SIDE: usize = 2048;
+/// Image sides are multiples of this (the VAE's downscale).
+pub const SIDE_MULTIPLE: usize = 8;
+/// The most denoising steps one image may take.
+pub const MAX_STEPS: usize = 1000;
+/// The most images one call makes at once.
+pub const MAX_BATCH: usize = 64;
+/// The precision names a person can choose: `auto` (f16 where the device supports it, else f32)
+/// and each precision's own name.
+pub const PRECISION_CHOICES: [&str; 3] = ["auto", "f32", "f16"];
+
+/// Why `side` cannot be an image side ("must be ..."), or `None`.
+pub fn side_problem(side: usize) -> Option<String> {
+    (side == 0 || !side.is_multiple_of(SIDE_MULTIPLE) || side > MAX_SIDE).then(|| {
+        format!(
+            "must be a multiple of {SIDE_MULTIPLE} from {SIDE_MULTIPLE} to {MAX_SIDE} (got {side})"
+        )
+    })
+}
+
+/// Why `steps` cannot be a step count, or `None`.
+pub fn steps_problem(steps: usize) -> Option<String> {
+    (steps == 0 || steps > MAX_STEPS)
+        .then(|| format!("must be from 1 to {MAX_STEPS} (got {steps})"))
+}
+
+/// Why `batch` cannot be a batch size, or `None`.
+pub fn batch_problem(batch: usize) -> Option<String> {
+    (batch == 0 || batch > MAX_BATCH)
+        .then(|| format!("must be from 1 to {MAX_BATCH} images (got {batch})"))
+}
+
+/// The precision a choice names: `None` for `auto`.
+pub fn precision_choice(name: &str) -> Result<Option<Precision>, String> {
+    match name {
+        "auto" => Ok(None),
+        "f32" => Ok(Some(Precision::F32)),
+        "f16" => Ok(Some(Precision::F16)),
+        other => Err(format!(
+            "unknown precision {other:?}: choose {}",
+            PRECISION_CHOICES.join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sides_are_multiples_of_8_up_to_the_limit() {
+        for side in [8, 512, 1024, MAX_SIDE] {
+            assert_eq!(side_problem(side), None, "{side}");
+        }
+        for side in [0, 7, 12, 513, MAX_SIDE + 8] {
+            let problem = side_problem(side).expect("refused");
+            assert!(problem.contains(&format!("(got {side})")), "{problem}");
+        }
+    }
+
+    #[test]
+    fn steps_and_batch_have_bounds() {
+        assert_eq!(steps_problem(1), None);
+        assert_eq!(steps_problem(MAX_STEPS), None);
+        assert!(steps_problem(0).is_some() && steps_problem(MAX_STEPS + 1).is_some());
+        assert_eq!(batch_problem(MAX_BATCH), None);
+        assert!(batch_problem(0).is_some() && batch_problem(MAX_BATCH + 1).is_some());
+    }
+
+    #[test]
+    fn every_precision_choice_parses() {
+        for name in PRECISION_CHOICES {
+            let parsed = precision_choice(name).expect(name);
+            assert_eq!(parsed.map_or("auto", Precision::name), name);
+        }
+        let problem = precision_choice("bf16").unwrap_err();
+        assert!(problem.contains("auto, f32, f16"), "{problem}");
+    }
+}
