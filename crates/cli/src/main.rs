@@ -9,6 +9,7 @@ mod generate;
 mod history;
 mod interrupt;
 mod model_arg;
+mod parity;
 mod progress;
 mod report;
 mod submit;
@@ -38,6 +39,8 @@ enum Command {
     Devices(devices::DevicesArgs),
     /// Time one UNet call (batch 2) and one VAE decode: warm-up, then the median of repeats.
     Timing(timing::TimingArgs),
+    /// Check the engine against diffusers' images on the tiny reference models (one backend and precision).
+    Parity(parity::ParityArgs),
     /// Download a model into the Hugging Face cache.
     Download(download::DownloadArgs),
     /// List or clean the model cache.
@@ -61,6 +64,7 @@ fn main() {
         Command::Generate(args) => generate::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Timing(args) => timing::run(args),
+        Command::Parity(args) => parity::run(args),
         Command::Download(args) => download::run(args),
         Command::Cache(command) => cache::run(command),
         Command::Submit(args) => submit::run(args),

@@ -11,6 +11,7 @@ pub mod models;
 pub mod nn;
 pub mod noise;
 pub mod op_timing;
+pub mod parity;
 pub mod pipeline;
 pub mod scheduler;
 

@@ -457,3 +457,65 @@ fn timing_ops_prints_a_rate_for_every_layer() {
     let o = sdbench(&["timing", "--ops", "--model", "synthetic-sdxl-base"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// `sdbench parity` passes on the CPU and fails, exit 1, when diffusers' images are not what the
+/// engine makes (here: the reference says guidance 3 while the images were made at 7.5).
+#[test]
+fn parity_checks_the_engine_against_the_reference_images() {
+    let fixtures = PathBuf::from(tiny()).parent().unwrap().to_path_buf();
+    let fixtures_arg = fixtures.display().to_string();
+    let o = sdbench(&[
+        "parity",
+        "--fixtures",
+        &fixtures_arg,
+        "--backend",
+        "cpu",
+        "--only",
+        "tiny-sd",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["backend"], "cpu");
+    assert_eq!(report["fixtures"][0]["runs"].as_array().unwrap().len(), 12);
+    assert!(report["fixtures"][0]["worst"].as_f64().unwrap() < 1e-4);
+
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |name: &str| std::fs::copy(fixtures.join(name), dir.path().join(name)).unwrap();
+    copy("tiny-sd.reference.safetensors");
+    let json = std::fs::read_to_string(fixtures.join("tiny-sd.reference.json")).unwrap();
+    let mut meta: serde_json::Value = serde_json::from_str(&json).unwrap();
+    meta["generate"]["guidance"] = 3.0.into();
+    std::fs::write(dir.path().join("tiny-sd.reference.json"), meta.to_string()).unwrap();
+    std::os::unix::fs::symlink(fixtures.join("tiny-sd"), dir.path().join("tiny-sd")).unwrap();
+    let altered = dir.path().display().to_string();
+    let o = sdbench(&[
+        "parity",
+        "--fixtures",
+        &altered,
+        "--backend",
+        "cpu",
+        "--only",
+        "tiny-sd",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("tiny-sd cpu f32: 12 generations") && out.contains("FAILED"),
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains("parity with diffusers failed on cpu f32"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = sdbench(&["parity", "--fixtures", "/no/such/folder"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no reference fixtures there"),
+        "{}",
+        stderr(&o)
+    );
+}

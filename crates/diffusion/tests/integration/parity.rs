@@ -13,17 +13,15 @@ use crate::common;
 use common::{assert_close, Reference, TINY};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::image::read_image;
+use sdbench_diffusion::parity;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions,
     ModelSource, Pipeline, Precision, SchedulerKind,
 };
 
 const COMPONENT_ATOL: f32 = 5e-5;
-const IMAGE_ATOL: f32 = 2e-4;
-
-/// f16 activations carry about 3 significant digits; after four guided steps the decoded image
-/// stays within 3e-2 of the f32 reference.
-const F16_IMAGE_ATOL: f32 = 3e-2;
+const IMAGE_ATOL: f32 = parity::image_tolerance(Precision::F32);
+const F16_IMAGE_ATOL: f32 = parity::image_tolerance(Precision::F16);
 
 fn load(name: &str, backend: BackendRequest) -> Pipeline {
     load_in(name, backend, Precision::F32)
@@ -263,46 +261,25 @@ fn check_generations_in(
 
 /// The reference generations `only` lists (all when `None`) on a loaded pipeline.
 fn check_generations_of(pipe: &Pipeline, name: &str, atol: f32, only: Option<&[&str]>) {
-    let precision = pipe.precision;
-    let mut r = Reference::open(name);
-    let g = r.meta["generate"].clone();
-    let latents = r.get("generate.latents");
-    let shape = r.shape("generate.latents");
-    let runs = g["runs"].as_array().unwrap();
-    assert_eq!(
-        runs.len(),
-        12,
-        "every scheduler, with and without a negative prompt"
-    );
-    for run in runs {
-        let key = run["key"].as_str().unwrap();
-        if only.is_some_and(|keys| !keys.contains(&key)) {
-            continue;
-        }
-        let request = GenerateRequest {
-            negative_prompt: run["negative"].as_str().unwrap_or("").into(),
-            steps: g["steps"].as_u64().unwrap() as usize,
-            guidance_scale: g["guidance"].as_f64().unwrap(),
-            scheduler: Some(SchedulerKind::from_name(run["scheduler"].as_str().unwrap()).unwrap()),
-            width: g["width"].as_u64().unwrap() as usize,
-            height: g["height"].as_u64().unwrap() as usize,
-            noise: InitialNoise::Latents {
-                shape: shape.clone(),
-                data: latents.clone(),
-                step_seed: 0,
-            },
-            ..GenerateRequest::new(g["prompt"].as_str().unwrap())
-        };
-        let out = pipe
-            .generate(&request, &mut |_| {}, &CancelToken::new())
-            .unwrap();
-        let image = &out.images[0];
+    let diffs = parity::generations(pipe, &common::fixtures(), name, only).unwrap();
+    if only.is_none() {
         assert_eq!(
-            (image.image.width, image.image.height),
-            (request.width, request.height)
+            diffs.len(),
+            12,
+            "every scheduler, with and without a negative prompt"
         );
-        let what = format!("{name} {key} {}", precision.name());
-        assert_close(&what, &image.float_image, &r.get(key), atol);
+    }
+    for d in diffs {
+        let what = format!("{name} {} {}", d.key, pipe.precision.name());
+        eprintln!(
+            "{what}: max |diff| = {:.3e} (tolerance {atol:.1e})",
+            d.max_abs_diff
+        );
+        assert!(
+            d.max_abs_diff <= atol,
+            "{what}: max |diff| {:e} exceeds {atol:e}",
+            d.max_abs_diff
+        );
     }
 }
 

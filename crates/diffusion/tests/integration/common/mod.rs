@@ -2,47 +2,37 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_diffusion::io::safetensors::SafeTensors;
+use sdbench_diffusion::parity;
 
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// The tiny pipelines made by scripts/make_fixtures.py: SD1.x-like, a variant of every option,
-/// SD2.x-like (v-prediction) and SDXL-like.
-pub const TINY: [&str; 4] = ["tiny-sd", "tiny-variant", "tiny-sd2", "tiny-sdxl"];
+pub const TINY: [&str; 4] = parity::FIXTURES;
 
+/// A fixture's reference (`sdbench_diffusion::parity::Reference`), its accessors panicking.
 pub struct Reference {
-    file: SafeTensors,
+    inner: parity::Reference,
     pub meta: serde_json::Value,
 }
 
 impl Reference {
     pub fn open(name: &str) -> Self {
-        let dir = fixtures();
-        let file = SafeTensors::open(&dir.join(format!("{name}.reference.safetensors")))
-            .expect("reference file");
-        let meta = serde_json::from_str(
-            &std::fs::read_to_string(dir.join(format!("{name}.reference.json"))).unwrap(),
-        )
-        .unwrap();
-        Reference { file, meta }
+        let inner = parity::Reference::open(&fixtures(), name).expect("reference file");
+        let meta = inner.meta.clone();
+        Reference { inner, meta }
     }
 
     pub fn has(&self, key: &str) -> bool {
-        self.file.info(key).is_some()
+        self.inner.has(key)
     }
 
     pub fn shape(&self, key: &str) -> Vec<usize> {
-        self.file
-            .info(key)
-            .unwrap_or_else(|| panic!("reference has no {key}"))
-            .shape
-            .clone()
+        self.inner.shape(key).unwrap()
     }
 
     pub fn get(&mut self, key: &str) -> Vec<f32> {
-        self.file.read_f32(key).unwrap()
+        self.inner.get(key).unwrap()
     }
 }
 

@@ -1,0 +1,99 @@
+//! `sdbench parity`: the engine against diffusers' images on the tiny reference models, on one
+//! backend and precision. `scripts/gpu-check` runs it on every usable backend.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::parity::{self, FIXTURES};
+use sdbench_diffusion::{BackendRequest, LoadOptions, ModelSource, Pipeline, Precision};
+
+#[derive(clap::Args, Debug)]
+pub struct ParityArgs {
+    /// The fixtures folder: the repository's crates/diffusion/tests/fixtures.
+    #[arg(long, default_value = "crates/diffusion/tests/fixtures")]
+    fixtures: PathBuf,
+    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
+    backend: String,
+    #[arg(long, default_value = "f32", value_parser = ["f32", "f16"])]
+    precision: String,
+    /// Only these fixtures (comma-separated; default: all).
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(FIXTURES))]
+    only: Vec<String>,
+    #[command(flatten)]
+    threads: crate::threads::ThreadsArg,
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: ParityArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.fixtures.join("tiny-sd.reference.json").is_file(),
+        "--fixtures {}: no reference fixtures there; give the repository's crates/diffusion/tests/fixtures",
+        args.fixtures.display()
+    );
+    let precision = match args.precision.as_str() {
+        "f16" => Precision::F16,
+        _ => Precision::F32,
+    };
+    let tolerance = parity::image_tolerance(precision);
+    args.threads.apply()?;
+    let backend = BackendRequest::from_name(&args.backend)?;
+    let names: Vec<&str> = if args.only.is_empty() {
+        FIXTURES.to_vec()
+    } else {
+        args.only.iter().map(String::as_str).collect()
+    };
+    let mut device_name = String::new();
+    let mut backend_name = String::new();
+    let mut results = Vec::new();
+    let mut all_ok = true;
+    for name in names {
+        let device = select(backend)?;
+        (device_name, backend_name) = (device.name.clone(), device.kind.name().to_string());
+        let source = ModelSource::Folder(args.fixtures.join(name));
+        let pipe = Pipeline::load_with(&source, device, Some(precision), LoadOptions::default())
+            .with_context(|| format!("loading {name}"))?;
+        let diffs = parity::generations(&pipe, &args.fixtures, name, None)
+            .with_context(|| format!("{name}'s reference generations"))?;
+        let worst = diffs
+            .iter()
+            .max_by(|a, b| a.max_abs_diff.total_cmp(&b.max_abs_diff));
+        let (worst_diff, worst_key) = worst.map_or((0.0, ""), |d| (d.max_abs_diff, d.key.as_str()));
+        let ok = !diffs.is_empty() && worst_diff <= tolerance;
+        all_ok &= ok;
+        if !args.json {
+            println!(
+                "{name} {backend_name} {}: {} generations, worst |diff| {worst_diff:.2e} ({worst_key}), tolerance {tolerance:.1e}: {}",
+                precision.name(),
+                diffs.len(),
+                if ok { "ok" } else { "FAILED" }
+            );
+        }
+        results.push(serde_json::json!({
+            "fixture": name,
+            "ok": ok,
+            "worst": worst_diff,
+            "worst_key": worst_key,
+            "runs": diffs.iter().map(|d| serde_json::json!({"key": d.key, "max_abs_diff": d.max_abs_diff})).collect::<Vec<_>>(),
+        }));
+    }
+    if args.json {
+        let report = serde_json::json!({
+            "backend": backend_name,
+            "device": device_name,
+            "precision": precision.name(),
+            "tolerance": tolerance,
+            "ok": all_ok,
+            "fixtures": results,
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    anyhow::ensure!(
+        all_ok,
+        "parity with diffusers failed on {backend_name} {}: a generated image differs by more than {tolerance:.1e}",
+        precision.name()
+    );
+    Ok(())
+}
