@@ -18,6 +18,11 @@ prints SD1.5's convolutions, linears, attention and norms at the image size as `
 lines, runs each of those cases in torch, and prints a table of both rates and the time ratio.
 
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --ops --sdbench target/release/sdbench
+
+On a GPU (what scripts/gpu-check runs): --device cuda --dtype f16; the device is synchronised
+before and after each timed call.
+
+    python3 scripts/torch_reference_timing.py --device cuda --dtype f16 --repeat 5
 """
 import argparse
 import re
@@ -29,12 +34,14 @@ import torch
 from diffusers import AutoencoderKL, UNet2DConditionModel
 
 
-def timed(fn, repeat):
+def timed(fn, repeat, sync=lambda: None):
     fn()  # warm-up
     samples = []
     for _ in range(repeat):
+        sync()
         start = time.perf_counter()
         fn()
+        sync()
         samples.append(time.perf_counter() - start)
     return samples
 
@@ -47,7 +54,11 @@ def main():
     p.add_argument("--model", choices=["sd15", "sdxl-base"], default="sd15")
     p.add_argument("--sdbench", metavar="BINARY", help="also time this sdbench binary and print ratios")
     p.add_argument("--ops", action="store_true", help="compare single layers (needs --sdbench)")
+    p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1, ...")
+    p.add_argument("--dtype", choices=["f32", "f16"], default="f32")
     a = p.parse_args()
+    if a.device != "cpu" and (a.sdbench or a.ops):
+        raise SystemExit("--sdbench and --ops compare on the CPU only; scripts/gpu-check compares on a GPU")
     torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)
     if a.ops:
@@ -69,19 +80,25 @@ def main():
         ).eval()
         ids = torch.tensor([[a.size, a.size, 0, 0, a.size, a.size]] * 2, dtype=torch.float32)
         width, added = 2048, {"text_embeds": torch.randn(2, 1280), "time_ids": ids}
+    device, dtype = torch.device(a.device), {"f32": torch.float32, "f16": torch.float16}[a.dtype]
+    unet = unet.to(device, dtype)
+    if added is not None:
+        added = {k: v.to(device, dtype) for k, v in added.items()}
     vae = AutoencoderKL(
         block_out_channels=(128, 256, 512, 512), layers_per_block=2,
         down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4,
-    ).eval()
+    ).eval().to(device, dtype)
     s = a.size // 8
-    sample, context = torch.randn(2, 4, s, s), torch.randn(2, 77, width)
-    latents = torch.randn(1, 4, s, s)
+    sample = torch.randn(2, 4, s, s).to(device, dtype)
+    context = torch.randn(2, 77, width).to(device, dtype)
+    latents = torch.randn(1, 4, s, s).to(device, dtype)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     theirs = {}
     for name, fn in [
         (f"unet call (batch 2, 4x{s}x{s} latents)", lambda: unet(sample, 500.0, encoder_hidden_states=context, added_cond_kwargs=added)),
         (f"vae decode (4x{s}x{s} -> 3x{a.size}x{a.size})", lambda: vae.decode(latents)),
     ]:
-        samples = timed(fn, a.repeat)
+        samples = timed(fn, a.repeat, sync)
         theirs[name.split(" (")[0]] = statistics.median(samples)
         print(f"torch {torch.__version__} {name}: median {statistics.median(samples):.3f} s, samples {[round(x, 3) for x in samples]}")
     if ours is not None:

@@ -53,10 +53,28 @@ pub fn run(args: ParityArgs) -> anyhow::Result<()> {
         let device = select(backend)?;
         (device_name, backend_name) = (device.name.clone(), device.kind.name().to_string());
         let source = ModelSource::Folder(args.fixtures.join(name));
-        let pipe = Pipeline::load_with(&source, device, Some(precision), LoadOptions::default())
-            .with_context(|| format!("loading {name}"))?;
-        let diffs = parity::generations(&pipe, &args.fixtures, name, None)
-            .with_context(|| format!("{name}'s reference generations"))?;
+        // A fixture that cannot load or run is reported and fails the check; the others still run.
+        let diffs = Pipeline::load_with(&source, device, Some(precision), LoadOptions::default())
+            .with_context(|| format!("loading {name}"))
+            .and_then(|pipe| {
+                parity::generations(&pipe, &args.fixtures, name, None)
+                    .with_context(|| format!("{name}'s reference generations"))
+            });
+        let diffs = match diffs {
+            Ok(diffs) => diffs,
+            Err(e) => {
+                let problem = format!("{e:#}");
+                all_ok = false;
+                if !args.json {
+                    println!(
+                        "{name} {backend_name} {}: error: {problem}",
+                        precision.name()
+                    );
+                }
+                results.push(serde_json::json!({"fixture": name, "ok": false, "error": problem}));
+                continue;
+            }
+        };
         let worst = diffs
             .iter()
             .max_by(|a, b| a.max_abs_diff.total_cmp(&b.max_abs_diff));
@@ -92,7 +110,7 @@ pub fn run(args: ParityArgs) -> anyhow::Result<()> {
     }
     anyhow::ensure!(
         all_ok,
-        "parity with diffusers failed on {backend_name} {}: a generated image differs by more than {tolerance:.1e}",
+        "parity with diffusers failed on {backend_name} {}: a fixture did not run, or a generated image differs by more than {tolerance:.1e}",
         precision.name()
     );
     Ok(())

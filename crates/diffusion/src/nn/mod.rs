@@ -62,8 +62,14 @@ impl<B: Backend> Conv2d<B> {
 
     /// Stride-2 convolution after padding one zero row and column at the bottom and right, as
     /// diffusers' `Downsample2D` does when its padding is 0.
+    /// The zeros are concatenated, in the input's dtype: burn's padding (`pad_constant`) fills
+    /// with an f32 tensor, which the fusion backends refuse for f16 input (`DTypeMismatch`).
     pub fn forward_pad_end(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let options = PaddedConvOptions::asymmetric([self.stride; 2], [0, 0], [1, 1], [1, 1], 1);
+        let column = x.clone().narrow(3, 0, 1).zeros_like();
+        let x = Tensor::cat(vec![x, column], 3);
+        let row = x.clone().narrow(2, 0, 1).zeros_like();
+        let x = Tensor::cat(vec![x, row], 2);
+        let options = PaddedConvOptions::asymmetric([self.stride; 2], [0, 0], [0, 0], [1, 1], 1);
         conv2d(x, self.weight.val(), Some(self.bias.val()), options)
     }
 }
