@@ -11,7 +11,7 @@ use tauri::State;
 use sdbench_bench::ModelName;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::image::{decode_image, write_png};
-use sdbench_diffusion::limits::{self, MAX_SIDE, MAX_STEPS};
+use sdbench_diffusion::limits::{self, MAX_SIDE, MAX_STEPS, SIDE_MULTIPLE};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
     BackendRequest, GenerateRequest, InitImage, InitialNoise, LoadOptions, ModelSource, Pipeline,
@@ -82,7 +82,7 @@ impl CreateRequest {
                     "The picture {} is {}x{} pixels",
                     input.name, image.width, image.height
                 ),
-                format!("Use a picture whose sides are multiples of 8, up to {MAX_SIDE} pixels (crop or resize it)."),
+                format!("Use a picture whose sides are multiples of {SIDE_MULTIPLE}, up to {MAX_SIDE} pixels (crop or resize it)."),
             ));
         }
         img2img_start(self.steps, input.strength).map_err(|e| {
@@ -109,7 +109,9 @@ impl CreateRequest {
             if limits::side_problem(side).is_some() {
                 return Err(UiError::bad_input(
                     format!("A {name} of {side} pixels is not possible"),
-                    format!("Use a multiple of 8 from 8 to {MAX_SIDE}."),
+                    format!(
+                        "Use a multiple of {SIDE_MULTIPLE} from {SIDE_MULTIPLE} to {MAX_SIDE}."
+                    ),
                 ));
             }
         }

@@ -24,13 +24,14 @@ const screens: Screen[] = [benchmarkScreen, createScreen, historyScreen, systemS
 async function start(): Promise<void> {
   const app = document.getElementById("app");
   if (!app) return;
-  // The forms check against the app's own limits, so they are needed before any screen is built.
-  setLimits(await api.requestLimits());
   const tabs = h("nav", { class: "tabs", role: "tablist", "aria-label": "Screens" });
   const main = h("main", {});
   const messageArea = h("div", { class: "messages", "aria-live": "polite" });
   setMessageArea(messageArea);
   app.append(h("header", {}, h("h1", {}, "SD Bench"), tabs), messageArea, main);
+  // The forms check against the app's own limits, so they are needed before any screen is built
+  // (a failure shows in the message area just set up).
+  setLimits(await api.requestLimits());
 
   const panels = new Map<string, HTMLElement>();
   const buttons: HTMLButtonElement[] = [];
