@@ -63,6 +63,12 @@ fn chosen_workload(name: Option<&str>) -> UiResult<Workload> {
 
 /// Whether the model a benchmark of `workload` runs is on this machine, and if not, how big its
 /// download is.
+/// The standard workloads as the Benchmark screen lists them (from the bench's own settings).
+#[tauri::command]
+pub fn workloads() -> Vec<sdbench_bench::workload::WorkloadCard> {
+    sdbench_bench::workload::cards()
+}
+
 #[tauri::command]
 pub async fn model_status(
     state: State<'_, AppState>,

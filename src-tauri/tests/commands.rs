@@ -226,6 +226,10 @@ fn settings_are_validated_kept_and_the_system_is_described() {
         .contains(&json!("auto")));
     assert_eq!(system["precisions"], json!(limits::PRECISION_CHOICES));
 
+    let workloads = app.ok("workloads", json!({}));
+    assert_eq!(workloads[0]["name"], "sd15-512-30", "{workloads}");
+    assert_eq!(workloads[1]["label"], "SDXL · 1024×1024 · 20 steps");
+
     // The UI's forms take their bounds from here: the engine's own limits.
     assert_eq!(
         app.ok("request_limits", json!({})),

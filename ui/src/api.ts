@@ -51,6 +51,7 @@ export const api = {
   systemInfo: () => invoke<T.SystemReport>("system_info"),
   getSettings: () => invoke<T.Settings>("get_settings"),
   requestLimits: () => invoke<T.RequestLimits>("request_limits"),
+  workloads: () => invoke<T.WorkloadCard[]>("workloads"),
   saveSettings: (settings: T.Settings) => invoke<T.Settings>("save_settings", { settings }),
   startupNotes: () => invoke<string[]>("startup_notes"),
   /** The model a benchmark of `workload` runs, and whether it is on this machine. */

@@ -9,6 +9,7 @@ import { benchmarkScreen } from "./screens/benchmark";
 import { createScreen } from "./screens/create";
 import { historyScreen } from "./screens/history";
 import { systemScreen } from "./screens/system";
+import { setWorkloads } from "./screens/benchmark";
 
 export interface Screen {
   id: string;
@@ -32,6 +33,7 @@ async function start(): Promise<void> {
   // The forms check against the app's own limits, so they are needed before any screen is built
   // (a failure shows in the message area just set up).
   setLimits(await api.requestLimits());
+  setWorkloads(await api.workloads());
 
   const panels = new Map<string, HTMLElement>();
   const buttons: HTMLButtonElement[] = [];

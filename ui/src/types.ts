@@ -114,6 +114,9 @@ export interface Charts {
 }
 
 export interface BackendReport { backend: string; usable: boolean; detail: string; devices: string[] }
+/** A standard workload as the Benchmark screen lists it (the app's `workloads`). */
+export interface WorkloadCard { name: string; label: string; run: string; description: string }
+
 /** What a request may ask for (the app's `request_limits`). */
 export interface RequestLimits {
   maxSide: number; sideMultiple: number; maxSteps: number; maxBatch: number; maxImages: number;

@@ -12,6 +12,25 @@ pub const STANDARD_VERSION: u32 = 1;
 pub const SDXL_NAME: &str = "sdxl-1024-20";
 /// The most images a custom run may make.
 pub const MAX_IMAGES: usize = 1000;
+
+/// How a front end lists a standard workload: its name, a short label, what one run makes, and a
+/// sentence describing it, all from the workload's own settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadCard {
+    pub name: String,
+    pub label: String,
+    pub run: String,
+    pub description: String,
+}
+
+/// Every standard workload's card, the standard one first (`WORKLOAD_NAMES`' order).
+pub fn cards() -> Vec<WorkloadCard> {
+    WORKLOAD_NAMES
+        .iter()
+        .filter_map(|name| Workload::named(name).ok())
+        .map(|w| w.card())
+        .collect()
+}
 pub const SDXL_VERSION: u32 = 1;
 /// Every standard workload, the default first.
 pub const WORKLOAD_NAMES: [&str; 2] = [STANDARD_NAME, SDXL_NAME];
@@ -114,6 +133,30 @@ impl Workload {
             steps: 20,
             guidance: 8.0,
             ..Workload::standard()
+        }
+    }
+
+    /// How a front end lists this workload (the app's Benchmark screen).
+    pub fn card(&self) -> WorkloadCard {
+        let (short, long, note) = match self.preset {
+            Preset::Sd15 => ("SD1.5", "Stable Diffusion 1.5", ""),
+            Preset::Sd21 => ("SD2.1", "Stable Diffusion 2.1", ""),
+            Preset::SdxlBase => (
+                "SDXL",
+                "Stable Diffusion XL base 1.0",
+                " (MLPerf's settings)",
+            ),
+        };
+        let (w, h, steps, images) = (self.width, self.height, self.steps, self.prompts.len());
+        WorkloadCard {
+            name: self.name.clone(),
+            label: format!("{short} · {w}×{h} · {steps} steps"),
+            run: format!("{images} images, {w}x{h}, {steps} steps"),
+            description: format!(
+                "{long}, {w}×{h}, {steps} steps of {}, guidance {}{note}, {images} fixed prompts and seeds, after an untimed warm-up image. Its scores compare only with runs of this workload.",
+                self.scheduler.name(),
+                self.guidance
+            ),
         }
     }
 
@@ -233,6 +276,24 @@ mod tests {
         let seeds: Vec<u64> = w.prompts.iter().map(|p| p.seed).collect();
         assert_eq!(seeds, [42, 1234, 2718, 31415, 8080, 43, 1235]);
         assert!(w.prompts.iter().all(|p| p.prompt == "a red cube"));
+    }
+
+    #[test]
+    fn cards_describe_each_standard_workload_from_its_settings() {
+        let cards = cards();
+        assert_eq!(
+            cards.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            WORKLOAD_NAMES
+        );
+        assert_eq!(cards[0].label, "SD1.5 · 512×512 · 30 steps");
+        assert_eq!(cards[0].run, "5 images, 512x512, 30 steps");
+        assert!(cards[0]
+            .description
+            .contains("512×512, 30 steps of euler, guidance 7.5,"));
+        assert_eq!(cards[1].label, "SDXL · 1024×1024 · 20 steps");
+        assert!(cards[1]
+            .description
+            .contains("guidance 8 (MLPerf's settings)"));
     }
 
     #[test]

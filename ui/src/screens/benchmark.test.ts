@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { mockShell, settle, stream } from "../test-support";
 import { setMessageArea } from "../ui";
-import { benchmarkScreen } from "./benchmark";
+import { benchmarkScreen, setWorkloads } from "./benchmark";
 import type { BenchmarkOutput, JobEvent } from "../types";
 
 const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="5" height="5"/></svg>';
@@ -36,6 +36,12 @@ const running: JobEvent[] = [
   { event: "step", index: 2, total: 5, step: 7, steps: 30, seconds: 0.1, warmup: false },
   { event: "telemetry", samples: [{ source: "nvml:0", t: 3, powerW: 280, vramUsedBytes: 4 * 2 ** 30, vramTotalBytes: null }] },
 ];
+
+// What the app's `workloads` lists (main.ts sets it before the screen is built).
+setWorkloads([
+  { name: "sd15-512-30", label: "SD1.5 · 512×512 · 30 steps", run: "5 images, 512x512, 30 steps", description: "Stable Diffusion 1.5, 512×512, 30 steps." },
+  { name: "sdxl-1024-20", label: "SDXL · 1024×1024 · 20 steps", run: "5 images, 1024x1024, 20 steps", description: "Stable Diffusion XL base 1.0, 1024×1024, 20 steps." },
+]);
 
 let root: HTMLElement;
 let messages: HTMLElement;

@@ -6,7 +6,7 @@ import { fill, h } from "../dom";
 import * as fmt from "../format";
 import { drawLiveChart } from "../livechart";
 import { ProgressTracker, type ProgressView } from "../progress";
-import type { BenchmarkOutput, JobEvent, ModelStatus } from "../types";
+import type { BenchmarkOutput, JobEvent, ModelStatus, WorkloadCard } from "../types";
 import { showError, notify } from "../ui";
 import { boundFields, checkSide, checkSteps, checkWhole, limits } from "../validate";
 import type { Screen } from "../main";
@@ -14,32 +14,21 @@ import { renderResult } from "./result";
 
 let job: JobHandle<unknown> | null = null;
 
-/** The standard workloads (the engine's `WORKLOAD_NAMES`), the default first. */
-const WORKLOADS = [
-  {
-    name: "sd15-512-30",
-    label: "SD1.5 · 512×512 · 30 steps",
-    run: "5 images, 512x512, 30 steps",
-    description: "Stable Diffusion 1.5, 512×512, 30 Euler steps, guidance 7.5, five fixed prompts and seeds, after an untimed warm-up image.",
-  },
-  {
-    name: "sdxl-1024-20",
-    label: "SDXL · 1024×1024 · 20 steps",
-    run: "5 images, 1024x1024, 20 steps",
-    description: "Stable Diffusion XL base 1.0, 1024×1024, 20 Euler steps, guidance 8 (MLPerf's settings), the same five prompts and seeds, after an untimed warm-up image. Its scores are never compared with SD1.5's.",
-  },
-];
+/** The standard workloads, as the app lists them (main.ts sets them before the screen is built). */
+let WORKLOADS: WorkloadCard[] = [];
+export function setWorkloads(cards: WorkloadCard[]): void {
+  WORKLOADS = cards;
+}
 
 const nextFrame = (f: () => void) =>
   typeof requestAnimationFrame === "function" ? requestAnimationFrame(f) : setTimeout(f, 16);
 
 const model = h("div", { class: "card", id: "model-card" }, h("h2", {}, "Model"), h("p", { class: "muted" }, "Checking the model…"));
-const workloadSelect = h("select", { id: "workload", "aria-label": "Workload" },
-  ...WORKLOADS.map((w) => h("option", { value: w.name }, w.label)));
-const workloadDescription = h("p", { class: "muted", id: "workload-description" }, WORKLOADS[0].description);
+const workloadSelect = h("select", { id: "workload", "aria-label": "Workload" });
+const workloadDescription = h("p", { class: "muted", id: "workload-description" });
 const runButton = h("button", { class: "primary big", id: "run-standard" }, "Run the standard benchmark");
 
-function chosenWorkload(): (typeof WORKLOADS)[number] {
+function chosenWorkload(): WorkloadCard {
   return WORKLOADS.find((w) => w.name === workloadSelect.value) ?? WORKLOADS[0];
 }
 const quick = {
@@ -198,6 +187,8 @@ export const benchmarkScreen: Screen = {
   title: "Benchmark",
   mount(root) {
     boundFields(quick);
+    workloadSelect.append(...WORKLOADS.map((w) => h("option", { value: w.name }, w.label)));
+    workloadDescription.textContent = WORKLOADS[0]?.description ?? "";
     runButton.addEventListener("click", () => startBenchmark(false));
     quickButton.addEventListener("click", () => startBenchmark(true));
     workloadSelect.addEventListener("change", () => {
