@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::limits;
 use sdbench_diffusion::parity::{self, FIXTURES};
-use sdbench_diffusion::{BackendRequest, LoadOptions, ModelSource, Pipeline, Precision};
+use sdbench_diffusion::{BackendRequest, LoadOptions, ModelSource, Pipeline};
 
 #[derive(clap::Args, Debug)]
 pub struct ParityArgs {
@@ -15,7 +16,8 @@ pub struct ParityArgs {
     fixtures: PathBuf,
     #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
     backend: String,
-    #[arg(long, default_value = "f32", value_parser = ["f32", "f16"])]
+    /// `auto`: the device's default (f16 on GPUs that support it).
+    #[arg(long, default_value = "f32", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
     /// Only these fixtures (comma-separated; default: all).
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(FIXTURES))]
@@ -33,13 +35,14 @@ pub fn run(args: ParityArgs) -> anyhow::Result<()> {
         "--fixtures {}: no reference fixtures there; give the repository's crates/diffusion/tests/fixtures",
         args.fixtures.display()
     );
-    let precision = match args.precision.as_str() {
-        "f16" => Precision::F16,
-        _ => Precision::F32,
-    };
-    let tolerance = parity::image_tolerance(precision);
+    let choice = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     args.threads.apply()?;
     let backend = BackendRequest::from_name(&args.backend)?;
+    let precision = match choice {
+        Some(precision) => precision,
+        None => select(backend)?.default_precision(),
+    };
+    let tolerance = parity::image_tolerance(precision);
     let names: Vec<&str> = if args.only.is_empty() {
         FIXTURES.to_vec()
     } else {

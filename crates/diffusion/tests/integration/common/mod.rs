@@ -36,17 +36,13 @@ impl Reference {
     }
 }
 
-/// Largest absolute difference, and the reference's largest magnitude (for scale).
+/// Largest absolute difference (`parity::max_abs_diff`), and the reference's largest magnitude
+/// (for scale).
 pub fn max_abs_diff(actual: &[f32], expected: &[f32]) -> (f32, f32) {
     assert_eq!(actual.len(), expected.len(), "length differs");
-    let mut diff = 0f32;
-    let mut scale = 0f32;
-    for (a, e) in actual.iter().zip(expected) {
-        assert!(a.is_finite(), "non-finite output");
-        diff = diff.max((a - e).abs());
-        scale = scale.max(e.abs());
-    }
-    (diff, scale)
+    assert!(actual.iter().all(|a| a.is_finite()), "non-finite output");
+    let scale = expected.iter().fold(0f32, |m, e| m.max(e.abs()));
+    (parity::max_abs_diff(actual, expected), scale)
 }
 
 /// Asserts `actual` matches `expected` within `atol` absolute difference.
