@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use sdbench_bench::{ModelChoice, ModelName, Workload};
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{BackendRequest, Precision};
+use sdbench_diffusion::{BackendRequest, DeviceRequest, Precision};
 use sdbench_hub::DEFAULT_MODEL;
 
 use crate::errors::{ErrorKind, UiError, UiResult};
@@ -20,6 +20,8 @@ pub struct Settings {
     pub model_config: Option<String>,
     /// A `BackendRequest` name: auto, cuda, rocm, vulkan, metal, dx12, cpu…
     pub backend: String,
+    /// Which of the backend's devices, by the number System lists (none: the best).
+    pub device: Option<usize>,
     /// auto, f32 or f16.
     pub precision: String,
     /// Where results are submitted (none: submission is off).
@@ -37,6 +39,7 @@ impl Default for Settings {
             model: DEFAULT_MODEL.into(),
             model_config: None,
             backend: "auto".into(),
+            device: None,
             precision: "auto".into(),
             submit_endpoint: None,
             update_endpoint: None,
@@ -102,6 +105,14 @@ impl Settings {
                 e.to_string(),
                 format!("Choose one of: {}.", BackendRequest::NAMES.join(", ")),
             )
+        })
+    }
+
+    /// The backend and device number; whether that device exists is found when a run selects it.
+    pub fn device_request(&self) -> UiResult<DeviceRequest> {
+        Ok(DeviceRequest {
+            backend: self.backend_request()?,
+            index: self.device,
         })
     }
 
@@ -194,6 +205,7 @@ mod tests {
         assert_eq!(Settings::load(&path).unwrap(), Settings::default());
         let s = Settings {
             backend: "cpu".into(),
+            device: Some(0),
             submit_endpoint: Some("https://example.org/api/results".into()),
             cpu_threads: Some(2),
             ..Settings::default()

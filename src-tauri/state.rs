@@ -50,6 +50,8 @@ pub struct PipelineKey {
     pub model: String,
     pub model_config: Option<String>,
     pub backend: String,
+    /// The device number (`None`: the backend's best).
+    pub device: Option<usize>,
     pub precision: String,
 }
 

@@ -306,7 +306,8 @@ pub fn start_benchmark_job(
     }
     let model = settings.model_choice_for(&workload)?;
     let mut options = RunOptions::new(workload, model, app_info());
-    options.backend = settings.backend_request()?;
+    let device = settings.device_request()?;
+    (options.backend, options.device_index) = (device.backend, device.index);
     options.precision = settings.precision()?;
     options.hub = state.hub.clone();
     options.baseline = std::time::Duration::from_secs_f64(baseline);

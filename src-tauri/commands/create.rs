@@ -14,8 +14,8 @@ use sdbench_diffusion::io::image::{decode_image, write_png};
 use sdbench_diffusion::limits::{self, MAX_SIDE, MAX_STEPS, SIDE_MULTIPLE};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
-    BackendRequest, GenerateRequest, InitImage, InitialNoise, LoadOptions, ModelSource, Pipeline,
-    Progress, SchedulerKind,
+    BackendRequest, DeviceRequest, GenerateRequest, InitImage, InitialNoise, LoadOptions,
+    ModelSource, Pipeline, Progress, SchedulerKind,
 };
 use sdbench_history::{Generation, Record};
 use sdbench_hub::Hub;
@@ -184,15 +184,17 @@ pub fn start_generation_job(
     let (scheduler, backend) = request.check()?;
     let init_image = request.init_image()?;
     let settings = state.settings();
+    // A backend named in the request runs on its best device; the settings' own on theirs.
+    let device_request = match backend {
+        Some(backend) => DeviceRequest::from(backend),
+        None => settings.device_request()?,
+    };
     let key = PipelineKey {
         model: settings.model.clone(),
         model_config: settings.model_config.clone(),
         backend: request.backend.clone().unwrap_or(settings.backend.clone()),
+        device: device_request.index,
         precision: settings.precision.clone(),
-    };
-    let backend = match backend {
-        Some(b) => b,
-        None => settings.backend_request()?,
     };
     let precision = settings.precision()?;
     let model_name = settings.model_name()?;
@@ -217,7 +219,7 @@ pub fn start_generation_job(
                     backend: key.backend.clone(),
                 });
                 let start = Instant::now();
-                let device = select(backend)?;
+                let device = select(device_request)?;
                 let options = LoadOptions {
                     vae_encoder: needs_encoder,
                     ..LoadOptions::default()
@@ -225,7 +227,7 @@ pub fn start_generation_job(
                 let pipeline = Pipeline::load_with(&source, device, precision, options)?;
                 cx.emit(JobEvent::Loaded {
                     seconds: start.elapsed().as_secs_f64(),
-                    device: pipeline.device.name.clone(),
+                    device: pipeline.device.info.name.clone(),
                     precision: pipeline.precision.name().into(),
                 });
                 *loaded = Some(LoadedPipeline {

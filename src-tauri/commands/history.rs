@@ -136,8 +136,12 @@ impl From<sdbench_report::Result<String>> for Chart {
 #[serde(rename_all = "camelCase")]
 pub struct Charts {
     pub labels: Vec<String>,
-    /// Set when the runs ran different workloads, whose figures are not comparable.
+    /// Set when the runs did different work (workload, size, steps…), whose figures are not
+    /// comparable: it says how.
     pub warning: Option<String>,
+    /// Set when the runs ran on different setups (precision, backend, device…): what the
+    /// comparison is across.
+    pub note: Option<String>,
     pub seconds_per_image: Chart,
     pub stage_breakdown: Chart,
     pub step_times: Chart,
@@ -157,7 +161,8 @@ pub async fn run_charts(state: State<'_, AppState>, ids: Vec<String>) -> UiResul
                 step_times: charts::step_times(runs).into(),
                 power_over_time: charts::power_over_time(runs).into(),
                 labels: labels.to_vec(),
-                warning: sdbench_report::workload_difference(runs),
+                warning: sdbench_report::comparison_warning(runs),
+                note: sdbench_report::comparison_note(runs),
             })
         })
     })

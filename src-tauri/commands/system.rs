@@ -19,7 +19,17 @@ pub struct BackendReport {
     pub backend: String,
     pub usable: bool,
     pub detail: String,
-    pub devices: Vec<String>,
+    pub devices: Vec<DeviceReport>,
+}
+
+/// One device of a backend: its number (the Device setting) and what the driver says of it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceReport {
+    pub index: usize,
+    pub name: String,
+    /// Name, class, memory, driver and PCI bus on one line.
+    pub description: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -27,6 +37,8 @@ pub struct BackendReport {
 pub struct AutoChoice {
     pub backend: Option<String>,
     pub device: Option<String>,
+    /// The device's number among its backend's.
+    pub index: Option<usize>,
     /// None on a GPU: f16 where the device supports it, which only the initialised device tells.
     pub precision: Option<String>,
     /// Why nothing could be chosen.
@@ -60,7 +72,15 @@ pub async fn system_info(state: State<'_, AppState>) -> UiResult<SystemReport> {
                 backend: s.kind.name().into(),
                 usable: s.usable,
                 detail: s.detail,
-                devices: s.devices,
+                devices: s
+                    .devices
+                    .iter()
+                    .map(|d| DeviceReport {
+                        index: d.index,
+                        name: d.name.clone(),
+                        description: d.describe(),
+                    })
+                    .collect(),
             })
             .collect();
         // Named without initialising the device: showing the choice must not bind a GPU to a
@@ -68,13 +88,15 @@ pub async fn system_info(state: State<'_, AppState>) -> UiResult<SystemReport> {
         let auto = match preview(BackendRequest::Auto) {
             Ok(d) => AutoChoice {
                 backend: Some(d.kind.name().into()),
-                device: Some(d.name),
+                device: Some(d.info.name),
+                index: Some(d.info.index),
                 precision: d.precision.map(|p| p.name().into()),
                 error: None,
             },
             Err(e) => AutoChoice {
                 backend: None,
                 device: None,
+                index: None,
                 precision: None,
                 error: Some(e.to_string()),
             },

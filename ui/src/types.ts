@@ -11,6 +11,8 @@ export interface Settings {
   model: string;
   modelConfig: string | null;
   backend: string;
+  /** Which of the backend's devices, by the number System lists (null: the best). */
+  device: number | null;
   precision: string;
   submitEndpoint: string | null;
   updateEndpoint: string | null;
@@ -109,11 +111,15 @@ export type HistoryRecord =
 export interface Chart { svg: string | null; reason: string | null }
 export interface Charts {
   labels: string[]; secondsPerImage: Chart; stageBreakdown: Chart; stepTimes: Chart; powerOverTime: Chart;
-  /** Set when the runs ran different workloads, whose figures are not comparable. */
+  /** Set when the runs did different work (workload, size, steps…), whose figures are not comparable: it says how. */
   warning: string | null;
+  /** Set when the runs ran on different setups (precision, backend, device…): what the comparison is across. */
+  note: string | null;
 }
 
-export interface BackendReport { backend: string; usable: boolean; detail: string; devices: string[] }
+/** One device of a backend: its number (the Device setting), name, and the driver's description. */
+export interface DeviceReport { index: number; name: string; description: string }
+export interface BackendReport { backend: string; usable: boolean; detail: string; devices: DeviceReport[] }
 /** A standard workload as the Benchmark screen lists it (the app's `workloads`). */
 export interface WorkloadCard { name: string; label: string; run: string; description: string }
 
@@ -126,7 +132,7 @@ export interface SystemReport {
   appVersion: string;
   system: { os: string; os_version: string; cpu_model: string; cpu_logical_cores: number; ram_bytes: number; gpus: { name: string }[] };
   backends: BackendReport[];
-  auto: { backend: string | null; device: string | null; precision: string | null; error: string | null };
+  auto: { backend: string | null; device: string | null; index: number | null; precision: string | null; error: string | null };
   backendNames: string[]; precisions: string[]; dataDir: string; cacheDir: string;
   /** The CPU backend's worker threads in this process. */
   cpuThreads: number;

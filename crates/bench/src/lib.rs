@@ -3,6 +3,7 @@
 //! schema-versioned result JSON, summaries, and submission with an outbox.
 
 pub mod checks;
+pub mod comparison;
 pub mod error;
 pub mod metrics;
 pub mod model_name;

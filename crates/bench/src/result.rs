@@ -56,6 +56,18 @@ pub struct BackendInfo {
     /// only at the same count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
+    /// The device's number among the backend's (`--device N`); absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_index: Option<usize>,
+    /// Driver name and version as the backend's API reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// Device memory as the backend's API reports it (CUDA, HIP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_memory_bytes: Option<u64>,
+    /// The card's PCI bus id: which of `system.gpus` ran, and whose telemetry was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

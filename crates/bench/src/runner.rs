@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_diffusion::{
-    device, BackendRequest, CancelToken, DiffusionError, GenerateRequest, InitialNoise,
-    ModelSource, Pipeline, Precision, Preset, Progress,
+    device, BackendRequest, CancelToken, DeviceRequest, DiffusionError, GenerateRequest,
+    InitialNoise, ModelSource, Pipeline, Precision, Preset, Progress,
 };
 use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
 use sdbench_telemetry::{discover, Sample, Sampler, SystemInfo};
@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub workload: Workload,
     pub model: ModelChoice,
     pub backend: BackendRequest,
+    /// Which of the backend's devices (`--device N`); `None`: its best.
+    pub device_index: Option<usize>,
     /// `None`: f16 where the device supports it.
     pub precision: Option<Precision>,
     pub hub: HubSettings,
@@ -58,6 +60,7 @@ impl RunOptions {
             workload,
             model,
             backend: BackendRequest::Auto,
+            device_index: None,
             precision: None,
             hub: HubSettings::from_env(),
             app,
@@ -139,7 +142,10 @@ pub fn run(
     let (source, mut model, downloaded_bytes) = resolve_model(options, observer, cancel)?;
     let resolve_seconds = resolve_start.elapsed().as_secs_f64();
 
-    let device = device::select(options.backend)?;
+    let device = device::select(DeviceRequest {
+        backend: options.backend,
+        index: options.device_index,
+    })?;
     observer(&Event::Loading {
         model: model.id.clone(),
         backend: device.kind.name().into(),
@@ -150,7 +156,7 @@ pub fn run(
     let dev = &pipeline.device;
     observer(&Event::Loaded {
         seconds: load_seconds,
-        device: dev.name.clone(),
+        device: dev.info.name.clone(),
         precision: pipeline.precision.name().into(),
     });
     let preset = pipeline.info.preset;
@@ -336,7 +342,7 @@ pub fn run(
     }
     let valid = invalid_reasons.is_empty();
     let vendor = device_vendor(dev);
-    let source = choose_source(vendor, &dev.name, &source_infos, &unavailable);
+    let source = choose_source(vendor, &dev.info, &source_infos, &unavailable);
     let scores = compute_scores(&ScoreInputs {
         results: &results,
         samples: &samples,
@@ -356,10 +362,14 @@ pub fn run(
         system,
         backend: BackendInfo {
             name: dev.kind.name().into(),
-            device: dev.name.clone(),
+            device: dev.info.name.clone(),
             precision: pipeline.precision.name().into(),
-            software: dev.software,
+            software: dev.info.software,
             threads: dev.cpu_threads(),
+            device_index: Some(dev.info.index),
+            driver: dev.info.driver.clone(),
+            device_memory_bytes: dev.info.memory_bytes,
+            pci_bus: dev.info.pci_bus.clone(),
         },
         workload: WorkloadInfo {
             name: workload.name.clone(),

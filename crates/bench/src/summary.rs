@@ -137,7 +137,7 @@ pub fn header(r: &BenchResult) -> Vec<(String, String)> {
     } else {
         format!("{} (custom: not a standard score)", w.name)
     };
-    vec![
+    let mut header = vec![
         ("workload".into(), kind),
         (
             "model".into(),
@@ -165,15 +165,39 @@ pub fn header(r: &BenchResult) -> Vec<(String, String)> {
                 if r.backend.software { ", software" } else { "" }
             ),
         ),
-        (
-            "valid".into(),
-            if r.valid {
-                "yes".into()
-            } else {
-                format!("NO: {}", r.invalid_reasons.join("; "))
-            },
-        ),
-    ]
+    ];
+    if let Some(identity) = device_identity(r) {
+        header.push(("device".into(), identity));
+    }
+    header.push((
+        "valid".into(),
+        if r.valid {
+            "yes".into()
+        } else {
+            format!("NO: {}", r.invalid_reasons.join("; "))
+        },
+    ));
+    header
+}
+
+/// Which device ran, where the result says more than its name: number, memory, driver, PCI bus.
+fn device_identity(r: &BenchResult) -> Option<String> {
+    let b = &r.backend;
+    let mut parts = Vec::new();
+    if let Some(bytes) = b.device_memory_bytes {
+        parts.push(format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64));
+    }
+    if let Some(driver) = &b.driver {
+        parts.push(format!("driver {driver}"));
+    }
+    if let Some(bus) = &b.pci_bus {
+        parts.push(format!("PCI {bus}"));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let number = b.device_index.map(|i| format!("{i}: ")).unwrap_or_default();
+    Some(format!("{number}{}", parts.join(", ")))
 }
 
 pub fn render(r: &BenchResult, format: Format) -> String {

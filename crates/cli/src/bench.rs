@@ -11,7 +11,7 @@ use sdbench_bench::summary::{self, Format};
 use sdbench_bench::workload::{STANDARD_NAME, WORKLOAD_NAMES};
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{BackendRequest, ModelSource, SchedulerKind};
+use sdbench_diffusion::{ModelSource, SchedulerKind};
 use sdbench_hub::{HubSettings, RepoId};
 
 use crate::model_arg;
@@ -39,9 +39,8 @@ pub struct BenchArgs {
     /// Hub revision (branch or commit).
     #[arg(long, default_value = "main")]
     revision: String,
-    /// Compute backend.
-    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
-    backend: String,
+    #[command(flatten)]
+    device: crate::device_arg::DeviceArg,
     /// Numeric precision: auto is f16 where the device supports it.
     #[arg(long, default_value = "auto", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
@@ -124,7 +123,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     check_out_path(&args.out)?;
     args.threads.apply()?;
     let mut options = RunOptions::new(workload, model, app_info());
-    options.backend = BackendRequest::from_name(&args.backend)?;
+    let device = args.device.request()?;
+    (options.backend, options.device_index) = (device.backend, device.index);
     options.precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     options.hub = HubSettings::from_env();
     options.baseline = Duration::from_secs_f64(args.baseline);

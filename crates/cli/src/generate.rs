@@ -10,8 +10,7 @@ use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, Pipeline,
-    SchedulerKind,
+    CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, Pipeline, SchedulerKind,
 };
 use sdbench_history::{default_path, Generation, History};
 
@@ -67,9 +66,8 @@ pub struct GenerateArgs {
     /// (with --init-image: the noise added to the picture).
     #[arg(long)]
     latents: Option<PathBuf>,
-    /// Compute backend.
-    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
-    backend: String,
+    #[command(flatten)]
+    device: crate::device_arg::DeviceArg,
     /// Numeric precision: auto is f16 on GPUs that support it, f32 elsewhere.
     #[arg(long, default_value = "auto", value_parser = PRECISION_CHOICES)]
     precision: String,
@@ -149,8 +147,8 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
 
     args.threads.apply()?;
-    let device = select(BackendRequest::from_name(&args.backend)?)?;
-    eprintln!("backend: {} on {}", device.kind, device.name);
+    let device = select(args.device.request()?)?;
+    eprintln!("backend: {} on {}", device.kind, device.info.name);
     let load_start = Instant::now();
     let options = LoadOptions {
         vae_encoder: init.is_some(),

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use sdbench_bench::comparison::{check_regression, Verdict, MIN_EARLIER_RUNS};
+use sdbench_bench::BenchResult;
 use sdbench_history::{default_path, Filter, History, Record, RunKind};
 
 #[derive(clap::Subcommand, Debug)]
@@ -29,6 +31,16 @@ pub enum HistoryCommand {
     },
     /// One run, whole, as JSON.
     Show { id: String },
+    /// Regression check: is a benchmark run (default: the newest) slower than the median of the
+    /// earlier runs of its key (same workload, size, steps, batch, precision, backend, device…) by
+    /// more than their noise? Exit status 1 when it is.
+    Check {
+        /// The run to check (default: the newest benchmark).
+        id: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Forget runs (their files on disk are left alone).
     Delete {
         #[arg(required = true)]
@@ -97,6 +109,7 @@ pub fn run(command: HistoryCommand) -> anyhow::Result<()> {
             };
             println!("{json}");
         }
+        HistoryCommand::Check { id, json } => check(&history, id, json)?,
         HistoryCommand::Delete { ids } => {
             for id in ids {
                 if !history.delete(&id)? {
@@ -109,6 +122,70 @@ pub fn run(command: HistoryCommand) -> anyhow::Result<()> {
             let n = history.export(&ids, &out)?;
             eprintln!("wrote {n} run(s) to {}", out.display());
         }
+    }
+    Ok(())
+}
+
+fn check(history: &History, id: Option<String>, json: bool) -> anyhow::Result<()> {
+    let filter = Filter {
+        kind: Some(RunKind::Benchmark),
+        ..Filter::default()
+    };
+    let mut runs: Vec<BenchResult> = Vec::new();
+    for summary in history.list(&filter)? {
+        if let Record::Benchmark(result) = history.get(&summary.id)? {
+            runs.push(*result);
+        }
+    }
+    let run = match &id {
+        Some(id) => runs
+            .iter()
+            .find(|r| &r.run_id == id)
+            .ok_or_else(|| anyhow::anyhow!("no benchmark run {id} in the history"))?,
+        None => runs.first().ok_or_else(|| {
+            anyhow::anyhow!("the history has no benchmark runs; run `sdbench bench` first")
+        })?,
+    };
+    let earlier: Vec<&BenchResult> = runs.iter().collect();
+    let c = check_regression(run, &earlier);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        println!(
+            "run {} ({}): {:.3} s/image",
+            c.run_id, run.created_at, c.seconds_per_image
+        );
+        println!("key: {}", c.key.describe());
+        match (c.baseline, c.noise, c.change) {
+            (Some(baseline), Some(noise), Some(change)) => {
+                println!(
+                    "earlier runs of this key: {}, median {baseline:.3} s/image, noise ±{noise:.3} s ({:.1}%)",
+                    c.earlier_runs,
+                    100.0 * noise / baseline
+                );
+                let verdict = match c.verdict {
+                    Verdict::Regression => "REGRESSION: slower than the earlier runs beyond their noise",
+                    Verdict::Improvement => "faster than the earlier runs beyond their noise",
+                    _ => "steady: within the earlier runs' noise",
+                };
+                println!("{:+.1}% against the median; {verdict}", 100.0 * change);
+            }
+            _ if c.verdict == Verdict::Invalid => {
+                println!("no verdict: the run is invalid ({})", run.invalid_reasons.join("; "))
+            }
+            _ => println!(
+                "no verdict: {} earlier valid run(s) of this key; a verdict needs {MIN_EARLIER_RUNS}",
+                c.earlier_runs
+            ),
+        }
+    }
+    if c.verdict == Verdict::Regression {
+        anyhow::bail!(
+            "run {} is a regression: {:+.1}% against the median of {} earlier runs of its key",
+            c.run_id,
+            100.0 * c.change.unwrap_or_default(),
+            c.earlier_runs
+        );
     }
     Ok(())
 }

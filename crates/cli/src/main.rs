@@ -3,6 +3,7 @@
 
 mod bench;
 mod cache;
+mod device_arg;
 mod devices;
 mod download;
 mod generate;

@@ -7,15 +7,15 @@ use anyhow::Context;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::limits;
 use sdbench_diffusion::parity::{self, FIXTURES};
-use sdbench_diffusion::{BackendRequest, LoadOptions, ModelSource, Pipeline};
+use sdbench_diffusion::{LoadOptions, ModelSource, Pipeline};
 
 #[derive(clap::Args, Debug)]
 pub struct ParityArgs {
     /// The fixtures folder: the repository's crates/diffusion/tests/fixtures.
     #[arg(long, default_value = "crates/diffusion/tests/fixtures")]
     fixtures: PathBuf,
-    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
-    backend: String,
+    #[command(flatten)]
+    device: crate::device_arg::DeviceArg,
     /// `auto`: the device's default (f16 on GPUs that support it).
     #[arg(long, default_value = "f32", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
@@ -37,7 +37,7 @@ pub fn run(args: ParityArgs) -> anyhow::Result<()> {
     );
     let choice = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     args.threads.apply()?;
-    let backend = BackendRequest::from_name(&args.backend)?;
+    let backend = args.device.request()?;
     let precision = match choice {
         Some(precision) => precision,
         None => select(backend)?.default_precision(),
@@ -54,7 +54,7 @@ pub fn run(args: ParityArgs) -> anyhow::Result<()> {
     let mut all_ok = true;
     for name in names {
         let device = select(backend)?;
-        (device_name, backend_name) = (device.name.clone(), device.kind.name().to_string());
+        (device_name, backend_name) = (device.info.name.clone(), device.kind.name().to_string());
         let source = ModelSource::Folder(args.fixtures.join(name));
         // A fixture that cannot load or run is reported and fails the check; the others still run.
         let diffs = Pipeline::load_with(&source, device, Some(precision), LoadOptions::default())

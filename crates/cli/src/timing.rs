@@ -12,7 +12,7 @@ use sdbench_diffusion::device::select;
 use sdbench_diffusion::limits;
 use sdbench_diffusion::noise::NormalGenerator;
 use sdbench_diffusion::op_timing::{self, Work};
-use sdbench_diffusion::{BackendRequest, Pipeline, Precision, SelectedDevice};
+use sdbench_diffusion::{Pipeline, Precision, SelectedDevice};
 
 #[derive(clap::Args, Debug)]
 pub struct TimingArgs {
@@ -31,8 +31,8 @@ pub struct TimingArgs {
     /// Timed calls per component, after one warm-up call.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
-    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(BackendRequest::NAMES))]
-    backend: String,
+    #[command(flatten)]
+    device: crate::device_arg::DeviceArg,
     #[arg(long, default_value = "auto", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
     #[command(flatten)]
@@ -52,7 +52,7 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     }
     let precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     args.threads.apply()?;
-    let device = select(BackendRequest::from_name(&args.backend)?)?;
+    let device = select(args.device.request()?)?;
     if args.ops {
         return time_ops(&args, device, precision);
     }
@@ -64,7 +64,7 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     println!(
         "backend {} on {}, {}, model {} (loaded in {load_seconds:.2} s)",
         pipe.device.kind,
-        pipe.device.name,
+        pipe.device.info.name,
         pipe.precision.name(),
         args.model
     );
@@ -130,13 +130,13 @@ fn time_ops(
     anyhow::ensure!(
         device.supports(precision),
         "{} does not support {}",
-        device.name,
+        device.info.name,
         precision.name()
     );
     println!(
         "backend {} on {}, {}: SD1.5's layers at {}x{}",
         device.kind,
-        device.name,
+        device.info.name,
         precision.name(),
         args.width,
         args.height

@@ -52,6 +52,23 @@ impl BackendRequest {
     }
 }
 
+/// A backend and, optionally, which of its devices (`--device N`: the number `sdbench devices`
+/// lists; without one, the backend's best device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceRequest {
+    pub backend: BackendRequest,
+    pub index: Option<usize>,
+}
+
+impl From<BackendRequest> for DeviceRequest {
+    fn from(backend: BackendRequest) -> Self {
+        DeviceRequest {
+            backend,
+            index: None,
+        }
+    }
+}
+
 /// A concrete backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BackendKind {
@@ -114,8 +131,59 @@ pub struct BackendStatus {
     pub usable: bool,
     /// Why it is not usable, or what was found.
     pub detail: String,
-    /// Devices found, best first.
-    pub devices: Vec<String>,
+    /// Devices found, in the backend's own order (their `index`).
+    pub devices: Vec<DeviceInfo>,
+}
+
+/// One device of a backend, as its driver describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Its number among the backend's devices: what `--device N` takes.
+    pub index: usize,
+    /// The product name the driver reports.
+    pub name: String,
+    /// "discrete GPU", "integrated GPU", "software (CPU)"…
+    pub class: &'static str,
+    /// Driver name and version, where the API reports them.
+    pub driver: Option<String>,
+    /// Device memory, where the API reports it (CUDA and HIP do; wgpu does not).
+    pub memory_bytes: Option<u64>,
+    /// PCI bus id (`0000:01:00.0`), where the API reports it: how telemetry finds this card.
+    pub pci_bus: Option<String>,
+    /// A software implementation of a GPU API (Mesa lavapipe).
+    pub software: bool,
+    /// PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel…); `None` on the CPU backend.
+    pub pci_vendor: Option<u32>,
+}
+
+impl DeviceInfo {
+    /// One line: name, class, memory, driver, bus.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![self.class.to_string()];
+        if let Some(bytes) = self.memory_bytes {
+            parts.push(format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64));
+        }
+        if let Some(driver) = &self.driver {
+            parts.push(format!("driver {driver}"));
+        }
+        if let Some(bus) = &self.pci_bus {
+            parts.push(format!("PCI {bus}"));
+        }
+        format!("{} ({})", self.name, parts.join(", "))
+    }
+
+    fn cpu() -> DeviceInfo {
+        DeviceInfo {
+            index: 0,
+            name: cpu_name(),
+            class: "burn flex",
+            driver: None,
+            memory_bytes: None,
+            pci_bus: None,
+            software: false,
+            pci_vendor: None,
+        }
+    }
 }
 
 /// The device a pipeline runs on.
@@ -123,12 +191,8 @@ pub struct BackendStatus {
 pub struct SelectedDevice {
     pub kind: BackendKind,
     pub device: DispatchDevice,
-    /// A human-readable name (GPU model, or the CPU backend's name).
-    pub name: String,
-    /// Whether the device is a software rasteriser / CPU implementation of a GPU API.
-    pub software: bool,
-    /// The GPU's PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel…); `None` on the CPU backend.
-    pub pci_vendor: Option<u32>,
+    /// Name, driver, memory, bus: what the driver said of it.
+    pub info: DeviceInfo,
 }
 
 impl SelectedDevice {
@@ -208,57 +272,17 @@ pub fn probe_all() -> Vec<BackendStatus> {
 }
 
 pub fn probe(kind: BackendKind) -> BackendStatus {
-    let (usable, detail, devices) = match kind {
-        BackendKind::Cpu => (
-            true,
-            "burn flex (pure Rust, always available)".to_string(),
-            vec![cpu_name()],
-        ),
-        BackendKind::Cuda => match native::cuda_device_count() {
-            Ok(0) => (
-                false,
-                "NVIDIA driver found but it reports no CUDA device".into(),
-                vec![],
-            ),
-            Ok(n) => match native::nvrtc_present() {
-                Ok(()) => (
-                    true,
-                    format!("NVIDIA driver with {n} device(s)"),
-                    (0..n).map(|i| format!("cuda:{i}")).collect(),
-                ),
-                Err(why) => (false, why, vec![]),
-            },
-            Err(why) => (false, why, vec![]),
-        },
-        BackendKind::Rocm => match native::hip_device_count() {
-            Ok(0) => (
-                false,
-                "HIP runtime found but it reports no GPU".into(),
-                vec![],
-            ),
-            Ok(n) => (
-                true,
-                format!("HIP runtime with {n} device(s)"),
-                (0..n).map(|i| format!("rocm:{i}")).collect(),
-            ),
-            Err(why) => (false, why, vec![]),
-        },
-        BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
-            let adapters = wgpu_adapters(kind);
-            if adapters.is_empty() {
-                (
-                    false,
-                    format!(
-                        "no {} adapter found (no driver, or not this platform)",
-                        kind.name()
-                    ),
-                    vec![],
-                )
-            } else {
-                let names = adapters.iter().map(|a| a.describe()).collect();
-                (true, format!("{} adapter(s)", adapters.len()), names)
-            }
+    let (usable, detail, devices) = match list_devices(kind) {
+        Ok(devices) => {
+            let detail = match kind {
+                BackendKind::Cpu => "burn flex (pure Rust, always available)".to_string(),
+                BackendKind::Cuda => format!("NVIDIA driver with {} device(s)", devices.len()),
+                BackendKind::Rocm => format!("HIP runtime with {} device(s)", devices.len()),
+                _ => format!("{} adapter(s)", devices.len()),
+            };
+            (true, detail, devices)
         }
+        Err(why) => (false, why, vec![]),
     };
     if !kind.built_in() {
         return BackendStatus {
@@ -278,18 +302,53 @@ pub fn probe(kind: BackendKind) -> BackendStatus {
     }
 }
 
+/// A backend's devices in its own order, or why it has none. Asks the driver libraries and
+/// enumerates wgpu adapters; initialises nothing.
+fn list_devices(kind: BackendKind) -> std::result::Result<Vec<DeviceInfo>, String> {
+    match kind {
+        BackendKind::Cpu => Ok(vec![DeviceInfo::cpu()]),
+        BackendKind::Cuda => {
+            let devices = native::cuda_devices()?;
+            if devices.is_empty() {
+                return Err("NVIDIA driver found but it reports no CUDA device".into());
+            }
+            native::nvrtc_present()?;
+            Ok(devices)
+        }
+        BackendKind::Rocm => {
+            let devices = native::hip_devices()?;
+            if devices.is_empty() {
+                return Err("HIP runtime found but it reports no GPU".into());
+            }
+            Ok(devices)
+        }
+        BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
+            let adapters = wgpu_adapters(kind);
+            if adapters.is_empty() {
+                return Err(format!(
+                    "no {} adapter found (no driver, or not this platform)",
+                    kind.name()
+                ));
+            }
+            Ok(adapters.iter().map(Adapter::device_info).collect())
+        }
+    }
+}
+
 /// Chooses and initialises a device. `Auto` takes CUDA where an NVIDIA driver is present, ROCm where
 /// the HIP runtime is, else the best hardware wgpu adapter (discrete before integrated), else the CPU.
-pub fn select(request: BackendRequest) -> Result<SelectedDevice> {
-    let (kind, allow_software) = resolve(request);
-    let (mut selected, wgpu_describe) = pick(kind, allow_software)?;
-    if let (Some(describe), DispatchDevice::Wgpu(device)) = (wgpu_describe, &selected.device) {
-        bind_wgpu_device(kind, device, &describe)?;
+/// With an index, that device of the backend (`Auto` resolves the backend first).
+pub fn select(request: impl Into<DeviceRequest>) -> Result<SelectedDevice> {
+    let request = request.into();
+    let (kind, allow_software) = resolve(request.backend);
+    let mut selected = pick(kind, request.index, allow_software)?;
+    if let DispatchDevice::Wgpu(device) = &selected.device {
+        bind_wgpu_device(kind, device, &selected.info.describe())?;
     }
     if kind == BackendKind::Cpu {
         // Fixes the thread count now (the default unless set before), so the name tells the truth.
         set_cpu_threads(None)?;
-        selected.name = cpu_name();
+        selected.info.name = cpu_name();
     }
     Ok(selected)
 }
@@ -299,20 +358,19 @@ pub fn select(request: BackendRequest) -> Result<SelectedDevice> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DevicePreview {
     pub kind: BackendKind,
-    pub name: String,
-    pub software: bool,
+    pub info: DeviceInfo,
     /// The precision `auto` would use where it is known without the device (f32 on the CPU
     /// backend); on a GPU it is f16 where the device supports it, which takes the device to tell.
     pub precision: Option<Precision>,
 }
 
-pub fn preview(request: BackendRequest) -> Result<DevicePreview> {
-    let (kind, allow_software) = resolve(request);
-    let (selected, _) = pick(kind, allow_software)?;
+pub fn preview(request: impl Into<DeviceRequest>) -> Result<DevicePreview> {
+    let request = request.into();
+    let (kind, allow_software) = resolve(request.backend);
+    let selected = pick(kind, request.index, allow_software)?;
     Ok(DevicePreview {
         kind,
-        name: selected.name,
-        software: selected.software,
+        info: selected.info,
         precision: (kind == BackendKind::Cpu).then_some(Precision::F32),
     })
 }
@@ -363,79 +421,74 @@ pub fn cpu_device() -> DispatchDevice {
     DispatchDevice::Flex(Default::default())
 }
 
-/// The device `kind` runs on, not yet initialised; for a wgpu device, also the adapter's
-/// description, for binding it to its graphics API before use.
-fn pick(kind: BackendKind, allow_software: bool) -> Result<(SelectedDevice, Option<String>)> {
+/// The device `kind` runs on, not yet initialised: device `index` of the backend, or its best.
+fn pick(kind: BackendKind, index: Option<usize>, allow_software: bool) -> Result<SelectedDevice> {
     let unavailable = |reason: String| DiffusionError::BackendUnavailable {
         backend: kind.name().into(),
         reason,
     };
-    match kind {
-        BackendKind::Cpu => Ok((
-            SelectedDevice {
-                kind,
-                device: cpu_device(),
-                name: cpu_name(),
-                software: false,
-                pci_vendor: None,
-            },
-            None,
-        )),
-        BackendKind::Cuda | BackendKind::Rocm => {
-            // Only touch the backend once its driver library answered with a device.
-            let status = probe(kind);
-            if !status.usable {
-                return Err(unavailable(status.detail));
-            }
-            let (device, name, vendor) = native_device(kind)
-                .ok_or_else(|| unavailable("not in this build of SD Bench".into()))?;
-            Ok((
-                SelectedDevice {
-                    kind,
-                    device,
-                    name: name.into(),
-                    software: false,
-                    pci_vendor: Some(vendor),
-                },
-                None,
+    if !kind.built_in() {
+        return Err(unavailable(probe(kind).detail));
+    }
+    let devices = list_devices(kind).map_err(unavailable)?;
+    let info = match index {
+        Some(i) => devices.get(i).cloned().ok_or_else(|| {
+            let listed: Vec<String> = devices
+                .iter()
+                .map(|d| format!("{}: {}", d.index, d.name))
+                .collect();
+            DiffusionError::Request(format!(
+                "there is no {kind} device {i}; this machine has {} ({}); `sdbench devices` lists them",
+                devices.len(),
+                listed.join(", ")
             ))
-        }
+        })?,
+        // The best: wgpu adapters by class (software only when the backend was named); the
+        // driver's first device otherwise.
+        None => devices
+            .iter()
+            .filter(|d| allow_software || !d.software)
+            .min_by_key(|d| class_rank(d.class))
+            .cloned()
+            .ok_or_else(|| unavailable(format!("no hardware {} adapter found", kind.name())))?,
+    };
+    let device = match kind {
+        BackendKind::Cpu => cpu_device(),
+        BackendKind::Cuda | BackendKind::Rocm => native_device(kind, info.index)
+            .ok_or_else(|| unavailable("not in this build of SD Bench".into()))?,
         BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
             let adapters = wgpu_adapters(kind);
-            let chosen = adapters
-                .iter()
-                .filter(|a| allow_software || a.hardware_rank().is_some())
-                .min_by_key(|a| a.hardware_rank().unwrap_or(u8::MAX))
-                .ok_or_else(|| unavailable(format!("no {} adapter found", kind.name())))?;
-            Ok((
-                SelectedDevice {
-                    kind,
-                    device: DispatchDevice::Wgpu(chosen.wgpu_device()),
-                    name: chosen.info.name.clone(),
-                    software: chosen.info.device_type == wgpu::DeviceType::Cpu,
-                    pci_vendor: Some(chosen.info.vendor),
-                },
-                Some(chosen.describe()),
-            ))
+            let adapter = adapters
+                .get(info.index)
+                .ok_or_else(|| unavailable(format!("{} is gone", info.name)))?;
+            DispatchDevice::Wgpu(adapter.wgpu_device())
         }
+    };
+    Ok(SelectedDevice { kind, device, info })
+}
+
+/// Lower is better: discrete, integrated, virtual GPUs, then the rest (CPU, software).
+fn class_rank(class: &str) -> u8 {
+    match class {
+        DISCRETE => 0,
+        INTEGRATED => 1,
+        VIRTUAL => 2,
+        _ => u8::MAX,
     }
 }
 
-/// The burn device, name and PCI vendor of a CUDA or ROCm backend this build contains.
-fn native_device(kind: BackendKind) -> Option<(DispatchDevice, &'static str, u32)> {
+const DISCRETE: &str = "discrete GPU";
+const INTEGRATED: &str = "integrated GPU";
+const VIRTUAL: &str = "virtual GPU";
+
+/// The burn device of a CUDA or ROCm backend this build contains.
+fn native_device(kind: BackendKind, index: usize) -> Option<DispatchDevice> {
+    let _ = index;
     match kind {
         #[cfg(feature = "cuda")]
-        BackendKind::Cuda => Some((
-            DispatchDevice::Cuda(Default::default()),
-            "CUDA device 0",
-            0x10de,
-        )),
+        BackendKind::Cuda => Some(DispatchDevice::Cuda(cubecl::cuda::CudaDevice { index })),
         #[cfg(feature = "rocm")]
-        BackendKind::Rocm => Some((
-            DispatchDevice::Rocm(Default::default()),
-            "ROCm device 0",
-            0x1002,
-        )),
+        BackendKind::Rocm => Some(DispatchDevice::Rocm(cubecl::hip::AmdDevice { index })),
         _ => None,
     }
 }
@@ -476,17 +529,24 @@ fn bind_wgpu_device(kind: BackendKind, device: &WgpuDevice, describe: &str) -> R
 /// `WgpuDevice` numbering).
 struct Adapter {
     info: wgpu::AdapterInfo,
+    /// Its place in `wgpu_adapters`' list: the `--device` number.
+    index: usize,
     index_in_type: usize,
 }
 
 impl Adapter {
     /// Lower is better; `None` for software and unknown adapters.
     fn hardware_rank(&self) -> Option<u8> {
+        Some(class_rank(self.class())).filter(|&r| r != u8::MAX)
+    }
+
+    fn class(&self) -> &'static str {
         match self.info.device_type {
-            wgpu::DeviceType::DiscreteGpu => Some(0),
-            wgpu::DeviceType::IntegratedGpu => Some(1),
-            wgpu::DeviceType::VirtualGpu => Some(2),
-            _ => None,
+            wgpu::DeviceType::DiscreteGpu => DISCRETE,
+            wgpu::DeviceType::IntegratedGpu => INTEGRATED,
+            wgpu::DeviceType::VirtualGpu => VIRTUAL,
+            wgpu::DeviceType::Cpu => "software (CPU)",
+            wgpu::DeviceType::Other => "other",
         }
     }
 
@@ -499,22 +559,24 @@ impl Adapter {
         }
     }
 
-    fn describe(&self) -> String {
-        let kind = match self.info.device_type {
-            wgpu::DeviceType::DiscreteGpu => "discrete GPU",
-            wgpu::DeviceType::IntegratedGpu => "integrated GPU",
-            wgpu::DeviceType::VirtualGpu => "virtual GPU",
-            wgpu::DeviceType::Cpu => "software (CPU)",
-            wgpu::DeviceType::Other => "other",
-        };
-        format!(
-            "{} ({kind}, driver {} {})",
-            self.info.name, self.info.driver, self.info.driver_info
-        )
-        .replace("  ", " ")
+    fn device_info(&self) -> DeviceInfo {
+        let driver = format!("{} {}", self.info.driver, self.info.driver_info);
+        let driver = driver.split_whitespace().collect::<Vec<_>>().join(" ");
+        let bus = self.info.device_pci_bus_id.trim();
+        DeviceInfo {
+            index: self.index,
+            name: self.info.name.clone(),
+            class: self.class(),
+            driver: (!driver.is_empty()).then_some(driver),
+            memory_bytes: None,
+            pci_bus: (!bus.is_empty()).then(|| bus.to_string()),
+            software: self.info.device_type == wgpu::DeviceType::Cpu,
+            pci_vendor: Some(self.info.vendor),
+        }
     }
 }
 
+/// The API's adapters in enumeration order (cubecl picks among those of one type by that order).
 fn wgpu_adapters(kind: BackendKind) -> Vec<Adapter> {
     let Some(backend) = kind.wgpu_backend() else {
         return Vec::new();
@@ -535,7 +597,8 @@ fn wgpu_adapters(kind: BackendKind) -> Vec<Adapter> {
     found
         .into_iter()
         .filter(|info| info.device_type != wgpu::DeviceType::Other)
-        .map(|info| {
+        .enumerate()
+        .map(|(index, info)| {
             let index_in_type = match per_type.iter_mut().find(|(t, _)| *t == info.device_type) {
                 Some((_, n)) => {
                     *n += 1;
@@ -548,6 +611,7 @@ fn wgpu_adapters(kind: BackendKind) -> Vec<Adapter> {
             };
             Adapter {
                 info,
+                index,
                 index_in_type,
             }
         })
@@ -626,6 +690,8 @@ pub fn quiet_vulkan_without_desktop_session() {
 mod native {
     use libloading::{Library, Symbol};
 
+    use super::DeviceInfo;
+
     fn load_first(names: &[String]) -> Result<Library, String> {
         let mut last = String::new();
         for name in names {
@@ -647,16 +713,38 @@ mod native {
         }
     }
 
-    pub fn cuda_device_count() -> Result<usize, String> {
+    /// What a driver entry point that fills a C string wrote, up to its NUL.
+    pub(super) fn c_string(buffer: &[u8]) -> Option<String> {
+        let end = buffer.iter().position(|&b| b == 0)?;
+        let text = String::from_utf8_lossy(&buffer[..end]).trim().to_string();
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// A NUL-terminated symbol of `lib`, or a message naming what the driver lacks.
+    unsafe fn symbol<'l, T>(
+        lib: &'l Library,
+        name: &str,
+        what: &str,
+    ) -> Result<Symbol<'l, T>, String> {
+        let c_name = format!("{name}\0");
+        // SAFETY: the caller gives the C signature `T` of `name`.
+        unsafe { lib.get(c_name.as_bytes()) }.map_err(|e| format!("{what} lacks {name}: {e}"))
+    }
+
+    /// Every CUDA device in the driver's order (the ordinal burn's CUDA backend takes), with its
+    /// name, memory and PCI bus id. Properties the driver does not answer are left out.
+    pub fn cuda_devices() -> Result<Vec<DeviceInfo>, String> {
         let lib = load_first(&cuda_driver_names()).map_err(|e| format!("no NVIDIA driver: {e}"))?;
-        // SAFETY: signatures from cuda.h: CUresult cuInit(unsigned int), cuDeviceGetCount(int*).
+        let what = "the NVIDIA driver";
+        // SAFETY: signatures from cuda.h: CUresult cuInit(unsigned int), cuDeviceGetCount(int*),
+        // cuDeviceGet(CUdevice*, int), cuDeviceGetName(char*, int, CUdevice),
+        // cuDeviceTotalMem_v2(size_t*, CUdevice), cuDeviceGetPCIBusId(char*, int, CUdevice),
+        // cuDriverGetVersion(int*); CUdevice is an int. Buffers outlive the calls and their
+        // lengths are passed.
         unsafe {
-            let init: Symbol<unsafe extern "C" fn(u32) -> i32> = lib
-                .get(b"cuInit\0")
-                .map_err(|e| format!("NVIDIA driver lacks cuInit: {e}"))?;
-            let count: Symbol<unsafe extern "C" fn(*mut i32) -> i32> = lib
-                .get(b"cuDeviceGetCount\0")
-                .map_err(|e| format!("NVIDIA driver lacks cuDeviceGetCount: {e}"))?;
+            let init: Symbol<unsafe extern "C" fn(u32) -> i32> = symbol(&lib, "cuInit", what)?;
+            let count: Symbol<unsafe extern "C" fn(*mut i32) -> i32> =
+                symbol(&lib, "cuDeviceGetCount", what)?;
             let code = init(0);
             if code != 0 {
                 return Err(format!(
@@ -670,7 +758,55 @@ mod native {
                     "the NVIDIA driver could not count devices (CUresult {code})"
                 ));
             }
-            Ok(n.max(0) as usize)
+            let get: Option<Symbol<unsafe extern "C" fn(*mut i32, i32) -> i32>> =
+                symbol(&lib, "cuDeviceGet", what).ok();
+            let name: Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>> =
+                symbol(&lib, "cuDeviceGetName", what).ok();
+            let memory: Option<Symbol<unsafe extern "C" fn(*mut usize, i32) -> i32>> =
+                symbol(&lib, "cuDeviceTotalMem_v2", what).ok();
+            let bus: Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>> =
+                symbol(&lib, "cuDeviceGetPCIBusId", what).ok();
+            let version: Option<Symbol<unsafe extern "C" fn(*mut i32) -> i32>> =
+                symbol(&lib, "cuDriverGetVersion", what).ok();
+            let driver = version.and_then(|f| {
+                let mut v = 0i32;
+                (f(&mut v) == 0 && v > 0).then(|| format!("CUDA {}.{}", v / 1000, (v % 1000) / 10))
+            });
+            let mut devices = Vec::new();
+            for ordinal in 0..n.max(0) {
+                let handle = match &get {
+                    Some(get) => {
+                        let mut handle = 0i32;
+                        (get(&mut handle, ordinal) == 0).then_some(handle)
+                    }
+                    None => None,
+                };
+                let text = |f: &Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>>| {
+                    let (f, handle) = (f.as_ref()?, handle?);
+                    let mut buffer = [0u8; 256];
+                    (f(buffer.as_mut_ptr(), buffer.len() as i32, handle) == 0)
+                        .then(|| c_string(&buffer))
+                        .flatten()
+                };
+                let memory_bytes = match (&memory, handle) {
+                    (Some(f), Some(handle)) => {
+                        let mut bytes = 0usize;
+                        (f(&mut bytes, handle) == 0 && bytes > 0).then_some(bytes as u64)
+                    }
+                    _ => None,
+                };
+                devices.push(DeviceInfo {
+                    index: ordinal as usize,
+                    name: text(&name).unwrap_or_else(|| format!("CUDA device {ordinal}")),
+                    class: "NVIDIA GPU",
+                    driver: driver.clone(),
+                    memory_bytes,
+                    pci_bus: text(&bus),
+                    software: false,
+                    pci_vendor: Some(0x10de),
+                });
+            }
+            Ok(devices)
         }
     }
 
@@ -705,7 +841,9 @@ mod native {
             .map_err(|e| format!("NVIDIA driver present but the CUDA runtime compiler (NVRTC) is missing; install the CUDA toolkit or use --backend vulkan: {e}"))
     }
 
-    pub fn hip_device_count() -> Result<usize, String> {
+    /// Every HIP device in the runtime's order (the ordinal burn's ROCm backend takes), with its
+    /// name, memory and PCI bus id.
+    pub fn hip_devices() -> Result<Vec<DeviceInfo>, String> {
         let names: Vec<String> = if cfg!(windows) {
             vec![
                 "amdhip64.dll".into(),
@@ -728,11 +866,14 @@ mod native {
             names
         };
         let lib = load_first(&names).map_err(|e| format!("no HIP runtime (ROCm): {e}"))?;
-        // SAFETY: hipError_t hipGetDeviceCount(int*) from hip_runtime_api.h.
+        let what = "the HIP runtime";
+        // SAFETY: signatures from hip_runtime_api.h: hipGetDeviceCount(int*),
+        // hipDeviceGetName(char*, int, hipDevice_t), hipDeviceTotalMem(size_t*, hipDevice_t),
+        // hipDeviceGetPCIBusId(char*, int, int), hipRuntimeGetVersion(int*); hipDevice_t is the
+        // device ordinal (an int). Buffers outlive the calls and their lengths are passed.
         unsafe {
-            let count: Symbol<unsafe extern "C" fn(*mut i32) -> i32> = lib
-                .get(b"hipGetDeviceCount\0")
-                .map_err(|e| format!("HIP runtime lacks hipGetDeviceCount: {e}"))?;
+            let count: Symbol<unsafe extern "C" fn(*mut i32) -> i32> =
+                symbol(&lib, "hipGetDeviceCount", what)?;
             let mut n = 0i32;
             let code = count(&mut n);
             if code != 0 {
@@ -740,7 +881,51 @@ mod native {
                     "the HIP runtime found no usable GPU (hipError {code})"
                 ));
             }
-            Ok(n.max(0) as usize)
+            let name: Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>> =
+                symbol(&lib, "hipDeviceGetName", what).ok();
+            let memory: Option<Symbol<unsafe extern "C" fn(*mut usize, i32) -> i32>> =
+                symbol(&lib, "hipDeviceTotalMem", what).ok();
+            let bus: Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>> =
+                symbol(&lib, "hipDeviceGetPCIBusId", what).ok();
+            let version: Option<Symbol<unsafe extern "C" fn(*mut i32) -> i32>> =
+                symbol(&lib, "hipRuntimeGetVersion", what).ok();
+            // HIP_VERSION = major * 10^7 + minor * 10^5 + patch.
+            let driver = version.and_then(|f| {
+                let mut v = 0i32;
+                (f(&mut v) == 0 && v > 0).then(|| {
+                    format!(
+                        "HIP {}.{}.{}",
+                        v / 10_000_000,
+                        (v / 100_000) % 100,
+                        v % 100_000
+                    )
+                })
+            });
+            let mut devices = Vec::new();
+            for ordinal in 0..n.max(0) {
+                let text = |f: &Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>>| {
+                    let f = f.as_ref()?;
+                    let mut buffer = [0u8; 256];
+                    (f(buffer.as_mut_ptr(), buffer.len() as i32, ordinal) == 0)
+                        .then(|| c_string(&buffer))
+                        .flatten()
+                };
+                let memory_bytes = memory.as_ref().and_then(|f| {
+                    let mut bytes = 0usize;
+                    (f(&mut bytes, ordinal) == 0 && bytes > 0).then_some(bytes as u64)
+                });
+                devices.push(DeviceInfo {
+                    index: ordinal as usize,
+                    name: text(&name).unwrap_or_else(|| format!("HIP device {ordinal}")),
+                    class: "AMD GPU",
+                    driver: driver.clone(),
+                    memory_bytes,
+                    pci_bus: text(&bus),
+                    software: false,
+                    pci_vendor: Some(0x1002),
+                });
+            }
+            Ok(devices)
         }
     }
 }
@@ -754,7 +939,7 @@ mod tests {
         let cpu = preview(BackendRequest::Cpu).unwrap();
         assert_eq!(cpu.kind, BackendKind::Cpu);
         assert_eq!(cpu.precision, Some(Precision::F32));
-        assert_eq!(cpu.name, select(BackendRequest::Cpu).unwrap().name);
+        assert_eq!(cpu.info, select(BackendRequest::Cpu).unwrap().info);
 
         let require_vulkan = std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() == Ok("1");
         match preview(BackendRequest::Vulkan) {
@@ -765,17 +950,65 @@ mod tests {
                 );
                 assert_eq!(vulkan.precision, None);
                 let selected = select(BackendRequest::Vulkan).unwrap();
-                assert_eq!(
-                    (vulkan.kind, vulkan.name, vulkan.software),
-                    (selected.kind, selected.name, selected.software)
-                );
+                assert_eq!((vulkan.kind, vulkan.info), (selected.kind, selected.info));
             }
             Err(e) => assert!(!require_vulkan, "no Vulkan adapter: {e}"),
         }
 
         let auto = preview(BackendRequest::Auto).unwrap();
         let selected = select(BackendRequest::Auto).unwrap();
-        assert_eq!((auto.kind, auto.name), (selected.kind, selected.name));
+        assert_eq!((auto.kind, auto.info), (selected.kind, selected.info));
+    }
+
+    #[test]
+    fn a_device_number_picks_that_listed_device_and_a_missing_one_is_refused() {
+        for kind in BackendKind::ALL {
+            let status = probe(kind);
+            let request = |index| DeviceRequest {
+                backend: BackendRequest::from_name(kind.name()).unwrap(),
+                index: Some(index),
+            };
+            for (i, listed) in status.devices.iter().enumerate() {
+                assert_eq!(listed.index, i, "{kind}: devices are numbered in order");
+                let picked = preview(request(i)).unwrap();
+                assert_eq!(&picked.info, listed, "{kind} device {i}");
+            }
+            if status.usable {
+                let missing = status.devices.len();
+                let err = preview(request(missing)).unwrap_err();
+                assert!(matches!(err, DiffusionError::Request(_)), "{err}");
+                let text = err.to_string();
+                assert!(
+                    text.contains(&format!("no {kind} device {missing}"))
+                        && text.contains(&status.devices[0].name),
+                    "{text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_device_line_names_its_memory_driver_and_bus() {
+        let info = DeviceInfo {
+            index: 1,
+            name: "NVIDIA GeForce RTX 4090".into(),
+            class: "NVIDIA GPU",
+            driver: Some("CUDA 12.4".into()),
+            memory_bytes: Some(24 * (1 << 30)),
+            pci_bus: Some("0000:01:00.0".into()),
+            software: false,
+            pci_vendor: Some(0x10de),
+        };
+        assert_eq!(
+            info.describe(),
+            "NVIDIA GeForce RTX 4090 (NVIDIA GPU, 24.0 GiB, driver CUDA 12.4, PCI 0000:01:00.0)"
+        );
+        assert_eq!(
+            native::c_string(b"Radeon RX 7900 XTX\0junk"),
+            Some("Radeon RX 7900 XTX".into())
+        );
+        assert_eq!(native::c_string(b"\0"), None);
+        assert_eq!(native::c_string(b"no terminator"), None);
     }
 
     #[test]

@@ -15,7 +15,9 @@ pub mod parity;
 pub mod pipeline;
 pub mod scheduler;
 
-pub use device::{AllocatorMemory, BackendKind, BackendRequest, SelectedDevice};
+pub use device::{
+    AllocatorMemory, BackendKind, BackendRequest, DeviceInfo, DeviceRequest, SelectedDevice,
+};
 pub use error::{DiffusionError, Result};
 pub use io::weights::Precision;
 pub use models::unet::{Conditioning, TextTime};

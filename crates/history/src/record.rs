@@ -116,7 +116,7 @@ impl Generation {
             scheduler: generated.scheduler.name().into(),
             model: model.into(),
             backend: pipeline.device.kind.name().into(),
-            device: pipeline.device.name.clone(),
+            device: pipeline.device.info.name.clone(),
             precision: pipeline.precision.name().into(),
             seconds: t.total,
             stages: Stages::from(t),

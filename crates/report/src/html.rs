@@ -135,10 +135,16 @@ pub fn report(r: &BenchResult) -> String {
 /// Two or more runs side by side: one column per run, then the charts with one series each.
 pub fn comparison(runs: &[Run]) -> String {
     let mut body = String::from("<h1>SD Bench — comparison</h1>\n");
-    if let Some(why) = crate::workload_difference(runs) {
+    if let Some(why) = crate::comparison_warning(runs) {
         body.push_str(&format!(
-            "<p class=\"invalid\" id=\"different-workloads\">{}</p>\n",
+            "<p class=\"invalid\" id=\"not-comparable\">{}</p>\n",
             escape(&why)
+        ));
+    }
+    if let Some(across) = crate::comparison_note(runs) {
+        body.push_str(&format!(
+            "<p id=\"compared-across\">{}</p>\n",
+            escape(&across)
         ));
     }
     body.push_str("<table>\n<tr><th>metric</th>");

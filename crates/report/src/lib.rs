@@ -26,26 +26,18 @@ pub enum ReportError {
 
 pub type Result<T, E = ReportError> = std::result::Result<T, E>;
 
-/// Why runs are not comparable, when they ran different workloads (name, version, size or
-/// steps): figures and scores are only compared within one workload.
-pub fn workload_difference(runs: &[Run]) -> Option<String> {
-    let mut workloads: Vec<String> = Vec::new();
-    for run in runs {
-        let w = &run.result.workload;
-        let what = format!(
-            "{} v{} ({}x{}, {} steps)",
-            w.name, w.version, w.width, w.height, w.steps
-        );
-        if !workloads.contains(&what) {
-            workloads.push(what);
-        }
-    }
-    (workloads.len() > 1).then(|| {
-        format!(
-            "These runs ran different workloads ({}): their figures and scores are not comparable.",
-            workloads.join(", ")
-        )
-    })
+/// Why runs are not comparable, when they did different work (workload, model, size, steps,
+/// batch or scheduler): the warning names each property that differs.
+pub fn comparison_warning(runs: &[Run]) -> Option<String> {
+    let results: Vec<&BenchResult> = runs.iter().map(|r| r.result).collect();
+    sdbench_bench::comparison::comparison_warning(&results)
+}
+
+/// What the comparison is across, when the runs ran on different setups (precision, backend,
+/// device, CPU threads).
+pub fn comparison_note(runs: &[Run]) -> Option<String> {
+    let results: Vec<&BenchResult> = runs.iter().map(|r| r.result).collect();
+    sdbench_bench::comparison::comparison_note(&results)
 }
 
 /// The Markdown report: the same summary `sdbench bench --format md` prints.

@@ -207,7 +207,7 @@ fn comparison_has_a_column_per_run() {
     ]);
     assert!(page.contains("<th>first</th><th>second</th><th>third</th>"));
     assert_eq!(page.matches("<svg").count(), 4);
-    assert!(!page.contains("different-workloads"));
+    assert!(!page.contains("not-comparable") && !page.contains("compared-across"));
 
     let mut xl = run(2, 4, 3.0, 100.0);
     xl.workload.name = "sdxl-1024-20".into();
@@ -221,6 +221,30 @@ fn comparison_has_a_column_per_run() {
             result: &xl,
         },
     ]);
-    assert!(page.contains("id=\"different-workloads\""), "{page}");
-    assert!(page.contains("sdxl-1024-20 v1"), "{page}");
+    assert!(page.contains("id=\"not-comparable\""), "{page}");
+    assert!(
+        page.contains("workload: sd15-512-30 v1 / sdxl-1024-20 v1"),
+        "{page}"
+    );
+
+    // The same work on two devices and precisions: a comparison across them, not a warning.
+    let mut other = run(2, 4, 3.0, 100.0);
+    other.backend.device = "Other GPU".into();
+    other.backend.precision = "f32".into();
+    let page = html::comparison(&[
+        Run {
+            label: "first",
+            result: &a,
+        },
+        Run {
+            label: "other",
+            result: &other,
+        },
+    ]);
+    assert!(!page.contains("not-comparable"), "{page}");
+    assert!(page.contains("id=\"compared-across\""), "{page}");
+    assert!(
+        page.contains("Compared across precision: f16 / f32; device: NVIDIA H100 / Other GPU."),
+        "{page}"
+    );
 }

@@ -20,4 +20,4 @@ pub use discover::{discover, Discovery, Unavailable};
 pub use power::{summarize_power, PowerSummary};
 pub use reading::{Reading, Sample, Source, SourceInfo, Vendor};
 pub use sampler::Sampler;
-pub use system::{GpuInfo, SystemInfo};
+pub use system::{normalize_pci_bus, GpuInfo, SystemInfo};

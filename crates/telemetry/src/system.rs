@@ -93,10 +93,10 @@ fn merge_nvidia(gpus: &mut Vec<GpuInfo>) {
     let driver = crate::nvidia::driver_version();
     for source in sources {
         let gpu = source.gpu();
-        let bus = gpu.pci_bus.as_deref().map(normalize_bus);
+        let bus = gpu.pci_bus.as_deref().map(normalize_pci_bus);
         let existing = gpus
             .iter_mut()
-            .find(|g| g.vendor == "NVIDIA" && g.pci_bus.as_deref().map(normalize_bus) == bus);
+            .find(|g| g.vendor == "NVIDIA" && g.pci_bus.as_deref().map(normalize_pci_bus) == bus);
         let entry = GpuInfo {
             name: gpu.name,
             vendor: "NVIDIA".into(),
@@ -111,8 +111,9 @@ fn merge_nvidia(gpus: &mut Vec<GpuInfo>) {
     }
 }
 
-/// NVML writes `00000000:01:00.0`, sysfs `0000:01:00.0`.
-fn normalize_bus(bus: &str) -> String {
+/// One spelling of a PCI bus id, for matching: NVML writes `00000000:01:00.0`, sysfs, CUDA and
+/// Vulkan `0000:01:00.0`, some drivers upper case.
+pub fn normalize_pci_bus(bus: &str) -> String {
     let lower = bus.to_ascii_lowercase();
     match lower.split_once(':') {
         Some((domain, rest)) => format!(

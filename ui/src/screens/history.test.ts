@@ -38,7 +38,7 @@ describe("History screen", () => {
     const runs = [run("b1", "benchmark"), run("b2", "benchmark", { valid: false, score: null }), run("g1", "generation")];
     const calls = mockShell({
       history_list: () => runs,
-      run_charts: (a) => ({ labels: (a.ids as string[]).map((id) => `label ${id}`), secondsPerImage: { svg: SVG, reason: null }, stageBreakdown: { svg: SVG, reason: null }, stepTimes: { svg: SVG, reason: null }, powerOverTime: { svg: null, reason: "no power source" }, warning: "These runs ran different workloads (sd15-512-30 v1 (512x512, 30 steps), sdxl-1024-20 v1 (1024x1024, 20 steps)): their figures and scores are not comparable." }),
+      run_charts: (a) => ({ labels: (a.ids as string[]).map((id) => `label ${id}`), secondsPerImage: { svg: SVG, reason: null }, stageBreakdown: { svg: SVG, reason: null }, stepTimes: { svg: SVG, reason: null }, powerOverTime: { svg: null, reason: "no power source" }, warning: "These runs did different work (workload: sd15-512-30 v1 / sdxl-1024-20 v1; size: 512x512 / 1024x1024): their figures and scores are not comparable.", note: "Compared across device: NVIDIA H100 / CPU (2 threads)." }),
     });
     historyScreen.show?.();
     await settle();
@@ -71,6 +71,7 @@ describe("History screen", () => {
     expect(root.querySelectorAll("#compare-charts svg")).toHaveLength(3);
     expect(root.querySelector("#history-detail")!.textContent).toContain("label b2");
     expect(root.querySelector("#compare-warning")!.textContent).toContain("not comparable");
+    expect(root.querySelector("#compare-note")!.textContent).toBe("Compared across device: NVIDIA H100 / CPU (2 threads).");
     kind.value = "";
     text.value = "";
   });

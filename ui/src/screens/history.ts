@@ -124,6 +124,7 @@ async function compare(): Promise<void> {
   fill(detail,
     h("h2", {}, `Comparing ${ids.length} runs`),
     charts.warning ? h("p", { class: "invalid", id: "compare-warning" }, charts.warning) : null,
+    charts.note ? h("p", { id: "compare-note" }, charts.note) : null,
     h("ol", { class: "legend-list" }, charts.labels.map((l) => h("li", {}, l))),
     h("div", { class: "charts", id: "compare-charts" },
       chartFigure("Seconds per image", charts.secondsPerImage, "compare-seconds"),

@@ -1,16 +1,19 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { mockShell, settle } from "../test-support";
 import { setMessageArea } from "../ui";
-import { systemScreen } from "./system";
+import { fillForm, systemScreen } from "./system";
 import type { Settings } from "../types";
 
-const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", precision: "auto", submitEndpoint: null, updateEndpoint: null, cpuThreads: null };
+const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", submitEndpoint: null, updateEndpoint: null, cpuThreads: null };
 const system = {
   appVersion: "0.1.0",
   system: { os: "Linux", os_version: "12", cpu_model: "Test CPU", cpu_logical_cores: 2, ram_bytes: 24e9, gpus: [] },
-  backends: [{ backend: "cuda", usable: false, detail: "no NVIDIA driver", devices: [] }, { backend: "cpu", usable: true, detail: "2 threads", devices: ["Test CPU"] }],
-  auto: { backend: "cpu", device: "Test CPU", precision: "f32", error: null },
-  backendNames: ["auto", "cuda", "cpu"], precisions: ["auto", "f32", "f16"], dataDir: "/data", cacheDir: "/hub",
+  backends: [{ backend: "cuda", usable: false, detail: "no NVIDIA driver", devices: [] }, { backend: "cpu", usable: true, detail: "2 threads", devices: [{ index: 0, name: "Test CPU", description: "Test CPU (burn flex)" }] },
+    { backend: "vulkan", usable: true, detail: "2 adapter(s)", devices: [
+      { index: 0, name: "GPU A", description: "GPU A (discrete GPU, PCI 0000:01:00.0)" },
+      { index: 1, name: "GPU B", description: "GPU B (discrete GPU, PCI 0000:41:00.0)" }] }],
+  auto: { backend: "cpu", device: "Test CPU", index: 0, precision: "f32", error: null },
+  backendNames: ["auto", "cuda", "vulkan", "cpu"], precisions: ["auto", "f32", "f16"], dataDir: "/data", cacheDir: "/hub",
   cpuThreads: 2,
 };
 const messages = document.createElement("div");
@@ -46,7 +49,7 @@ describe("System screen", () => {
     systemScreen.show?.();
     await settle();
     expect(root.querySelector("#system-backends")!.textContent).toContain("no NVIDIA driver");
-    expect(root.querySelector("#system-devices")!.textContent).toContain("cpu on Test CPU (f32)");
+    expect(root.querySelector("#system-devices")!.textContent).toContain("cpu device 0, Test CPU (f32)");
     const backend = root.querySelector<HTMLSelectElement>("#settings-backend")!;
     expect(backend.value).toBe("auto");
     backend.value = "cpu";
@@ -54,6 +57,39 @@ describe("System screen", () => {
     root.querySelector<HTMLButtonElement>("#settings-save")!.click();
     await settle();
     expect(saved).toEqual({ ...settings, backend: "cpu", submitEndpoint: "https://example.org/results" });
+  });
+
+  it("offers the chosen backend's devices by number and saves the one picked", async () => {
+    let saved: Settings | null = null;
+    handlers({ save_settings: (a) => (saved = a.settings as Settings) });
+    systemScreen.show?.();
+    await settle();
+    expect(root.querySelector("#system-backends")!.textContent).toContain("1: GPU B (discrete GPU, PCI 0000:41:00.0)");
+    const backend = root.querySelector<HTMLSelectElement>("#settings-backend")!;
+    const device = root.querySelector<HTMLSelectElement>("#settings-device")!;
+    backend.value = "vulkan";
+    backend.dispatchEvent(new Event("change"));
+    expect([...device.options].map((o) => o.textContent)).toEqual([
+      "the best one", "0: GPU A (discrete GPU, PCI 0000:01:00.0)", "1: GPU B (discrete GPU, PCI 0000:41:00.0)"]);
+    device.value = "1";
+    root.querySelector<HTMLButtonElement>("#settings-save")!.click();
+    await settle();
+    expect(saved).toMatchObject({ backend: "vulkan", device: 1 });
+    // Another backend starts from its best device.
+    backend.value = "cpu";
+    backend.dispatchEvent(new Event("change"));
+    expect(device.value).toBe("");
+    expect([...device.options].map((o) => o.value)).toEqual(["", "0"]);
+  });
+
+  it("keeps a saved device number this machine does not list, and says so", async () => {
+    handlers();
+    systemScreen.show?.();
+    await settle();
+    fillForm({ ...settings, backend: "vulkan", device: 3 });
+    const device = root.querySelector<HTMLSelectElement>("#settings-device")!;
+    expect(device.value).toBe("3");
+    expect(device.selectedOptions[0].textContent).toBe("3: not found on this machine");
   });
 
   it("saves a CPU thread count and refuses one that is not a whole number", async () => {
@@ -76,10 +112,10 @@ describe("System screen", () => {
   });
 
   it("names a GPU's auto precision by rule (the device is not initialised to show it)", async () => {
-    handlers({ system_info: () => ({ ...system, auto: { backend: "vulkan", device: "Test GPU", precision: null, error: null } }) });
+    handlers({ system_info: () => ({ ...system, auto: { backend: "vulkan", device: "Test GPU", index: 0, precision: null, error: null } }) });
     systemScreen.show?.();
     await settle();
-    expect(root.querySelector("#system-devices")!.textContent).toContain("vulkan on Test GPU (f16 where the device supports it)");
+    expect(root.querySelector("#system-devices")!.textContent).toContain("vulkan device 0, Test GPU (f16 where the device supports it)");
   });
 
   it("shows a refused setting's reason", async () => {

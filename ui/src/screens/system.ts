@@ -4,13 +4,14 @@
 import { api } from "../api";
 import { fill, h } from "../dom";
 import * as fmt from "../format";
-import type { Settings } from "../types";
+import type { BackendReport, Settings, SystemReport } from "../types";
 import { busy, confirmDialog, definitionList, notify, showError } from "../ui";
 import type { Screen } from "../main";
 
 const devices = h("div", { class: "card", id: "system-devices" }, h("p", { class: "muted" }, "Looking for devices…"));
 const settingsForm = {
   backend: h("select", { id: "settings-backend" }),
+  device: h("select", { id: "settings-device" }),
   precision: h("select", { id: "settings-precision" }),
   model: h("input", { type: "text", id: "settings-model", size: 48 }),
   modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a checkpoint that is not SD 1.5" }),
@@ -23,6 +24,25 @@ const saveButton = h("button", { class: "primary", id: "settings-save" }, "Save 
 const cache = h("div", { class: "card", id: "system-cache" });
 const updates = h("div", { class: "card", id: "system-updates" });
 let loaded: Settings | null = null;
+let report: SystemReport | null = null;
+
+/** The devices the chosen backend offers (auto: those of the backend auto picks). */
+function devicesOf(backend: string): BackendReport["devices"] {
+  const name = backend === "auto" ? report?.auto.backend : backend;
+  return report?.backends.find((b) => b.backend === name)?.devices ?? [];
+}
+
+/** Lists the chosen backend's devices in the Device picker, keeping `keep` when it is among them. */
+function fillDevicePicker(keep: number | null): void {
+  const listed = devicesOf(settingsForm.backend.value);
+  settingsForm.device.replaceChildren(h("option", { value: "" }, "the best one"),
+    ...listed.map((d) => h("option", { value: String(d.index) }, `${d.index}: ${d.description}`)));
+  // A saved number the backend does not list stays visible, so saving does not drop it unseen.
+  if (keep !== null && !listed.some((d) => d.index === keep)) {
+    settingsForm.device.append(h("option", { value: String(keep) }, `${keep}: not found on this machine`));
+  }
+  settingsForm.device.value = keep === null ? "" : String(keep);
+}
 
 /** The form's settings; throws a bad-input error for a thread count that is not a whole number. */
 export function formSettings(): Settings {
@@ -36,6 +56,7 @@ export function formSettings(): Settings {
     model: settingsForm.model.value.trim(),
     modelConfig: text(settingsForm.modelConfig),
     backend: settingsForm.backend.value,
+    device: settingsForm.device.value === "" ? null : Number(settingsForm.device.value),
     precision: settingsForm.precision.value,
     submitEndpoint: text(settingsForm.submitEndpoint),
     updateEndpoint: text(settingsForm.updateEndpoint),
@@ -43,9 +64,11 @@ export function formSettings(): Settings {
   };
 }
 
-function fillForm(s: Settings): void {
+/** Shows saved settings in the form. */
+export function fillForm(s: Settings): void {
   loaded = s;
   settingsForm.backend.value = s.backend;
+  fillDevicePicker(s.device);
   settingsForm.precision.value = s.precision;
   settingsForm.model.value = s.model;
   settingsForm.modelConfig.value = s.modelConfig ?? "";
@@ -56,17 +79,19 @@ function fillForm(s: Settings): void {
 
 async function loadDevices(): Promise<void> {
   try {
-    const report = await api.systemInfo();
+    report = await api.systemInfo();
     if (settingsForm.backend.options.length === 0) {
       for (const name of report.backendNames) settingsForm.backend.append(h("option", { value: name }, name));
       for (const name of report.precisions) settingsForm.precision.append(h("option", { value: name }, name));
       if (loaded) fillForm(loaded);
     }
+    const chosen = settingsForm.device.value;
+    fillDevicePicker(chosen === "" ? null : Number(chosen));
     cpuThreadsNow.textContent = `the CPU backend's worker threads; a change applies when SD Bench next starts (now ${report.cpuThreads})`;
     const s = report.system;
     const auto = report.auto.error
       ? `nothing usable: ${report.auto.error}`
-      : `${report.auto.backend} on ${report.auto.device} (${report.auto.precision ?? "f16 where the device supports it"})`;
+      : `${report.auto.backend} device ${report.auto.index ?? 0}, ${report.auto.device} (${report.auto.precision ?? "f16 where the device supports it"})`;
     fill(devices,
       h("h2", {}, "This machine"),
       definitionList([
@@ -78,7 +103,7 @@ async function loadDevices(): Promise<void> {
         h("thead", {}, h("tr", {}, h("th", {}, "backend"), h("th", {}, "usable"), h("th", {}, "detail"))),
         h("tbody", {}, report.backends.map((b) => h("tr", {},
           h("td", {}, b.backend), h("td", { class: b.usable ? "valid" : "muted" }, b.usable ? "yes" : "no"),
-          h("td", {}, b.detail, b.devices.length ? h("ul", {}, b.devices.map((d) => h("li", {}, d))) : null))))));
+          h("td", {}, b.detail, b.devices.length ? h("ul", {}, b.devices.map((d) => h("li", {}, `${d.index}: ${d.description}`))) : null))))));
   } catch (e) {
     showError(e);
   }
@@ -145,6 +170,7 @@ export const systemScreen: Screen = {
   title: "System",
   mount(root) {
     const field = (label: string, input: HTMLElement, help: string) => h("label", {}, label, input, h("span", { class: "help" }, help));
+    settingsForm.backend.addEventListener("change", () => fillDevicePicker(null));
     saveButton.addEventListener("click", () => busy(saveButton, async () => {
       fillForm(await api.saveSettings(formSettings()));
       notify("Settings saved.");
@@ -155,6 +181,7 @@ export const systemScreen: Screen = {
       h("div", { class: "card form", id: "system-settings" },
         h("h2", {}, "Settings"),
         field("Backend", settingsForm.backend, "auto picks the best usable device"),
+        field("Device", settingsForm.device, "on a machine with several GPUs, which one runs (numbered as listed above)"),
         field("Precision", settingsForm.precision, "auto is f16 where the device supports it"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
         field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint"),

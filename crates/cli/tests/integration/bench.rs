@@ -101,6 +101,11 @@ fn bench_on_a_local_folder_writes_result_images_and_summary() {
     assert_eq!(result["run_id"], summary["run_id"]);
     assert_eq!(result["backend"]["threads"], 1, "{}", result["backend"]);
     assert_eq!(result["backend"]["device"], "CPU (1 thread)");
+    assert_eq!(
+        result["backend"]["device_index"], 0,
+        "{}",
+        result["backend"]
+    );
     assert_eq!(result["results"].as_array().unwrap().len(), 2);
     assert_eq!(
         result["results"][0]["step_seconds"]
@@ -180,6 +185,76 @@ fn bench_on_a_local_folder_writes_result_images_and_summary() {
     ok(&o);
     assert_eq!(text(&o.stdout).lines().count(), 3);
     assert!(!text(&o.stdout).contains(first_id));
+}
+
+/// `history check` puts the newest run (or one named) against the earlier runs of its key.
+#[test]
+fn history_check_flags_a_run_slower_than_its_keys_noise() {
+    let home = tempfile::tempdir().unwrap();
+    let check = |args: &[&str]| {
+        let mut all = vec!["history", "check"];
+        all.extend_from_slice(args);
+        sdbench(home.path(), &dead_endpoint(), &all)
+    };
+    let o = check(&[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("no benchmark runs"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let sample = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../bench/tests/data/result-v1.json");
+    let sample = sdbench_bench::BenchResult::load(&sample).unwrap();
+    std::fs::create_dir_all(home.path().join("data")).unwrap();
+    let history = sdbench_history::History::open(&home.path().join("data/history.sqlite")).unwrap();
+    let add = |day: u32, seconds: f64, device: &str| {
+        let mut r = sample.clone();
+        r.run_id = format!("00000000-0000-0000-0000-0000000000{day:02}");
+        r.created_at = format!("2026-11-{day:02}T10:00:00Z");
+        r.scores.seconds_per_image.median = seconds;
+        r.backend.device = device.into();
+        history.add_benchmark(&r).unwrap();
+        r.run_id
+    };
+    for (day, seconds) in [(1, 2.00), (2, 2.04), (3, 1.98), (4, 2.02)] {
+        add(day, seconds, "NVIDIA H100");
+    }
+    // A faster card's runs are another key: they do not make the H100 look slow.
+    add(5, 1.0, "NVIDIA B200");
+    let steady = add(6, 2.03, "NVIDIA H100");
+    let slow = add(7, 2.30, "NVIDIA H100");
+
+    let o = check(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains(&format!("run {slow}")) && out.contains("REGRESSION"),
+        "{out}"
+    );
+    assert!(out.contains("earlier runs of this key: 5"), "{out}");
+    assert!(
+        text(&o.stderr).contains("is a regression"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let o = check(&[&steady, "--json"]);
+    ok(&o);
+    let verdict: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(verdict["verdict"], "steady", "{verdict}");
+    assert_eq!(verdict["earlier_runs"], 4);
+    assert_eq!(verdict["key"]["device"], "NVIDIA H100");
+
+    let lone = add(8, 0.9, "NVIDIA B200");
+    let o = check(&[&lone]);
+    ok(&o);
+    assert!(
+        text(&o.stdout).contains("no verdict: 1 earlier valid run(s)"),
+        "{}",
+        text(&o.stdout)
+    );
 }
 
 /// `--workload sdxl-1024-20` runs the SDXL workload's settings (guidance 8) on an SDXL model.

@@ -400,6 +400,15 @@ fn devices_without_a_desktop_session_print_no_error() {
 }
 
 #[test]
+fn a_device_number_the_backend_lacks_is_refused_with_what_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("img.png");
+    let o = generate(&out, &["--device", "1", "--steps", "1"]);
+    assert_fails(&o, &out, "there is no cpu device 1");
+    assert!(stderr(&o).contains("0: CPU"), "{}", stderr(&o));
+}
+
+#[test]
 fn devices_lists_every_backend() {
     let o = sdbench(&["devices"]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -329,7 +329,7 @@ impl Pipeline {
                 backend: device.kind.name().into(),
                 reason: format!(
                     "{} does not support {}; use --precision f32",
-                    device.name,
+                    device.info.name,
                     precision.name()
                 ),
             });
