@@ -46,12 +46,13 @@ pub enum JobEvent {
         total: usize,
         warmup: bool,
     },
+    /// `seconds`: null where the step was queued without its own device sync.
     Step {
         index: usize,
         total: usize,
         step: usize,
         steps: usize,
-        seconds: f64,
+        seconds: Option<f64>,
         warmup: bool,
     },
     ImageFinished {
@@ -185,7 +186,7 @@ mod tests {
             total: 5,
             step: 3,
             steps: 30,
-            seconds: 0.25,
+            seconds: Some(0.25),
             warmup: false,
         });
         assert_eq!(

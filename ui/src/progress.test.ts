@@ -28,6 +28,21 @@ describe("ProgressTracker", () => {
     expect(v.fraction).toBe(1);
   });
 
+  it("takes a queued image's steps for progress only, and estimates from whole images", () => {
+    const t = new ProgressTracker(() => 0);
+    t.update({ event: "step", index: 0, total: 5, step: 30, steps: 30, seconds: 0.5, warmup: true });
+    t.update({ event: "imageStarted", index: 1, total: 5, warmup: false });
+    let v = t.update({ event: "step", index: 1, total: 5, step: 30, steps: 30, seconds: null, warmup: false });
+    expect(v.step).toBe(30);
+    expect(v.fraction).toBeCloseTo(60 / 180);
+    expect(v.itPerSecond).toBeCloseTo(2); // the warm-up's, untouched by a step without a time
+    v = t.update({ event: "imageFinished", index: 1, total: 5, seconds: 12, valid: true, warmup: false });
+    expect(v.etaSeconds).toBeCloseTo(4 * 12);
+    t.update({ event: "imageFinished", index: 2, total: 5, seconds: 14, valid: true, warmup: false });
+    v = t.update({ event: "step", index: 3, total: 5, step: 30, steps: 30, seconds: null, warmup: false });
+    expect(v.etaSeconds).toBeCloseTo(3 * 13);
+  });
+
   it("keeps notes, download progress and telemetry", () => {
     const t = new ProgressTracker(() => 0);
     t.update({ event: "note", text: "offline: using the cache" });

@@ -36,6 +36,8 @@ export class ProgressTracker {
     itPerSecond: null, elapsedSeconds: 0, etaSeconds: null, fraction: 0, download: null, notes: [],
   };
   private recent: number[] = [];
+  /** Seconds of each timed image so far. */
+  private readonly images: number[] = [];
   private timedStart: number | null = null;
   private readonly samples: LiveSample[] = [];
 
@@ -81,6 +83,10 @@ export class ProgressTracker {
       case "step": {
         v.step = e.step;
         v.steps = e.steps;
+        const done = (e.warmup ? 0 : e.index) * e.steps + e.step;
+        v.fraction = done / ((e.total + 1) * e.steps);
+        // A queued step has no time of its own: the estimate then comes from whole images.
+        if (e.seconds === null) break;
         this.recent.push(e.seconds);
         if (this.recent.length > RECENT_STEPS) this.recent.shift();
         const mean = this.recent.reduce((a, b) => a + b, 0) / this.recent.length;
@@ -88,11 +94,14 @@ export class ProgressTracker {
         // Steps left: this image's, then every later timed image's.
         const left = (e.steps - e.step) + (e.warmup ? e.total : e.total - e.index) * e.steps;
         v.etaSeconds = mean > 0 ? left * mean : null;
-        const done = (e.warmup ? 0 : e.index) * e.steps + e.step;
-        v.fraction = done / ((e.total + 1) * e.steps);
         break;
       }
       case "imageFinished":
+        if (!e.warmup && e.seconds > 0) {
+          this.images.push(e.seconds);
+          const mean = this.images.reduce((a, b) => a + b, 0) / this.images.length;
+          v.etaSeconds = (e.total - e.index) * mean;
+        }
         if (!e.warmup && e.index === e.total) {
           v.fraction = 1;
           v.etaSeconds = 0;

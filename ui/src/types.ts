@@ -33,7 +33,8 @@ export type JobEvent =
   | { event: "baseline"; seconds: number }
   | { event: "estimate"; seconds: number }
   | { event: "imageStarted"; index: number; total: number; warmup: boolean }
-  | { event: "step"; index: number; total: number; step: number; steps: number; seconds: number; warmup: boolean }
+  /** `seconds` is null where the step was queued without its own device sync (timed images on a GPU). */
+  | { event: "step"; index: number; total: number; step: number; steps: number; seconds: number | null; warmup: boolean }
   | { event: "imageFinished"; index: number; total: number; seconds: number; valid: boolean; warmup: boolean }
   | { event: "telemetry"; samples: LiveSample[] }
   | { event: "finished"; output: unknown }

@@ -34,7 +34,32 @@ pub struct BenchResult {
     pub telemetry: Telemetry,
     pub valid: bool,
     pub invalid_reasons: Vec<String>,
+    /// How the per-step times were measured (absent in older results, whose images each carry
+    /// per-step times taken with a device sync after every step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_timing: Option<StepTiming>,
 }
+
+/// How per-step times were measured, and what a sync after every step costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTiming {
+    /// `every_step`: the backend runs each operation as it is called (the CPU), so the scored
+    /// images' steps are timed one by one at no cost. `diagnostic_image`: the scored images were
+    /// timed with device syncs only at stage edges (the host queues every step, as applications
+    /// do); `step_seconds` come from one extra image of prompt 1, after the timed region, with a
+    /// sync after every step.
+    pub method: String,
+    /// The diagnostic image's step seconds (empty for `every_step`: see each image's).
+    #[serde(default)]
+    pub step_seconds: Vec<f64>,
+    /// The diagnostic image's UNet loop over timed image 1's (same prompt and seed): what a
+    /// sync after every step costs on this device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_cost_ratio: Option<f64>,
+}
+
+pub const STEP_TIMING_EVERY_STEP: &str = "every_step";
+pub const STEP_TIMING_DIAGNOSTIC_IMAGE: &str = "diagnostic_image";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppInfo {
@@ -137,7 +162,8 @@ pub struct ImageResult {
     pub seconds: f64,
     /// The generation's stage seconds, divided by the batch size like `seconds`.
     pub stages: Stages,
-    /// The generation's step seconds (each step serves the whole batch).
+    /// The generation's step seconds (each step serves the whole batch); empty where the steps
+    /// were queued without per-step syncs (see `step_timing`).
     pub step_seconds: Vec<f64>,
     /// steps / UNet-loop seconds of the generation (a step serves the whole batch).
     pub steps_per_second: f64,

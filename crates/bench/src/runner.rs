@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_diffusion::{
     device, BackendRequest, CancelToken, DeviceRequest, DiffusionError, GenerateRequest,
-    InitialNoise, ModelSource, Pipeline, Precision, Preset, Progress,
+    InitialNoise, ModelSource, Pipeline, Precision, Preset, Progress, StepSync,
 };
 use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
 use sdbench_telemetry::{discover, Sample, Sampler, SystemInfo};
@@ -17,7 +17,8 @@ use crate::error::{BenchError, Result};
 use crate::metrics::{choose_source, compute_scores, device_vendor, ScoreInputs};
 use crate::result::{
     AppInfo, BackendInfo, BenchResult, ColdStart, FileRecord, ImageRecord, ImageResult,
-    ModelRecord, Stages, Telemetry, Window, WorkloadInfo, SCHEMA_VERSION,
+    ModelRecord, Stages, StepTiming, Telemetry, Window, WorkloadInfo, SCHEMA_VERSION,
+    STEP_TIMING_DIAGNOSTIC_IMAGE, STEP_TIMING_EVERY_STEP,
 };
 use crate::workload::Workload;
 
@@ -96,12 +97,15 @@ pub enum Event {
         total: usize,
         warmup: bool,
     },
+    /// `seconds`: the step's time, where it was synced on its own (the warm-up always is; timed
+    /// images only on the CPU backend, see `StepSync::for_timing`); `None` where the steps were
+    /// queued, and these events come at the end of the image's denoising loop.
     Step {
         index: usize,
         total: usize,
         step: usize,
         steps: usize,
-        seconds: f64,
+        seconds: Option<f64>,
         warmup: bool,
     },
     ImageFinished {
@@ -216,10 +220,15 @@ pub fn run(
         total,
         warmup: true,
     });
+    // Scored images queue their steps on a device that queues work; the per-step times then
+    // come from one more image, synced after every step, after the timed region.
+    let scored_sync = StepSync::for_timing(dev);
+    let diagnostic = scored_sync == StepSync::StageEdges;
     let warm = generate(
         &pipeline,
         workload,
         0,
+        StepSync::EveryStep,
         cancel,
         &mut |step, steps, seconds| {
             observer(&Event::Step {
@@ -230,7 +239,9 @@ pub fn run(
                 seconds,
                 warmup: true,
             });
-            if let Some(seconds) = remaining_estimate(step, steps, seconds, total) {
+            let images = total + usize::from(diagnostic);
+            if let Some(seconds) = seconds.and_then(|s| remaining_estimate(step, steps, s, images))
+            {
                 observer(&Event::Estimate { seconds });
             }
             live.send(observer);
@@ -257,6 +268,8 @@ pub fn run(
     let timed_start = epoch.elapsed().as_secs_f64();
     let mut results = Vec::with_capacity(total);
     let mut images = Vec::with_capacity(total);
+    // Timed image 1's UNet loop, against which the diagnostic image's prices per-step syncs.
+    let mut first_unet_loop: Option<f64> = None;
     for (i, spec) in workload.prompts.iter().enumerate() {
         let index = i + 1;
         observer(&Event::ImageStarted {
@@ -268,6 +281,7 @@ pub fn run(
             &pipeline,
             workload,
             i,
+            scored_sync,
             cancel,
             &mut |step, steps, seconds| {
                 // Pools rarely shrink, so sampling at step edges catches the peak reservation.
@@ -286,6 +300,7 @@ pub fn run(
             },
         )?;
         let t = &generated.timings;
+        first_unet_loop.get_or_insert(t.unet_total);
         let checks: Vec<_> = generated
             .images
             .iter()
@@ -310,7 +325,7 @@ pub fn run(
                 stages: Stages::from(t).scaled(share),
                 step_seconds: t.unet_steps.clone(),
                 steps_per_second: if t.unet_total > 0.0 {
-                    t.unet_steps.len() as f64 / t.unet_total
+                    t.steps as f64 / t.unet_total
                 } else {
                     0.0
                 },
@@ -325,6 +340,32 @@ pub fn run(
     };
     // A last reading after the end of the timed region, then stop.
     let samples = sampler.stop();
+    let step_timing = if diagnostic {
+        observer(&Event::Note(
+            "timing each step: one more image of prompt 1, with a device sync after every step (not scored)".into(),
+        ));
+        let synced = generate(
+            &pipeline,
+            workload,
+            0,
+            StepSync::EveryStep,
+            cancel,
+            &mut |_, _, _| {},
+        )?;
+        StepTiming {
+            method: STEP_TIMING_DIAGNOSTIC_IMAGE.into(),
+            sync_cost_ratio: first_unet_loop
+                .filter(|&queued| queued > 0.0)
+                .map(|queued| synced.timings.unet_total / queued),
+            step_seconds: synced.timings.unet_steps,
+        }
+    } else {
+        StepTiming {
+            method: STEP_TIMING_EVERY_STEP.into(),
+            step_seconds: Vec::new(),
+            sync_cost_ratio: None,
+        }
+    };
 
     let mut invalid_reasons: Vec<String> = results
         .iter()
@@ -403,6 +444,7 @@ pub fn run(
         },
         valid,
         invalid_reasons,
+        step_timing: Some(step_timing),
     };
     Ok(RunOutput { result, images })
 }
@@ -418,8 +460,9 @@ fn generate(
     pipeline: &Pipeline,
     workload: &Workload,
     index: usize,
+    sync: StepSync,
     cancel: &CancelToken,
-    on_step: &mut dyn FnMut(usize, usize, f64),
+    on_step: &mut dyn FnMut(usize, usize, Option<f64>),
 ) -> Result<sdbench_diffusion::Generated> {
     let spec = &workload.prompts[index];
     let request = GenerateRequest {
@@ -445,7 +488,7 @@ fn generate(
         }
     };
     pipeline
-        .generate(&request, &mut progress, cancel)
+        .generate_with_sync(&request, sync, &mut progress, cancel)
         .map_err(|e| match e {
             DiffusionError::Cancelled => BenchError::Cancelled,
             other => other.into(),

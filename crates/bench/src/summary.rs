@@ -103,6 +103,14 @@ pub fn rows(r: &BenchResult) -> Vec<(String, String, String)> {
             "s".into(),
         ),
     ];
+    if let Some(ratio) = r.step_timing.as_ref().and_then(|t| t.sync_cost_ratio) {
+        // The scored images queued their steps; one more image synced after every step.
+        rows.push((
+            "UNet loop with a sync after every step".into(),
+            format!("{ratio:.3}"),
+            "x queued".into(),
+        ));
+    }
     if !p.available {
         rows.push((
             "power unavailable because".into(),

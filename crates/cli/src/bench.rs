@@ -257,12 +257,15 @@ impl BenchProgress {
                 self.recent.clear();
             }
             Event::ImageStarted { .. } => self.recent.clear(),
+            // Queued steps (timed images on a GPU) have no time of their own and arrive together
+            // at the end of the loop: the image's line says its time.
+            Event::Step { seconds: None, .. } => {}
             Event::Step {
                 index,
                 total,
                 step,
                 steps,
-                seconds,
+                seconds: Some(seconds),
                 warmup,
             } => {
                 let step_time = self.recent.push(*seconds);

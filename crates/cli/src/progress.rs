@@ -47,8 +47,13 @@ impl StepProgress {
                 total,
                 seconds,
             } => {
-                let rate = 1.0 / self.recent.push(*seconds).max(1e-9);
-                let line = format!("step {index}/{total}  {rate:.2} it/s");
+                let line = match seconds {
+                    Some(seconds) => {
+                        let rate = 1.0 / self.recent.push(*seconds).max(1e-9);
+                        format!("step {index}/{total}  {rate:.2} it/s")
+                    }
+                    None => format!("step {index}/{total}"),
+                };
                 if self.terminal {
                     let _ = write!(err, "\r{line}   ");
                     if index == total {

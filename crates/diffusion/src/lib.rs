@@ -23,6 +23,6 @@ pub use io::weights::Precision;
 pub use models::unet::{Conditioning, TextTime};
 pub use pipeline::{
     CancelToken, Family, GenerateRequest, Generated, GeneratedImage, InitImage, InitialNoise,
-    LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress,
+    LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress, StepSync,
 };
 pub use scheduler::{PredictionType, SchedulerKind};

@@ -146,7 +146,8 @@ pub fn seconds_per_image(runs: &[Run]) -> Result<String> {
     })
 }
 
-/// Seconds of each denoising step, averaged over the run's images.
+/// Seconds of each denoising step, averaged over the run's images; for a run whose timed images
+/// queued their steps, its diagnostic image's (synced after every step).
 pub fn step_times(runs: &[Run]) -> Result<String> {
     lines(
         runs,
@@ -154,19 +155,21 @@ pub fn step_times(runs: &[Run]) -> Result<String> {
         ("step", true),
         "seconds",
         |r| {
-            let steps = r
+            let per_image: Vec<&[f64]> = r
                 .results
                 .iter()
-                .map(|x| x.step_seconds.len())
-                .max()
-                .unwrap_or(0);
+                .map(|x| x.step_seconds.as_slice())
+                .filter(|s| !s.is_empty())
+                .collect();
+            let per_image = match (&per_image[..], &r.step_timing) {
+                ([], Some(timing)) => vec![timing.step_seconds.as_slice()],
+                _ => per_image,
+            };
+            let steps = per_image.iter().map(|s| s.len()).max().unwrap_or(0);
             (0..steps)
                 .filter_map(|s| {
-                    let values: Vec<f64> = r
-                        .results
-                        .iter()
-                        .filter_map(|x| x.step_seconds.get(s).copied())
-                        .collect();
+                    let values: Vec<f64> =
+                        per_image.iter().filter_map(|x| x.get(s).copied()).collect();
                     (!values.is_empty()).then(|| {
                         (
                             (s + 1) as f64,

@@ -95,6 +95,26 @@ fn line_charts_plot_every_point_of_every_run() {
     assert_eq!(count(&parse(&power), "circle"), expected);
 }
 
+/// A run whose timed images queued their steps plots its diagnostic image's step times.
+#[test]
+fn step_times_of_queued_runs_come_from_their_diagnostic_image() {
+    let mut queued = run(3, 20, 2.0, 300.0);
+    for x in &mut queued.results {
+        x.step_seconds.clear();
+    }
+    queued.step_timing = Some(sdbench_bench::result::StepTiming {
+        method: "diagnostic_image".into(),
+        step_seconds: vec![0.1; 20],
+        sync_cost_ratio: Some(1.02),
+    });
+    let svg = charts::step_times(&[Run {
+        label: "queued",
+        result: &queued,
+    }])
+    .unwrap();
+    assert_eq!(count(&parse(&svg), "circle"), 20);
+}
+
 #[test]
 fn stage_breakdown_stacks_three_stages_per_run() {
     let a = run(2, 4, 1.0, 100.0);

@@ -189,6 +189,10 @@ fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
         assert!((x.steps_per_second - 3.0 / x.stages.unet_loop).abs() < 1e-9);
         assert!(x.image.check.valid, "{:?}", x.image.check.reason);
     }
+    // The CPU backend runs each operation as it is called: its steps are timed where they ran.
+    let timing = r.step_timing.as_ref().unwrap();
+    assert_eq!(timing.method, "every_step");
+    assert!(timing.step_seconds.is_empty() && timing.sync_cost_ratio.is_none());
     let total: f64 = r.results.iter().map(|x| x.seconds).sum();
     let s = &r.scores;
     assert!((s.images_per_minute - 180.0 / total).abs() < 1e-9);
@@ -253,6 +257,61 @@ fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
         Some("result-2.png")
     );
     validate(&serde_json::to_value(&loaded).unwrap()).unwrap();
+}
+
+/// On a device that queues work the timed images queue their steps (syncs at stage edges only);
+/// the per-step times come from one more image synced after every step, after the timed region,
+/// which also prices those syncs.
+#[test]
+fn on_a_queueing_device_steps_are_timed_on_a_separate_diagnostic_image() {
+    if sdbench_diffusion::device::probe(sdbench_diffusion::BackendKind::Vulkan)
+        .devices
+        .is_empty()
+    {
+        assert!(
+            std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() != Ok("1"),
+            "no Vulkan device"
+        );
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 2);
+    o.backend = BackendRequest::Vulkan;
+    let mut events = Vec::new();
+    let output = runner::run(&o, &mut |e| events.push(e.clone()), &CancelToken::new()).unwrap();
+    let r = &output.result;
+    assert_eq!(r.backend.name, "vulkan");
+    for x in &r.results {
+        assert!(x.step_seconds.is_empty(), "{x:?}");
+        assert!((x.steps_per_second - 3.0 / x.stages.unet_loop).abs() < 1e-9);
+    }
+    let timing = r.step_timing.as_ref().unwrap();
+    assert_eq!(timing.method, "diagnostic_image");
+    assert_eq!(timing.step_seconds.len(), 3);
+    let ratio = timing.sync_cost_ratio.unwrap();
+    assert!(ratio > 0.0 && ratio.is_finite(), "{ratio}");
+    // Timed images' step events carry no time; the warm-up's do.
+    for e in &events {
+        if let Event::Step {
+            seconds, warmup, ..
+        } = e
+        {
+            assert_eq!(seconds.is_some(), *warmup, "{e:?}");
+        }
+    }
+    let notes = events
+        .iter()
+        .filter(|e| matches!(e, Event::Note(n) if n.contains("sync after every step")))
+        .count();
+    assert_eq!(notes, 1);
+    validate(&serde_json::to_value(r).unwrap()).unwrap();
+    assert_same(&BenchResult::from_json(&r.to_json()).unwrap(), r);
+    let rows = sdbench_bench::summary::rows(r);
+    assert!(
+        rows.iter()
+            .any(|(m, v, _)| m.starts_with("UNet loop with a sync") && v == &format!("{ratio:.3}")),
+        "{rows:?}"
+    );
 }
 
 /// `--batch 2`: two images per prompt in one generation, each recording half its time.

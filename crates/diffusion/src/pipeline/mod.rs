@@ -214,14 +214,42 @@ pub enum Progress {
     TextEncoded {
         seconds: f64,
     },
+    /// A step done. `seconds`: its time, where each step ends with a device sync
+    /// (`StepSync::EveryStep`); `None` where steps are queued without one, and these events come
+    /// after the loop's closing sync.
     Step {
         index: usize,
         total: usize,
-        seconds: f64,
+        seconds: Option<f64>,
     },
     Decoded {
         seconds: f64,
     },
+}
+
+/// Where the UNet loop waits for the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepSync {
+    /// After every step: exact per-step times and live step progress, but the host cannot queue
+    /// the next step while the device works on this one.
+    EveryStep,
+    /// Only at the loop's edges: the host queues every step ahead of the device, as a real
+    /// application would; no per-step times, and the step events come after the loop. A
+    /// progress observer never runs while the device works, so it cannot stall the queue.
+    StageEdges,
+}
+
+impl StepSync {
+    /// What a timed (scored) generation uses on `device`: steps queued on a device that queues
+    /// work; a sync after every step on the CPU backend, which runs each operation to completion
+    /// as it is called (so a sync there costs nothing and step times are exact).
+    pub fn for_timing(device: &SelectedDevice) -> StepSync {
+        if device.kind == crate::BackendKind::Cpu {
+            StepSync::EveryStep
+        } else {
+            StepSync::StageEdges
+        }
+    }
 }
 
 /// A flag checked between steps; set it from any thread to stop a generation.
@@ -247,7 +275,10 @@ pub struct StageTimings {
     pub text_encoder: f64,
     /// Image-to-image: encoding the picture and noising it (0 otherwise).
     pub vae_encode: f64,
+    /// Per-step seconds, with `StepSync::EveryStep` (empty otherwise).
     pub unet_steps: Vec<f64>,
+    /// Steps run (image-to-image runs only the last part of the schedule).
+    pub steps: usize,
     pub unet_total: f64,
     pub vae_decode: f64,
     pub total: f64,
@@ -698,11 +729,22 @@ impl Pipeline {
         ]
     }
 
-    /// Runs one generation. `progress` receives stage and step events; `cancel` is checked
-    /// between steps.
+    /// Runs one generation with a device sync after every step (live step progress and per-step
+    /// times). `progress` receives stage and step events; `cancel` is checked between steps.
     pub fn generate(
         &self,
         request: &GenerateRequest,
+        progress: &mut dyn FnMut(&Progress),
+        cancel: &CancelToken,
+    ) -> Result<Generated> {
+        self.generate_with_sync(request, StepSync::EveryStep, progress, cancel)
+    }
+
+    /// Runs one generation, waiting for the device where `sync` says.
+    pub fn generate_with_sync(
+        &self,
+        request: &GenerateRequest,
+        sync: StepSync,
         progress: &mut dyn FnMut(&Progress),
         cancel: &CancelToken,
     ) -> Result<Generated> {
@@ -717,7 +759,7 @@ impl Pipeline {
         )?;
         let backend = self.device.kind.name().to_string();
         guard(&backend, || {
-            self.run(request, kind, scheduler.as_mut(), progress, cancel)
+            self.run(request, kind, scheduler.as_mut(), sync, progress, cancel)
         })
     }
 
@@ -726,6 +768,7 @@ impl Pipeline {
         request: &GenerateRequest,
         kind: SchedulerKind,
         scheduler: &mut dyn scheduler::Scheduler<B>,
+        sync: StepSync,
         progress: &mut dyn FnMut(&Progress),
         cancel: &CancelToken,
     ) -> Result<Generated> {
@@ -785,6 +828,8 @@ impl Pipeline {
         let timesteps = scheduler.timesteps()[first..].to_vec();
         let loop_start = Instant::now();
         let mut observing_in_loop = Duration::ZERO;
+        // StageEdges: step events wait for the loop's closing sync.
+        let mut deferred = Vec::new();
         for (k, &t) in timesteps.iter().enumerate() {
             if cancel.is_cancelled() {
                 return Err(DiffusionError::Cancelled);
@@ -807,21 +852,30 @@ impl Pipeline {
                 out
             };
             latents = scheduler.step(guided_out, i, latents, &mut noise);
-            device_sync(&self.device)?;
-            let seconds = step_start.elapsed().as_secs_f64();
-            timings.unet_steps.push(seconds);
-            let observed = observe(
-                progress,
-                &Progress::Step {
-                    index: k + 1,
-                    total: timesteps.len(),
-                    seconds,
-                },
-            );
-            observing_in_loop += observed;
-            observing += observed;
+            let event = |seconds| Progress::Step {
+                index: k + 1,
+                total: timesteps.len(),
+                seconds,
+            };
+            match sync {
+                StepSync::EveryStep => {
+                    device_sync(&self.device)?;
+                    let seconds = step_start.elapsed().as_secs_f64();
+                    timings.unet_steps.push(seconds);
+                    // The device is idle while the observer runs: its time is left out.
+                    let observed = observe(progress, &event(Some(seconds)));
+                    observing_in_loop += observed;
+                    observing += observed;
+                }
+                StepSync::StageEdges => deferred.push(event(None)),
+            }
         }
+        device_sync(&self.device)?;
         timings.unet_total = (loop_start.elapsed() - observing_in_loop).as_secs_f64();
+        timings.steps = timesteps.len();
+        for event in &deferred {
+            observing += observe(progress, event);
+        }
         if cancel.is_cancelled() {
             return Err(DiffusionError::Cancelled);
         }
