@@ -78,6 +78,8 @@ struct Entry {
     ended: Option<Instant>,
     /// The last event (finished/failed/cancelled) has been handed to the sink.
     last_sent: bool,
+    /// Where events go now: the starting window's channel, or a reloaded window's (`attach`).
+    sink: Sink,
 }
 
 impl Entry {
@@ -112,17 +114,20 @@ pub struct Jobs {
 pub struct JobContext {
     id: JobId,
     jobs: Jobs,
-    sink: Sink,
     pub cancel: CancelToken,
 }
 
 impl JobContext {
     pub fn emit(&self, event: JobEvent) {
-        if let Some(entry) = self.jobs.table().jobs.get_mut(&self.id) {
-            entry.events += 1;
-            entry.last_event = Some(event.clone());
-        }
-        (self.sink)(&event);
+        let sink = match self.jobs.table().jobs.get_mut(&self.id) {
+            Some(entry) => {
+                entry.events += 1;
+                entry.last_event = Some(event.clone());
+                entry.sink.clone()
+            }
+            None => return,
+        };
+        sink(&event);
     }
 
     pub fn is_cancelled(&self) -> bool {
@@ -166,6 +171,7 @@ impl Jobs {
                     started: Instant::now(),
                     ended: None,
                     last_sent: false,
+                    sink,
                 },
             );
             id
@@ -173,7 +179,6 @@ impl Jobs {
         let context = JobContext {
             id,
             jobs: self.clone(),
-            sink,
             cancel,
         };
         let spawned = std::thread::Builder::new()
@@ -191,23 +196,24 @@ impl Jobs {
                         )),
                     },
                 };
-                context.jobs.end(id, state, &context.sink);
+                context.jobs.end(id, state, true);
             });
         if let Err(e) = spawned {
             let error = UiError::internal(format!("Could not start a thread for the job: {e}"));
+            // The command returns the error itself: no event for it.
             self.end(
                 id,
                 JobState::Failed {
                     error: error.clone(),
                 },
-                &(Arc::new(|_: &JobEvent| {}) as Sink),
+                false,
             );
             return Err(error);
         }
         Ok(id)
     }
 
-    fn end(&self, id: JobId, state: JobState, sink: &Sink) {
+    fn end(&self, id: JobId, state: JobState, send: bool) {
         let last = match &state {
             JobState::Finished { output } => JobEvent::Finished {
                 output: output.clone(),
@@ -218,15 +224,19 @@ impl Jobs {
             JobState::Cancelled | JobState::Running => JobEvent::Cancelled,
         };
         // The state changes before the last event is sent, so a view that reacts to that event can
-        // start the next job at once; `wait` returns only once the event has been sent.
-        {
+        // start the next job at once; `wait` returns only once the event has been sent. The sink
+        // is taken with the state change: a window that attaches later sees the job ended.
+        let sink = {
             let mut table = self.table();
-            if let Some(entry) = table.jobs.get_mut(&id) {
+            table.jobs.get_mut(&id).map(|entry| {
                 entry.state = state;
                 entry.ended = Some(Instant::now());
-            }
+                entry.sink.clone()
+            })
+        };
+        if let (Some(sink), true) = (sink, send) {
+            sink(&last);
         }
-        sink(&last);
         if let Some(entry) = self.table().jobs.get_mut(&id) {
             entry.last_sent = true;
         }
@@ -254,6 +264,21 @@ impl Jobs {
             .get(&id)
             .map(|e| e.status(id))
             .ok_or_else(|| UiError::not_found(format!("There is no job {id}")))
+    }
+
+    /// Sends a running job's later events, its last one included, to `sink` instead (a reloaded
+    /// window's channel; the old one is gone). Returns the job's status: one that has ended
+    /// already says how, and its sink is left alone.
+    pub fn attach(&self, id: JobId, sink: Sink) -> UiResult<JobStatus> {
+        let mut table = self.table();
+        let entry = table
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| UiError::not_found(format!("There is no job {id}")))?;
+        if entry.state == JobState::Running {
+            entry.sink = sink;
+        }
+        Ok(entry.status(id))
     }
 
     /// The running job, if any.
@@ -387,6 +412,63 @@ mod tests {
         assert_eq!(seen.lock().unwrap().last(), Some(&JobEvent::Cancelled));
         assert!(jobs.running().is_none());
         assert_eq!(jobs.cancel(999).unwrap_err().kind, ErrorKind::NotFound);
+    }
+
+    /// A reloaded window attaches its own channel: the job's later events, its last included, go
+    /// there and no longer to the window that is gone; the status carries the latest event.
+    #[test]
+    fn a_window_that_attaches_gets_the_rest_of_the_job() {
+        let jobs = Jobs::default();
+        let (first, first_seen) = collector();
+        let (go_on, wait_here) = std::sync::mpsc::channel::<()>();
+        let id = jobs
+            .start(JobKind::Benchmark, first, move |cx| {
+                cx.emit(JobEvent::Note {
+                    text: "before".into(),
+                });
+                wait_here.recv().unwrap();
+                cx.emit(JobEvent::Note {
+                    text: "after".into(),
+                });
+                Ok(serde_json::json!("done"))
+            })
+            .unwrap();
+        // Wait for the first event, then attach as a reloaded window would.
+        let deadline = Instant::now() + WAIT;
+        while jobs.status(id).unwrap().events == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (second, second_seen) = collector();
+        let status = jobs.attach(id, second).unwrap();
+        assert_eq!(status.state, JobState::Running);
+        assert_eq!(
+            status.last_event,
+            Some(JobEvent::Note {
+                text: "before".into()
+            })
+        );
+        go_on.send(()).unwrap();
+        jobs.wait(id, WAIT).unwrap();
+        assert_eq!(first_seen.lock().unwrap().len(), 1, "only what came before");
+        let second_seen = second_seen.lock().unwrap();
+        assert_eq!(second_seen.len(), 2);
+        assert_eq!(
+            second_seen[0],
+            JobEvent::Note {
+                text: "after".into()
+            }
+        );
+        assert!(matches!(second_seen[1], JobEvent::Finished { .. }));
+
+        // Attaching to an ended job says how it ended; an unknown id is not found.
+        let (late, late_seen) = collector();
+        let ended = jobs.attach(id, late).unwrap();
+        assert!(matches!(ended.state, JobState::Finished { .. }));
+        assert!(late_seen.lock().unwrap().is_empty());
+        assert_eq!(
+            jobs.attach(999, collector().0).unwrap_err().kind,
+            ErrorKind::NotFound
+        );
     }
 
     #[test]

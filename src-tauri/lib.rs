@@ -27,6 +27,7 @@ pub fn with_commands<R: Runtime>(builder: Builder<R>, state: AppState) -> Builde
             commands::jobs::cancel_job,
             commands::jobs::job_status,
             commands::jobs::running_job,
+            commands::jobs::attach_job,
             commands::benchmark::workloads,
             commands::benchmark::model_status,
             commands::benchmark::start_download,

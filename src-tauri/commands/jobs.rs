@@ -29,6 +29,17 @@ pub async fn job_status(state: State<'_, AppState>, id: JobId) -> UiResult<JobSt
     state.jobs.status(id)
 }
 
+/// Sends a running job's events to this window's channel from now on: a reloaded window follows
+/// the job it started before. Returns the job's status (its latest event, or how it ended).
+#[tauri::command]
+pub async fn attach_job(
+    state: State<'_, AppState>,
+    id: JobId,
+    on_event: Channel<JobEvent>,
+) -> UiResult<JobStatus> {
+    state.jobs.attach(id, channel_sink(on_event))
+}
+
 /// The job running now, if any (a reloaded window re-attaches to it).
 #[tauri::command]
 pub async fn running_job(state: State<'_, AppState>) -> UiResult<Option<JobStatus>> {

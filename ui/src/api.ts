@@ -21,30 +21,49 @@ export interface JobHandle<O> {
   cancel(): Promise<void>;
 }
 
-/** Starts a job command and follows it through its channel. */
-export function runJob<O>(
-  command: string,
-  args: Record<string, unknown>,
-  onEvent: (e: T.JobEvent) => void,
-): JobHandle<O> {
+/** A channel whose events go to `onEvent` until the job's last one settles `done`. */
+function follow<O>(onEvent: (e: T.JobEvent) => void) {
   const channel = new Channel<T.JobEvent>();
   let settle!: { resolve: (o: O) => void; reject: (e: T.UiError) => void };
   const done = new Promise<O>((resolve, reject) => (settle = { resolve, reject }));
   channel.onmessage = (e) => {
     if (e.event === "finished") settle.resolve(e.output as O);
     else if (e.event === "failed") settle.reject(e.error);
-    else if (e.event === "cancelled") settle.reject({ kind: "cancelled", message: "Cancelled", hint: "Nothing was saved." });
+    else if (e.event === "cancelled") settle.reject(CANCELLED);
     else onEvent(e);
   };
-  const id = invoke<number>(command, { ...args, onEvent: channel });
-  id.catch((e) => settle.reject(asUiError(e)));
-  return {
-    id,
-    done,
-    cancel: async () => {
-      await invoke("cancel_job", { id: await id });
-    },
-  };
+  return { channel, done, settle };
+}
+
+const CANCELLED: T.UiError = { kind: "cancelled", message: "Cancelled", hint: "Nothing was saved." };
+
+function handle<O>(id: Promise<number>, done: Promise<O>): JobHandle<O> {
+  return { id, done, cancel: async () => { await invoke("cancel_job", { id: await id }); } };
+}
+
+/** Starts a job command and follows it through its channel. */
+export function runJob<O>(
+  command: string,
+  args: Record<string, unknown>,
+  onEvent: (e: T.JobEvent) => void,
+): JobHandle<O> {
+  const f = follow<O>(onEvent);
+  const id = invoke<number>(command, { ...args, onEvent: f.channel });
+  id.catch((e) => f.settle.reject(asUiError(e)));
+  return handle(id, f.done);
+}
+
+/** Follows a job this window did not start (a reloaded window's running job) from now on; the
+ * status holds its latest event, or how it ended if it ended meanwhile. */
+export function attachJob<O>(id: number, onEvent: (e: T.JobEvent) => void): { job: JobHandle<O>; status: Promise<T.JobStatus> } {
+  const f = follow<O>(onEvent);
+  const status = invoke<T.JobStatus>("attach_job", { id, onEvent: f.channel });
+  status.then((s) => {
+    if (s.state === "finished") f.settle.resolve(s.output as O);
+    else if (s.state === "failed") f.settle.reject(s.error ?? asUiError("the job failed"));
+    else if (s.state === "cancelled") f.settle.reject(CANCELLED);
+  }, (e) => f.settle.reject(asUiError(e)));
+  return { job: handle(Promise.resolve(id), f.done), status };
 }
 
 export const api = {

@@ -3,6 +3,7 @@
 import "./styles.css";
 import { h } from "./dom";
 import { api } from "./api";
+import type { JobStatus } from "./types";
 import { notify, setMessageArea, showError } from "./ui";
 import { setLimits } from "./validate";
 import { benchmarkScreen } from "./screens/benchmark";
@@ -18,6 +19,8 @@ export interface Screen {
   mount(root: HTMLElement): void;
   /** Called each time the screen is shown (refresh lists…). */
   show?(): void;
+  /** Follows a job of the screen's kind that was running when the window (re)loaded. */
+  reattach?(job: JobStatus): void;
 }
 
 const screens: Screen[] = [benchmarkScreen, createScreen, historyScreen, systemScreen];
@@ -76,6 +79,13 @@ async function start(): Promise<void> {
     }
   });
   select(screens[0]);
+  // A reloaded window follows the job it had started (its progress, then its result).
+  api.runningJob().then((job) => {
+    if (!job) return;
+    const screen = job.kind === "generation" ? createScreen : benchmarkScreen;
+    select(screen);
+    screen.reattach?.(job);
+  }).catch(showError);
   api.startupNotes().then((notes) => notes.forEach(notify)).catch(showError);
 }
 

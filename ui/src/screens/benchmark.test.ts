@@ -102,6 +102,48 @@ describe("Benchmark screen", () => {
     expect(run.disabled).toBe(false);
   });
 
+  it("a reloaded window joins the running benchmark: its progress from the latest event, then the result", async () => {
+    let args: Record<string, unknown> = {};
+    let cancelled: unknown = null;
+    mockShell({
+      model_status: () => ready,
+      attach_job: (a) => {
+        args = a;
+        stream(a, running.slice(4));
+        return { id: 7, kind: "benchmark", state: "running", lastEvent: running[3], events: 4, elapsedSeconds: 12 };
+      },
+      cancel_job: (a) => (cancelled = a.id),
+      run_charts: () => charts,
+      read_image: () => new ArrayBuffer(4),
+    });
+    benchmarkScreen.show?.();
+    benchmarkScreen.reattach?.({ id: 7, kind: "benchmark", state: "running", lastEvent: running[3], events: 4, elapsedSeconds: 12 });
+    await settle(60);
+    expect(args.id).toBe(7);
+    expect(root.querySelector("#bench-progress")!.hasAttribute("hidden")).toBe(false);
+    expect(root.querySelector("#bench-phase")!.textContent).toBe("Image 2 of 5");
+    expect(root.querySelector("#bench-step")!.textContent).toBe("7 / 30");
+    expect(root.querySelector<HTMLButtonElement>("#run-standard")!.disabled).toBe(true);
+    root.querySelector<HTMLButtonElement>("#cancel-benchmark")!.click();
+    await settle();
+    expect(cancelled).toBe(7);
+    stream(args, [{ event: "finished", output: output() }]);
+    await settle(60);
+    expect(root.querySelector("#result-score")!.textContent).toBe("1234");
+    expect(root.querySelector<HTMLButtonElement>("#run-standard")!.disabled).toBe(false);
+  });
+
+  it("a job that ended while the window reloaded shows how it ended", async () => {
+    mockShell({
+      model_status: () => ready,
+      attach_job: () => ({ id: 8, kind: "benchmark", state: "failed", error: { kind: "noDevice", message: "the GPU was lost", hint: "Check the driver" }, lastEvent: null, events: 9, elapsedSeconds: 30 }),
+    });
+    benchmarkScreen.reattach?.({ id: 8, kind: "benchmark", state: "running", lastEvent: null, events: 9, elapsedSeconds: 30 });
+    await settle(60);
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("the GPU was lost");
+    expect(root.querySelector("#bench-progress")!.hasAttribute("hidden")).toBe(true);
+  });
+
   it("a quick run sends its values; an invalid run shows why and cannot be submitted", async () => {
     let args: Record<string, unknown> = {};
     mockShell({

@@ -1,12 +1,12 @@
 // The Benchmark screen: the model it needs (with a download), one button for the standard run, a
 // quick custom run, live progress with power and VRAM, and the result.
 
-import { api, type JobHandle } from "../api";
+import { api, attachJob, type JobHandle } from "../api";
 import { fill, h } from "../dom";
 import * as fmt from "../format";
 import { drawLiveChart } from "../livechart";
 import { ProgressTracker, type ProgressView } from "../progress";
-import type { BenchmarkOutput, JobEvent, ModelStatus, WorkloadCard } from "../types";
+import type { BenchmarkOutput, JobEvent, JobStatus, ModelStatus, WorkloadCard } from "../types";
 import { showError, notify } from "../ui";
 import { boundFields, checkSide, checkSteps, checkWhole, limits } from "../validate";
 import type { Screen } from "../main";
@@ -83,6 +83,12 @@ function renderModel(status: ModelStatus): void {
 
 function startDownload(button: HTMLButtonElement): void {
   button.disabled = true;
+  const workload = chosenWorkload().name;
+  followDownload((onEvent) => api.download(onEvent, workload));
+}
+
+/** Shows a download's progress under the model until it ends; `subscribe` starts or joins it. */
+function followDownload(subscribe: (onEvent: (e: JobEvent) => void) => JobHandle<unknown>): void {
   const bar = h("progress", { max: 1, value: 0, id: "download-progress" });
   const label = h("span", { class: "muted" }, "Starting…");
   const cancel = h("button", { id: "cancel-download" }, "Cancel");
@@ -90,14 +96,14 @@ function startDownload(button: HTMLButtonElement): void {
   const started = performance.now() / 1000;
   let first: number | null = null;
   workloadSelect.disabled = true;
-  const handle = api.download((e: JobEvent) => {
+  const handle = subscribe((e: JobEvent) => {
     if (e.event !== "download") return;
     first ??= e.done;
     bar.value = e.total > 0 ? e.done / e.total : 0;
     const rate = (e.done - first) / Math.max(performance.now() / 1000 - started, 1e-3);
     const eta = rate > 0 ? (e.total - e.done) / rate : null;
     label.textContent = `${fmt.bytes(e.done)} of ${fmt.bytes(e.total)} · ${fmt.bytes(rate)}/s · ${fmt.duration(eta)} left · ${e.file}`;
-  }, chosenWorkload().name);
+  });
   job = handle;
   cancel.addEventListener("click", () => handle.cancel().catch(showError));
   handle.done
@@ -143,6 +149,13 @@ function startBenchmark(custom: boolean): void {
     return;
   }
   const request = settings ? { workload: workload.name, custom: settings } : { workload: workload.name };
+  const intro = custom ? "Quick run: not a standard score." : `Standard run (${workload.name}): ${workload.run}, after a warm-up image.`;
+  followBenchmark(intro, null, (onEvent) => api.benchmark(request, onEvent));
+}
+
+/** Shows a benchmark's live progress, then its result; `subscribe` starts or joins it, and `last`
+ * is the latest event of a run joined part-way. */
+function followBenchmark(intro: string, last: JobEvent | null, subscribe: (onEvent: (e: JobEvent) => void) => JobHandle<BenchmarkOutput>): void {
   const tracker = new ProgressTracker();
   const cancel = h("button", { id: "cancel-benchmark" }, "Cancel");
   progress.hidden = false;
@@ -154,8 +167,10 @@ function startBenchmark(custom: boolean): void {
     if (pending) renderProgress(pending, tracker, cancel);
     pending = null;
   };
-  renderProgress(tracker.update({ event: "note", text: custom ? "Quick run: not a standard score." : `Standard run (${workload.name}): ${workload.run}, after a warm-up image.` }), tracker, cancel);
-  const handle = api.benchmark(request, (e) => {
+  let view = tracker.update({ event: "note", text: intro });
+  if (last) view = tracker.update(last);
+  renderProgress(view, tracker, cancel);
+  const handle = subscribe((e) => {
     if (pending === null) nextFrame(draw);
     pending = tracker.update(e);
   });
@@ -182,9 +197,20 @@ function startBenchmark(custom: boolean): void {
     });
 }
 
+/** Joins the benchmark or download a reloaded window had started. */
+function reattach(running: JobStatus): void {
+  if (running.kind === "download") {
+    followDownload((onEvent) => attachJob<unknown>(running.id, onEvent).job);
+  } else if (running.kind === "benchmark") {
+    followBenchmark("Joined the benchmark that was running when the window reloaded.", running.lastEvent,
+      (onEvent) => attachJob<BenchmarkOutput>(running.id, onEvent).job);
+  }
+}
+
 export const benchmarkScreen: Screen = {
   id: "benchmark",
   title: "Benchmark",
+  reattach,
   mount(root) {
     boundFields(quick);
     workloadSelect.append(...WORKLOADS.map((w) => h("option", { value: w.name }, w.label)));

@@ -72,6 +72,23 @@ describe("Create screen", () => {
     expect(root.querySelectorAll("#create-strip .thumb")).toHaveLength(2);
   });
 
+  it("a reloaded window joins the running generation and shows its image", async () => {
+    mockShell({
+      attach_job: (a) => {
+        stream(a, [
+          { event: "step", index: 1, total: 1, step: 3, steps: 4, seconds: 0.25, warmup: false },
+          { event: "finished", output: generation(77) },
+        ]);
+        return { id: 3, kind: "generation", state: "running", lastEvent: null, events: 2, elapsedSeconds: 1 };
+      },
+      read_image: () => new ArrayBuffer(8),
+    });
+    createScreen.reattach?.({ id: 3, kind: "generation", state: "running", lastEvent: null, events: 2, elapsedSeconds: 1 });
+    await settle(40);
+    expect(root.querySelector("#create-timing")!.textContent).toContain("77");
+    expect(root.querySelector<HTMLButtonElement>("#create-generate")!.disabled).toBe(false);
+  });
+
   it("checks the strength of an image-to-image request", () => {
     const picture = { name: "barn.png", bytes: [1, 2, 3], strength: 0.5 };
     expect(checkRequest({ ...base, initImage: picture })).toBeNull();

@@ -1,11 +1,11 @@
 // The Create screen: a person's own prompt (and, for image-to-image, a picture to start from), the
 // image with its timing, save as PNG (parameters inside), and a strip of this session's images.
 
-import { api, imageUrl } from "../api";
+import { api, attachJob, imageUrl, type JobHandle } from "../api";
 import { fill, h } from "../dom";
 import * as fmt from "../format";
 import { ProgressTracker } from "../progress";
-import type { CreateRequest, Generation } from "../types";
+import type { CreateOutput, CreateRequest, Generation, JobEvent, JobStatus } from "../types";
 import { busy, notify, pickSavePath, showError } from "../ui";
 import { boundFields, checkSide, checkSteps } from "../validate";
 import type { Screen } from "../main";
@@ -143,12 +143,17 @@ async function generate(): Promise<void> {
     showError({ kind: "badInput", message: problem, hint: "Correct the form and try again." });
     return;
   }
+  await followGeneration("Starting…", (onEvent) => api.generate(r, onEvent));
+}
+
+/** Shows a generation's progress, then its image; `subscribe` starts or joins it. */
+async function followGeneration(intro: string, subscribe: (onEvent: (e: JobEvent) => void) => JobHandle<CreateOutput>): Promise<void> {
   generateButton.disabled = true;
   cancelButton.hidden = false;
   cancelButton.disabled = false;
   const tracker = new ProgressTracker();
-  status.textContent = "Starting…";
-  const handle = api.generate(r, (e) => {
+  status.textContent = intro;
+  const handle = subscribe((e) => {
     const v = tracker.update(e);
     status.textContent = v.steps > 0 ? `Step ${v.step} / ${v.steps} · ${fmt.fixed(v.itPerSecond)} it/s` : v.phase;
   });
@@ -196,6 +201,11 @@ async function loadOptions(): Promise<void> {
 export const createScreen: Screen = {
   id: "create",
   title: "Create",
+  reattach(running: JobStatus) {
+    if (running.kind !== "generation") return;
+    followGeneration("Joined the generation that was running when the window reloaded.",
+      (onEvent) => attachJob<CreateOutput>(running.id, onEvent).job);
+  },
   mount(root) {
     boundFields(form);
     for (const [label, w, hgt] of SIZE_PRESETS) form.size.append(h("option", { value: `${w}x${hgt}` }, label));
