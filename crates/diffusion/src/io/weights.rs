@@ -269,6 +269,9 @@ pub(crate) fn splitmix64(state: &mut u64) -> u64 {
 pub struct Loader<'a, B: Backend> {
     source: &'a mut dyn WeightSource,
     pub device: B::Device,
+    /// Where `host_tensor` puts its tensors: host memory (the CPU backend's device), or `device`
+    /// where the caller gives none.
+    host: B::Device,
     pub precision: Precision,
 }
 
@@ -277,8 +280,15 @@ impl<'a, B: Backend> Loader<'a, B> {
         Loader {
             source,
             device: device.clone(),
+            host: device.clone(),
             precision,
         }
+    }
+
+    /// `host_tensor`s go to `host`.
+    pub fn with_host(mut self, host: &B::Device) -> Self {
+        self.host = host.clone();
+        self
     }
 
     pub fn finish(self) -> Result<()> {
@@ -290,6 +300,16 @@ impl<'a, B: Backend> Loader<'a, B> {
     /// converted in one pass on the host (an f32 run may be on a device without f16).
     fn upload<const D: usize>(
         &self,
+        values: Values,
+        shape: [usize; D],
+        dtype: DType,
+    ) -> Tensor<B, D> {
+        self.upload_to(&self.device, values, shape, dtype)
+    }
+
+    fn upload_to<const D: usize>(
+        &self,
+        device: &B::Device,
         values: Values,
         shape: [usize; D],
         dtype: DType,
@@ -309,7 +329,7 @@ impl<'a, B: Backend> Loader<'a, B> {
             ),
             (Values::F32(v), _) => TensorData::new(v, shape),
         };
-        Tensor::from_data(data, (&self.device, dtype))
+        Tensor::from_data(data, (device, dtype))
     }
 
     /// A tensor in the run's precision.
@@ -321,6 +341,18 @@ impl<'a, B: Backend> Loader<'a, B> {
     ) -> Result<Tensor<B, D>> {
         let values = self.source.take(name, &shape, init)?;
         Ok(self.upload(values, shape, self.precision.dtype()))
+    }
+
+    /// A tensor in the run's precision kept in host memory (the CPU backend), whatever the
+    /// device: for lookup tables read a few rows at a time.
+    pub fn host_tensor<const D: usize>(
+        &mut self,
+        name: &str,
+        shape: [usize; D],
+        init: Init,
+    ) -> Result<Tensor<B, D>> {
+        let values = self.source.take(name, &shape, init)?;
+        Ok(self.upload_to(&self.host, values, shape, self.precision.dtype()))
     }
 
     /// A tensor kept in f32 whatever the precision (norm parameters).

@@ -1360,7 +1360,7 @@ fn load_component<T>(
     precision: Precision,
     build: impl FnOnce(&mut Loader<B>) -> Result<T>,
 ) -> Result<T> {
-    let mut loader = Loader::new(source, device, precision);
+    let mut loader = Loader::new(source, device, precision).with_host(&device::cpu_device());
     let model = build(&mut loader)?;
     loader.finish()?;
     Ok(model)
@@ -1402,7 +1402,38 @@ fn explain_backend_failure(message: &str) -> String {
     let lower = message.to_lowercase();
     if lower.contains("out of memory") || lower.contains("outofmemory") || lower.contains("oom") {
         format!("out of device memory ({message}); try a smaller size, --precision f16, or --backend cpu")
+    } else if let Some(bytes) = lower
+        .split("can't allocate buffer of size:")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+    {
+        // cubecl allocates within the device's largest storage binding, which some drivers set
+        // low (128 MiB on lavapipe); the backtrace cubecl appends is left out.
+        format!(
+            "the device cannot hold a {:.0} MiB tensor in one buffer (its largest storage binding is smaller); \
+             try --precision f16, a smaller size, or another backend",
+            bytes as f64 / (1u64 << 20) as f64
+        )
     } else {
         message.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_failures_are_explained_in_the_persons_terms() {
+        let too_big = "called `Result::unwrap()` on an `Err` value: can't allocate buffer of size: 151781376\n   0: backtrace lines";
+        let text = explain_backend_failure(too_big);
+        assert!(
+            text.starts_with("the device cannot hold a 145 MiB tensor in one buffer")
+                && !text.contains("backtrace"),
+            "{text}"
+        );
+        assert!(explain_backend_failure("CUDA_ERROR_OUT_OF_MEMORY").contains("--precision f16"));
+        assert_eq!(explain_backend_failure("device lost"), "device lost");
     }
 }
