@@ -1400,7 +1400,8 @@ fn guard<T>(backend: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
 
 fn explain_backend_failure(message: &str) -> String {
     let lower = message.to_lowercase();
-    if lower.contains("out of memory") || lower.contains("outofmemory") || lower.contains("oom") {
+    let out_of_memory = ["out of memory", "outofmemory", "out_of_memory", "oom"];
+    if out_of_memory.iter().any(|m| lower.contains(m)) {
         format!("out of device memory ({message}); try a smaller size, --precision f16, or --backend cpu")
     } else if let Some(bytes) = lower
         .split("can't allocate buffer of size:")
