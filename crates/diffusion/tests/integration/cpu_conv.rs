@@ -2,12 +2,14 @@
 //! written straight into the output) against a direct convolution in f64, on shapes the models do
 //! not use: odd channel counts, groups, batch 3, stride 2, no padding, a 5x5 kernel, and outputs
 //! spanning several of its 512-position tiles; in f32 and f16. The Winograd path f32 3x3 stride-1
-//! convolutions take (vendor/burn-flex `conv_winograd.rs`) is checked the same way.
+//! convolutions take (vendor/burn-flex `conv_winograd.rs`) is checked the same way, and so is the
+//! GPU backends' direct convolution in f16 (vendor/burn-cubecl: it sums in f32) on Vulkan.
 
 use burn::prelude::*;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::PaddedConvOptions;
 use burn::tensor::DType;
+use sdbench_diffusion::device::cpu_device;
 use sdbench_diffusion::noise::NormalGenerator;
 use sdbench_diffusion::pipeline::B;
 
@@ -68,10 +70,14 @@ impl Case {
         self.check_outputs(dtype, tolerance, 1);
     }
 
-    /// Checks every `step`-th output only (the definition is slow for large layers). The error
+    fn check_outputs(&self, dtype: DType, tolerance: f64, step: usize) {
+        self.check_on(&cpu_device(), dtype, tolerance, step);
+    }
+
+    /// On `device`, checks every `step`-th output only (the definition is slow for large layers). The error
     /// is `|got - expected|` over `1 + ` the root mean square of the expected outputs: the
     /// layer's scale, which grows with the channels summed.
-    fn check_outputs(&self, dtype: DType, tolerance: f64, step: usize) {
+    fn check_on(&self, device: &Device<B>, dtype: DType, tolerance: f64, step: usize) {
         let mut noise = NormalGenerator::new(7);
         let xs = [self.batch, self.inputs, self.height, self.width];
         let ws = [
@@ -91,9 +97,9 @@ impl Case {
             self.groups,
         );
         let out: Tensor<B, 4> = conv2d(
-            tensor(&x, xs, dtype),
-            tensor(&w, ws, dtype),
-            Some(tensor(&bias, [self.outputs], dtype)),
+            tensor(&x, xs, dtype).to_device(device),
+            tensor(&w, ws, dtype).to_device(device),
+            Some(tensor(&bias, [self.outputs], dtype).to_device(device)),
             options,
         );
         let got = values(out);
@@ -165,4 +171,36 @@ fn cpu_convolutions_match_the_definition() {
     // 1280 channels each way (SD1.5's 16x16 level): 236 MB of transformed weights, made and used
     // in chunks of output channels. Every 101st output.
     case(2, 1280, 1280, (16, 16), 1, 3, 1, 1).check_outputs(DType::F32, 1e-4, 101);
+}
+
+/// In f16 a 3x3 convolution over 512 channels sums 4608 products per output: summed in f16 (the
+/// GPU backends' direct kernel upstream) the error reaches about 1e-2 of the layer's scale; summed
+/// in f32 only the f16 output's rounding (5e-4) is left. Vulkan (lavapipe in CI) runs the direct
+/// kernel: its GPU has no matrix cores for the implicit-GEMM kernels.
+#[test]
+fn gpu_f16_convolutions_sum_in_f32() {
+    let device = match sdbench_diffusion::device::select(sdbench_diffusion::BackendRequest::Vulkan)
+    {
+        Ok(selected) => selected.device,
+        Err(e) => {
+            assert!(
+                std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() != Ok("1"),
+                "no Vulkan device: {e}"
+            );
+            return;
+        }
+    };
+    let wide = Case {
+        batch: 1,
+        inputs: 512,
+        outputs: 64,
+        height: 8,
+        width: 8,
+        groups: 1,
+        kernel: 3,
+        stride: 1,
+        padding: 1,
+    };
+    wide.check_on(&device, DType::F16, 1.5e-3, 1);
+    wide.check_on(&device, DType::F32, 1e-5, 1);
 }

@@ -1,0 +1,5 @@
+mod base;
+mod tune;
+
+pub use base::*;
+pub use tune::*;

@@ -1,0 +1,4 @@
+mod base;
+mod bilinear;
+
+pub use base::*;
