@@ -82,6 +82,9 @@ pub struct Placement {
     pub vae: Precision,
     pub text_encoders_on_cpu: bool,
     pub vae_on_cpu: bool,
+    /// Guided steps run the UNet twice (unconditional, then conditional) on the batch instead of
+    /// once on the doubled batch.
+    pub sequential_cfg: bool,
 }
 
 impl Placement {
@@ -106,6 +109,7 @@ impl Placement {
             vae: vae_precision,
             text_encoders_on_cpu: options.text_encoders_on_cpu,
             vae_on_cpu: options.vae_on_cpu,
+            sequential_cfg: options.sequential_cfg,
         }
     }
 }
@@ -119,6 +123,10 @@ pub struct LoadOptions {
     pub text_encoders_on_cpu: bool,
     /// Run the VAE on the CPU backend (f32) instead of the device.
     pub vae_on_cpu: bool,
+    /// Sequential classifier-free guidance: each guided step runs the UNet on the unconditional
+    /// and then the conditional half instead of on both at once, halving the UNet's activation
+    /// memory for two calls' worth of weight reads. The result is the same.
+    pub sequential_cfg: bool,
 }
 
 /// How the initial latents are made.
@@ -826,6 +834,9 @@ impl Pipeline {
         };
 
         let timesteps = scheduler.timesteps()[first..].to_vec();
+        // Sequential guidance: the conditioning's unconditional and conditional halves.
+        let halves =
+            (guided && self.info.placement.sequential_cfg).then(|| cond.halves(request.batch));
         let loop_start = Instant::now();
         let mut observing_in_loop = Duration::ZERO;
         // StageEdges: step events wait for the loop's closing sync.
@@ -837,19 +848,29 @@ impl Pipeline {
             // The scheduler's own step index: image-to-image starts part-way through.
             let i = first + k;
             let step_start = Instant::now();
-            let input = if guided {
-                Tensor::cat(vec![latents.clone(), latents.clone()], 0)
-            } else {
-                latents.clone()
-            };
-            let input = scheduler.scale_model_input(input, i);
-            let out = self.unet.forward(input, t, &cond)?.cast(DType::F32);
-            let guided_out = if guided {
-                let [uncond, text]: [Tensor<B, 4>; 2] =
-                    out.chunk(2, 0).try_into().expect("two halves");
-                uncond.clone() + (text - uncond) * request.guidance_scale
-            } else {
-                out
+            let guided_out = match &halves {
+                // The scaling is elementwise: scaling the batch once serves both halves.
+                Some((uncond_cond, text_cond)) => {
+                    let input = scheduler.scale_model_input(latents.clone(), i);
+                    let uncond = self
+                        .unet
+                        .forward(input.clone(), t, uncond_cond)?
+                        .cast(DType::F32);
+                    let text = self.unet.forward(input, t, text_cond)?.cast(DType::F32);
+                    uncond.clone() + (text - uncond) * request.guidance_scale
+                }
+                None if guided => {
+                    let input = Tensor::cat(vec![latents.clone(), latents.clone()], 0);
+                    let input = scheduler.scale_model_input(input, i);
+                    let out = self.unet.forward(input, t, &cond)?.cast(DType::F32);
+                    let [uncond, text]: [Tensor<B, 4>; 2] =
+                        out.chunk(2, 0).try_into().expect("two halves");
+                    uncond.clone() + (text - uncond) * request.guidance_scale
+                }
+                None => {
+                    let input = scheduler.scale_model_input(latents.clone(), i);
+                    self.unet.forward(input, t, &cond)?.cast(DType::F32)
+                }
             };
             latents = scheduler.step(guided_out, i, latents, &mut noise);
             let event = |seconds| Progress::Step {

@@ -435,6 +435,7 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
             vae_encoder: true,
             text_encoders_on_cpu: true,
             vae_on_cpu: true,
+            sequential_cfg: false,
         };
         let sdxl = load_with("tiny-sdxl", BackendRequest::Vulkan, Precision::F16, options);
         let p = sdxl.info.placement;
@@ -489,5 +490,45 @@ fn f16_generations_track_diffusers_on_vulkan() {
             F16_IMAGE_ATOL,
             Some(&keys[..1]),
         );
+    }
+}
+
+/// Sequential classifier-free guidance (the unconditional and conditional halves one after the
+/// other) makes what the doubled batch makes, and so still tracks diffusers; SDXL's pooled
+/// embedding and size ids are split with the text, and a batch of two splits by rows.
+#[test]
+fn sequential_cfg_equals_batched_cfg() {
+    let sequential = LoadOptions {
+        sequential_cfg: true,
+        ..LoadOptions::default()
+    };
+    for name in ["tiny-sd", "tiny-sdxl"] {
+        let batched = load_in(name, BackendRequest::Cpu, Precision::F32);
+        let one_by_one = load_with(name, BackendRequest::Cpu, Precision::F32, sequential);
+        assert!(one_by_one.info.placement.sequential_cfg);
+        let request = GenerateRequest {
+            negative_prompt: "blurry".into(),
+            steps: 3,
+            width: 32,
+            height: 32,
+            batch: 2,
+            noise: InitialNoise::Seed(11),
+            ..GenerateRequest::new("a red barn")
+        };
+        let run = |pipe: &Pipeline| {
+            pipe.generate(&request, &mut |_| {}, &CancelToken::new())
+                .unwrap()
+        };
+        let (a, b) = (run(&batched), run(&one_by_one));
+        for (x, y) in a.images.iter().zip(&b.images) {
+            let worst = x
+                .float_image
+                .iter()
+                .zip(&y.float_image)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0f32, f32::max);
+            assert!(worst <= 1e-5, "{name}: sequential differs by {worst:e}");
+        }
+        check_generations_of(&one_by_one, name, IMAGE_ATOL, Some(&["generate.euler.neg"]));
     }
 }

@@ -37,6 +37,21 @@ pub struct Conditioning<B: Backend> {
     pub text_time: Option<TextTime<B>>,
 }
 
+impl<B: Backend> Conditioning<B> {
+    /// A guided batch's two halves, [0, n) and [n, 2n): the unconditional and the conditional
+    /// rows (diffusers' order).
+    pub fn halves(&self, n: usize) -> (Conditioning<B>, Conditioning<B>) {
+        let half = |start: usize| Conditioning {
+            context: self.context.clone().narrow(0, start, n),
+            text_time: self.text_time.as_ref().map(|tt| TextTime {
+                text_embeds: tt.text_embeds.clone().narrow(0, start, n),
+                time_ids: tt.time_ids[start..start + n].to_vec(),
+            }),
+        };
+        (half(0), half(n))
+    }
+}
+
 /// SDXL's added conditions, one row per batch entry.
 pub struct TextTime<B: Backend> {
     /// The second text encoder's projected pooled output [N, P].
