@@ -272,7 +272,7 @@ pub fn probe_all() -> Vec<BackendStatus> {
 }
 
 pub fn probe(kind: BackendKind) -> BackendStatus {
-    let (usable, detail, devices) = match list_devices(kind) {
+    let (usable, detail, devices) = match list_devices(kind, &wgpu_adapters(kind)) {
         Ok(devices) => {
             let detail = match kind {
                 BackendKind::Cpu => "burn flex (pure Rust, always available)".to_string(),
@@ -302,9 +302,12 @@ pub fn probe(kind: BackendKind) -> BackendStatus {
     }
 }
 
-/// A backend's devices in its own order, or why it has none. Asks the driver libraries and
-/// enumerates wgpu adapters; initialises nothing.
-fn list_devices(kind: BackendKind) -> std::result::Result<Vec<DeviceInfo>, String> {
+/// A backend's devices in its own order, or why it has none. Asks the driver libraries, or
+/// describes the wgpu `adapters` the caller enumerated (`wgpu_adapters(kind)`); initialises nothing.
+fn list_devices(
+    kind: BackendKind,
+    adapters: &[Adapter],
+) -> std::result::Result<Vec<DeviceInfo>, String> {
     match kind {
         BackendKind::Cpu => Ok(vec![DeviceInfo::cpu()]),
         BackendKind::Cuda => {
@@ -323,7 +326,6 @@ fn list_devices(kind: BackendKind) -> std::result::Result<Vec<DeviceInfo>, Strin
             Ok(devices)
         }
         BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
-            let adapters = wgpu_adapters(kind);
             if adapters.is_empty() {
                 return Err(format!(
                     "no {} adapter found (no driver, or not this platform)",
@@ -430,7 +432,9 @@ fn pick(kind: BackendKind, index: Option<usize>, allow_software: bool) -> Result
     if !kind.built_in() {
         return Err(unavailable(probe(kind).detail));
     }
-    let devices = list_devices(kind).map_err(unavailable)?;
+    // One enumeration serves both the listing and the device it picks.
+    let adapters = wgpu_adapters(kind);
+    let devices = list_devices(kind, &adapters).map_err(unavailable)?;
     let info = match index {
         Some(i) => devices.get(i).cloned().ok_or_else(|| {
             let listed: Vec<String> = devices
@@ -457,7 +461,6 @@ fn pick(kind: BackendKind, index: Option<usize>, allow_software: bool) -> Result
         BackendKind::Cuda | BackendKind::Rocm => native_device(kind, info.index)
             .ok_or_else(|| unavailable("not in this build of SD Bench".into()))?,
         BackendKind::Vulkan | BackendKind::Metal | BackendKind::Dx12 => {
-            let adapters = wgpu_adapters(kind);
             let adapter = adapters
                 .get(info.index)
                 .ok_or_else(|| unavailable(format!("{} is gone", info.name)))?;
@@ -720,6 +723,22 @@ mod native {
         (!text.is_empty()).then_some(text)
     }
 
+    /// A driver entry point that writes a C string about a device: (buffer, its length, device).
+    type TextQuery = unsafe extern "C" fn(*mut u8, i32, i32) -> i32;
+
+    /// What `query` writes about `device`, or `None` when it fails or writes nothing.
+    unsafe fn ask_text(query: &Symbol<TextQuery>, device: i32) -> Option<String> {
+        let mut buffer = [0u8; 256];
+        // SAFETY: the caller resolved `query` with this signature; the buffer outlives the call
+        // and its length is passed.
+        let code = unsafe { query(buffer.as_mut_ptr(), buffer.len() as i32, device) };
+        if code == 0 {
+            c_string(&buffer)
+        } else {
+            None
+        }
+    }
+
     /// A NUL-terminated symbol of `lib`, or a message naming what the driver lacks.
     unsafe fn symbol<'l, T>(
         lib: &'l Library,
@@ -760,12 +779,10 @@ mod native {
             }
             let get: Option<Symbol<unsafe extern "C" fn(*mut i32, i32) -> i32>> =
                 symbol(&lib, "cuDeviceGet", what).ok();
-            let name: Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>> =
-                symbol(&lib, "cuDeviceGetName", what).ok();
+            let name: Option<Symbol<TextQuery>> = symbol(&lib, "cuDeviceGetName", what).ok();
             let memory: Option<Symbol<unsafe extern "C" fn(*mut usize, i32) -> i32>> =
                 symbol(&lib, "cuDeviceTotalMem_v2", what).ok();
-            let bus: Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>> =
-                symbol(&lib, "cuDeviceGetPCIBusId", what).ok();
+            let bus: Option<Symbol<TextQuery>> = symbol(&lib, "cuDeviceGetPCIBusId", what).ok();
             let version: Option<Symbol<unsafe extern "C" fn(*mut i32) -> i32>> =
                 symbol(&lib, "cuDriverGetVersion", what).ok();
             let driver = version.and_then(|f| {
@@ -781,13 +798,7 @@ mod native {
                     }
                     None => None,
                 };
-                let text = |f: &Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>>| {
-                    let (f, handle) = (f.as_ref()?, handle?);
-                    let mut buffer = [0u8; 256];
-                    (f(buffer.as_mut_ptr(), buffer.len() as i32, handle) == 0)
-                        .then(|| c_string(&buffer))
-                        .flatten()
-                };
+                let text = |f: &Option<Symbol<TextQuery>>| ask_text(f.as_ref()?, handle?);
                 let memory_bytes = match (&memory, handle) {
                     (Some(f), Some(handle)) => {
                         let mut bytes = 0usize;
@@ -881,12 +892,10 @@ mod native {
                     "the HIP runtime found no usable GPU (hipError {code})"
                 ));
             }
-            let name: Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>> =
-                symbol(&lib, "hipDeviceGetName", what).ok();
+            let name: Option<Symbol<TextQuery>> = symbol(&lib, "hipDeviceGetName", what).ok();
             let memory: Option<Symbol<unsafe extern "C" fn(*mut usize, i32) -> i32>> =
                 symbol(&lib, "hipDeviceTotalMem", what).ok();
-            let bus: Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>> =
-                symbol(&lib, "hipDeviceGetPCIBusId", what).ok();
+            let bus: Option<Symbol<TextQuery>> = symbol(&lib, "hipDeviceGetPCIBusId", what).ok();
             let version: Option<Symbol<unsafe extern "C" fn(*mut i32) -> i32>> =
                 symbol(&lib, "hipRuntimeGetVersion", what).ok();
             // HIP_VERSION = major * 10^7 + minor * 10^5 + patch.
@@ -903,13 +912,7 @@ mod native {
             });
             let mut devices = Vec::new();
             for ordinal in 0..n.max(0) {
-                let text = |f: &Option<Symbol<unsafe extern "C" fn(*mut u8, i32, i32) -> i32>>| {
-                    let f = f.as_ref()?;
-                    let mut buffer = [0u8; 256];
-                    (f(buffer.as_mut_ptr(), buffer.len() as i32, ordinal) == 0)
-                        .then(|| c_string(&buffer))
-                        .flatten()
-                };
+                let text = |f: &Option<Symbol<TextQuery>>| ask_text(f.as_ref()?, ordinal);
                 let memory_bytes = memory.as_ref().and_then(|f| {
                     let mut bytes = 0usize;
                     (f(&mut bytes, ordinal) == 0 && bytes > 0).then_some(bytes as u64)
