@@ -10,7 +10,6 @@ pub mod state;
 
 use tauri::{Builder, Runtime};
 
-use crate::errors::UiError;
 use crate::state::AppState;
 
 /// Registers the app's state and every command on `builder` (the real app, or Tauri's mock
@@ -58,9 +57,19 @@ pub fn run() {
     sdbench_diffusion::device::quiet_vulkan_without_desktop_session();
     let mut context = tauri::generate_context!();
     allow_local_update_endpoints(&mut context);
+    // Windows draws the window with Edge WebView2: without it the app would fail with no word.
+    #[cfg(windows)]
+    if let Err(e) = tauri::webview_version() {
+        eprintln!("SD Bench: WebView2 is not available: {e}");
+        tell_startup_failure(
+            context,
+            webview2_missing_text(),
+            Some(("Open the download page", WEBVIEW2_DOWNLOAD)),
+        );
+    }
     let state = match AppState::from_env() {
         Ok(state) => state,
-        Err(e) => tell_startup_failure(context, &e),
+        Err(e) => tell_startup_failure(context, format!("{}\n\n{}", e.message, e.hint), None),
     };
     // Before anything runs on the CPU backend's pool, which is built once per process.
     if let Err(e) = sdbench_diffusion::device::set_cpu_threads(state.settings().cpu_threads) {
@@ -90,22 +99,37 @@ pub fn run() {
 
 /// A double-clicked app has no terminal: when SD Bench cannot start (say its data folder cannot
 /// be created), it says why in a message box as well as on stderr, and exits with status 1 once
-/// the box is closed.
-fn tell_startup_failure(mut context: tauri::Context<tauri::Wry>, error: &UiError) -> ! {
-    let text = format!("{}\n\n{}", error.message, error.hint);
+/// the box is closed. `link` adds a button that opens a web page (label, address).
+fn tell_startup_failure(
+    mut context: tauri::Context<tauri::Wry>,
+    text: String,
+    link: Option<(&'static str, &'static str)>,
+) -> ! {
     eprintln!("SD Bench cannot start: {text}");
     // No main window: its page would call commands that need the state that failed.
     context.config_mut().app.windows.clear();
     let shown = Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |app| {
-            use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
+            use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
             let handle = app.handle().clone();
-            app.dialog()
+            let mut dialog = app
+                .dialog()
                 .message(text)
                 .title(STARTUP_FAILURE_TITLE)
-                .kind(MessageDialogKind::Error)
-                .show(move |_| handle.exit(1));
+                .kind(MessageDialogKind::Error);
+            if let Some((label, _)) = link {
+                dialog = dialog.buttons(MessageDialogButtons::OkCancelCustom(
+                    label.into(),
+                    "Close".into(),
+                ));
+            }
+            dialog.show(move |chosen| {
+                if let (true, Some((_, address))) = (chosen, link) {
+                    open_in_browser(address);
+                }
+                handle.exit(1)
+            });
             Ok(())
         })
         .run(context);
@@ -113,6 +137,34 @@ fn tell_startup_failure(mut context: tauri::Context<tauri::Wry>, error: &UiError
         eprintln!("SD Bench could not show that message: {e}");
     }
     std::process::exit(1);
+}
+
+/// Microsoft's WebView2 page, with the Evergreen installer.
+#[cfg_attr(not(windows), allow(dead_code))]
+const WEBVIEW2_DOWNLOAD: &str = "https://developer.microsoft.com/microsoft-edge/webview2/";
+
+/// What the app says on a Windows machine without WebView2.
+#[cfg_attr(not(windows), allow(dead_code))]
+fn webview2_missing_text() -> String {
+    format!(
+        "SD Bench needs the Microsoft Edge WebView2 Runtime to show its window, and this computer \
+         does not have it.\n\nInstall the \"Evergreen Bootstrapper\" from {WEBVIEW2_DOWNLOAD} \
+         and start SD Bench again. (The sdbench command-line tool works without it.)"
+    )
+}
+
+/// Opens an address in the default browser, without waiting for it.
+fn open_in_browser(address: &str) {
+    let opener = if cfg!(windows) {
+        "explorer"
+    } else if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    if let Err(e) = std::process::Command::new(opener).arg(address).spawn() {
+        eprintln!("SD Bench could not open {address}: {e}");
+    }
 }
 
 /// The title of the startup failure's message box (the end-to-end test finds it by this).

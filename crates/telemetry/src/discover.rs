@@ -81,11 +81,30 @@ pub fn discover(root: &Path, use_nvml: bool) -> Discovery {
             }),
         }
     } else {
+        let reason = if cfg!(windows) {
+            "CPU package energy on Windows is only readable through a kernel driver (the CPU's \
+             energy registers), which SD Bench does not install"
+        } else {
+            "CPU package energy is read through Linux RAPL only"
+        };
         unavailable.push(Unavailable {
             vendor: Vendor::Cpu,
             device: "CPU package".into(),
-            reason: "CPU package energy is read through Linux RAPL only".into(),
+            reason: reason.into(),
         });
+    }
+    // Windows has no sysfs: the device manager names the GPUs whose power has no reader there.
+    for adapter in crate::windows::display_adapters() {
+        let Some(vendor) = adapter.vendor() else {
+            continue;
+        };
+        if let Some(reason) = crate::windows::power_unavailable_reason(vendor) {
+            unavailable.push(Unavailable {
+                vendor,
+                device: adapter.description,
+                reason: reason.into(),
+            });
+        }
     }
     #[cfg(target_os = "macos")]
     match crate::apple::AppleGpuSource::open() {

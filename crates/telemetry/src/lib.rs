@@ -15,6 +15,7 @@ pub mod reading;
 pub mod sampler;
 mod sysfs;
 pub mod system;
+pub mod windows;
 
 pub use discover::{discover, Discovery, Unavailable};
 pub use power::{summarize_power, PowerSummary};

@@ -14,9 +14,27 @@ use crate::reading::{Reading, Source, SourceInfo, Vendor};
 /// NVML is initialised once per process and kept for its lifetime.
 fn nvml() -> Result<&'static Nvml, String> {
     static NVML: OnceLock<Result<Nvml, String>> = OnceLock::new();
-    NVML.get_or_init(|| Nvml::init().map_err(|e| format!("NVML is not available: {e}")))
+    NVML.get_or_init(|| open_nvml().map_err(|e| format!("NVML is not available: {e}")))
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// NVML from the library search path (System32 on Windows); older Windows drivers keep `nvml.dll`
+/// in NVSMI under Program Files instead.
+fn open_nvml() -> Result<Nvml, nvml_wrapper::error::NvmlError> {
+    let found = Nvml::init();
+    #[cfg(windows)]
+    if found.is_err() {
+        let program_files =
+            std::env::var_os("ProgramW6432").or_else(|| std::env::var_os("ProgramFiles"));
+        if let Some(dir) = program_files {
+            let path = std::path::Path::new(&dir).join(r"NVIDIA Corporation\NVSMI\nvml.dll");
+            if let Ok(nvml) = Nvml::builder().lib_path(path.as_os_str()).init() {
+                return Ok(nvml);
+            }
+        }
+    }
+    found
 }
 
 /// The driver version, when NVML is present.

@@ -1,4 +1,5 @@
-//! The machine's identity for a result: OS, kernel, CPU, RAM and GPUs.
+//! The machine's identity for a result: OS, kernel, CPU, RAM and GPUs (sysfs on Linux, the device
+//! manager on Windows, NVML for NVIDIA everywhere).
 
 use std::path::Path;
 
@@ -42,6 +43,7 @@ impl SystemInfo {
             .filter(|b| !b.is_empty())
             .unwrap_or_else(|| "unknown CPU".into());
         let mut gpus = drm_gpus(root);
+        gpus.extend(crate::windows::gpus());
         if use_nvml {
             merge_nvidia(&mut gpus);
         }

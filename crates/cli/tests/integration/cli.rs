@@ -497,7 +497,7 @@ fn parity_checks_the_engine_against_the_reference_images() {
     let mut meta: serde_json::Value = serde_json::from_str(&json).unwrap();
     meta["generate"]["guidance"] = 3.0.into();
     std::fs::write(dir.path().join("tiny-sd.reference.json"), meta.to_string()).unwrap();
-    std::os::unix::fs::symlink(fixtures.join("tiny-sd"), dir.path().join("tiny-sd")).unwrap();
+    copy_dir(&fixtures.join("tiny-sd"), &dir.path().join("tiny-sd"));
     let altered = dir.path().display().to_string();
     let o = sdbench(&[
         "parity",
@@ -527,4 +527,18 @@ fn parity_checks_the_engine_against_the_reference_images() {
         "{}",
         stderr(&o)
     );
+}
+
+/// Copies a fixture folder (files and folders only), so a test can run on any platform.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
