@@ -684,8 +684,39 @@ def scheduler_references():
     return cases
 
 
+def vae_tiling_references():
+    """tiny-sd's VAE with diffusers' tiling (enable_tiling: 16-pixel tiles, 8-latent tiles, a quarter
+    overlap, linear blends) on inputs large enough for several tiles each way, and without tiling,
+    so a test can tell that tiling ran. Uses the committed tiny-sd VAE."""
+    vae = AutoencoderKL.from_pretrained(OUT / "tiny-sd" / "vae").eval()
+    latents = SdBenchNormal(21).tensor((1, 4, 20, 14))
+    # An 8-bit picture (height 40, width 28, RGB), as the engine reads one, normalised as diffusers'
+    # image processor does.
+    rgb = ((torch.tanh(SdBenchNormal(22).tensor((40, 28, 3))) + 1) * 127.5).round().clamp(0, 255)
+    pixels = (rgb / 255.0 * 2.0 - 1.0).permute(2, 0, 1).unsqueeze(0)
+    refs = {"latents": latents, "rgb": rgb}
+    for tiled in (False, True):
+        if tiled:
+            vae.enable_tiling()
+        else:
+            vae.disable_tiling()
+        suffix = "tiled" if tiled else "plain"
+        refs[f"image.{suffix}"] = vae.decode(latents).sample
+        refs[f"mean.{suffix}"] = vae.encode(pixels).latent_dist.mode()
+    name = "tiny-sd-vae-tiling.reference"
+    save_file({k: v.contiguous() for k, v in refs.items()}, OUT / f"{name}.safetensors")
+    meta = {
+        "vae": "tiny-sd/vae", "sample_size": vae.config.sample_size,
+        "tile_latent_min_size": vae.tile_latent_min_size, "tile_overlap_factor": vae.tile_overlap_factor,
+        "shapes": {k: list(v.shape) for k, v in refs.items()},
+    }
+    with open(OUT / f"{name}.json", "w") as f:
+        json.dump(meta, f, indent=1)
+
+
 def main(only):
-    """Makes every fixture, or only the named ones (pipelines by name, "schedulers", "tokenizer"),
+    """Makes every fixture, or only the named ones (pipelines by name, "schedulers", "tokenizer",
+    "vae-tiling"),
     leaving the others as they are."""
     torch.set_grad_enabled(False)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -708,6 +739,8 @@ def main(only):
         shutil.rmtree(folder, ignore_errors=True)
         pipe = build_pipeline(name, spec, folder)
         make_references(name, spec, pipe, folder)
+    if wanted("vae-tiling"):
+        vae_tiling_references()
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"fixtures: {total / 1e6:.2f} MB in {OUT}")
 

@@ -362,6 +362,9 @@ pub struct VaeConfig {
     /// SD3/FLUX-style latent normalisation: not implemented, refused when set.
     pub shift_factor: Option<f64>,
     pub latents_mean: Option<serde_json::Value>,
+    /// The image size the VAE was trained at; diffusers' tiled decoding and encoding use it as the
+    /// tile size (see `models::vae_tiling`).
+    pub sample_size: usize,
 }
 
 fn null_as_false<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
@@ -391,6 +394,8 @@ impl Default for VaeConfig {
             force_upcast: true,
             shift_factor: None,
             latents_mean: None,
+            // diffusers' AutoencoderKL default
+            sample_size: 32,
         }
     }
 }
@@ -403,6 +408,7 @@ impl VaeConfig {
             up_block_types: vec!["UpDecoderBlock2D".into(); 4],
             block_out_channels: vec![128, 256, 512, 512],
             layers_per_block: 2,
+            sample_size: 512,
             ..VaeConfig::default()
         }
     }

@@ -6,3 +6,4 @@ pub mod config;
 pub mod tokenizer;
 pub mod unet;
 pub mod vae;
+pub mod vae_tiling;

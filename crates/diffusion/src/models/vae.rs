@@ -9,6 +9,7 @@ use burn::prelude::*;
 use crate::error::Result;
 use crate::io::weights::Loader;
 use crate::models::config::VaeConfig;
+use crate::models::vae_tiling::{map_tiles, VaeTiles};
 use crate::nn::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
 use crate::nn::{multi_head_attention, Conv2d, GroupNorm, Linear};
 
@@ -132,6 +133,7 @@ pub struct VaeDecoder<B: Backend> {
     latent_channels: usize,
     scaling_factor: f64,
     scale_factor: usize,
+    sample_size: usize,
 }
 
 impl<B: Backend> VaeDecoder<B> {
@@ -187,6 +189,7 @@ impl<B: Backend> VaeDecoder<B> {
             latent_channels: latent,
             scaling_factor: config.scaling_factor,
             scale_factor: config.scale_factor(),
+            sample_size: config.sample_size,
         })
     }
 
@@ -223,6 +226,22 @@ impl<B: Backend> VaeDecoder<B> {
         }
         self.conv_out.forward(self.conv_norm_out.forward_silu(x))
     }
+
+    /// diffusers' tile sizes for this VAE (from its config's `sample_size`).
+    pub fn tiles(&self) -> VaeTiles {
+        VaeTiles::new(self.sample_size, self.scale_factor)
+    }
+
+    /// `decode`, tile by tile when the latents are larger than a tile: diffusers' `vae.decode` after
+    /// `enable_tiling()`.
+    pub fn decode_tiled(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
+        let tiles = self.tiles();
+        let [_, _, h, w] = z.dims();
+        if !tiles.tiles_latents(h, w) {
+            return self.decode(z);
+        }
+        map_tiles(z, tiles.latent, tiles.sample, |tile| self.decode(tile))
+    }
 }
 
 #[derive(Module, Debug)]
@@ -241,6 +260,8 @@ pub struct VaeEncoder<B: Backend> {
     conv_out: Conv2d<B>,
     quant_conv: Option<Conv2d<B>>,
     latent_channels: usize,
+    scale_factor: usize,
+    sample_size: usize,
 }
 
 impl<B: Backend> VaeEncoder<B> {
@@ -299,7 +320,21 @@ impl<B: Backend> VaeEncoder<B> {
                 None
             },
             latent_channels: latent,
+            scale_factor: config.scale_factor(),
+            sample_size: config.sample_size,
         })
+    }
+
+    /// `encode`, tile by tile when the image is larger than a tile: diffusers' `vae.encode` after
+    /// `enable_tiling()` (the mean of each tile's distribution is blended, as diffusers blends the
+    /// moments channel by channel).
+    pub fn encode_tiled(&self, image: Tensor<B, 4>) -> Tensor<B, 4> {
+        let tiles = VaeTiles::new(self.sample_size, self.scale_factor);
+        let [_, _, h, w] = image.dims();
+        if !tiles.tiles_pixels(h, w) {
+            return self.encode(image);
+        }
+        map_tiles(image, tiles.sample, tiles.latent, |tile| self.encode(tile))
     }
 
     /// `image`: [N, 3, H, W] in [-1, 1] -> the latent distribution's mean [N, latent, H/f, W/f]

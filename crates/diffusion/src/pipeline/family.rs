@@ -131,10 +131,15 @@ impl Preset {
     ) -> Option<Preset> {
         Preset::ALL.into_iter().find(|p| {
             let c = p.configs();
+            // The VAE's sample size is only its tile size when tiling (SD2.1 says 768, 2.1-base 512).
+            let vae = VaeConfig {
+                sample_size: c.vae.sample_size,
+                ..vae.clone()
+            };
             &c.text_encoder == text_encoder
                 && c.text_encoder_2.as_ref() == text_encoder_2
                 && &c.unet == unet
-                && &c.vae == vae
+                && c.vae == vae
         })
     }
 }

@@ -85,6 +85,9 @@ pub struct Placement {
     /// Guided steps run the UNet twice (unconditional, then conditional) on the batch instead of
     /// once on the doubled batch.
     pub sequential_cfg: bool,
+    /// The VAE decodes (and encodes) tile by tile when the image is larger than its tile
+    /// (`models::vae_tiling`, diffusers' `enable_vae_tiling`).
+    pub vae_tiling: bool,
 }
 
 impl Placement {
@@ -110,6 +113,7 @@ impl Placement {
             text_encoders_on_cpu: options.text_encoders_on_cpu,
             vae_on_cpu: options.vae_on_cpu,
             sequential_cfg: options.sequential_cfg,
+            vae_tiling: options.vae_tiling,
         }
     }
 }
@@ -127,6 +131,9 @@ pub struct LoadOptions {
     /// and then the conditional half instead of on both at once, halving the UNet's activation
     /// memory for two calls' worth of weight reads. The result is the same.
     pub sequential_cfg: bool,
+    /// Tiled VAE decoding and encoding above the VAE's tile size: one tile's activation memory
+    /// instead of the whole image's, at a slightly different result (diffusers' tiled output).
+    pub vae_tiling: bool,
 }
 
 /// How the initial latents are made.
@@ -908,7 +915,7 @@ impl Pipeline {
         let mut images = Vec::with_capacity(request.batch);
         for n in 0..request.batch {
             let one = latents.clone().narrow(0, n, 1).to_device(self.vae_device());
-            let decoded = self.vae.decode(one).cast(DType::F32);
+            let decoded = self.decode_latents(one).cast(DType::F32);
             let [_, _, h, w] = decoded.dims();
             let values = tensor_to_vec(decoded)?;
             let non_finite = values.iter().filter(|v| !v.is_finite()).count();
@@ -943,7 +950,12 @@ impl Pipeline {
             TensorData::new(preprocess(image), [1, 3, image.height, image.width]),
             (self.vae_device(), DType::F32),
         );
-        let latents = encoder.encode(pixels) * self.vae.scaling_factor();
+        let mean = if self.info.placement.vae_tiling {
+            encoder.encode_tiled(pixels)
+        } else {
+            encoder.encode(pixels)
+        };
+        let latents = mean * self.vae.scaling_factor();
         Ok(latents.to_device(&self.device.device))
     }
 
@@ -1107,8 +1119,17 @@ impl Pipeline {
                 TensorData::new(latents.to_vec(), shape),
                 (self.vae_device(), DType::F32),
             );
-            tensor_to_vec(self.vae.decode(z).cast(DType::F32))
+            tensor_to_vec(self.decode_latents(z).cast(DType::F32))
         })
+    }
+
+    /// The VAE decode of unscaled latents, tiled when the placement says so.
+    fn decode_latents(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
+        if self.info.placement.vae_tiling {
+            self.vae.decode_tiled(z)
+        } else {
+            self.vae.decode(z)
+        }
     }
 }
 

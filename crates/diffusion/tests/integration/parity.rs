@@ -436,6 +436,7 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
             text_encoders_on_cpu: true,
             vae_on_cpu: true,
             sequential_cfg: false,
+            vae_tiling: false,
         };
         let sdxl = load_with("tiny-sdxl", BackendRequest::Vulkan, Precision::F16, options);
         let p = sdxl.info.placement;
@@ -531,4 +532,62 @@ fn sequential_cfg_equals_batched_cfg() {
         }
         check_generations_of(&one_by_one, name, IMAGE_ATOL, Some(&["generate.euler.neg"]));
     }
+}
+
+/// Tiled VAE decoding and encoding (`LoadOptions::vae_tiling`) make what diffusers makes after
+/// `enable_tiling()`, on inputs of several tiles each way (tiny-sd's VAE tiles are 16 pixels, 8
+/// latents); the plain output differs by far more, so the tiles really ran.
+#[test]
+fn tiled_vae_matches_diffusers_tiled_vae_on_cpu() {
+    check_tiled_vae(BackendRequest::Cpu);
+}
+
+#[test]
+fn tiled_vae_matches_diffusers_tiled_vae_on_vulkan() {
+    if vulkan_or_skip() {
+        check_tiled_vae(BackendRequest::Vulkan);
+    }
+}
+
+fn check_tiled_vae(backend: BackendRequest) {
+    let tiled = LoadOptions {
+        vae_encoder: true,
+        vae_tiling: true,
+        ..LoadOptions::default()
+    };
+    let pipe = load_with("tiny-sd", backend, Precision::F32, tiled);
+    let mut r = Reference::open("tiny-sd-vae-tiling");
+    let image = pipe
+        .run_vae_decode(&r.get("latents"), [1, 4, 20, 14])
+        .unwrap();
+    assert_close(
+        "tiled vae decode",
+        &image,
+        &r.get("image.tiled"),
+        COMPONENT_ATOL,
+    );
+    let (plain_gap, _) = common::max_abs_diff(&image, &r.get("image.plain"));
+    assert!(
+        plain_gap > 100.0 * COMPONENT_ATOL,
+        "tiling changed nothing: {plain_gap:e}"
+    );
+
+    let rgb = r.get("rgb");
+    let picture = sdbench_diffusion::io::image::RgbImage {
+        width: 28,
+        height: 40,
+        pixels: rgb.iter().map(|&v| v as u8).collect(),
+    };
+    let mean = pipe.run_vae_encode(&picture).unwrap();
+    assert_close(
+        "tiled vae encode",
+        &mean,
+        &r.get("mean.tiled"),
+        COMPONENT_ATOL,
+    );
+    let (plain_gap, _) = common::max_abs_diff(&mean, &r.get("mean.plain"));
+    assert!(
+        plain_gap > 100.0 * COMPONENT_ATOL,
+        "tiling changed nothing: {plain_gap:e}"
+    );
 }
