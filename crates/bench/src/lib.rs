@@ -12,6 +12,7 @@ pub mod runner;
 pub mod stats;
 pub mod submit;
 pub mod summary;
+pub mod vram_report;
 pub mod workload;
 
 pub use error::{BenchError, Result};

@@ -38,6 +38,10 @@ pub struct BenchResult {
     /// per-step times taken with a device sync after every step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_timing: Option<StepTiming>,
+    /// The allocator's memory after each phase of one synced generation (GPU backends; absent on
+    /// the CPU and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_report: Option<crate::vram_report::VramReport>,
 }
 
 /// How per-step times were measured, and what a sync after every step costs.

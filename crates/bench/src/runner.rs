@@ -20,7 +20,12 @@ use crate::result::{
     ModelRecord, Stages, StepTiming, Telemetry, Window, WorkloadInfo, SCHEMA_VERSION,
     STEP_TIMING_DIAGNOSTIC_IMAGE, STEP_TIMING_EVERY_STEP,
 };
+use crate::vram_report::VramRecorder;
 use crate::workload::Workload;
+
+/// The generation the result's VRAM report describes.
+const VRAM_REPORT_GENERATION: &str =
+    "after loading, then the per-step timing image (prompt 1, a device sync after every step)";
 
 #[derive(Debug, Clone)]
 pub enum ModelChoice {
@@ -158,6 +163,12 @@ pub fn run(
     let pipeline = Pipeline::load(&source, device, options.precision)?;
     let load_seconds = load_start.elapsed().as_secs_f64();
     let dev = &pipeline.device;
+    // The allocator after loading; the other phases come from the diagnostic image below.
+    let mut vram_after_load = VramRecorder::new(|| dev.allocator_memory()).map(|mut recorder| {
+        recorder.record("load", None);
+        recorder
+    });
+    let mut vram_report = None;
     observer(&Event::Loaded {
         seconds: load_seconds,
         device: dev.info.name.clone(),
@@ -246,6 +257,7 @@ pub fn run(
             }
             live.send(observer);
         },
+        &mut |_| {},
     )?;
     let warmup_seconds = warmup_start.elapsed().as_secs_f64();
     observer(&Event::ImageFinished {
@@ -298,6 +310,7 @@ pub fn run(
                 });
                 live.send(observer);
             },
+            &mut |_| {},
         )?;
         let t = &generated.timings;
         first_unet_loop.get_or_insert(t.unet_total);
@@ -344,6 +357,7 @@ pub fn run(
         observer(&Event::Note(
             "timing each step: one more image of prompt 1, with a device sync after every step (not scored)".into(),
         ));
+        let mut vram = vram_after_load.take();
         let synced = generate(
             &pipeline,
             workload,
@@ -351,7 +365,13 @@ pub fn run(
             StepSync::EveryStep,
             cancel,
             &mut |_, _, _| {},
+            &mut |event| {
+                if let Some(recorder) = vram.as_mut() {
+                    recorder.observe(event)
+                }
+            },
         )?;
+        vram_report = vram.map(|recorder| recorder.finish(VRAM_REPORT_GENERATION));
         StepTiming {
             method: STEP_TIMING_DIAGNOSTIC_IMAGE.into(),
             sync_cost_ratio: first_unet_loop
@@ -445,6 +465,7 @@ pub fn run(
         valid,
         invalid_reasons,
         step_timing: Some(step_timing),
+        vram_report,
     };
     Ok(RunOutput { result, images })
 }
@@ -463,6 +484,7 @@ fn generate(
     sync: StepSync,
     cancel: &CancelToken,
     on_step: &mut dyn FnMut(usize, usize, Option<f64>),
+    on_event: &mut dyn FnMut(&Progress),
 ) -> Result<sdbench_diffusion::Generated> {
     let spec = &workload.prompts[index];
     let request = GenerateRequest {
@@ -478,6 +500,7 @@ fn generate(
         init_image: None,
     };
     let mut progress = |p: &Progress| {
+        on_event(p);
         if let Progress::Step {
             index,
             total,

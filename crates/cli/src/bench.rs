@@ -77,6 +77,10 @@ pub struct BenchArgs {
     /// Seconds of idle power sampling before the run.
     #[arg(long, default_value_t = 1.0)]
     baseline: f64,
+    /// Print the allocator's in-use and reserved memory after loading, text encoding, each step
+    /// and decoding (the result keeps it on GPU backends either way).
+    #[arg(long)]
+    vram_report: bool,
 }
 
 pub fn app_info() -> AppInfo {
@@ -151,6 +155,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     print!("{}", summary::render(&output.result, format));
     std::io::stdout().flush()?;
+    if args.vram_report {
+        match &output.result.vram_report {
+            Some(report) => eprint!("{}", report.table()),
+            None => eprintln!("{}", no_vram_report(&output.result.backend.name)),
+        }
+    }
     eprintln!(
         "result: {} (images: {})",
         args.out.display(),
@@ -323,4 +333,9 @@ impl BenchProgress {
             Event::Telemetry { .. } => {}
         }
     }
+}
+
+/// Why there is no VRAM report.
+pub fn no_vram_report(backend: &str) -> String {
+    format!("no VRAM report: the {backend} backend has no device memory allocator to ask")
 }

@@ -4,13 +4,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use sdbench_bench::vram_report::VramRecorder;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::image::{read_image, write_png};
 use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
-    CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, Pipeline, SchedulerKind,
+    CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, Pipeline, Progress,
+    SchedulerKind,
 };
 use sdbench_history::{default_path, Generation, History};
 
@@ -76,6 +78,10 @@ pub struct GenerateArgs {
     /// Where to write the PNG.
     #[arg(long)]
     out: PathBuf,
+    /// Print the allocator's in-use and reserved memory after loading, text encoding, each step
+    /// and decoding.
+    #[arg(long)]
+    vram_report: bool,
 }
 
 /// diffusers' img2img pipelines default to 0.8 (SD) and 0.3 (SDXL); one default for every model.
@@ -175,9 +181,32 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         init_image: init,
     };
     pipeline.validate(&request)?;
+    let mut vram = args
+        .vram_report
+        .then(|| VramRecorder::new(|| pipeline.device.allocator_memory()))
+        .flatten()
+        .map(|mut recorder| {
+            recorder.record("load", None);
+            recorder
+        });
     let mut progress = StepProgress::new();
-    let generated =
-        pipeline.generate(&request, &mut |e| progress.update(e), &CancelToken::new())?;
+    let mut observe = |e: &Progress| {
+        progress.update(e);
+        if let Some(recorder) = vram.as_mut() {
+            recorder.observe(e);
+        }
+    };
+    // Every step ends with a device sync, so each phase's memory is what the device holds then.
+    let generated = pipeline.generate(&request, &mut observe, &CancelToken::new())?;
+    if args.vram_report {
+        match vram {
+            Some(recorder) => eprint!("{}", recorder.finish("this generation").table()),
+            None => eprintln!(
+                "{}",
+                crate::bench::no_vram_report(pipeline.device.kind.name())
+            ),
+        }
+    }
     pipeline.require_finite(&generated)?;
 
     let latents = args.latents.as_ref().map(|p| p.display().to_string());

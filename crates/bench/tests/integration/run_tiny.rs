@@ -193,6 +193,8 @@ fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
     let timing = r.step_timing.as_ref().unwrap();
     assert_eq!(timing.method, "every_step");
     assert!(timing.step_seconds.is_empty() && timing.sync_cost_ratio.is_none());
+    // No device allocator on the CPU: no VRAM report.
+    assert!(r.vram_report.is_none());
     let total: f64 = r.results.iter().map(|x| x.seconds).sum();
     let s = &r.scores;
     assert!((s.images_per_minute - 180.0 / total).abs() < 1e-9);
@@ -304,6 +306,19 @@ fn on_a_queueing_device_steps_are_timed_on_a_separate_diagnostic_image() {
         .filter(|e| matches!(e, Event::Note(n) if n.contains("sync after every step")))
         .count();
     assert_eq!(notes, 1);
+    // The allocator after loading, then the diagnostic image's phases, each after a sync.
+    let vram = r.vram_report.as_ref().unwrap();
+    let phases: Vec<_> = vram.phases.iter().map(|p| p.phase.as_str()).collect();
+    assert_eq!(
+        phases,
+        ["load", "text_encode", "step", "step", "step", "decode"]
+    );
+    assert!(
+        vram.phases
+            .iter()
+            .all(|p| p.in_use_bytes > 0 && p.reserved_bytes >= p.in_use_bytes),
+        "{vram:?}"
+    );
     validate(&serde_json::to_value(r).unwrap()).unwrap();
     assert_same(&BenchResult::from_json(&r.to_json()).unwrap(), r);
     let rows = sdbench_bench::summary::rows(r);

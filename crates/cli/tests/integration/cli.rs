@@ -542,3 +542,99 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `--vram-report`: the allocator's memory after each phase on a GPU backend (the software Vulkan
+/// device here); on the CPU, which has no device allocator, a line saying so, and the image still.
+#[test]
+fn generate_reports_vram_after_each_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cpu.png");
+    let o = generate(
+        &out,
+        &[
+            "--width",
+            "16",
+            "--height",
+            "16",
+            "--steps",
+            "2",
+            "--vram-report",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.is_file());
+    assert!(
+        stderr(&o).contains("no VRAM report: the cpu backend has no device memory allocator"),
+        "{}",
+        stderr(&o)
+    );
+
+    let vulkan = sdbench(&["devices", "--json"]);
+    let devices: serde_json::Value = serde_json::from_slice(&vulkan.stdout).unwrap();
+    let usable = devices["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|b| b["backend"] == "vulkan" && b["usable"] == true);
+    if !usable {
+        assert!(
+            std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() != Ok("1"),
+            "no Vulkan device"
+        );
+        return;
+    }
+    let model = tiny();
+    let out = dir.path().join("vulkan.png");
+    let o = sdbench(&[
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "a red barn",
+        "--backend",
+        "vulkan",
+        "--precision",
+        "f32",
+        "--width",
+        "16",
+        "--height",
+        "16",
+        "--steps",
+        "2",
+        "--seed",
+        "3",
+        "--vram-report",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let rows: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("VRAM after each phase"))
+        .skip(2)
+        .take_while(|l| !l.starts_with("wrote"))
+        .collect();
+    let names: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let words: Vec<&str> = r.split_whitespace().collect();
+            words[..words.len().saturating_sub(2)].join(" ")
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "load",
+            "text encode",
+            "step 1",
+            "step 2",
+            "step 3",
+            "decode",
+            "peak"
+        ],
+        "{err}"
+    );
+    let reserved: f64 = rows[6].split_whitespace().last().unwrap().parse().unwrap();
+    assert!(reserved > 0.0, "{err}");
+}
