@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use sdbench_bench::{ModelChoice, ModelName, Workload};
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{BackendRequest, DeviceRequest, Precision};
+use sdbench_diffusion::{BackendRequest, DeviceRequest, MemoryProfile, Precision};
 use sdbench_hub::DEFAULT_MODEL;
 
 use crate::errors::{ErrorKind, UiError, UiResult};
@@ -24,6 +24,8 @@ pub struct Settings {
     pub device: Option<usize>,
     /// auto, f32 or f16.
     pub precision: String,
+    /// The memory profile: full, balanced, low or cpu (see `MemoryProfile`).
+    pub memory: String,
     /// Where results are submitted (none: submission is off).
     pub submit_endpoint: Option<String>,
     /// Where to look for updates instead of the endpoint built into the app.
@@ -41,6 +43,7 @@ impl Default for Settings {
             backend: "auto".into(),
             device: None,
             precision: "auto".into(),
+            memory: "full".into(),
             submit_endpoint: None,
             update_endpoint: None,
             cpu_threads: None,
@@ -75,7 +78,7 @@ impl Settings {
     }
 
     pub fn validate(&self) -> UiResult<()> {
-        self.backend_request()?;
+        self.device_request()?;
         self.precision()?;
         self.model_name()?;
         if let Some(n) = self.cpu_threads {
@@ -109,10 +112,35 @@ impl Settings {
     }
 
     /// The backend and device number; whether that device exists is found when a run selects it.
+    /// The `cpu` memory profile runs on the CPU backend.
     pub fn device_request(&self) -> UiResult<DeviceRequest> {
+        let mut backend = self.backend_request()?;
+        if self.memory_profile()?.needs_cpu_backend() {
+            match backend {
+                BackendRequest::Auto | BackendRequest::Cpu => backend = BackendRequest::Cpu,
+                _ => {
+                    return Err(UiError::bad_input(
+                        format!(
+                        "The cpu memory profile runs everything on the CPU, but the backend is {}",
+                        self.backend
+                    ),
+                        "Set the backend to auto or cpu, or choose another memory profile.",
+                    ))
+                }
+            }
+        }
         Ok(DeviceRequest {
-            backend: self.backend_request()?,
+            backend,
             index: self.device,
+        })
+    }
+
+    pub fn memory_profile(&self) -> UiResult<MemoryProfile> {
+        MemoryProfile::from_name(&self.memory).ok_or_else(|| {
+            UiError::bad_input(
+                format!("Unknown memory profile {:?}", self.memory),
+                format!("Choose one of: {}.", MemoryProfile::NAMES.join(", ")),
+            )
         })
     }
 
@@ -221,6 +249,11 @@ mod tests {
         for change in [
             |s: &mut Settings| s.backend = "tpu".into(),
             |s: &mut Settings| s.precision = "f8".into(),
+            |s: &mut Settings| s.memory = "minimal".into(),
+            |s: &mut Settings| {
+                s.memory = "cpu".into();
+                s.backend = "vulkan".into()
+            },
             |s: &mut Settings| s.model = "/no/such/folder".into(),
             |s: &mut Settings| s.model = "  ".into(),
             |s: &mut Settings| s.submit_endpoint = Some("http://example.org/x".into()),
@@ -235,6 +268,12 @@ mod tests {
             assert_eq!(e.kind, ErrorKind::BadInput, "{e:?}");
             assert!(!path.exists());
         }
+        // The cpu profile runs on the CPU backend.
+        let cpu = Settings {
+            memory: "cpu".into(),
+            ..Settings::default()
+        };
+        assert_eq!(cpu.device_request().unwrap().backend, BackendRequest::Cpu);
         check_endpoint("x", "http://127.0.0.1:8080/latest.json").unwrap();
         check_endpoint("x", "http://localhost/latest.json").unwrap();
     }

@@ -53,6 +53,8 @@ pub struct PipelineKey {
     /// The device number (`None`: the backend's best).
     pub device: Option<usize>,
     pub precision: String,
+    /// The memory profile's name.
+    pub memory: String,
 }
 
 /// Cheap to clone: a command hands a clone to the thread that does its work.

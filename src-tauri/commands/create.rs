@@ -195,7 +195,9 @@ pub fn start_generation_job(
         backend: request.backend.clone().unwrap_or(settings.backend.clone()),
         device: device_request.index,
         precision: settings.precision.clone(),
+        memory: settings.memory.clone(),
     };
+    let profile = settings.memory_profile()?;
     let precision = settings.precision()?;
     let model_name = settings.model_name()?;
     let state = state.clone();
@@ -220,10 +222,10 @@ pub fn start_generation_job(
                 });
                 let start = Instant::now();
                 let device = select(device_request)?;
-                let options = LoadOptions {
+                let options = profile.load_options(LoadOptions {
                     vae_encoder: needs_encoder,
                     ..LoadOptions::default()
-                };
+                });
                 let pipeline = Pipeline::load_with(&source, device, precision, options)?;
                 cx.emit(JobEvent::Loaded {
                     seconds: start.elapsed().as_secs_f64(),

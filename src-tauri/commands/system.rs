@@ -4,7 +4,7 @@ use serde::Serialize;
 use tauri::State;
 
 use sdbench_diffusion::device::{preview, probe_all};
-use sdbench_diffusion::{limits, BackendRequest};
+use sdbench_diffusion::{limits, BackendRequest, MemoryProfile};
 use sdbench_telemetry::SystemInfo;
 
 use crate::errors::UiResult;
@@ -54,6 +54,7 @@ pub struct SystemReport {
     pub auto: AutoChoice,
     pub backend_names: Vec<String>,
     pub precisions: Vec<String>,
+    pub memory_profiles: Vec<String>,
     pub data_dir: String,
     pub cache_dir: String,
     /// The CPU backend's worker threads in this process (a changed setting applies at the next
@@ -111,6 +112,7 @@ pub async fn system_info(state: State<'_, AppState>) -> UiResult<SystemReport> {
                 .map(|n| n.to_string())
                 .collect(),
             precisions: limits::PRECISION_CHOICES.map(String::from).to_vec(),
+            memory_profiles: MemoryProfile::NAMES.map(String::from).to_vec(),
             data_dir: state.paths.data_dir.display().to_string(),
             cache_dir: state.hub.cache_dir.display().to_string(),
             cpu_threads: sdbench_diffusion::device::cpu_threads(),

@@ -225,6 +225,10 @@ fn settings_are_validated_kept_and_the_system_is_described() {
         .unwrap()
         .contains(&json!("auto")));
     assert_eq!(system["precisions"], json!(limits::PRECISION_CHOICES));
+    assert_eq!(
+        system["memoryProfiles"],
+        json!(["full", "balanced", "low", "cpu"])
+    );
 
     let workloads = app.ok("workloads", json!({}));
     assert_eq!(workloads[0]["name"], "sd15-512-30", "{workloads}");

@@ -14,6 +14,8 @@ export interface Settings {
   /** Which of the backend's devices, by the number System lists (null: the best). */
   device: number | null;
   precision: string;
+  /** The memory profile: full, balanced, low or cpu. */
+  memory: string;
   submitEndpoint: string | null;
   updateEndpoint: string | null;
   /** CPU backend worker threads (null: one per physical core); applies at the next start. */
@@ -134,7 +136,7 @@ export interface SystemReport {
   system: { os: string; os_version: string; cpu_model: string; cpu_logical_cores: number; ram_bytes: number; gpus: { name: string }[] };
   backends: BackendReport[];
   auto: { backend: string | null; device: string | null; index: number | null; precision: string | null; error: string | null };
-  backendNames: string[]; precisions: string[]; dataDir: string; cacheDir: string;
+  backendNames: string[]; precisions: string[]; memoryProfiles: string[]; dataDir: string; cacheDir: string;
   /** The CPU backend's worker threads in this process. */
   cpuThreads: number;
 }

@@ -8,7 +8,7 @@ use crate::result::BenchResult;
 use crate::stats::median;
 
 /// What a run's speed depends on besides the hardware's speed. Runs compare only when all of it
-/// matches. (Memory profiles join the key when the engine has them.)
+/// matches.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct ComparisonKey {
     /// Workload name and version (`sd15-512-30 v1`, or `custom`).
@@ -20,6 +20,8 @@ pub struct ComparisonKey {
     pub batch: usize,
     pub scheduler: String,
     pub precision: String,
+    /// The memory profile (`full` for results that predate profiles).
+    pub memory: String,
     pub backend: String,
     pub device: String,
     /// The CPU backend's worker threads (absent on a GPU).
@@ -42,6 +44,11 @@ impl ComparisonKey {
             batch: w.batch,
             scheduler: w.scheduler.clone(),
             precision: r.backend.precision.clone(),
+            memory: r
+                .backend
+                .memory_profile
+                .clone()
+                .unwrap_or_else(|| "full".into()),
             backend: r.backend.name.clone(),
             device: r.backend.device.clone(),
             threads: r.backend.threads,
@@ -49,7 +56,7 @@ impl ComparisonKey {
     }
 
     /// (property, value) in a fixed order, for saying what differs.
-    fn properties(&self) -> [(&'static str, String); 10] {
+    fn properties(&self) -> [(&'static str, String); 11] {
         [
             ("workload", self.workload.clone()),
             ("model", self.model.clone()),
@@ -58,6 +65,7 @@ impl ComparisonKey {
             ("batch", self.batch.to_string()),
             ("scheduler", self.scheduler.clone()),
             ("precision", self.precision.clone()),
+            ("memory profile", self.memory.clone()),
             ("backend", self.backend.clone()),
             ("device", self.device.clone()),
             (
@@ -70,7 +78,7 @@ impl ComparisonKey {
     /// One line naming the key, e.g. `sd15-512-30 v1, sd15, 512x512, 30 steps, batch 1, …`.
     pub fn describe(&self) -> String {
         let mut text = format!(
-            "{}, {}, {}, {} steps, batch {}, {}, {} on {} ({})",
+            "{}, {}, {}, {} steps, batch {}, {}, {} on {} ({}, {} memory)",
             self.workload,
             self.model,
             self.size,
@@ -79,7 +87,8 @@ impl ComparisonKey {
             self.scheduler,
             self.backend,
             self.device,
-            self.precision
+            self.precision,
+            self.memory
         );
         if let Some(t) = self.threads {
             text.push_str(&format!(", {t} threads"));
@@ -92,8 +101,8 @@ impl ComparisonKey {
 const WORK_PROPERTIES: usize = 6;
 
 /// How runs differ, property by property (`size: 512x512 / 1024x1024`): in the work they did
-/// (workload, model, size, steps, batch, scheduler), and in what they ran on (precision, backend,
-/// device, CPU threads).
+/// (workload, model, size, steps, batch, scheduler), and in what they ran on (precision, memory
+/// profile, backend, device, CPU threads).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Differences {
     pub work: Vec<String>,
@@ -101,7 +110,7 @@ pub struct Differences {
 }
 
 pub fn differences(results: &[&BenchResult]) -> Differences {
-    let keys: Vec<[(&str, String); 10]> = results
+    let keys: Vec<[(&str, String); 11]> = results
         .iter()
         .map(|r| ComparisonKey::of(r).properties())
         .collect();
@@ -260,7 +269,7 @@ mod tests {
     fn every_property_of_the_key_tells_runs_apart() {
         let base = sample();
         type Change = (&'static str, fn(&mut BenchResult));
-        let changes: [Change; 10] = [
+        let changes: [Change; 11] = [
             ("workload", |r| r.workload.version += 1),
             ("model", |r| {
                 r.workload.model.preset = Some("sdxl-base".into())
@@ -272,6 +281,9 @@ mod tests {
                 r.workload.scheduler = "a-scheduler-of-its-own".into()
             }),
             ("precision", |r| r.backend.precision = "f32".into()),
+            ("memory profile", |r| {
+                r.backend.memory_profile = Some("low".into())
+            }),
             ("backend", |r| r.backend.name = "vulkan".into()),
             ("device", |r| r.backend.device = "Other GPU".into()),
             ("CPU threads", |r| r.backend.threads = Some(8)),
@@ -296,6 +308,10 @@ mod tests {
             );
             assert!(other_side.is_empty(), "{name}: {found:?}");
         }
+        // A result from before profiles ran as `full` does.
+        let mut full = sample();
+        full.backend.memory_profile = Some("full".into());
+        assert_eq!(ComparisonKey::of(&base), ComparisonKey::of(&full));
         // What does not bear on speed (the run's id, its date, its prompts' text) is not in it.
         let mut same = sample();
         same.run_id = "another".into();

@@ -97,6 +97,48 @@ pub struct BackendInfo {
     /// The card's PCI bus id: which of `system.gpus` ran, and whose telemetry was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci_bus: Option<String>,
+    /// The memory profile (`full`, `balanced`, `low`, `cpu`); absent in older results, which ran
+    /// as `full` does. Only `full` runs of a standard workload are standard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_profile: Option<String>,
+    /// Where each component ran and how (what the profile chose).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementRecord>,
+}
+
+/// The engine's placement, as a result records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementRecord {
+    /// `device` or `cpu`.
+    pub text_encoders: String,
+    /// `device` or `cpu`.
+    pub vae: String,
+    /// Classifier-free guidance: `batched` (one doubled batch) or `sequential`.
+    pub cfg: String,
+    pub vae_tiling: bool,
+    /// The UNet's weight precision (f16, f32).
+    pub unet_weights: String,
+    /// Unused pooled memory handed back between denoising and decoding.
+    pub release_between_stages: bool,
+}
+
+impl PlacementRecord {
+    pub fn of(placement: &sdbench_diffusion::Placement) -> Self {
+        let place = |on_cpu: bool| if on_cpu { "cpu" } else { "device" }.to_string();
+        PlacementRecord {
+            text_encoders: place(placement.text_encoders_on_cpu),
+            vae: place(placement.vae_on_cpu),
+            cfg: if placement.sequential_cfg {
+                "sequential"
+            } else {
+                "batched"
+            }
+            .into(),
+            vae_tiling: placement.vae_tiling,
+            unet_weights: placement.unet.name().into(),
+            release_between_stages: placement.release_memory_between_stages,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

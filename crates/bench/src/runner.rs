@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_diffusion::{
     device, BackendRequest, CancelToken, DeviceRequest, DiffusionError, GenerateRequest,
-    InitialNoise, ModelSource, Pipeline, Precision, Preset, Progress, StepSync,
+    InitialNoise, LoadOptions, MemoryProfile, ModelSource, Pipeline, Precision, Preset, Progress,
+    StepSync,
 };
 use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
 use sdbench_telemetry::{discover, Sample, Sampler, SystemInfo};
@@ -17,8 +18,8 @@ use crate::error::{BenchError, Result};
 use crate::metrics::{choose_source, compute_scores, device_vendor, ScoreInputs};
 use crate::result::{
     AppInfo, BackendInfo, BenchResult, ColdStart, FileRecord, ImageRecord, ImageResult,
-    ModelRecord, Stages, StepTiming, Telemetry, Window, WorkloadInfo, SCHEMA_VERSION,
-    STEP_TIMING_DIAGNOSTIC_IMAGE, STEP_TIMING_EVERY_STEP,
+    ModelRecord, PlacementRecord, Stages, StepTiming, Telemetry, Window, WorkloadInfo,
+    SCHEMA_VERSION, STEP_TIMING_DIAGNOSTIC_IMAGE, STEP_TIMING_EVERY_STEP,
 };
 use crate::vram_report::VramRecorder;
 use crate::workload::Workload;
@@ -50,6 +51,9 @@ pub struct RunOptions {
     pub device_index: Option<usize>,
     /// `None`: f16 where the device supports it.
     pub precision: Option<Precision>,
+    /// How the pipeline is placed to save device memory; only `Full` runs are standard. `Cpu`
+    /// runs on the CPU backend whatever `backend` says.
+    pub memory: MemoryProfile,
     pub hub: HubSettings,
     pub app: AppInfo,
     /// `/` on a real machine; a recorded tree in tests.
@@ -68,6 +72,7 @@ impl RunOptions {
             backend: BackendRequest::Auto,
             device_index: None,
             precision: None,
+            memory: MemoryProfile::Full,
             hub: HubSettings::from_env(),
             app,
             sysfs_root: PathBuf::from("/"),
@@ -152,7 +157,12 @@ pub fn run(
     let resolve_seconds = resolve_start.elapsed().as_secs_f64();
 
     let device = device::select(DeviceRequest {
-        backend: options.backend,
+        // The cpu profile is the CPU backend (the CLI and the app refuse it with another one).
+        backend: if options.memory.needs_cpu_backend() {
+            BackendRequest::Cpu
+        } else {
+            options.backend
+        },
         index: options.device_index,
     })?;
     observer(&Event::Loading {
@@ -160,7 +170,12 @@ pub fn run(
         backend: device.kind.name().into(),
     });
     let load_start = Instant::now();
-    let pipeline = Pipeline::load(&source, device, options.precision)?;
+    let pipeline = Pipeline::load_with(
+        &source,
+        device,
+        options.precision,
+        options.memory.load_options(LoadOptions::default()),
+    )?;
     let load_seconds = load_start.elapsed().as_secs_f64();
     let dev = &pipeline.device;
     // The allocator after loading; the other phases come from the diagnostic image below.
@@ -180,6 +195,13 @@ pub fn run(
     model.preset = preset.map(|p| p.name().into());
     let workload_preset = options.workload.preset;
     let architecture_matches = preset == Some(workload_preset);
+    let full_profile = options.memory == MemoryProfile::Full;
+    if options.workload.standard && !full_profile {
+        observer(&Event::Note(format!(
+            "the {} memory profile is not the standard one (full), so this {} run is reported as custom",
+            options.memory, options.workload.name
+        )));
+    }
     if options.workload.standard && !architecture_matches {
         observer(&Event::Note(format!(
             "{} does not have {}'s architecture (its configs differ), so this {} run is reported as custom, not standard",
@@ -431,11 +453,13 @@ pub fn run(
             driver: dev.info.driver.clone(),
             device_memory_bytes: dev.info.memory_bytes,
             pci_bus: dev.info.pci_bus.clone(),
+            memory_profile: Some(options.memory.name().into()),
+            placement: Some(PlacementRecord::of(&pipeline.info.placement)),
         },
         workload: WorkloadInfo {
             name: workload.name.clone(),
             version: workload.version,
-            standard: workload.standard && !model.synthetic && architecture_matches,
+            standard: workload.standard && !model.synthetic && architecture_matches && full_profile,
             width: workload.width,
             height: workload.height,
             steps: workload.steps,

@@ -177,6 +177,9 @@ pub fn header(r: &BenchResult) -> Vec<(String, String)> {
     if let Some(identity) = device_identity(r) {
         header.push(("device".into(), identity));
     }
+    if let Some(profile) = memory_profile(r) {
+        header.push(("memory profile".into(), profile));
+    }
     header.push((
         "valid".into(),
         if r.valid {
@@ -186,6 +189,26 @@ pub fn header(r: &BenchResult) -> Vec<(String, String)> {
         },
     ));
     header
+}
+
+/// The memory profile and what it chose, when the result records one (`full` is labelled too, so
+/// a run never passes for another profile's).
+fn memory_profile(r: &BenchResult) -> Option<String> {
+    let profile = r.backend.memory_profile.as_deref()?;
+    let mut text = profile.to_string();
+    if profile != "full" {
+        text.push_str(" (not the standard profile)");
+    }
+    if let Some(p) = &r.backend.placement {
+        text.push_str(&format!(
+            ": text encoders on {}, VAE on {}, {} guidance{}",
+            p.text_encoders,
+            p.vae,
+            p.cfg,
+            if p.vae_tiling { ", tiled VAE" } else { "" }
+        ));
+    }
+    Some(text)
 }
 
 /// Which device ran, where the result says more than its name: number, memory, driver, PCI bus.

@@ -41,6 +41,8 @@ pub struct BenchArgs {
     revision: String,
     #[command(flatten)]
     device: crate::device_arg::DeviceArg,
+    #[command(flatten)]
+    memory: crate::device_arg::MemoryArg,
     /// Numeric precision: auto is f16 where the device supports it.
     #[arg(long, default_value = "auto", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
@@ -127,8 +129,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     check_out_path(&args.out)?;
     args.threads.apply()?;
     let mut options = RunOptions::new(workload, model, app_info());
-    let device = args.device.request()?;
+    let device = args.memory.device_request(&args.device)?;
     (options.backend, options.device_index) = (device.backend, device.index);
+    options.memory = args.memory.profile();
     options.precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     options.hub = HubSettings::from_env();
     options.baseline = Duration::from_secs_f64(args.baseline);

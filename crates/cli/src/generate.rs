@@ -11,8 +11,8 @@ use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
-    CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, Pipeline, Progress,
-    SchedulerKind,
+    CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, MemoryProfile, Pipeline,
+    Progress, SchedulerKind,
 };
 use sdbench_history::{default_path, Generation, History};
 
@@ -70,6 +70,8 @@ pub struct GenerateArgs {
     latents: Option<PathBuf>,
     #[command(flatten)]
     device: crate::device_arg::DeviceArg,
+    #[command(flatten)]
+    memory: crate::device_arg::MemoryArg,
     /// Numeric precision: auto is f16 on GPUs that support it, f32 elsewhere.
     #[arg(long, default_value = "auto", value_parser = PRECISION_CHOICES)]
     precision: String,
@@ -153,13 +155,17 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
 
     args.threads.apply()?;
-    let device = select(args.device.request()?)?;
+    let profile = args.memory.profile();
+    let device = select(args.memory.device_request(&args.device)?)?;
     eprintln!("backend: {} on {}", device.kind, device.info.name);
     let load_start = Instant::now();
-    let options = LoadOptions {
+    let options = profile.load_options(LoadOptions {
         vae_encoder: init.is_some(),
         ..LoadOptions::default()
-    };
+    });
+    if profile != MemoryProfile::Full {
+        eprintln!("memory profile: {profile}");
+    }
     let pipeline = Pipeline::load_with(&source, device, precision, options)
         .context("loading the model failed")?;
     eprintln!(

@@ -264,6 +264,22 @@ impl SelectedDevice {
             reserved: usage.bytes_reserved,
         })
     }
+
+    /// Gives the allocator's unused pooled memory back to the device (nothing on the CPU). burn's
+    /// dispatch backend does not forward `memory_cleanup`, so the runtime's client is asked.
+    pub fn release_unused_memory(&self) {
+        use cubecl::Runtime;
+        let release = || match &self.device {
+            DispatchDevice::Wgpu(d) => cubecl::wgpu::WgpuRuntime::client(d).memory_cleanup(),
+            #[cfg(feature = "cuda")]
+            DispatchDevice::Cuda(d) => cubecl::cuda::CudaRuntime::client(d).memory_cleanup(),
+            #[cfg(feature = "rocm")]
+            DispatchDevice::Rocm(d) => cubecl::hip::HipRuntime::client(d).memory_cleanup(),
+            _ => {}
+        };
+        // Memory that stays pooled is slower to reuse elsewhere, never an error.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(release));
+    }
 }
 
 /// Probes every backend without initialising any of them.

@@ -21,6 +21,7 @@ pub use device::{
 pub use error::{DiffusionError, Result};
 pub use io::weights::Precision;
 pub use models::unet::{Conditioning, TextTime};
+pub use pipeline::memory::MemoryProfile;
 pub use pipeline::{
     CancelToken, Family, GenerateRequest, Generated, GeneratedImage, InitImage, InitialNoise,
     LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress, StepSync,

@@ -4,7 +4,7 @@ import { setMessageArea } from "../ui";
 import { fillForm, systemScreen } from "./system";
 import type { Settings } from "../types";
 
-const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", submitEndpoint: null, updateEndpoint: null, cpuThreads: null };
+const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", memory: "full", submitEndpoint: null, updateEndpoint: null, cpuThreads: null };
 const system = {
   appVersion: "0.1.0",
   system: { os: "Linux", os_version: "12", cpu_model: "Test CPU", cpu_logical_cores: 2, ram_bytes: 24e9, gpus: [] },
@@ -13,7 +13,7 @@ const system = {
       { index: 0, name: "GPU A", description: "GPU A (discrete GPU, PCI 0000:01:00.0)" },
       { index: 1, name: "GPU B", description: "GPU B (discrete GPU, PCI 0000:41:00.0)" }] }],
   auto: { backend: "cpu", device: "Test CPU", index: 0, precision: "f32", error: null },
-  backendNames: ["auto", "cuda", "vulkan", "cpu"], precisions: ["auto", "f32", "f16"], dataDir: "/data", cacheDir: "/hub",
+  backendNames: ["auto", "cuda", "vulkan", "cpu"], precisions: ["auto", "f32", "f16"], memoryProfiles: ["full", "balanced", "low", "cpu"], dataDir: "/data", cacheDir: "/hub",
   cpuThreads: 2,
 };
 const messages = document.createElement("div");
@@ -53,10 +53,14 @@ describe("System screen", () => {
     const backend = root.querySelector<HTMLSelectElement>("#settings-backend")!;
     expect(backend.value).toBe("auto");
     backend.value = "cpu";
+    const memory = root.querySelector<HTMLSelectElement>("#settings-memory")!;
+    expect([...memory.options].map((o) => o.value)).toEqual(["full", "balanced", "low", "cpu"]);
+    expect(memory.value).toBe("full");
+    memory.value = "low";
     root.querySelector<HTMLInputElement>("#settings-submit")!.value = " https://example.org/results ";
     root.querySelector<HTMLButtonElement>("#settings-save")!.click();
     await settle();
-    expect(saved).toEqual({ ...settings, backend: "cpu", submitEndpoint: "https://example.org/results" });
+    expect(saved).toEqual({ ...settings, backend: "cpu", memory: "low", submitEndpoint: "https://example.org/results" });
   });
 
   it("offers the chosen backend's devices by number and saves the one picked", async () => {

@@ -13,6 +13,7 @@ const settingsForm = {
   backend: h("select", { id: "settings-backend" }),
   device: h("select", { id: "settings-device" }),
   precision: h("select", { id: "settings-precision" }),
+  memory: h("select", { id: "settings-memory" }),
   model: h("input", { type: "text", id: "settings-model", size: 48 }),
   modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a checkpoint that is not SD 1.5" }),
   submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…" }),
@@ -58,6 +59,7 @@ export function formSettings(): Settings {
     backend: settingsForm.backend.value,
     device: settingsForm.device.value === "" ? null : Number(settingsForm.device.value),
     precision: settingsForm.precision.value,
+    memory: settingsForm.memory.value,
     submitEndpoint: text(settingsForm.submitEndpoint),
     updateEndpoint: text(settingsForm.updateEndpoint),
     cpuThreads,
@@ -70,6 +72,7 @@ export function fillForm(s: Settings): void {
   settingsForm.backend.value = s.backend;
   fillDevicePicker(s.device);
   settingsForm.precision.value = s.precision;
+  settingsForm.memory.value = s.memory;
   settingsForm.model.value = s.model;
   settingsForm.modelConfig.value = s.modelConfig ?? "";
   settingsForm.submitEndpoint.value = s.submitEndpoint ?? "";
@@ -83,6 +86,7 @@ async function loadDevices(): Promise<void> {
     if (settingsForm.backend.options.length === 0) {
       for (const name of report.backendNames) settingsForm.backend.append(h("option", { value: name }, name));
       for (const name of report.precisions) settingsForm.precision.append(h("option", { value: name }, name));
+      for (const name of report.memoryProfiles) settingsForm.memory.append(h("option", { value: name }, name));
       if (loaded) fillForm(loaded);
     }
     const chosen = settingsForm.device.value;
@@ -183,6 +187,8 @@ export const systemScreen: Screen = {
         field("Backend", settingsForm.backend, "auto picks the best usable device"),
         field("Device", settingsForm.device, "on a machine with several GPUs, which one runs (numbered as listed above)"),
         field("Precision", settingsForm.precision, "auto is f16 where the device supports it"),
+        field("Memory profile", settingsForm.memory,
+          "full: everything on the GPU (the standard score's); balanced: text encoders on the CPU; low: also sequential guidance and tiled VAE, for small GPUs; cpu: everything on the CPU"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
         field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint"),
         field("Submission endpoint", settingsForm.submitEndpoint, "where Submit sends results"),

@@ -560,3 +560,40 @@ fn a_nan_image_makes_the_run_invalid_and_unscored() {
     assert!(r.scores.images_per_minute > 0.0);
     validate(&serde_json::to_value(r).unwrap()).unwrap();
 }
+
+/// `--memory low`: the result records the profile and what it chose, and says it is not the
+/// standard profile (the schema refuses a standard result with another profile).
+#[test]
+fn a_memory_profile_is_recorded_and_is_never_standard() {
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 1);
+    o.workload = Workload::standard()
+        .with_overrides(&Overrides {
+            steps: Some(2),
+            width: Some(32),
+            height: Some(32),
+            images: Some(1),
+            ..Overrides::default()
+        })
+        .unwrap();
+    o.memory = sdbench_diffusion::MemoryProfile::Low;
+    let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
+    let r = &output.result;
+    assert_eq!(r.backend.memory_profile.as_deref(), Some("low"));
+    let p = r.backend.placement.as_ref().unwrap();
+    assert_eq!(
+        (p.text_encoders.as_str(), p.cfg.as_str()),
+        ("cpu", "sequential")
+    );
+    assert!(p.vae_tiling && p.release_between_stages);
+    assert!(!r.workload.standard);
+    assert!(r.results.iter().all(|x| x.image.check.valid));
+    validate(&serde_json::to_value(r).unwrap()).unwrap();
+    let header = sdbench_bench::summary::header(r);
+    assert!(
+        header
+            .iter()
+            .any(|(m, v)| m == "memory profile" && v.starts_with("low (not the standard profile)")),
+        "{header:?}"
+    );
+}

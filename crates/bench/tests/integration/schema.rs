@@ -35,6 +35,15 @@ fn the_sample_is_valid() {
     model.remove("family");
     model.remove("preset");
     assert_eq!(errors(&older), Vec::<String>::new());
+    // A standard run of the full profile, with its placement.
+    let mut full = sample();
+    assert_eq!(full["workload"]["standard"], true);
+    full["backend"]["memory_profile"] = "full".into();
+    full["backend"]["placement"] = serde_json::json!({
+        "text_encoders": "device", "vae": "device", "cfg": "batched", "vae_tiling": false,
+        "unet_weights": "f16", "release_between_stages": false
+    });
+    assert_eq!(errors(&full), Vec::<String>::new());
 }
 
 /// Makes one change that breaks the contract.
@@ -72,6 +81,17 @@ fn broken_results_are_rejected() {
         (
             "unknown backend",
             Box::new(|v| v["backend"]["name"] = "opencl".into()),
+        ),
+        (
+            "a standard run with a memory-saving profile",
+            Box::new(|v| {
+                v["workload"]["standard"] = true.into();
+                v["backend"]["memory_profile"] = "low".into();
+            }),
+        ),
+        (
+            "unknown memory profile",
+            Box::new(|v| v["backend"]["memory_profile"] = "tiny".into()),
         ),
         (
             "invalid run with a score",

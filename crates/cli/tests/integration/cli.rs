@@ -638,3 +638,43 @@ fn generate_reports_vram_after_each_phase() {
     let reserved: f64 = rows[6].split_whitespace().last().unwrap().parse().unwrap();
     assert!(reserved > 0.0, "{err}");
 }
+
+/// `--memory`: a profile runs and says so; `cpu` with another backend is refused by name.
+#[test]
+fn memory_profiles_run_and_conflicts_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("low.png");
+    let o = generate(
+        &out,
+        &[
+            "--width", "32", "--height", "32", "--steps", "2", "--memory", "low",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.is_file() && stderr(&o).contains("memory profile: low"),
+        "{}",
+        stderr(&o)
+    );
+
+    let model = tiny();
+    let out = dir.path().join("conflict.png");
+    let o = sdbench(&[
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "x",
+        "--memory",
+        "cpu",
+        "--backend",
+        "vulkan",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_fails(
+        &o,
+        &out,
+        "--memory cpu runs everything on the CPU backend, but --backend vulkan",
+    );
+}

@@ -4,6 +4,7 @@
 //! starts from a picture.
 
 pub mod family;
+pub mod memory;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -88,6 +89,8 @@ pub struct Placement {
     /// The VAE decodes (and encodes) tile by tile when the image is larger than its tile
     /// (`models::vae_tiling`, diffusers' `enable_vae_tiling`).
     pub vae_tiling: bool,
+    /// The allocator's unused memory goes back to the device between denoising and decoding.
+    pub release_memory_between_stages: bool,
 }
 
 impl Placement {
@@ -114,6 +117,7 @@ impl Placement {
             vae_on_cpu: options.vae_on_cpu,
             sequential_cfg: options.sequential_cfg,
             vae_tiling: options.vae_tiling,
+            release_memory_between_stages: options.release_memory_between_stages,
         }
     }
 }
@@ -134,6 +138,9 @@ pub struct LoadOptions {
     /// Tiled VAE decoding and encoding above the VAE's tile size: one tile's activation memory
     /// instead of the whole image's, at a slightly different result (diffusers' tiled output).
     pub vae_tiling: bool,
+    /// Hand the allocator's unused memory back to the device after the denoising loop, so the
+    /// VAE (or another program) can have what the UNet's activations used. Costs a reallocation.
+    pub release_memory_between_stages: bool,
 }
 
 /// How the initial latents are made.
@@ -911,6 +918,9 @@ impl Pipeline {
         // One image at a time, as diffusers' VAE slicing does: the same numbers as one batched
         // decode, with a batch's peak memory no higher than one image's.
         let vae_start = Instant::now();
+        if self.info.placement.release_memory_between_stages {
+            self.device.release_unused_memory();
+        }
         let latents = latents / self.vae.scaling_factor();
         let mut images = Vec::with_capacity(request.batch);
         for n in 0..request.batch {

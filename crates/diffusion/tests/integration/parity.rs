@@ -16,7 +16,7 @@ use sdbench_diffusion::io::image::read_image;
 use sdbench_diffusion::parity;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions,
-    ModelSource, Pipeline, Precision, SchedulerKind,
+    MemoryProfile, ModelSource, Pipeline, Precision, SchedulerKind,
 };
 
 const COMPONENT_ATOL: f32 = 5e-5;
@@ -437,6 +437,7 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
             vae_on_cpu: true,
             sequential_cfg: false,
             vae_tiling: false,
+            release_memory_between_stages: false,
         };
         let sdxl = load_with("tiny-sdxl", BackendRequest::Vulkan, Precision::F16, options);
         let p = sdxl.info.placement;
@@ -590,4 +591,17 @@ fn check_tiled_vae(backend: BackendRequest) {
         plain_gap > 100.0 * COMPONENT_ATOL,
         "tiling changed nothing: {plain_gap:e}"
     );
+}
+
+/// The `balanced` memory profile on the device (text encoders on the CPU, the allocator's pooled
+/// memory released between denoising and decoding) still tracks diffusers.
+#[test]
+fn the_balanced_memory_profile_tracks_diffusers_on_vulkan() {
+    if vulkan_or_skip() {
+        let options = MemoryProfile::Balanced.load_options(LoadOptions::default());
+        let pipe = load_with("tiny-sd", BackendRequest::Vulkan, Precision::F32, options);
+        let p = pipe.info.placement;
+        assert!(p.text_encoders_on_cpu && p.release_memory_between_stages);
+        check_generations_of(&pipe, "tiny-sd", IMAGE_ATOL, Some(&["generate.euler.neg"]));
+    }
 }

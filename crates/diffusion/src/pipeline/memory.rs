@@ -1,0 +1,92 @@
+//! Memory profiles: named ways to place a pipeline so that it fits a smaller GPU, each trading some
+//! speed for memory. A profile only chooses `LoadOptions` (and, for `cpu`, the backend); what each
+//! option does is in `LoadOptions`.
+
+use crate::pipeline::LoadOptions;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryProfile {
+    /// Everything on the GPU, classifier-free guidance as one doubled batch: the fastest, and the
+    /// profile of the standard score.
+    Full,
+    /// The text encoders on the CPU; the allocator's unused memory handed back to the device
+    /// between denoising and decoding.
+    Balanced,
+    /// As balanced, plus sequential classifier-free guidance (half the UNet's activations) and
+    /// tiled VAE decoding and encoding above the VAE's tile size.
+    Low,
+    /// Everything on the CPU backend.
+    Cpu,
+}
+
+impl MemoryProfile {
+    pub const ALL: [MemoryProfile; 4] = [
+        MemoryProfile::Full,
+        MemoryProfile::Balanced,
+        MemoryProfile::Low,
+        MemoryProfile::Cpu,
+    ];
+    pub const NAMES: [&'static str; 4] = ["full", "balanced", "low", "cpu"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryProfile::Full => "full",
+            MemoryProfile::Balanced => "balanced",
+            MemoryProfile::Low => "low",
+            MemoryProfile::Cpu => "cpu",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<MemoryProfile> {
+        MemoryProfile::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// `base` (what the request needs, such as the VAE encoder) with this profile's placement.
+    pub fn load_options(self, base: LoadOptions) -> LoadOptions {
+        let saving = matches!(self, MemoryProfile::Balanced | MemoryProfile::Low);
+        let low = self == MemoryProfile::Low;
+        LoadOptions {
+            text_encoders_on_cpu: base.text_encoders_on_cpu || saving,
+            release_memory_between_stages: base.release_memory_between_stages || saving,
+            sequential_cfg: base.sequential_cfg || low,
+            vae_tiling: base.vae_tiling || low,
+            ..base
+        }
+    }
+
+    /// Whether the profile needs the CPU backend.
+    pub fn needs_cpu_backend(self) -> bool {
+        self == MemoryProfile::Cpu
+    }
+}
+
+impl std::fmt::Display for MemoryProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_profile_saves_more_than_the_last() {
+        let base = LoadOptions {
+            vae_encoder: true,
+            ..LoadOptions::default()
+        };
+        let full = MemoryProfile::Full.load_options(base);
+        assert_eq!(full, base);
+        let balanced = MemoryProfile::Balanced.load_options(base);
+        assert!(balanced.text_encoders_on_cpu && balanced.release_memory_between_stages);
+        assert!(!balanced.sequential_cfg && !balanced.vae_tiling && balanced.vae_encoder);
+        let low = MemoryProfile::Low.load_options(base);
+        assert!(low.text_encoders_on_cpu && low.sequential_cfg && low.vae_tiling);
+        assert!(MemoryProfile::Cpu.needs_cpu_backend());
+        for (profile, name) in MemoryProfile::ALL.into_iter().zip(MemoryProfile::NAMES) {
+            assert_eq!(MemoryProfile::from_name(name), Some(profile));
+        }
+        assert_eq!(MemoryProfile::from_name("minimal"), None);
+    }
+}
