@@ -120,6 +120,9 @@ pub struct PlacementRecord {
     pub unet_weights: String,
     /// Unused pooled memory handed back between denoising and decoding.
     pub release_between_stages: bool,
+    /// The UNet's weights in host memory while the VAE decodes.
+    #[serde(default)]
+    pub unet_offload: bool,
 }
 
 impl PlacementRecord {
@@ -137,6 +140,7 @@ impl PlacementRecord {
             vae_tiling: placement.vae_tiling,
             unet_weights: placement.unet.name().into(),
             release_between_stages: placement.release_memory_between_stages,
+            unet_offload: placement.unet_offload,
         }
     }
 }

@@ -201,10 +201,15 @@ fn memory_profile(r: &BenchResult) -> Option<String> {
     }
     if let Some(p) = &r.backend.placement {
         text.push_str(&format!(
-            ": text encoders on {}, VAE on {}, {} guidance{}",
+            ": text encoders on {}, VAE on {}, {} guidance{}{}",
             p.text_encoders,
             p.vae,
             p.cfg,
+            if p.unet_offload {
+                ", UNet off the device while decoding"
+            } else {
+                ""
+            },
             if p.vae_tiling { ", tiled VAE" } else { "" }
         ));
     }

@@ -26,7 +26,7 @@ impl DeviceArg {
 pub struct MemoryArg {
     /// Memory profile: full (everything on the GPU; the standard score's), balanced (text encoders
     /// on the CPU, pooled memory released before decoding), low (as balanced, plus sequential
-    /// guidance and tiled VAE), cpu (everything on the CPU backend).
+    /// guidance, the UNet off the GPU while decoding, tiled VAE), cpu (everything on the CPU).
     #[arg(long = "memory", default_value = "full", value_parser = clap::builder::PossibleValuesParser::new(MemoryProfile::NAMES))]
     memory: String,
 }

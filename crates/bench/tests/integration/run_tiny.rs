@@ -585,7 +585,7 @@ fn a_memory_profile_is_recorded_and_is_never_standard() {
         (p.text_encoders.as_str(), p.cfg.as_str()),
         ("cpu", "sequential")
     );
-    assert!(p.vae_tiling && p.release_between_stages);
+    assert!(p.vae_tiling && p.release_between_stages && p.unet_offload);
     assert!(!r.workload.standard);
     assert!(r.results.iter().all(|x| x.image.check.valid));
     validate(&serde_json::to_value(r).unwrap()).unwrap();

@@ -12,8 +12,9 @@ pub enum MemoryProfile {
     /// The text encoders on the CPU; the allocator's unused memory handed back to the device
     /// between denoising and decoding.
     Balanced,
-    /// As balanced, plus sequential classifier-free guidance (half the UNet's activations) and
-    /// tiled VAE decoding and encoding above the VAE's tile size.
+    /// As balanced, plus sequential classifier-free guidance (half the UNet's activations), the
+    /// UNet's weights in host memory while the VAE decodes, and tiled VAE decoding and encoding
+    /// above the VAE's tile size.
     Low,
     /// Everything on the CPU backend.
     Cpu,
@@ -50,6 +51,7 @@ impl MemoryProfile {
             release_memory_between_stages: base.release_memory_between_stages || saving,
             sequential_cfg: base.sequential_cfg || low,
             vae_tiling: base.vae_tiling || low,
+            unet_offload: base.unet_offload || low,
             ..base
         }
     }
@@ -82,7 +84,10 @@ mod tests {
         assert!(balanced.text_encoders_on_cpu && balanced.release_memory_between_stages);
         assert!(!balanced.sequential_cfg && !balanced.vae_tiling && balanced.vae_encoder);
         let low = MemoryProfile::Low.load_options(base);
-        assert!(low.text_encoders_on_cpu && low.sequential_cfg && low.vae_tiling);
+        assert!(
+            low.text_encoders_on_cpu && low.sequential_cfg && low.vae_tiling && low.unet_offload
+        );
+        assert!(!balanced.unet_offload);
         assert!(MemoryProfile::Cpu.needs_cpu_backend());
         for (profile, name) in MemoryProfile::ALL.into_iter().zip(MemoryProfile::NAMES) {
             assert_eq!(MemoryProfile::from_name(name), Some(profile));

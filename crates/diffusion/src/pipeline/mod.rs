@@ -9,7 +9,7 @@ pub mod memory;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use burn::prelude::*;
@@ -91,6 +91,8 @@ pub struct Placement {
     pub vae_tiling: bool,
     /// The allocator's unused memory goes back to the device between denoising and decoding.
     pub release_memory_between_stages: bool,
+    /// The UNet's weights move to host memory while the VAE decodes, and back for the next image.
+    pub unet_offload: bool,
 }
 
 impl Placement {
@@ -118,6 +120,7 @@ impl Placement {
             sequential_cfg: options.sequential_cfg,
             vae_tiling: options.vae_tiling,
             release_memory_between_stages: options.release_memory_between_stages,
+            unet_offload: options.unet_offload,
         }
     }
 }
@@ -141,6 +144,10 @@ pub struct LoadOptions {
     /// Hand the allocator's unused memory back to the device after the denoising loop, so the
     /// VAE (or another program) can have what the UNet's activations used. Costs a reallocation.
     pub release_memory_between_stages: bool,
+    /// Move the UNet's weights to host memory before the VAE decodes (and back before the next
+    /// image's denoising), so the decode has the device's memory without them. Costs two weight
+    /// transfers per image. Nothing moves when the pipeline runs on the CPU.
+    pub unet_offload: bool,
 }
 
 /// How the initial latents are made.
@@ -350,12 +357,18 @@ pub struct Pipeline {
     second: Option<(Tokenizer, ClipTextModel<B>)>,
     /// SDXL: an empty negative prompt is zeros rather than the encoded empty string.
     force_zeros_for_empty_prompt: bool,
-    unet: UNet<B>,
+    unet: Mutex<UNetSlot>,
     vae: VaeDecoder<B>,
     vae_encoder: Option<VaeEncoder<B>>,
     scheduler_config: Map<String, Value>,
     scheduler_path: PathBuf,
     pub info: ModelInfo,
+}
+
+/// The UNet and where its weights are (see `LoadOptions::unet_offload`).
+struct UNetSlot {
+    unet: UNet<B>,
+    on_host: bool,
 }
 
 impl Pipeline {
@@ -592,7 +605,10 @@ impl Pipeline {
             text_encoder,
             second,
             force_zeros_for_empty_prompt: spec.force_zeros_for_empty_prompt,
-            unet,
+            unet: Mutex::new(UNetSlot {
+                unet,
+                on_host: false,
+            }),
             vae,
             vae_encoder,
             scheduler_config: spec.scheduler_config,
@@ -608,21 +624,23 @@ impl Pipeline {
     /// attention) would fail mid-generation; say so at load time instead.
     fn check_compatible(&self, folder: &Path) -> Result<()> {
         let pooled = self.second.as_ref().map_or(0, |(_, te)| te.pooled_size());
-        let problem = if self.unet.cross_attention_dim() != self.text_encoder_width() {
+        let slot = self.lock_unet();
+        let unet = &slot.unet;
+        let problem = if unet.cross_attention_dim() != self.text_encoder_width() {
             Some(format!(
                 "the UNet's cross_attention_dim ({}) differs from the text encoders' hidden_size ({})",
-                self.unet.cross_attention_dim(),
+                unet.cross_attention_dim(),
                 self.text_encoder_width()
             ))
-        } else if self.unet.needs_text_time() && self.unet.text_time_pooled_size() != pooled {
+        } else if unet.needs_text_time() && unet.text_time_pooled_size() != pooled {
             Some(format!(
                 "the UNet's projection_class_embeddings_input_dim expects a {}-wide pooled text embedding but text_encoder_2 gives {pooled}",
-                self.unet.text_time_pooled_size()
+                unet.text_time_pooled_size()
             ))
-        } else if self.unet.in_channels() != self.vae.latent_channels() {
+        } else if unet.in_channels() != self.vae.latent_channels() {
             Some(format!(
                 "the UNet takes {} channels but the VAE has {} latent channels",
-                self.unet.in_channels(),
+                unet.in_channels(),
                 self.vae.latent_channels()
             ))
         } else if self.tokenizer.max_length() > self.text_encoder.max_positions() {
@@ -643,6 +661,35 @@ impl Pipeline {
         }
     }
 
+    fn lock_unet(&self) -> MutexGuard<'_, UNetSlot> {
+        // A panic elsewhere while it was held leaves the weights as they were: still usable.
+        self.unet
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The UNet, back on the device if `offload_unet` moved it to host memory.
+    fn unet_on_device(&self) -> MutexGuard<'_, UNetSlot> {
+        let mut slot = self.lock_unet();
+        if slot.on_host {
+            slot.unet = slot.unet.clone().to_device(&self.device.device);
+            slot.on_host = false;
+        }
+        slot
+    }
+
+    /// Moves the UNet's weights to host memory (the CPU backend), freeing the device's copy.
+    fn offload_unet(&self) {
+        if self.device.kind == crate::BackendKind::Cpu {
+            return;
+        }
+        let mut slot = self.lock_unet();
+        if !slot.on_host {
+            slot.unet = slot.unet.clone().to_device(&self.cpu);
+            slot.on_host = true;
+        }
+    }
+
     /// Width of the text embeddings: SDXL's two encoders side by side.
     fn text_encoder_width(&self) -> usize {
         self.text_encoder.hidden_size() + self.second.as_ref().map_or(0, |(_, te)| te.hidden_size())
@@ -653,7 +700,7 @@ impl Pipeline {
         ParameterCounts {
             text_encoders: self.text_encoder.num_params()
                 + self.second.as_ref().map_or(0, |(_, e)| e.num_params()),
-            unet: self.unet.num_params(),
+            unet: self.lock_unet().unet.num_params(),
             vae: self.vae.num_params(),
             vae_encoder: self.vae_encoder.as_ref().map_or(0, |e| e.num_params()),
         }
@@ -855,6 +902,8 @@ impl Pipeline {
         let mut observing_in_loop = Duration::ZERO;
         // StageEdges: step events wait for the loop's closing sync.
         let mut deferred = Vec::new();
+        let unet_slot = self.unet_on_device();
+        let unet = &unet_slot.unet;
         for (k, &t) in timesteps.iter().enumerate() {
             if cancel.is_cancelled() {
                 return Err(DiffusionError::Cancelled);
@@ -866,24 +915,23 @@ impl Pipeline {
                 // The scaling is elementwise: scaling the batch once serves both halves.
                 Some((uncond_cond, text_cond)) => {
                     let input = scheduler.scale_model_input(latents.clone(), i);
-                    let uncond = self
-                        .unet
+                    let uncond = unet
                         .forward(input.clone(), t, uncond_cond)?
                         .cast(DType::F32);
-                    let text = self.unet.forward(input, t, text_cond)?.cast(DType::F32);
+                    let text = unet.forward(input, t, text_cond)?.cast(DType::F32);
                     uncond.clone() + (text - uncond) * request.guidance_scale
                 }
                 None if guided => {
                     let input = Tensor::cat(vec![latents.clone(), latents.clone()], 0);
                     let input = scheduler.scale_model_input(input, i);
-                    let out = self.unet.forward(input, t, &cond)?.cast(DType::F32);
+                    let out = unet.forward(input, t, &cond)?.cast(DType::F32);
                     let [uncond, text]: [Tensor<B, 4>; 2] =
                         out.chunk(2, 0).try_into().expect("two halves");
                     uncond.clone() + (text - uncond) * request.guidance_scale
                 }
                 None => {
                     let input = scheduler.scale_model_input(latents.clone(), i);
-                    self.unet.forward(input, t, &cond)?.cast(DType::F32)
+                    unet.forward(input, t, &cond)?.cast(DType::F32)
                 }
             };
             latents = scheduler.step(guided_out, i, latents, &mut noise);
@@ -918,6 +966,10 @@ impl Pipeline {
         // One image at a time, as diffusers' VAE slicing does: the same numbers as one batched
         // decode, with a batch's peak memory no higher than one image's.
         let vae_start = Instant::now();
+        drop(unet_slot);
+        if self.info.placement.unet_offload {
+            self.offload_unet();
+        }
         if self.info.placement.release_memory_between_stages {
             self.device.release_unused_memory();
         }
@@ -1110,7 +1162,8 @@ impl Pipeline {
                 time_ids: ids.to_vec(),
             });
             let cond = Conditioning { context, text_time };
-            tensor_to_vec(self.unet.forward(x, timestep, &cond)?.cast(DType::F32))
+            let unet = self.unet_on_device();
+            tensor_to_vec(unet.unet.forward(x, timestep, &cond)?.cast(DType::F32))
         })
     }
 

@@ -438,6 +438,7 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
             sequential_cfg: false,
             vae_tiling: false,
             release_memory_between_stages: false,
+            unet_offload: false,
         };
         let sdxl = load_with("tiny-sdxl", BackendRequest::Vulkan, Precision::F16, options);
         let p = sdxl.info.placement;
@@ -603,5 +604,32 @@ fn the_balanced_memory_profile_tracks_diffusers_on_vulkan() {
         let p = pipe.info.placement;
         assert!(p.text_encoders_on_cpu && p.release_memory_between_stages);
         check_generations_of(&pipe, "tiny-sd", IMAGE_ATOL, Some(&["generate.euler.neg"]));
+    }
+}
+
+/// `LoadOptions::unet_offload` (the `low` profile): the UNet's weights leave the device while the
+/// VAE decodes, and come back for the next image, which is still what diffusers makes.
+#[test]
+fn the_unet_leaves_the_device_while_the_vae_decodes() {
+    if vulkan_or_skip() {
+        let options = LoadOptions {
+            unet_offload: true,
+            ..LoadOptions::default()
+        };
+        let pipe = load_with("tiny-sd", BackendRequest::Vulkan, Precision::F32, options);
+        let loaded = pipe.device.allocator_memory().unwrap().in_use;
+        // Two generations: the second brings the UNet back to the device.
+        check_generations_of(
+            &pipe,
+            "tiny-sd",
+            IMAGE_ATOL,
+            Some(&["generate.euler.neg", "generate.euler.noneg"]),
+        );
+        let after = pipe.device.allocator_memory().unwrap().in_use;
+        let unet_bytes = pipe.parameter_counts().unet as u64 * 4;
+        assert!(
+            after + unet_bytes * 9 / 10 <= loaded,
+            "the UNet's {unet_bytes} bytes did not leave the device: {loaded} -> {after}"
+        );
     }
 }
