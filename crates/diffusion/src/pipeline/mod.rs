@@ -1507,7 +1507,11 @@ fn explain_backend_failure(message: &str) -> String {
     let lower = message.to_lowercase();
     let out_of_memory = ["out of memory", "outofmemory", "out_of_memory", "oom"];
     if out_of_memory.iter().any(|m| lower.contains(m)) {
-        format!("out of device memory ({message}); try a smaller size, --precision f16, or --backend cpu")
+        format!(
+            "out of device memory ({message}); try a memory profile that needs less (--memory \
+             balanced, then low; the app's System screen), --precision f16, a smaller size, or \
+             --memory cpu"
+        )
     } else if let Some(bytes) = lower
         .split("can't allocate buffer of size:")
         .nth(1)
@@ -1539,7 +1543,11 @@ mod tests {
                 && !text.contains("backtrace"),
             "{text}"
         );
-        assert!(explain_backend_failure("CUDA_ERROR_OUT_OF_MEMORY").contains("--precision f16"));
+        let oom = explain_backend_failure("CUDA_ERROR_OUT_OF_MEMORY");
+        assert!(
+            oom.contains("--memory balanced, then low") && oom.contains("--precision f16"),
+            "{oom}"
+        );
         assert_eq!(explain_backend_failure("device lost"), "device lost");
     }
 }
