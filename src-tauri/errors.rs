@@ -86,7 +86,7 @@ impl UiError {
         {
             (
                 ErrorKind::OutOfMemory,
-                "The device ran out of memory: close other programs using the GPU, choose f16 precision, or a smaller image size.",
+                "The device ran out of memory: choose a memory profile that needs less in System (balanced, low, minimal, or auto), close other programs using the GPU, or choose f16 precision or a smaller image size.",
             )
         } else {
             (default, default_hint(default))

@@ -24,7 +24,7 @@ pub struct Settings {
     pub device: Option<usize>,
     /// auto, f32 or f16.
     pub precision: String,
-    /// The memory profile: full, balanced, low or cpu (see `MemoryProfile`).
+    /// The memory profile: full, balanced, low, minimal, cpu (see `MemoryProfile`) or auto.
     pub memory: String,
     /// Where results are submitted (none: submission is off).
     pub submit_endpoint: Option<String>,
@@ -135,13 +135,23 @@ impl Settings {
         })
     }
 
+    /// The profile chosen; `full` stands in for `auto` until a run resolves it from the device's
+    /// memory (`memory_auto`).
     pub fn memory_profile(&self) -> UiResult<MemoryProfile> {
+        if self.memory_auto() {
+            return Ok(MemoryProfile::Full);
+        }
         MemoryProfile::from_name(&self.memory).ok_or_else(|| {
             UiError::bad_input(
                 format!("Unknown memory profile {:?}", self.memory),
-                format!("Choose one of: {}.", MemoryProfile::NAMES.join(", ")),
+                format!("Choose one of: {}, auto.", MemoryProfile::NAMES.join(", ")),
             )
         })
+    }
+
+    /// `auto`: each run picks the fastest profile that fits the device (`choose_auto`).
+    pub fn memory_auto(&self) -> bool {
+        self.memory == "auto"
     }
 
     /// `None`: f16 where the device supports it.
@@ -249,7 +259,7 @@ mod tests {
         for change in [
             |s: &mut Settings| s.backend = "tpu".into(),
             |s: &mut Settings| s.precision = "f8".into(),
-            |s: &mut Settings| s.memory = "minimal".into(),
+            |s: &mut Settings| s.memory = "tiny".into(),
             |s: &mut Settings| {
                 s.memory = "cpu".into();
                 s.backend = "vulkan".into()

@@ -310,6 +310,7 @@ pub fn start_benchmark_job(
     (options.backend, options.device_index) = (device.backend, device.index);
     options.precision = settings.precision()?;
     options.memory = settings.memory_profile()?;
+    options.memory_auto = settings.memory_auto();
     options.hub = state.hub.clone();
     options.baseline = std::time::Duration::from_secs_f64(baseline);
     let state = state.clone();

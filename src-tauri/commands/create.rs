@@ -14,8 +14,8 @@ use sdbench_diffusion::io::image::{decode_image, write_png};
 use sdbench_diffusion::limits::{self, MAX_SIDE, MAX_STEPS, SIDE_MULTIPLE};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
-    BackendRequest, DeviceRequest, GenerateRequest, InitImage, InitialNoise, LoadOptions,
-    ModelSource, Pipeline, Progress, SchedulerKind,
+    choose_auto, BackendKind, BackendRequest, DeviceRequest, GenerateRequest, InitImage,
+    InitialNoise, LoadOptions, ModelSource, Pipeline, Progress, SchedulerKind,
 };
 use sdbench_history::{Generation, Record};
 use sdbench_hub::Hub;
@@ -197,8 +197,13 @@ pub fn start_generation_job(
         precision: settings.precision.clone(),
         memory: settings.memory.clone(),
     };
-    let profile = settings.memory_profile()?;
+    let mut profile = settings.memory_profile()?;
+    let memory_auto = settings.memory_auto();
     let precision = settings.precision()?;
+    let (auto_width, auto_height) = match &init_image {
+        Some(init) => (init.image.width, init.image.height),
+        None => (request.width, request.height),
+    };
     let model_name = settings.model_name()?;
     let state = state.clone();
     state
@@ -221,7 +226,14 @@ pub fn start_generation_job(
                     backend: key.backend.clone(),
                 });
                 let start = Instant::now();
-                let device = select(device_request)?;
+                let mut device = select(device_request)?;
+                if memory_auto {
+                    let auto = choose_auto(&source, &device, precision, auto_width, auto_height)?;
+                    profile = auto.profile;
+                    if profile.needs_cpu_backend() && device.kind != BackendKind::Cpu {
+                        device = select(DeviceRequest::from(BackendRequest::Cpu))?;
+                    }
+                }
                 let options = profile.load_options(LoadOptions {
                     vae_encoder: needs_encoder,
                     ..LoadOptions::default()

@@ -112,7 +112,11 @@ pub async fn system_info(state: State<'_, AppState>) -> UiResult<SystemReport> {
                 .map(|n| n.to_string())
                 .collect(),
             precisions: limits::PRECISION_CHOICES.map(String::from).to_vec(),
-            memory_profiles: MemoryProfile::NAMES.map(String::from).to_vec(),
+            memory_profiles: MemoryProfile::NAMES
+                .into_iter()
+                .chain(["auto"])
+                .map(String::from)
+                .collect(),
             data_dir: state.paths.data_dir.display().to_string(),
             cache_dir: state.hub.cache_dir.display().to_string(),
             cpu_threads: sdbench_diffusion::device::cpu_threads(),

@@ -14,7 +14,7 @@ export interface Settings {
   /** Which of the backend's devices, by the number System lists (null: the best). */
   device: number | null;
   precision: string;
-  /** The memory profile: full, balanced, low or cpu. */
+  /** The memory profile: full, balanced, low, minimal or cpu. */
   memory: string;
   submitEndpoint: string | null;
   updateEndpoint: string | null;
@@ -100,6 +100,8 @@ export interface RunSummary {
   id: string; kind: "benchmark" | "generation"; created_at: string; title: string; model: string;
   backend: string; device: string; precision: string; score: number | null;
   images_per_minute: number | null; seconds_per_image: number | null; valid: boolean; standard: boolean;
+  /** null for runs from before memory profiles (they ran as full). */
+  memory_profile?: string | null;
 }
 
 export interface HistoryFilter {

@@ -97,7 +97,7 @@ pub struct BackendInfo {
     /// The card's PCI bus id: which of `system.gpus` ran, and whose telemetry was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci_bus: Option<String>,
-    /// The memory profile (`full`, `balanced`, `low`, `cpu`); absent in older results, which ran
+    /// The memory profile (`full`, `balanced`, `low`, `minimal`, `cpu`); absent in older results, which ran
     /// as `full` does. Only `full` runs of a standard workload are standard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_profile: Option<String>,
@@ -116,7 +116,8 @@ pub struct PlacementRecord {
     /// Classifier-free guidance: `batched` (one doubled batch) or `sequential`.
     pub cfg: String,
     pub vae_tiling: bool,
-    /// The UNet's weight precision (f16, f32).
+    /// The UNet's weight storage: f16 or f32 (the run's precision), or int8 (W8A16: dequantized
+    /// to the run's precision layer by layer).
     pub unet_weights: String,
     /// Unused pooled memory handed back between denoising and decoding.
     pub release_between_stages: bool,
@@ -138,7 +139,11 @@ impl PlacementRecord {
             }
             .into(),
             vae_tiling: placement.vae_tiling,
-            unet_weights: placement.unet.name().into(),
+            unet_weights: if placement.unet_int8 {
+                "int8".into()
+            } else {
+                placement.unet.name().into()
+            },
             release_between_stages: placement.release_memory_between_stages,
             unet_offload: placement.unet_offload,
         }

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_diffusion::{
-    device, BackendRequest, CancelToken, DeviceRequest, DiffusionError, GenerateRequest,
-    InitialNoise, LoadOptions, MemoryProfile, ModelSource, Pipeline, Precision, Preset, Progress,
-    StepSync,
+    choose_auto, device, BackendRequest, CancelToken, DeviceRequest, DiffusionError,
+    GenerateRequest, InitialNoise, LoadOptions, MemoryProfile, ModelSource, Pipeline, Precision,
+    Preset, Progress, SelectedDevice, StepSync,
 };
 use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
 use sdbench_telemetry::{discover, Sample, Sampler, SystemInfo};
@@ -54,6 +54,11 @@ pub struct RunOptions {
     /// How the pipeline is placed to save device memory; only `Full` runs are standard. `Cpu`
     /// runs on the CPU backend whatever `backend` says.
     pub memory: MemoryProfile,
+    /// `--memory auto`: `memory` is ignored and the fastest profile that fits the device is
+    /// chosen (`memory_need::choose_auto`); the result records the one chosen.
+    pub memory_auto: bool,
+    /// Device memory the fit check and auto assume instead of the driver's figure.
+    pub memory_limit: Option<u64>,
     pub hub: HubSettings,
     pub app: AppInfo,
     /// `/` on a real machine; a recorded tree in tests.
@@ -73,6 +78,8 @@ impl RunOptions {
             device_index: None,
             precision: None,
             memory: MemoryProfile::Full,
+            memory_auto: false,
+            memory_limit: None,
             hub: HubSettings::from_env(),
             app,
             sysfs_root: PathBuf::from("/"),
@@ -156,15 +163,33 @@ pub fn run(
     let (source, mut model, downloaded_bytes) = resolve_model(options, observer, cancel)?;
     let resolve_seconds = resolve_start.elapsed().as_secs_f64();
 
-    let device = device::select(DeviceRequest {
-        // The cpu profile is the CPU backend (the CLI and the app refuse it with another one).
-        backend: if options.memory.needs_cpu_backend() {
-            BackendRequest::Cpu
-        } else {
-            options.backend
-        },
-        index: options.device_index,
-    })?;
+    let select = |memory: MemoryProfile| -> Result<SelectedDevice> {
+        let mut device = device::select(DeviceRequest {
+            // The cpu profile is the CPU backend (the CLI and the app refuse it with another one).
+            backend: if memory.needs_cpu_backend() {
+                BackendRequest::Cpu
+            } else {
+                options.backend
+            },
+            index: options.device_index,
+        })?;
+        device.memory_limit = options.memory_limit;
+        Ok(device)
+    };
+    let mut memory = options.memory;
+    let mut device = select(memory)?;
+    if options.memory_auto {
+        let w = &options.workload;
+        let auto = choose_auto(&source, &device, options.precision, w.width, w.height)?;
+        observer(&Event::Note(format!(
+            "memory profile: auto chose {} ({})",
+            auto.profile, auto.reason
+        )));
+        memory = auto.profile;
+        if memory.needs_cpu_backend() && device.kind != sdbench_diffusion::BackendKind::Cpu {
+            device = select(memory)?;
+        }
+    }
     observer(&Event::Loading {
         model: model.id.clone(),
         backend: device.kind.name().into(),
@@ -174,7 +199,7 @@ pub fn run(
         &source,
         device,
         options.precision,
-        options.memory.load_options(LoadOptions::default()),
+        memory.load_options(LoadOptions::default()),
     )?;
     let load_seconds = load_start.elapsed().as_secs_f64();
     let dev = &pipeline.device;
@@ -195,11 +220,11 @@ pub fn run(
     model.preset = preset.map(|p| p.name().into());
     let workload_preset = options.workload.preset;
     let architecture_matches = preset == Some(workload_preset);
-    let full_profile = options.memory == MemoryProfile::Full;
+    let full_profile = memory == MemoryProfile::Full;
     if options.workload.standard && !full_profile {
         observer(&Event::Note(format!(
             "the {} memory profile is not the standard one (full), so this {} run is reported as custom",
-            options.memory, options.workload.name
+            memory, options.workload.name
         )));
     }
     if options.workload.standard && !architecture_matches {
@@ -453,7 +478,7 @@ pub fn run(
             driver: dev.info.driver.clone(),
             device_memory_bytes: dev.info.memory_bytes,
             pci_bus: dev.info.pci_bus.clone(),
-            memory_profile: Some(options.memory.name().into()),
+            memory_profile: Some(memory.name().into()),
             placement: Some(PlacementRecord::of(&pipeline.info.placement)),
         },
         workload: WorkloadInfo {

@@ -212,6 +212,9 @@ fn memory_profile(r: &BenchResult) -> Option<String> {
             },
             if p.vae_tiling { ", tiled VAE" } else { "" }
         ));
+        if p.unet_weights == "int8" {
+            text.push_str(", int8 UNet weights");
+        }
     }
     Some(text)
 }

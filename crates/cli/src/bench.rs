@@ -132,6 +132,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let device = args.memory.device_request(&args.device)?;
     (options.backend, options.device_index) = (device.backend, device.index);
     options.memory = args.memory.profile();
+    options.memory_auto = args.memory.is_auto();
+    options.memory_limit = args.memory.limit_bytes()?;
     options.precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     options.hub = HubSettings::from_env();
     options.baseline = Duration::from_secs_f64(args.baseline);

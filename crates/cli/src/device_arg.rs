@@ -1,6 +1,9 @@
 //! `--backend` and `--device`: which backend, and which of its devices, a command runs on.
 
-use sdbench_diffusion::{BackendRequest, DeviceRequest, MemoryProfile};
+use sdbench_diffusion::{
+    choose_auto, BackendKind, BackendRequest, DeviceRequest, MemoryProfile, ModelSource, Precision,
+    SelectedDevice,
+};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct DeviceArg {
@@ -21,26 +24,88 @@ impl DeviceArg {
     }
 }
 
-/// `--memory`: how the model is placed to fit the device's memory.
+/// `--memory` and `--memory-limit`: how the model is placed to fit the device's memory.
 #[derive(clap::Args, Debug, Clone)]
 pub struct MemoryArg {
     /// Memory profile: full (everything on the GPU; the standard score's), balanced (text encoders
     /// on the CPU, pooled memory released before decoding), low (as balanced, plus sequential
-    /// guidance, the UNet off the GPU while decoding, tiled VAE), cpu (everything on the CPU).
-    #[arg(long = "memory", default_value = "full", value_parser = clap::builder::PossibleValuesParser::new(MemoryProfile::NAMES))]
+    /// guidance, the UNet off the GPU while decoding, tiled VAE), minimal (as low, plus int8 UNet
+    /// weights and smaller attention chunks), cpu (everything on the CPU), auto (the fastest that
+    /// fits the device's memory).
+    #[arg(long = "memory", default_value = "full", value_parser = clap::builder::PossibleValuesParser::new(MEMORY_CHOICES))]
     memory: String,
+    /// Device memory in GiB that the fit check and --memory auto assume instead of the driver's
+    /// figure: what a smaller GPU would fit (wgpu devices report no size, so set it there).
+    #[arg(long = "memory-limit", value_name = "GIB")]
+    memory_limit: Option<f64>,
 }
 
+const MEMORY_CHOICES: [&str; 6] = ["full", "balanced", "low", "minimal", "cpu", "auto"];
+
 impl MemoryArg {
+    pub fn is_auto(&self) -> bool {
+        self.memory == "auto"
+    }
+
+    /// The profile asked for; `full` stands in for `auto` until it is resolved (`choose`).
     pub fn profile(&self) -> MemoryProfile {
-        MemoryProfile::from_name(&self.memory).expect("clap checked the profile")
+        MemoryProfile::from_name(&self.memory).unwrap_or(MemoryProfile::Full)
+    }
+
+    /// `--memory-limit` in bytes.
+    pub fn limit_bytes(&self) -> anyhow::Result<Option<u64>> {
+        match self.memory_limit {
+            None => Ok(None),
+            Some(gib) if gib.is_finite() && gib > 0.0 && gib <= 4096.0 => {
+                Ok(Some((gib * (1u64 << 30) as f64) as u64))
+            }
+            Some(gib) => {
+                anyhow::bail!("--memory-limit {gib}: give the device memory in GiB, more than 0")
+            }
+        }
+    }
+
+    /// Selects the device for this profile, with the limit applied, and resolves `auto` for
+    /// one `width` x `height` image of `source` (printing what it chose and why).
+    pub fn select(
+        &self,
+        device: &DeviceArg,
+        source: &ModelSource,
+        precision: Option<Precision>,
+        width: usize,
+        height: usize,
+    ) -> anyhow::Result<(SelectedDevice, MemoryProfile)> {
+        let limit = self.limit_bytes()?;
+        let select = |request: DeviceRequest| -> anyhow::Result<SelectedDevice> {
+            let mut selected = sdbench_diffusion::device::select(request)?;
+            selected.memory_limit = limit;
+            Ok(selected)
+        };
+        let request = self.device_request(device)?;
+        let selected = select(request)?;
+        if !self.is_auto() {
+            return Ok((selected, self.profile()));
+        }
+        let auto = choose_auto(source, &selected, precision, width, height)?;
+        eprintln!(
+            "memory profile: auto chose {} ({})",
+            auto.profile, auto.reason
+        );
+        if auto.profile.needs_cpu_backend() && selected.kind != BackendKind::Cpu {
+            let cpu = DeviceRequest {
+                backend: BackendRequest::Cpu,
+                index: None,
+            };
+            return Ok((select(cpu)?, auto.profile));
+        }
+        Ok((selected, auto.profile))
     }
 
     /// The device request for this profile: `cpu` runs on the CPU backend, and names any other
     /// backend asked for as a conflict.
     pub fn device_request(&self, device: &DeviceArg) -> anyhow::Result<DeviceRequest> {
         let mut request = device.request()?;
-        if self.profile().needs_cpu_backend() {
+        if self.profile().needs_cpu_backend() && !self.is_auto() {
             match request.backend {
                 BackendRequest::Auto | BackendRequest::Cpu => request.backend = BackendRequest::Cpu,
                 _ => anyhow::bail!(

@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use sdbench_bench::vram_report::VramRecorder;
-use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::image::{read_image, write_png};
 use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
@@ -155,15 +154,16 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
 
     args.threads.apply()?;
-    let profile = args.memory.profile();
-    let device = select(args.memory.device_request(&args.device)?)?;
+    let (device, profile) = args
+        .memory
+        .select(&args.device, &source, precision, width, height)?;
     eprintln!("backend: {} on {}", device.kind, device.info.name);
     let load_start = Instant::now();
     let options = profile.load_options(LoadOptions {
         vae_encoder: init.is_some(),
         ..LoadOptions::default()
     });
-    if profile != MemoryProfile::Full {
+    if profile != MemoryProfile::Full && !args.memory.is_auto() {
         eprintln!("memory profile: {profile}");
     }
     let pipeline = Pipeline::load_with(&source, device, precision, options)

@@ -88,8 +88,12 @@ pub fn run(command: HistoryCommand) -> anyhow::Result<()> {
                         (_, None) if !r.valid => "invalid".to_string(),
                         (_, None) => "no score".to_string(),
                     };
+                    let profile = match r.memory_profile.as_deref() {
+                        Some(p) if p != "full" => format!(", {p} memory"),
+                        _ => String::new(),
+                    };
                     println!(
-                        "{}  {}  {:<10}  {} on {} ({})  {}{}",
+                        "{}  {}  {:<10}  {} on {} ({}{profile})  {}{}",
                         r.id,
                         r.created_at,
                         score,

@@ -193,9 +193,21 @@ pub struct SelectedDevice {
     pub device: DispatchDevice,
     /// Name, driver, memory, bus: what the driver said of it.
     pub info: DeviceInfo,
+    /// Device memory the fit check and `--memory auto` assume instead of `info.memory_bytes`
+    /// (`--memory-limit`: what a smaller GPU would fit).
+    pub memory_limit: Option<u64>,
 }
 
 impl SelectedDevice {
+    /// The device memory a placement must fit in: the limit given, else what the driver reports
+    /// (CUDA, HIP; wgpu reports none). `None` on the CPU backend, whose memory is the host's.
+    pub fn memory_for_fit(&self) -> Option<u64> {
+        if self.kind == BackendKind::Cpu {
+            return None;
+        }
+        self.memory_limit.or(self.info.memory_bytes)
+    }
+
     /// f16 where the device supports it (never on the CPU backend, which is faster in f32).
     pub fn default_precision(&self) -> Precision {
         if self.kind != BackendKind::Cpu && self.supports(Precision::F16) {
@@ -483,7 +495,12 @@ fn pick(kind: BackendKind, index: Option<usize>, allow_software: bool) -> Result
             DispatchDevice::Wgpu(adapter.wgpu_device())
         }
     };
-    Ok(SelectedDevice { kind, device, info })
+    Ok(SelectedDevice {
+        kind,
+        device,
+        info,
+        memory_limit: None,
+    })
 }
 
 /// Lower is better: discrete, integrated, virtual GPUs, then the rest (CPU, software).

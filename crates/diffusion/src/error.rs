@@ -47,6 +47,10 @@ pub enum DiffusionError {
     #[error("the {backend} backend failed: {message}")]
     Backend { backend: String, message: String },
 
+    /// The placement needs more device memory than the device has (checked before any work).
+    #[error("{0}")]
+    DoesNotFit(String),
+
     #[error("generation was cancelled")]
     Cancelled,
 

@@ -14,7 +14,7 @@ use burn::tensor::Distribution;
 use crate::device::SelectedDevice;
 use crate::error::Result;
 use crate::io::weights::Precision;
-use crate::nn::{multi_head_attention, Conv2d, GroupNorm, Linear};
+use crate::nn::{multi_head_attention, Conv2d, GroupNorm, Linear, Weight};
 use crate::pipeline::B;
 
 /// One layer at one shape. Its `Display` is the line key the torch script parses:
@@ -214,10 +214,11 @@ pub fn time_case(
         OpCase::Conv3x3 { n, channels, h, w } => {
             let c = channels;
             let conv = Conv2d {
-                weight: Param::from_tensor(
-                    random(vec![c * c * 9], (1.0 / (c * 9) as f64).sqrt()).reshape([c, c, 3, 3]),
-                ),
+                weight: Weight::Float(Param::from_tensor(
+                    random(vec![c * c * 9], (1.0 / (c * 9) as f64).sqrt()).reshape([c, c * 9]),
+                )),
                 bias: Param::from_tensor(random(vec![c], 0.1)),
+                kernel: 3,
                 stride: 1,
                 padding: 1,
             };
@@ -230,8 +231,10 @@ pub fn time_case(
             outputs,
         } => {
             let linear = Linear::new(
-                random(vec![inputs * outputs], (1.0 / inputs as f64).sqrt())
-                    .reshape([inputs, outputs]),
+                Weight::Float(Param::from_tensor(
+                    random(vec![inputs * outputs], (1.0 / inputs as f64).sqrt())
+                        .reshape([inputs, outputs]),
+                )),
                 Some(random(vec![outputs], 0.1)),
             );
             let x = random(vec![rows * inputs], 1.0).reshape([1, rows, inputs]);

@@ -64,6 +64,9 @@ pub struct Generation {
     pub batch: usize,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub batch_index: usize,
+    /// The memory profile the pipeline was loaded with; absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_profile: Option<String>,
 }
 
 /// The picture an image-to-image generation started from.
@@ -128,6 +131,7 @@ impl Generation {
             }),
             batch: request.batch,
             batch_index,
+            memory_profile: pipeline.memory_profile().map(|p| p.name().to_string()),
         }
     }
 
@@ -226,6 +230,7 @@ impl Record {
                 seconds_per_image: Some(r.scores.seconds_per_image.mean),
                 valid: r.valid,
                 standard: r.workload.standard,
+                memory_profile: r.backend.memory_profile.clone(),
             },
             Record::Generation(g) => RunSummary {
                 id: g.id.clone(),
@@ -241,6 +246,7 @@ impl Record {
                 seconds_per_image: Some(g.seconds),
                 valid: true,
                 standard: false,
+                memory_profile: g.memory_profile.clone(),
             },
         }
     }
@@ -263,6 +269,10 @@ pub struct RunSummary {
     pub seconds_per_image: Option<f64>,
     pub valid: bool,
     pub standard: bool,
+    /// The memory profile it ran with (`None` for runs from before profiles, which ran as
+    /// `full`).
+    #[serde(default)]
+    pub memory_profile: Option<String>,
 }
 
 /// Which runs the list shows; every set field must match. Newest first.

@@ -11,8 +11,8 @@ use sdbench_bench::result::{write_atomically, BenchResult};
 use crate::error::{HistoryError, Result};
 use crate::record::{Filter, Generation, Record, RunKind, RunSummary};
 
-/// `PRAGMA user_version` of the layout below.
-const SCHEMA: i64 = 1;
+/// `PRAGMA user_version` of the layout below. 2 added `memory_profile` (`MIGRATE_1_TO_2`).
+const SCHEMA: i64 = 2;
 
 const CREATE: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -29,9 +29,18 @@ CREATE TABLE IF NOT EXISTS runs (
     seconds_per_image REAL,
     valid             INTEGER NOT NULL,
     standard          INTEGER NOT NULL,
-    document          TEXT NOT NULL
+    document          TEXT NOT NULL,
+    memory_profile    TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_at);
+";
+
+/// Version 1 had no `memory_profile` column: add it, filled from each stored run's document.
+const MIGRATE_1_TO_2: &str = "
+ALTER TABLE runs ADD COLUMN memory_profile TEXT;
+UPDATE runs SET memory_profile = CASE kind
+    WHEN 'benchmark' THEN json_extract(document, '$.run.backend.memory_profile')
+    ELSE json_extract(document, '$.run.memory_profile') END;
 ";
 
 /// The history the CLI and the desktop app share: `{data_dir}/history.sqlite`.
@@ -81,9 +90,11 @@ impl History {
         // Another process (the CLI beside the app) may write at the same time: wait for it.
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| db(&path, e))?;
-        conn.execute_batch(CREATE).map_err(|e| db(&path, e))?;
-        conn.pragma_update(None, "user_version", SCHEMA)
-            .map_err(|e| db(&path, e))?;
+        let migrate = if version == 1 { MIGRATE_1_TO_2 } else { "" };
+        conn.execute_batch(&format!(
+            "BEGIN; {CREATE} {migrate} PRAGMA user_version = {SCHEMA}; COMMIT;"
+        ))
+        .map_err(|e| db(&path, e))?;
         Ok(History { path, conn })
     }
 
@@ -98,8 +109,9 @@ impl History {
         self.conn
             .execute(
                 "INSERT OR REPLACE INTO runs (id, kind, created_at, title, model, backend, device,
-                 precision, score, images_per_minute, seconds_per_image, valid, standard, document)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 precision, score, images_per_minute, seconds_per_image, valid, standard, document,
+                 memory_profile)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 params![
                     s.id,
                     s.kind.name(),
@@ -114,7 +126,8 @@ impl History {
                     s.seconds_per_image,
                     s.valid,
                     s.standard,
-                    document
+                    document,
+                    s.memory_profile
                 ],
             )
             .map_err(|e| self.db(e))?;
@@ -170,7 +183,7 @@ impl History {
         }
         let mut sql = String::from(
             "SELECT id, kind, created_at, title, model, backend, device, precision, score,
-             images_per_minute, seconds_per_image, valid, standard FROM runs",
+             images_per_minute, seconds_per_image, valid, standard, memory_profile FROM runs",
         );
         if !clauses.is_empty() {
             sql.push_str(" WHERE ");
@@ -198,6 +211,7 @@ impl History {
                     seconds_per_image: row.get(10)?,
                     valid: row.get(11)?,
                     standard: row.get(12)?,
+                    memory_profile: row.get(13)?,
                 })
             })
             .map_err(|e| self.db(e))?;

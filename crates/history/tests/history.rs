@@ -51,6 +51,7 @@ fn generation(id: &str, created_at: &str, prompt: &str) -> Generation {
         init_image: None,
         batch: 1,
         batch_index: 0,
+        memory_profile: Some("low".into()),
     }
 }
 
@@ -249,6 +250,47 @@ fn damaged_and_newer_files_are_refused_with_a_next_step() {
         "{message}"
     );
     assert_eq!(history.list(&Filter::default()).unwrap().len(), 1);
+}
+
+/// A version 1 history (no memory_profile column) opens as version 2 with each run's profile
+/// read from its document, and the list shows it.
+#[test]
+fn an_older_history_gains_the_memory_profile_of_each_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.sqlite");
+    let mut bench = benchmark("b", "2026-11-04T09:00:00Z", "cuda", "GPU", 10.0);
+    bench.backend.memory_profile = Some("balanced".into());
+    let history = History::open(&path).unwrap();
+    history.add_benchmark(&bench).unwrap();
+    history
+        .add_generation(&generation("g", "2026-11-04T10:00:00Z", "a cat"))
+        .unwrap();
+    drop(history);
+    // What version 1 looked like: the same table without the column.
+    sql(
+        &path,
+        "ALTER TABLE runs DROP COLUMN memory_profile; PRAGMA user_version = 1",
+    );
+    let history = History::open(&path).unwrap();
+    let profiles: Vec<(String, Option<String>)> = history
+        .list(&Filter::default())
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.id, s.memory_profile))
+        .collect();
+    assert_eq!(
+        profiles,
+        [
+            ("g".to_string(), Some("low".to_string())),
+            ("b".to_string(), Some("balanced".to_string()))
+        ]
+    );
+    drop(history);
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
 }
 
 /// Changes a history file behind SD Bench's back.

@@ -69,12 +69,17 @@ export async function refresh(): Promise<void> {
           h("td", {}, fmt.when(r.created_at)),
           h("td", {}, r.kind === "benchmark" ? "benchmark" : "image"),
           h("td", {}, open),
-          h("td", {}, `${r.device} (${r.backend}, ${r.precision})`),
+          h("td", {}, `${r.device} (${r.backend}, ${r.precision}${profileNote(r.memory_profile)})`),
           h("td", { class: "num" }, r.score === null ? (r.kind === "benchmark" ? "invalid" : "—") : String(r.score)),
           h("td", { class: "num" }, fmt.fixed(r.seconds_per_image)),
           h("td", {}, r.standard ? "standard" : ""));
       }));
   updateButtons();
+}
+
+/** A profile other than full is named next to the precision: such runs compare only with their own. */
+function profileNote(profile: string | null | undefined): string {
+  return profile && profile !== "full" ? `, ${profile} memory` : "";
 }
 
 async function showDetail(r: RunSummary): Promise<void> {

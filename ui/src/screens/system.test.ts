@@ -13,7 +13,7 @@ const system = {
       { index: 0, name: "GPU A", description: "GPU A (discrete GPU, PCI 0000:01:00.0)" },
       { index: 1, name: "GPU B", description: "GPU B (discrete GPU, PCI 0000:41:00.0)" }] }],
   auto: { backend: "cpu", device: "Test CPU", index: 0, precision: "f32", error: null },
-  backendNames: ["auto", "cuda", "vulkan", "cpu"], precisions: ["auto", "f32", "f16"], memoryProfiles: ["full", "balanced", "low", "cpu"], dataDir: "/data", cacheDir: "/hub",
+  backendNames: ["auto", "cuda", "vulkan", "cpu"], precisions: ["auto", "f32", "f16"], memoryProfiles: ["full", "balanced", "low", "minimal", "cpu", "auto"], dataDir: "/data", cacheDir: "/hub",
   cpuThreads: 2,
 };
 const messages = document.createElement("div");
@@ -54,7 +54,7 @@ describe("System screen", () => {
     expect(backend.value).toBe("auto");
     backend.value = "cpu";
     const memory = root.querySelector<HTMLSelectElement>("#settings-memory")!;
-    expect([...memory.options].map((o) => o.value)).toEqual(["full", "balanced", "low", "cpu"]);
+    expect([...memory.options].map((o) => o.value)).toEqual(["full", "balanced", "low", "minimal", "cpu", "auto"]);
     expect(memory.value).toBe("full");
     memory.value = "low";
     root.querySelector<HTMLInputElement>("#settings-submit")!.value = " https://example.org/results ";

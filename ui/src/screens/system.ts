@@ -188,7 +188,7 @@ export const systemScreen: Screen = {
         field("Device", settingsForm.device, "on a machine with several GPUs, which one runs (numbered as listed above)"),
         field("Precision", settingsForm.precision, "auto is f16 where the device supports it"),
         field("Memory profile", settingsForm.memory,
-          "full: everything on the GPU (the standard score's); balanced: text encoders on the CPU; low: also sequential guidance, the UNet off the GPU while decoding, tiled VAE, for small GPUs; cpu: everything on the CPU"),
+          "full: everything on the GPU (the standard score's); balanced: text encoders on the CPU; low: also sequential guidance, the UNet off the GPU while decoding, tiled VAE, for small GPUs; minimal: also 8-bit UNet weights and smaller attention chunks, for the smallest; cpu: everything on the CPU; auto: the fastest that fits the GPU's memory"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
         field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint"),
         field("Submission endpoint", settingsForm.submitEndpoint, "where Submit sends results"),

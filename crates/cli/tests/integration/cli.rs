@@ -678,3 +678,101 @@ fn memory_profiles_run_and_conflicts_are_named() {
         "--memory cpu runs everything on the CPU backend, but --backend vulkan",
     );
 }
+
+fn vulkan_usable() -> bool {
+    let o = sdbench(&["devices", "--json"]);
+    let devices: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let usable = devices["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|b| b["backend"] == "vulkan" && b["usable"] == true);
+    assert!(
+        usable || std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() != Ok("1"),
+        "no Vulkan device"
+    );
+    usable
+}
+
+/// A profile that cannot fit the device's memory (here a small `--memory-limit` on SD1.5's
+/// architecture) is refused before any weight is read, naming what it needs and the profile that
+/// would fit; `auto` says what it chose and why.
+#[test]
+fn a_profile_that_cannot_fit_is_refused_naming_one_that_fits() {
+    if !vulkan_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.png");
+    let run = |extra: &[&str]| {
+        let out = out.display().to_string();
+        let mut args = vec![
+            "generate",
+            "--model",
+            "synthetic",
+            "--prompt",
+            "x",
+            "--backend",
+            "vulkan",
+            "--precision",
+            "f16",
+            "--out",
+            &out,
+        ];
+        args.extend_from_slice(extra);
+        let start = std::time::Instant::now();
+        let o = sdbench(&args);
+        (o, start.elapsed())
+    };
+    let (o, took) = run(&["--memory-limit", "2.5"]);
+    assert_fails(
+        &o,
+        &out,
+        "out of device memory before starting: the full memory profile needs about",
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("has 2.5 GiB (the limit given); --memory "),
+        "{err}"
+    );
+    // Refused before the synthetic weights (a billion values) were made.
+    assert!(took.as_secs() < 20, "took {took:?}: {err}");
+
+    let (o, _) = run(&["--memory", "minimal", "--memory-limit", "0.5"]);
+    assert_fails(&o, &out, "no profile on this device fits: use --memory cpu");
+
+    let (o, _) = run(&["--memory-limit", "0"]);
+    assert_fails(&o, &out, "--memory-limit 0: give the device memory in GiB");
+
+    // A model that is not a built-in architecture: auto keeps full and says why.
+    let model = tiny();
+    let o = sdbench(&[
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "x",
+        "--backend",
+        "vulkan",
+        "--width",
+        "16",
+        "--height",
+        "16",
+        "--steps",
+        "1",
+        "--memory",
+        "auto",
+        "--memory-limit",
+        "1",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "memory profile: auto chose full (the model is not one of the built-in architectures"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -12,7 +12,8 @@ use burn::tensor::{DType, TensorData};
 
 use crate::error::{DiffusionError, Result};
 use crate::io::safetensors::{SafeTensors, StDtype, Stored};
-use crate::nn::{Conv2d, GroupNorm, LayerNorm, Linear};
+use crate::nn::int8::{Int8Matrix, PackedInt8, ScaleAxis};
+use crate::nn::{Conv2d, GroupNorm, LayerNorm, Linear, Weight};
 
 // A file's little-endian bytes become tensor data as they are.
 const _: () = assert!(
@@ -273,6 +274,11 @@ pub struct Loader<'a, B: Backend> {
     /// where the caller gives none.
     host: B::Device,
     pub precision: Precision,
+    /// Linear and convolution weights are stored as int8 (`nn::int8`); switched off around the
+    /// layers that stay in the run's precision.
+    pub int8_weights: bool,
+    /// Score elements one attention call may hold (`nn::multi_head_attention`).
+    pub attention_score_budget: usize,
 }
 
 impl<'a, B: Backend> Loader<'a, B> {
@@ -282,6 +288,24 @@ impl<'a, B: Backend> Loader<'a, B> {
             device: device.clone(),
             host: device.clone(),
             precision,
+            int8_weights: false,
+            attention_score_budget: crate::nn::SCORE_BUDGET,
+        }
+    }
+
+    /// Runs `load` with int8 weights off: for the few layers whose error would reach every
+    /// output (a UNet's first and last convolutions, its timestep embedding).
+    pub fn full_precision<T>(&mut self, load: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let int8 = std::mem::replace(&mut self.int8_weights, false);
+        let result = load(self);
+        self.int8_weights = int8;
+        result
+    }
+
+    fn values_f32(values: Values) -> Vec<f32> {
+        match values {
+            Values::Stored(s) => s.to_f32(),
+            Values::F32(v) => v,
         }
     }
 
@@ -390,12 +414,26 @@ impl<'a, B: Backend> Loader<'a, B> {
             &[outputs, inputs],
             Init::FanIn(inputs),
         )?;
-        // Flattening a transposed view cannot be a view: the backend copies it contiguously.
-        let weight = self
-            .upload(w, [outputs, inputs], self.precision.dtype())
-            .transpose()
-            .reshape([inputs * outputs])
-            .reshape([inputs, outputs]);
+        let weight = if self.int8_weights {
+            // Transposed on the host, so each output's scale is a column's.
+            let w = Self::values_f32(w);
+            let mut t = vec![0f32; w.len()];
+            for (o, row) in w.chunks_exact(inputs).enumerate() {
+                for (i, v) in row.iter().enumerate() {
+                    t[i * outputs + o] = *v;
+                }
+            }
+            let packed = PackedInt8::quantize(&t, inputs, outputs, ScaleAxis::Columns);
+            Weight::Int8(Int8Matrix::upload(packed, &self.device))
+        } else {
+            // Flattening a transposed view cannot be a view: the backend copies it contiguously.
+            let weight = self
+                .upload(w, [outputs, inputs], self.precision.dtype())
+                .transpose()
+                .reshape([inputs * outputs])
+                .reshape([inputs, outputs]);
+            Weight::Float(Param::from_tensor(weight))
+        };
         let bias = if bias {
             Some(self.tensor(&format!("{prefix}.bias"), [outputs], Init::Zeros)?)
         } else {
@@ -414,15 +452,27 @@ impl<'a, B: Backend> Loader<'a, B> {
         stride: usize,
         padding: usize,
     ) -> Result<Conv2d<B>> {
-        let weight = self.tensor(
+        let flat = inputs * kernel * kernel;
+        let w = self.source.take(
             &format!("{prefix}.weight"),
-            [outputs, inputs, kernel, kernel],
-            Init::FanIn(inputs * kernel * kernel),
+            &[outputs, inputs, kernel, kernel],
+            Init::FanIn(flat),
         )?;
+        let weight = if self.int8_weights {
+            let packed = PackedInt8::quantize(&Self::values_f32(w), outputs, flat, ScaleAxis::Rows);
+            Weight::Int8(Int8Matrix::upload(packed, &self.device))
+        } else {
+            Weight::Float(Param::from_tensor(self.upload(
+                w,
+                [outputs, flat],
+                self.precision.dtype(),
+            )))
+        };
         let bias = self.tensor(&format!("{prefix}.bias"), [outputs], Init::Zeros)?;
         Ok(Conv2d {
-            weight: Param::from_tensor(weight),
+            weight,
             bias: Param::from_tensor(bias),
+            kernel,
             stride,
             padding,
         })

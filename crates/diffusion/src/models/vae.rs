@@ -210,7 +210,7 @@ impl<B: Backend> VaeDecoder<B> {
     /// `z`: [N, latent, h, w] (already divided by the scaling factor) -> image [N, 3, h*f, w*f] in
     /// about [-1, 1], in the activation dtype. Same as diffusers' `vae.decode(z).sample`.
     pub fn decode(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
-        let dtype = self.conv_in.weight.dtype();
+        let dtype = self.conv_in.dtype();
         let mut x = z.cast(dtype);
         if let Some(conv) = &self.post_quant_conv {
             x = conv.forward(x);
@@ -341,7 +341,7 @@ impl<B: Backend> VaeEncoder<B> {
     /// (not yet multiplied by the scaling factor), in f32. diffusers'
     /// `vae.encode(image).latent_dist.mode()`.
     pub fn encode(&self, image: Tensor<B, 4>) -> Tensor<B, 4> {
-        let dtype = self.conv_in.weight.dtype();
+        let dtype = self.conv_in.dtype();
         let mut x = self.conv_in.forward(image.cast(dtype));
         for block in &self.down {
             for resnet in &block.resnets {

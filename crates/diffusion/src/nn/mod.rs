@@ -2,34 +2,66 @@
 //! by `io::weights::Loader` (so a model reports its parameter count and can move between devices);
 //! norms compute their statistics in f32 whatever the activations' dtype.
 
+pub mod int8;
 pub mod resnet;
 
-use burn::module::Param;
+use burn::module::{ModuleVisitor, Param};
 use burn::prelude::*;
 use burn::tensor::activation;
 use burn::tensor::module::{attention, conv2d, linear};
 use burn::tensor::ops::{AttentionModuleOptions, PaddedConvOptions};
 use burn::tensor::{DType, TensorPrimitive};
 
+use int8::Int8Matrix;
+
+/// A layer's weight: in the run's precision, or 8-bit (`int8`, the `minimal` memory profile).
+#[derive(Module, Debug)]
+pub enum Weight<B: Backend> {
+    Float(Param<Tensor<B, 2>>),
+    Int8(Int8Matrix<B>),
+}
+
+impl<B: Backend> Weight<B> {
+    /// The weight in `dtype` (an int8 weight is dequantized; a float one is used as stored).
+    fn val(&self, dtype: DType) -> Tensor<B, 2> {
+        match self {
+            Weight::Float(w) => w.val(),
+            Weight::Int8(q) => q.dequantize(dtype),
+        }
+    }
+
+    fn dims(&self) -> [usize; 2] {
+        match self {
+            Weight::Float(w) => w.dims(),
+            Weight::Int8(q) => q.dims(),
+        }
+    }
+}
+
 /// `y = x W + b`, with `W` stored as [inputs, outputs] (PyTorch's [outputs, inputs] transposed at
 /// load).
 #[derive(Module, Debug)]
 pub struct Linear<B: Backend> {
-    pub weight: Param<Tensor<B, 2>>,
+    pub weight: Weight<B>,
     pub bias: Option<Param<Tensor<B, 1>>>,
 }
 
 impl<B: Backend> Linear<B> {
-    pub fn new(weight: Tensor<B, 2>, bias: Option<Tensor<B, 1>>) -> Self {
+    pub fn new(weight: Weight<B>, bias: Option<Tensor<B, 1>>) -> Self {
         Linear {
-            weight: Param::from_tensor(weight),
+            weight,
             bias: bias.map(Param::from_tensor),
         }
     }
 
     /// `x`: [..., inputs] -> [..., outputs]
     pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
-        linear(x, self.weight.val(), self.bias.as_ref().map(Param::val))
+        let weight = self.weight.val(x.dtype());
+        linear(x, weight, self.bias.as_ref().map(Param::val))
+    }
+
+    pub fn inputs(&self) -> usize {
+        self.weight.dims()[0]
     }
 
     pub fn outputs(&self) -> usize {
@@ -40,14 +72,29 @@ impl<B: Backend> Linear<B> {
 /// A square-kernel 2D convolution with symmetric padding.
 #[derive(Module, Debug)]
 pub struct Conv2d<B: Backend> {
-    /// [outputs, inputs, k, k]
-    pub weight: Param<Tensor<B, 4>>,
+    /// [outputs, inputs * k * k]; in the run's precision or int8 (one scale per output).
+    pub weight: Weight<B>,
     pub bias: Param<Tensor<B, 1>>,
+    pub kernel: usize,
     pub stride: usize,
     pub padding: usize,
 }
 
 impl<B: Backend> Conv2d<B> {
+    /// The weights' dtype: the run's precision (int8 weights compute in their bias's dtype).
+    pub fn dtype(&self) -> DType {
+        self.bias.dtype()
+    }
+
+    /// [outputs, inputs, k, k] in `dtype`.
+    fn kernel_weights(&self, dtype: DType) -> Tensor<B, 4> {
+        let [outputs, flat] = self.weight.dims();
+        let k = self.kernel;
+        self.weight
+            .val(dtype)
+            .reshape([outputs, flat / (k * k), k, k])
+    }
+
     /// `x`: [N, inputs, H, W] -> [N, outputs, H', W']
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let options = PaddedConvOptions::asymmetric(
@@ -57,7 +104,8 @@ impl<B: Backend> Conv2d<B> {
             [1, 1],
             1,
         );
-        conv2d(x, self.weight.val(), Some(self.bias.val()), options)
+        let weight = self.kernel_weights(x.dtype());
+        conv2d(x, weight, Some(self.bias.val()), options)
     }
 
     /// Stride-2 convolution after padding one zero row and column at the bottom and right, as
@@ -70,7 +118,8 @@ impl<B: Backend> Conv2d<B> {
         let row = x.clone().narrow(2, 0, 1).zeros_like();
         let x = Tensor::cat(vec![x, row], 2);
         let options = PaddedConvOptions::asymmetric([self.stride; 2], [0, 0], [0, 0], [1, 1], 1);
-        conv2d(x, self.weight.val(), Some(self.bias.val()), options)
+        let weight = self.kernel_weights(x.dtype());
+        conv2d(x, weight, Some(self.bias.val()), options)
     }
 }
 
@@ -130,9 +179,26 @@ pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     activation::silu(x)
 }
 
+/// Bytes a module's parameters occupy where they are (float and int parameters, each in its
+/// stored dtype).
+pub fn weight_bytes<B: Backend, M: Module<B>>(module: &M) -> u64 {
+    struct Bytes(u64);
+    impl<B: Backend> ModuleVisitor<B> for Bytes {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            self.0 += (param.shape().num_elements() * param.dtype().size()) as u64;
+        }
+        fn visit_int<const D: usize>(&mut self, param: &Param<Tensor<B, D, Int>>) {
+            self.0 += (param.shape().num_elements() * param.dtype().size()) as u64;
+        }
+    }
+    let mut bytes = Bytes(0);
+    module.visit(&mut bytes);
+    bytes.0
+}
+
 /// Score-matrix elements one attention call may hold if the backend falls back to the unfused
 /// kernel (burn's GPU autotune can pick it): 2^26 f32 = 256 MiB.
-const SCORE_BUDGET: usize = 1 << 26;
+pub const SCORE_BUDGET: usize = 1 << 26;
 
 /// Whether the backend's attention kernel tiles over keys itself, so chunking the queries would
 /// only copy k and v once more per chunk. burn's CPU backend (flex) does (its flash path keeps
@@ -155,6 +221,19 @@ pub fn multi_head_attention<B: Backend>(
     causal: bool,
     upcast: bool,
 ) -> Tensor<B, 3> {
+    multi_head_attention_within(q, k, v, heads, causal, upcast, SCORE_BUDGET)
+}
+
+/// `multi_head_attention` with `score_budget` score elements per call instead of `SCORE_BUDGET`.
+pub fn multi_head_attention_within<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    heads: usize,
+    causal: bool,
+    upcast: bool,
+    score_budget: usize,
+) -> Tensor<B, 3> {
     let dtype = q.dtype();
     let [n, sq, inner] = q.dims();
     let sk = k.dims()[1];
@@ -173,7 +252,7 @@ pub fn multi_head_attention<B: Backend>(
     };
     let tiled = backend_tiles_attention::<B>(&q.device());
     let (q, k, v) = (split(q, sq), split(k, sk), split(v, sk));
-    let rows = (SCORE_BUDGET / (n * heads * sk).max(1)).max(1);
+    let rows = (score_budget / (n * heads * sk).max(1)).max(1);
     // A causal mask is relative to the query's position, so causal inputs are never chunked
     // (they are the text encoder's 77 tokens).
     let out = if tiled || causal || rows >= sq {

@@ -16,24 +16,32 @@ pub enum MemoryProfile {
     /// UNet's weights in host memory while the VAE decodes, and tiled VAE decoding and encoding
     /// above the VAE's tile size.
     Low,
+    /// As low, plus int8 UNet weights (W8A16) and attention in smaller chunks.
+    Minimal,
     /// Everything on the CPU backend.
     Cpu,
 }
 
+/// Score elements per attention call in the `minimal` profile: 2^24 f32 = 64 MiB (a quarter of
+/// `nn::SCORE_BUDGET`).
+pub const SMALL_SCORE_BUDGET: usize = 1 << 24;
+
 impl MemoryProfile {
-    pub const ALL: [MemoryProfile; 4] = [
+    pub const ALL: [MemoryProfile; 5] = [
         MemoryProfile::Full,
         MemoryProfile::Balanced,
         MemoryProfile::Low,
+        MemoryProfile::Minimal,
         MemoryProfile::Cpu,
     ];
-    pub const NAMES: [&'static str; 4] = ["full", "balanced", "low", "cpu"];
+    pub const NAMES: [&'static str; 5] = ["full", "balanced", "low", "minimal", "cpu"];
 
     pub fn name(self) -> &'static str {
         match self {
             MemoryProfile::Full => "full",
             MemoryProfile::Balanced => "balanced",
             MemoryProfile::Low => "low",
+            MemoryProfile::Minimal => "minimal",
             MemoryProfile::Cpu => "cpu",
         }
     }
@@ -44,14 +52,18 @@ impl MemoryProfile {
 
     /// `base` (what the request needs, such as the VAE encoder) with this profile's placement.
     pub fn load_options(self, base: LoadOptions) -> LoadOptions {
-        let saving = matches!(self, MemoryProfile::Balanced | MemoryProfile::Low);
-        let low = self == MemoryProfile::Low;
+        use MemoryProfile::*;
+        let saving = matches!(self, Balanced | Low | Minimal);
+        let low = matches!(self, Low | Minimal);
+        let minimal = self == Minimal;
         LoadOptions {
             text_encoders_on_cpu: base.text_encoders_on_cpu || saving,
             release_memory_between_stages: base.release_memory_between_stages || saving,
             sequential_cfg: base.sequential_cfg || low,
             vae_tiling: base.vae_tiling || low,
             unet_offload: base.unet_offload || low,
+            unet_int8: base.unet_int8 || minimal,
+            small_attention_chunks: base.small_attention_chunks || minimal,
             ..base
         }
     }
@@ -87,11 +99,20 @@ mod tests {
         assert!(
             low.text_encoders_on_cpu && low.sequential_cfg && low.vae_tiling && low.unet_offload
         );
-        assert!(!balanced.unet_offload);
+        assert!(!balanced.unet_offload && !low.unet_int8 && !low.small_attention_chunks);
+        let minimal = MemoryProfile::Minimal.load_options(base);
+        assert_eq!(
+            minimal,
+            LoadOptions {
+                unet_int8: true,
+                small_attention_chunks: true,
+                ..low
+            }
+        );
         assert!(MemoryProfile::Cpu.needs_cpu_backend());
         for (profile, name) in MemoryProfile::ALL.into_iter().zip(MemoryProfile::NAMES) {
             assert_eq!(MemoryProfile::from_name(name), Some(profile));
         }
-        assert_eq!(MemoryProfile::from_name("minimal"), None);
+        assert_eq!(MemoryProfile::from_name("tiny"), None);
     }
 }

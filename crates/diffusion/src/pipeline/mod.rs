@@ -5,6 +5,7 @@
 
 pub mod family;
 pub mod memory;
+pub mod memory_need;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -93,6 +94,9 @@ pub struct Placement {
     pub release_memory_between_stages: bool,
     /// The UNet's weights move to host memory while the VAE decodes, and back for the next image.
     pub unet_offload: bool,
+    /// The UNet's linear and convolution weights are int8 on the device, dequantized to `unet`'s
+    /// precision layer by layer (W8A16, `nn::int8`).
+    pub unet_int8: bool,
 }
 
 impl Placement {
@@ -121,6 +125,7 @@ impl Placement {
             vae_tiling: options.vae_tiling,
             release_memory_between_stages: options.release_memory_between_stages,
             unet_offload: options.unet_offload,
+            unet_int8: options.unet_int8,
         }
     }
 }
@@ -148,6 +153,13 @@ pub struct LoadOptions {
     /// image's denoising), so the decode has the device's memory without them. Costs two weight
     /// transfers per image. Nothing moves when the pipeline runs on the CPU.
     pub unet_offload: bool,
+    /// Store the UNet's linear and convolution weights as int8 with a scale per output channel
+    /// (W8A16: about half the weight memory of f16), dequantized layer by layer. Its first and
+    /// last convolutions and its embeddings stay in the run's precision (`UNet::load`).
+    pub unet_int8: bool,
+    /// Attention in smaller query chunks (`memory::SMALL_SCORE_BUDGET` score elements per call
+    /// instead of `nn::SCORE_BUDGET`) where the backend does not tile attention itself.
+    pub small_attention_chunks: bool,
 }
 
 /// How the initial latents are made.
@@ -363,6 +375,14 @@ pub struct Pipeline {
     scheduler_config: Map<String, Value>,
     scheduler_path: PathBuf,
     pub info: ModelInfo,
+    /// What the memory fit check needs to estimate a request and suggest a profile.
+    fit: FitContext,
+}
+
+/// The load's choices, kept to check each request against the device's memory.
+struct FitContext {
+    vae: VaeConfig,
+    options: LoadOptions,
 }
 
 /// The UNet and where its weights are (see `LoadOptions::unet_offload`).
@@ -559,6 +579,18 @@ impl Pipeline {
         weight_files: Vec<PathBuf>,
     ) -> Result<Self> {
         let preset = Preset::matching(&spec.clip, spec.clip2.as_ref(), &spec.unet, &spec.vae);
+        let fit = FitContext {
+            vae: spec.vae.clone(),
+            options,
+        };
+        // The model's usual size, one image, guided: a placement that cannot hold even that is
+        // refused before any weight is read.
+        let side = if spec.family == Family::Sdxl {
+            1024
+        } else {
+            512
+        };
+        fit.check(preset, &placement, &device, side, side, 1, true)?;
         let dev = device.device.clone();
         let cpu = device::cpu_device();
         let on = |on_cpu: bool| if on_cpu { cpu.clone() } else { dev.clone() };
@@ -579,6 +611,10 @@ impl Pipeline {
             _ => None,
         };
         let unet = load_component(sources.unet, &dev, placement.unet, |l| {
+            l.int8_weights = options.unet_int8;
+            if options.small_attention_chunks {
+                l.attention_score_budget = memory::SMALL_SCORE_BUDGET;
+            }
             UNet::load(&spec.unet, &spec.unet_path, l)
         })?;
         let (vae, vae_encoder) = load_component(sources.vae, &vae_dev, placement.vae, |l| {
@@ -615,6 +651,7 @@ impl Pipeline {
             scheduler_path: spec.scheduler_path,
             device,
             cpu,
+            fit,
         };
         device_sync(&pipeline.device)?;
         Ok(pipeline)
@@ -706,6 +743,36 @@ impl Pipeline {
         }
     }
 
+    /// The built-in architecture `source` has (a fine-tune's is its base's), read from its
+    /// configs only; `None` for architectures SD Bench has no preset of.
+    pub fn preset_of(source: &ModelSource) -> Result<Option<Preset>> {
+        let spec = match source {
+            ModelSource::Synthetic(preset) => return Ok(Some(*preset)),
+            ModelSource::Folder(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
+            ModelSource::Checkpoint {
+                config: Some(folder),
+                ..
+            } => ModelSpec::read(&ModelLayout::check(folder)?)?,
+            ModelSource::Checkpoint { config: None, .. } => return Ok(Some(Preset::Sd15)),
+        };
+        Ok(Preset::matching(
+            &spec.clip,
+            spec.clip2.as_ref(),
+            &spec.unet,
+            &spec.vae,
+        ))
+    }
+
+    /// The memory profile the pipeline was loaded with (`None` for options no profile gives).
+    pub fn memory_profile(&self) -> Option<memory::MemoryProfile> {
+        self.fit.profile()
+    }
+
+    /// Bytes of the UNet's weights as stored (int8 weights count a byte each).
+    pub fn unet_weight_bytes(&self) -> u64 {
+        crate::nn::weight_bytes(&self.lock_unet().unet)
+    }
+
     /// Whether image-to-image requests can run (the VAE encoder was loaded).
     pub fn has_vae_encoder(&self) -> bool {
         self.vae_encoder.is_some()
@@ -734,6 +801,15 @@ impl Pipeline {
         if let Some(problem) = limits::batch_problem(request.batch) {
             return Err(DiffusionError::Request(format!("batch {problem}")));
         }
+        self.fit.check(
+            self.info.preset,
+            &self.info.placement,
+            &self.device,
+            request.width,
+            request.height,
+            request.batch,
+            request.guidance_scale > 1.0,
+        )?;
         if let Some(init) = &request.init_image {
             let image = &init.image;
             if (image.width, image.height) != (request.width, request.height) {
@@ -1456,6 +1532,97 @@ impl ModelLayout {
             vae: sub("vae")?,
             scheduler: sub("scheduler")?,
         })
+    }
+}
+
+impl FitContext {
+    /// The profile whose options these are (the `cpu` profile's are `full`'s: told apart by
+    /// the backend).
+    fn profile(&self) -> Option<memory::MemoryProfile> {
+        let base = LoadOptions {
+            vae_encoder: self.options.vae_encoder,
+            ..LoadOptions::default()
+        };
+        memory::MemoryProfile::ALL
+            .into_iter()
+            .find(|p| p.load_options(base) == self.options)
+    }
+
+    /// Refuses work that will not fit the device's memory, naming what it needs and the profile
+    /// that would fit. Checked only where both are known: the device's memory size (CUDA, HIP,
+    /// or `--memory-limit`) and the model's architecture (a built-in preset's; a fine-tune
+    /// counts).
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        &self,
+        preset: Option<Preset>,
+        placement: &Placement,
+        device: &SelectedDevice,
+        width: usize,
+        height: usize,
+        batch: usize,
+        guided: bool,
+    ) -> Result<()> {
+        let (Some(preset), Some(available)) = (preset, device.memory_for_fit()) else {
+            return Ok(());
+        };
+        let family = preset.family();
+        let work = memory_need::Workload {
+            width,
+            height,
+            batch,
+            guided,
+            vae_tile: self.vae.sample_size,
+        };
+        let need = memory_need::estimate(family, placement, &work);
+        if need.peak() <= available {
+            return Ok(());
+        }
+        let base = LoadOptions {
+            vae_encoder: self.options.vae_encoder,
+            ..LoadOptions::default()
+        };
+        let placement_of = |profile: memory::MemoryProfile| {
+            Placement::for_model(
+                family,
+                &self.vae,
+                placement.unet,
+                &profile.load_options(base),
+            )
+        };
+        let current = self.profile().map_or("this placement".to_string(), |p| {
+            format!("the {p} memory profile")
+        });
+        let fitting = memory_need::first_fitting(available, |p| {
+            memory_need::estimate(family, &placement_of(p), &work)
+        });
+        let advice = match fitting {
+            Some((profile, need)) => format!(
+                "--memory {profile} needs about {} (in the app: System, Memory profile)",
+                memory_need::gib(need.peak())
+            ),
+            None => "no profile on this device fits: use --memory cpu, a smaller size or fewer \
+                     images per batch"
+                .to_string(),
+        };
+        let limited = if device.memory_limit.is_some() {
+            " (the limit given)"
+        } else {
+            ""
+        };
+        Err(DiffusionError::DoesNotFit(format!(
+            "out of device memory before starting: {current} needs about {} for {} \
+             ({family}, {}) but {} has {}{limited}; {advice}",
+            memory_need::gib(need.peak()),
+            if batch == 1 {
+                format!("one {width}x{height} image")
+            } else {
+                format!("{batch} {width}x{height} images")
+            },
+            placement.unet.name(),
+            device.info.name,
+            memory_need::gib(available),
+        )))
     }
 }
 

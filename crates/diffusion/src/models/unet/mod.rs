@@ -114,23 +114,31 @@ impl<B: Backend> UNet<B> {
             upcast_attention: config.upcast_attention,
         };
 
-        let linear_1 = loader.linear("time_embedding.linear_1", time_channels, temb, true)?;
-        let linear_2 = loader.linear("time_embedding.linear_2", temb, temb, true)?;
-        let add_embedding = match (
-            config.addition_time_embed_dim,
-            config.projection_class_embeddings_input_dim,
-        ) {
-            (Some(time_dim), Some(inputs)) if config.addition_embed_type.is_some() => {
-                Some(AddEmbedding {
-                    time_dim,
-                    linear_1: loader.linear("add_embedding.linear_1", inputs, temb, true)?,
-                    linear_2: loader.linear("add_embedding.linear_2", temb, temb, true)?,
-                })
-            }
-            _ => None,
-        };
-        let k_in = config.conv_in_kernel;
-        let conv_in = loader.conv2d("conv_in", config.in_channels, boc[0], k_in, 1, k_in / 2)?;
+        // With int8 weights (the `minimal` profile) these layers stay in the run's precision:
+        // the timestep and added embeddings feed every resnet, and conv_in/conv_out touch the
+        // latents directly, so their error would reach every output; together they are under
+        // 1% of the weights.
+        let (linear_1, linear_2, add_embedding, conv_in) = loader.full_precision(|loader| {
+            let linear_1 = loader.linear("time_embedding.linear_1", time_channels, temb, true)?;
+            let linear_2 = loader.linear("time_embedding.linear_2", temb, temb, true)?;
+            let add_embedding = match (
+                config.addition_time_embed_dim,
+                config.projection_class_embeddings_input_dim,
+            ) {
+                (Some(time_dim), Some(inputs)) if config.addition_embed_type.is_some() => {
+                    Some(AddEmbedding {
+                        time_dim,
+                        linear_1: loader.linear("add_embedding.linear_1", inputs, temb, true)?,
+                        linear_2: loader.linear("add_embedding.linear_2", temb, temb, true)?,
+                    })
+                }
+                _ => None,
+            };
+            let k_in = config.conv_in_kernel;
+            let conv_in =
+                loader.conv2d("conv_in", config.in_channels, boc[0], k_in, 1, k_in / 2)?;
+            Ok((linear_1, linear_2, add_embedding, conv_in))
+        })?;
 
         let mut down = Vec::with_capacity(n);
         let mut out_ch = boc[0];
@@ -250,14 +258,9 @@ impl<B: Backend> UNet<B> {
             mid,
             up,
             conv_norm_out: loader.group_norm("conv_norm_out", groups, boc[0], eps)?,
-            conv_out: loader.conv2d(
-                "conv_out",
-                boc[0],
-                config.out_channels,
-                k_out,
-                1,
-                k_out / 2,
-            )?,
+            conv_out: loader.full_precision(|loader| {
+                loader.conv2d("conv_out", boc[0], config.out_channels, k_out, 1, k_out / 2)
+            })?,
             in_channels: config.in_channels,
             cross_attention_dim: plan.cross_attention_dim[0],
         })
@@ -279,7 +282,7 @@ impl<B: Backend> UNet<B> {
     /// Width of the pooled text embedding the added conditions take (0 without them).
     pub fn text_time_pooled_size(&self) -> usize {
         match &self.add_embedding {
-            Some(add) => add.linear_1.weight.dims()[0] - 6 * add.time_dim,
+            Some(add) => add.linear_1.inputs() - 6 * add.time_dim,
             None => 0,
         }
     }
@@ -356,7 +359,7 @@ impl<B: Backend> UNet<B> {
         cond: &Conditioning<B>,
     ) -> Result<Tensor<B, 4>> {
         let [batch, _, _, _] = sample.dims();
-        let dtype = self.conv_in.weight.dtype();
+        let dtype = self.conv_in.dtype();
         let context = &cond.context;
         let t = self
             .timestep_embedding(timestep, batch, &sample.device())

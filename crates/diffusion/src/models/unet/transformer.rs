@@ -6,7 +6,7 @@ use burn::tensor::activation;
 
 use crate::error::Result;
 use crate::io::weights::Loader;
-use crate::nn::{multi_head_attention, Conv2d, GroupNorm, LayerNorm, Linear};
+use crate::nn::{multi_head_attention_within, Conv2d, GroupNorm, LayerNorm, Linear};
 
 /// diffusers' `Attention` as used in the UNet: no q/k/v bias, an output projection with bias.
 #[derive(Module, Debug)]
@@ -17,6 +17,8 @@ pub struct Attention<B: Backend> {
     to_out: Linear<B>,
     heads: usize,
     upcast: bool,
+    /// Score elements per attention call (`nn::multi_head_attention_within`).
+    score_budget: usize,
 }
 
 impl<B: Backend> Attention<B> {
@@ -35,6 +37,7 @@ impl<B: Backend> Attention<B> {
             to_out: loader.linear(&format!("{prefix}.to_out.0"), dim, dim, true)?,
             heads,
             upcast,
+            score_budget: loader.attention_score_budget,
         })
     }
 
@@ -43,13 +46,14 @@ impl<B: Backend> Attention<B> {
         let q = self.to_q.forward(x);
         let k = self.to_k.forward(context.clone());
         let v = self.to_v.forward(context);
-        self.to_out.forward(multi_head_attention(
+        self.to_out.forward(multi_head_attention_within(
             q,
             k,
             v,
             self.heads,
             false,
             self.upcast,
+            self.score_budget,
         ))
     }
 }

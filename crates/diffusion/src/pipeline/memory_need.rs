@@ -1,0 +1,358 @@
+//! How much device memory a placement needs for a request, known before any weight is read: the
+//! weights it keeps on the device plus the largest activations of denoising and of decoding. The
+//! parameter counts are the upstream models' (diffusers, counted from their configs); the
+//! activation coefficients come from peaks measured with `--vram-report` (README, "Memory
+//! profiles"), with a margin for the allocator's pools.
+
+use crate::device::SelectedDevice;
+use crate::error::Result;
+use crate::io::weights::Precision;
+use crate::pipeline::memory::MemoryProfile;
+use crate::pipeline::{Family, LoadOptions, ModelSource, Pipeline, Placement};
+
+/// What one family's models hold and use.
+struct Footprint {
+    text_encoder_params: u64,
+    unet_params: u64,
+    vae_decoder_params: u64,
+    /// Peak UNet activation bytes per latent pixel per batch row, in f16 (f32 doubles it).
+    unet_bytes_per_latent_pixel: u64,
+    /// Peak VAE decoder activation bytes per image pixel, in f32 (f16 halves it).
+    vae_bytes_per_pixel: u64,
+}
+
+fn footprint(family: Family) -> Footprint {
+    // Decoder activations do not depend on the family: every family's VAE has the same shape.
+    let vae_bytes_per_pixel = VAE_BYTES_PER_PIXEL;
+    match family {
+        Family::Sd1 => Footprint {
+            text_encoder_params: 123_060_480,
+            unet_params: 859_520_964,
+            vae_decoder_params: 49_490_199,
+            unet_bytes_per_latent_pixel: SD_UNET_BYTES_PER_LATENT_PIXEL,
+            vae_bytes_per_pixel,
+        },
+        Family::Sd2 => Footprint {
+            text_encoder_params: 340_387_840,
+            unet_params: 865_910_724,
+            vae_decoder_params: 49_490_199,
+            unet_bytes_per_latent_pixel: SD_UNET_BYTES_PER_LATENT_PIXEL,
+            vae_bytes_per_pixel,
+        },
+        Family::Sdxl => Footprint {
+            text_encoder_params: 123_060_480 + 694_659_840,
+            unet_params: 2_567_463_684,
+            vae_decoder_params: 49_490_199,
+            unet_bytes_per_latent_pixel: SDXL_UNET_BYTES_PER_LATENT_PIXEL,
+            vae_bytes_per_pixel,
+        },
+    }
+}
+
+/// Measured: see the README's table (SD1.5 at 512x512 on lavapipe).
+const SD_UNET_BYTES_PER_LATENT_PIXEL: u64 = 120_000;
+/// SDXL's UNet has no attention at its first level and ten transformer layers at its last: its
+/// activations per latent pixel are estimated from SD1.5's scaled by the widest tensors' widths.
+const SDXL_UNET_BYTES_PER_LATENT_PIXEL: u64 = 160_000;
+const VAE_BYTES_PER_PIXEL: u64 = 2_600;
+
+/// The request a need is estimated for.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    pub width: usize,
+    pub height: usize,
+    pub batch: usize,
+    /// Classifier-free guidance (guidance scale above 1).
+    pub guided: bool,
+    /// The VAE's tile (pixels per side) when decoding tiles.
+    pub vae_tile: usize,
+}
+
+/// Device bytes a placement needs: the larger of denoising and decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryNeed {
+    pub denoise: u64,
+    pub decode: u64,
+}
+
+impl MemoryNeed {
+    pub fn peak(self) -> u64 {
+        self.denoise.max(self.decode)
+    }
+}
+
+fn bytes(precision: Precision) -> u64 {
+    match precision {
+        Precision::F32 => 4,
+        Precision::F16 => 2,
+    }
+}
+
+/// The device memory `placement` needs for `work` on a `family` model.
+pub fn estimate(family: Family, placement: &Placement, work: &Workload) -> MemoryNeed {
+    let f = footprint(family);
+    let text = if placement.text_encoders_on_cpu {
+        0
+    } else {
+        f.text_encoder_params * bytes(placement.text_encoders)
+    };
+    // Int8: a byte per weight, plus the layers kept in the run's precision and the scales (2%).
+    let unet = if placement.unet_int8 {
+        f.unet_params * 102 / 100
+    } else {
+        f.unet_params * bytes(placement.unet)
+    };
+    let vae = if placement.vae_on_cpu {
+        0
+    } else {
+        f.vae_decoder_params * bytes(placement.vae)
+    };
+    let latent_pixels = (work.width / 8 * (work.height / 8)) as u64;
+    let rows = work.batch as u64
+        * if work.guided && !placement.sequential_cfg {
+            2
+        } else {
+            1
+        };
+    let unet_activations =
+        f.unet_bytes_per_latent_pixel * latent_pixels * rows * bytes(placement.unet) / 2;
+    // Images decode one at a time; a tiled decode holds one tile's activations.
+    let mut decoded_pixels = (work.width * work.height) as u64;
+    if placement.vae_tiling {
+        decoded_pixels = decoded_pixels.min((work.vae_tile * work.vae_tile) as u64);
+    }
+    let vae_activations = if placement.vae_on_cpu {
+        0
+    } else {
+        f.vae_bytes_per_pixel * decoded_pixels * bytes(placement.vae) / 4
+    };
+    let unet_while_decoding = if placement.unet_offload { 0 } else { unet };
+    MemoryNeed {
+        denoise: text + unet + vae + unet_activations,
+        decode: text + unet_while_decoding + vae + vae_activations,
+    }
+}
+
+/// The profiles that run on the device, from the fastest to the one that needs least.
+pub const DEVICE_PROFILES: [MemoryProfile; 4] = [
+    MemoryProfile::Full,
+    MemoryProfile::Balanced,
+    MemoryProfile::Low,
+    MemoryProfile::Minimal,
+];
+
+/// The first profile (fastest first) whose need fits in `available` bytes, with its need; `None`
+/// when none does (only `cpu` would run).
+pub fn first_fitting(
+    available: u64,
+    need_of: impl Fn(MemoryProfile) -> MemoryNeed,
+) -> Option<(MemoryProfile, MemoryNeed)> {
+    DEVICE_PROFILES
+        .into_iter()
+        .map(|p| (p, need_of(p)))
+        .find(|(_, need)| need.peak() <= available)
+}
+
+/// What `--memory auto` chose, and why, for the front ends to show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoChoice {
+    pub profile: MemoryProfile,
+    pub reason: String,
+}
+
+/// `--memory auto`: the fastest profile whose estimated need for one guided `width` x `height`
+/// image fits the device's memory; `cpu` when none does (the caller then selects the CPU
+/// backend), or on the CPU backend; `full` when the device's memory size or the model's
+/// architecture is unknown, saying so.
+pub fn choose_auto(
+    source: &ModelSource,
+    device: &SelectedDevice,
+    precision: Option<Precision>,
+    width: usize,
+    height: usize,
+) -> Result<AutoChoice> {
+    let choice = |profile, reason: String| Ok(AutoChoice { profile, reason });
+    if device.kind == crate::BackendKind::Cpu {
+        return choice(MemoryProfile::Cpu, "the CPU backend runs everything".into());
+    }
+    let Some(available) = device.memory_for_fit() else {
+        return choice(
+            MemoryProfile::Full,
+            format!(
+                "{} does not report its memory size, so auto keeps full; --memory-limit GIB tells it",
+                device.info.name
+            ),
+        );
+    };
+    let Some(preset) = Pipeline::preset_of(source)? else {
+        return choice(
+            MemoryProfile::Full,
+            "the model is not one of the built-in architectures, whose needs are measured, so auto keeps full".into(),
+        );
+    };
+    let family = preset.family();
+    let vae = preset.configs().vae;
+    let precision = precision.unwrap_or_else(|| device.default_precision());
+    let work = Workload {
+        width,
+        height,
+        batch: 1,
+        guided: true,
+        vae_tile: vae.sample_size,
+    };
+    let need = |p: MemoryProfile| {
+        let options = p.load_options(LoadOptions::default());
+        estimate(
+            family,
+            &Placement::for_model(family, &vae, precision, &options),
+            &work,
+        )
+    };
+    match first_fitting(available, need) {
+        Some((profile, need)) => choice(
+            profile,
+            format!(
+                "needs about {} of the {} the device has",
+                gib(need.peak()),
+                gib(available)
+            ),
+        ),
+        None => choice(
+            MemoryProfile::Cpu,
+            format!(
+                "even minimal needs about {} and the device has {}",
+                gib(need(MemoryProfile::Minimal).peak()),
+                gib(available)
+            ),
+        ),
+    }
+}
+
+/// `bytes` as "3.2 GiB".
+pub fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::config::VaeConfig;
+    use crate::pipeline::LoadOptions;
+
+    fn placement(family: Family, profile: MemoryProfile, precision: Precision) -> Placement {
+        let options = profile.load_options(LoadOptions::default());
+        let vae = VaeConfig::sd15();
+        Placement::for_model(family, &vae, precision, &options)
+    }
+
+    fn work(side: usize) -> Workload {
+        Workload {
+            width: side,
+            height: side,
+            batch: 1,
+            guided: true,
+            vae_tile: 512,
+        }
+    }
+
+    #[test]
+    fn each_device_profile_needs_less_than_the_one_before() {
+        for (family, side) in [(Family::Sd1, 512), (Family::Sd2, 768), (Family::Sdxl, 1024)] {
+            let needs: Vec<u64> = DEVICE_PROFILES
+                .into_iter()
+                .map(|p| {
+                    estimate(family, &placement(family, p, Precision::F16), &work(side)).peak()
+                })
+                .collect();
+            assert!(needs.windows(2).all(|w| w[0] > w[1]), "{family}: {needs:?}");
+        }
+    }
+
+    #[test]
+    fn the_need_counts_weights_and_grows_with_the_image() {
+        let full = placement(Family::Sd1, MemoryProfile::Full, Precision::F16);
+        let small = estimate(Family::Sd1, &full, &work(256));
+        let large = estimate(Family::Sd1, &full, &work(1024));
+        // At least the f16 weights of all three components.
+        assert!(small.peak() > (123_060_480 + 859_520_964 + 49_490_199) * 2);
+        assert!(large.denoise > small.denoise && large.decode > small.decode);
+        // f32 holds twice the weights.
+        let f32 = placement(Family::Sd1, MemoryProfile::Full, Precision::F32);
+        assert!(estimate(Family::Sd1, &f32, &work(512)).peak() > small.peak() * 3 / 2);
+        // Sequential guidance halves the UNet's activations; a batch of two doubles them.
+        let low = placement(Family::Sd1, MemoryProfile::Low, Precision::F16);
+        let mut two = work(512);
+        two.batch = 2;
+        let one = estimate(Family::Sd1, &low, &work(512)).denoise;
+        assert!(estimate(Family::Sd1, &low, &two).denoise > one);
+    }
+
+    #[test]
+    fn the_first_fitting_profile_is_the_fastest_that_fits() {
+        let need = |p| {
+            estimate(
+                Family::Sdxl,
+                &placement(Family::Sdxl, p, Precision::F16),
+                &work(1024),
+            )
+        };
+        let huge = 80u64 << 30;
+        assert_eq!(first_fitting(huge, need).unwrap().0, MemoryProfile::Full);
+        let minimal = need(MemoryProfile::Minimal).peak();
+        assert_eq!(
+            first_fitting(minimal, need).unwrap().0,
+            MemoryProfile::Minimal
+        );
+        assert_eq!(first_fitting(minimal - 1, need), None);
+        assert_eq!(gib(3 << 29), "1.5 GiB");
+    }
+
+    /// A GPU-like device of `memory` bytes (the CPU backend underneath: nothing runs).
+    fn gpu(memory: Option<u64>) -> SelectedDevice {
+        SelectedDevice {
+            kind: crate::BackendKind::Cuda,
+            device: crate::device::cpu_device(),
+            info: crate::DeviceInfo {
+                index: 0,
+                name: "a test GPU".into(),
+                class: "discrete GPU",
+                driver: None,
+                memory_bytes: memory,
+                pci_bus: None,
+                software: false,
+                pci_vendor: Some(0x10de),
+            },
+            memory_limit: None,
+        }
+    }
+
+    #[test]
+    fn auto_picks_the_fastest_profile_that_fits_and_says_why() {
+        let sd15 = ModelSource::Synthetic(crate::Preset::Sd15);
+        let choose = |device: &SelectedDevice| {
+            choose_auto(&sd15, device, Some(Precision::F16), 512, 512).unwrap()
+        };
+        assert_eq!(choose(&gpu(Some(24 << 30))).profile, MemoryProfile::Full);
+        let need = |p: MemoryProfile| {
+            let placement = placement(Family::Sd1, p, Precision::F16);
+            estimate(Family::Sd1, &placement, &work(512)).peak()
+        };
+        let just_low = gpu(Some(need(MemoryProfile::Low)));
+        let low = choose(&just_low);
+        assert_eq!(low.profile, MemoryProfile::Low);
+        assert!(low.reason.starts_with("needs about"), "{}", low.reason);
+        // The limit wins over the driver's figure.
+        let mut limited = gpu(Some(24 << 30));
+        limited.memory_limit = Some(need(MemoryProfile::Minimal) - 1);
+        let cpu = choose(&limited);
+        assert_eq!(cpu.profile, MemoryProfile::Cpu);
+        assert!(cpu.reason.contains("even minimal needs"), "{}", cpu.reason);
+        let unknown = choose(&gpu(None));
+        assert_eq!(unknown.profile, MemoryProfile::Full);
+        assert!(
+            unknown.reason.contains("--memory-limit"),
+            "{}",
+            unknown.reason
+        );
+    }
+}
