@@ -277,6 +277,37 @@ impl SelectedDevice {
         })
     }
 
+    /// The largest buffer the device's allocator can hold, where it has one (`None` on the CPU).
+    pub fn max_buffer_bytes(&self) -> Option<u64> {
+        use cubecl::Runtime;
+        let query = || match &self.device {
+            DispatchDevice::Wgpu(d) => Some(
+                cubecl::wgpu::WgpuRuntime::client(d)
+                    .properties()
+                    .memory
+                    .max_page_size,
+            ),
+            #[cfg(feature = "cuda")]
+            DispatchDevice::Cuda(d) => Some(
+                cubecl::cuda::CudaRuntime::client(d)
+                    .properties()
+                    .memory
+                    .max_page_size,
+            ),
+            #[cfg(feature = "rocm")]
+            DispatchDevice::Rocm(d) => Some(
+                cubecl::hip::HipRuntime::client(d)
+                    .properties()
+                    .memory
+                    .max_page_size,
+            ),
+            _ => None,
+        };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(query))
+            .ok()
+            .flatten()
+    }
+
     /// Gives the allocator's unused pooled memory back to the device (nothing on the CPU). burn's
     /// dispatch backend does not forward `memory_cleanup`, so the runtime's client is asked.
     pub fn release_unused_memory(&self) {

@@ -561,8 +561,9 @@ fn a_nan_image_makes_the_run_invalid_and_unscored() {
     validate(&serde_json::to_value(r).unwrap()).unwrap();
 }
 
-/// `--memory low`: the result records the profile and what it chose, and says it is not the
-/// standard profile (the schema refuses a standard result with another profile).
+/// `--memory minimal`: the result records the profile and what it chose (int8 UNet weights
+/// included), and says it is not the standard profile (the schema refuses a standard result with
+/// another profile); `auto` records the profile it chose and says why.
 #[test]
 fn a_memory_profile_is_recorded_and_is_never_standard() {
     let root = tempfile::tempdir().unwrap();
@@ -576,14 +577,18 @@ fn a_memory_profile_is_recorded_and_is_never_standard() {
             ..Overrides::default()
         })
         .unwrap();
-    o.memory = sdbench_diffusion::MemoryProfile::Low;
+    o.memory = sdbench_diffusion::MemoryProfile::Minimal;
     let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
     let r = &output.result;
-    assert_eq!(r.backend.memory_profile.as_deref(), Some("low"));
+    assert_eq!(r.backend.memory_profile.as_deref(), Some("minimal"));
     let p = r.backend.placement.as_ref().unwrap();
     assert_eq!(
-        (p.text_encoders.as_str(), p.cfg.as_str()),
-        ("cpu", "sequential")
+        (
+            p.text_encoders.as_str(),
+            p.cfg.as_str(),
+            p.unet_weights.as_str()
+        ),
+        ("cpu", "sequential", "int8")
     );
     assert!(p.vae_tiling && p.release_between_stages && p.unet_offload);
     assert!(!r.workload.standard);
@@ -591,9 +596,31 @@ fn a_memory_profile_is_recorded_and_is_never_standard() {
     validate(&serde_json::to_value(r).unwrap()).unwrap();
     let header = sdbench_bench::summary::header(r);
     assert!(
-        header
-            .iter()
-            .any(|(m, v)| m == "memory profile" && v.starts_with("low (not the standard profile)")),
+        header.iter().any(|(m, v)| m == "memory profile"
+            && v.starts_with("minimal (not the standard profile)")
+            && v.ends_with("int8 UNet weights")),
         "{header:?}"
+    );
+
+    // On the CPU backend auto can only choose cpu.
+    o.memory = sdbench_diffusion::MemoryProfile::Full;
+    o.memory_auto = true;
+    let mut notes = Vec::new();
+    let output = runner::run(
+        &o,
+        &mut |e| {
+            if let Event::Note(text) = e {
+                notes.push(text.clone())
+            }
+        },
+        &CancelToken::new(),
+    )
+    .unwrap();
+    assert_eq!(output.result.backend.memory_profile.as_deref(), Some("cpu"));
+    assert!(
+        notes
+            .iter()
+            .any(|n| n == "memory profile: auto chose cpu (the CPU backend runs everything)"),
+        "{notes:?}"
     );
 }

@@ -134,6 +134,8 @@ pub struct VaeDecoder<B: Backend> {
     scaling_factor: f64,
     scale_factor: usize,
     sample_size: usize,
+    /// Each up block's output channels.
+    up_widths: Vec<usize>,
 }
 
 impl<B: Backend> VaeDecoder<B> {
@@ -190,6 +192,7 @@ impl<B: Backend> VaeDecoder<B> {
             scaling_factor: config.scaling_factor,
             scale_factor: config.scale_factor(),
             sample_size: config.sample_size,
+            up_widths: reversed,
         })
     }
 
@@ -232,6 +235,52 @@ impl<B: Backend> VaeDecoder<B> {
         VaeTiles::new(self.sample_size, self.scale_factor)
     }
 
+    /// Bytes of the largest tensor a decode of `h` x `w` latents makes: the widest up block's
+    /// output at its resolution, as the f32 copy its group norm takes.
+    pub fn largest_tensor_bytes(&self, h: usize, w: usize) -> u64 {
+        largest_decode_tensor_bytes(&self.up_widths, h, w)
+    }
+
+    /// `decode`, or `decode_tiled` when `tiled`, in tiles small enough that no tensor is larger
+    /// than `max_buffer` bytes (the device's largest buffer; `None`: no limit). Software Vulkan
+    /// (lavapipe) allows 128 MiB, less than SD's decoder makes at 512x512 in f32 (256 MiB).
+    pub fn decode_within(
+        &self,
+        z: Tensor<B, 4>,
+        max_buffer: Option<u64>,
+        tiled: bool,
+    ) -> Tensor<B, 4> {
+        let [_, _, h, w] = z.dims();
+        match self.decode_tile(h, w, max_buffer, tiled) {
+            Some(t) => map_tiles(z, t, t * self.scale_factor, |x| self.decode(x)),
+            None => self.decode(z),
+        }
+    }
+
+    /// The latent tile side `decode_within` uses for `h` x `w` latents; `None`: one piece. Tiles
+    /// shrink by 4 latents (map_tiles' overlap is a quarter) until the largest tensor fits.
+    pub fn decode_tile(
+        &self,
+        h: usize,
+        w: usize,
+        max_buffer: Option<u64>,
+        tiled: bool,
+    ) -> Option<usize> {
+        let tiles = self.tiles();
+        let mut tile = (tiled && tiles.tiles_latents(h, w)).then_some(tiles.latent);
+        if let Some(max) = max_buffer {
+            let (th, tw) = tile.map_or((h, w), |t| (t.min(h), t.min(w)));
+            if self.largest_tensor_bytes(th, tw) > max {
+                let mut side = th.max(tw) / 4 * 4;
+                while side > 4 && self.largest_tensor_bytes(side, side) > max {
+                    side -= 4;
+                }
+                tile = Some(side);
+            }
+        }
+        tile.filter(|&t| t < h || t < w)
+    }
+
     /// `decode`, tile by tile when the latents are larger than a tile: diffusers' `vae.decode` after
     /// `enable_tiling()`.
     pub fn decode_tiled(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
@@ -242,6 +291,17 @@ impl<B: Backend> VaeDecoder<B> {
         }
         map_tiles(z, tiles.latent, tiles.sample, |tile| self.decode(tile))
     }
+}
+
+/// `VaeDecoder::largest_tensor_bytes` for up blocks of `up_widths` channels: block `i` works at
+/// 2^min(i+1, last) times the latents' resolution (every block but the last upsamples).
+fn largest_decode_tensor_bytes(up_widths: &[usize], h: usize, w: usize) -> u64 {
+    let last = up_widths.len().saturating_sub(1);
+    let widest = (0..up_widths.len())
+        .map(|i| up_widths[i] << (2 * (i + 1).min(last)))
+        .max()
+        .unwrap_or(0);
+    (widest * h * w * 4) as u64
 }
 
 #[derive(Module, Debug)]
@@ -360,5 +420,68 @@ impl<B: Backend> VaeEncoder<B> {
         moments
             .slice([0..n, 0..self.latent_channels, 0..h, 0..w])
             .cast(burn::tensor::DType::F32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::cpu_device;
+    use crate::io::weights::{Precision, SyntheticWeights};
+    use crate::pipeline::B;
+    use burn::tensor::Distribution;
+
+    #[test]
+    fn the_largest_decode_tensor_is_the_last_upsampler_output_in_f32() {
+        // SD's VAE at 512x512 (64x64 latents): 256 channels at 512x512, 4 bytes: the buffer
+        // lavapipe refused.
+        assert_eq!(
+            largest_decode_tensor_bytes(&[512, 512, 256, 128], 64, 64),
+            256 * 512 * 512 * 4
+        );
+        assert_eq!(largest_decode_tensor_bytes(&[64], 4, 4), 64 * 16 * 4);
+    }
+
+    /// A decode whose largest tensor would not fit a buffer limit runs in tiles that do, and
+    /// stays close to the plain decode (tiles change it slightly where they blend).
+    #[test]
+    fn a_buffer_limit_decodes_in_tiles_that_fit() {
+        let config = VaeConfig {
+            down_block_types: vec!["DownEncoderBlock2D".into(); 2],
+            up_block_types: vec!["UpDecoderBlock2D".into(); 2],
+            block_out_channels: vec![32, 32],
+            // Tiles of 16 pixels, 8 latents.
+            sample_size: 16,
+            ..VaeConfig::default()
+        };
+        let device = cpu_device();
+        let mut source = SyntheticWeights::new(7);
+        let mut loader = Loader::<B>::new(&mut source, &device, Precision::F32);
+        let vae = VaeDecoder::load(&config, Path::new("test"), &mut loader).unwrap();
+        let z = Tensor::<B, 4>::random([1, 4, 24, 24], Distribution::Normal(0.0, 1.0), &device);
+        let plain = vae.decode_within(z.clone(), None, false);
+        let whole = vae.largest_tensor_bytes(24, 24);
+        assert_eq!(
+            vae.decode_within(z.clone(), Some(whole), false)
+                .into_data()
+                .to_vec::<f32>()
+                .unwrap(),
+            plain.clone().into_data().to_vec::<f32>().unwrap(),
+            "a decode that fits is not tiled"
+        );
+        // A quarter of the bytes: tiles of 12 latents (12^2 <= 24^2 / 4), the largest that fit.
+        assert_eq!(vae.decode_tile(24, 24, Some(whole / 4), false), Some(12));
+        assert!(vae.largest_tensor_bytes(16, 16) > whole / 4);
+        assert_eq!(vae.decode_tile(24, 24, Some(whole), false), None);
+        let tiled = vae.decode_within(z.clone(), Some(whole / 4), false);
+        let by_hand = map_tiles(z, 12, 12 * vae.scale_factor(), |x| vae.decode(x));
+        assert_eq!(tiled.dims(), plain.dims());
+        assert_eq!(
+            tiled.into_data().to_vec::<f32>().unwrap(),
+            by_hand.into_data().to_vec::<f32>().unwrap()
+        );
+        // With the VAE's own tiling asked for, the smaller of the two tiles.
+        assert_eq!(vae.decode_tile(24, 24, None, true), Some(8));
+        assert_eq!(vae.decode_tile(24, 24, Some(whole / 4), true), Some(8));
     }
 }

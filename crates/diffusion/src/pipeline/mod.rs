@@ -1262,13 +1262,15 @@ impl Pipeline {
         })
     }
 
-    /// The VAE decode of unscaled latents, tiled when the placement says so.
+    /// The VAE decode of unscaled latents, tiled when the placement says so, or when one of the
+    /// decoder's tensors would be larger than the device's largest buffer.
     fn decode_latents(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
-        if self.info.placement.vae_tiling {
-            self.vae.decode_tiled(z)
-        } else {
-            self.vae.decode(z)
-        }
+        let max_buffer = match self.info.placement.vae_on_cpu {
+            true => None,
+            false => self.device.max_buffer_bytes(),
+        };
+        self.vae
+            .decode_within(z, max_buffer, self.info.placement.vae_tiling)
     }
 }
 
