@@ -124,6 +124,9 @@ pub struct PlacementRecord {
     /// The UNet's weights in host memory while the VAE decodes.
     #[serde(default)]
     pub unet_offload: bool,
+    /// Tiled decoding in tiles of half the VAE's own (diffusers') side.
+    #[serde(default)]
+    pub small_vae_tiles: bool,
 }
 
 impl PlacementRecord {
@@ -146,6 +149,7 @@ impl PlacementRecord {
             },
             release_between_stages: placement.release_memory_between_stages,
             unet_offload: placement.unet_offload,
+            small_vae_tiles: placement.small_vae_tiles,
         }
     }
 }

@@ -210,7 +210,11 @@ fn memory_profile(r: &BenchResult) -> Option<String> {
             } else {
                 ""
             },
-            if p.vae_tiling { ", tiled VAE" } else { "" }
+            match (p.vae_tiling, p.small_vae_tiles) {
+                (true, true) => ", tiled VAE (half-size tiles)",
+                (true, false) => ", tiled VAE",
+                _ => "",
+            }
         ));
         if p.unet_weights == "int8" {
             text.push_str(", int8 UNet weights");

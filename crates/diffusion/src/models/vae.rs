@@ -241,17 +241,17 @@ impl<B: Backend> VaeDecoder<B> {
         largest_decode_tensor_bytes(&self.up_widths, h, w)
     }
 
-    /// `decode`, or `decode_tiled` when `tiled`, in tiles small enough that no tensor is larger
+    /// `decode`, or tiled in `tiles` (diffusers' tiled decode with those tile sides), in tiles small enough that no tensor is larger
     /// than `max_buffer` bytes (the device's largest buffer; `None`: no limit). Software Vulkan
     /// (lavapipe) allows 128 MiB, less than SD's decoder makes at 512x512 in f32 (256 MiB).
     pub fn decode_within(
         &self,
         z: Tensor<B, 4>,
         max_buffer: Option<u64>,
-        tiled: bool,
+        tiles: Option<VaeTiles>,
     ) -> Tensor<B, 4> {
         let [_, _, h, w] = z.dims();
-        match self.decode_tile(h, w, max_buffer, tiled) {
+        match self.decode_tile(h, w, max_buffer, tiles) {
             Some(t) => map_tiles(z, t, t * self.scale_factor, |x| self.decode(x)),
             None => self.decode(z),
         }
@@ -264,10 +264,9 @@ impl<B: Backend> VaeDecoder<B> {
         h: usize,
         w: usize,
         max_buffer: Option<u64>,
-        tiled: bool,
+        tiles: Option<VaeTiles>,
     ) -> Option<usize> {
-        let tiles = self.tiles();
-        let mut tile = (tiled && tiles.tiles_latents(h, w)).then_some(tiles.latent);
+        let mut tile = tiles.filter(|t| t.tiles_latents(h, w)).map(|t| t.latent);
         if let Some(max) = max_buffer {
             let (th, tw) = tile.map_or((h, w), |t| (t.min(h), t.min(w)));
             if self.largest_tensor_bytes(th, tw) > max {
@@ -459,10 +458,10 @@ mod tests {
         let mut loader = Loader::<B>::new(&mut source, &device, Precision::F32);
         let vae = VaeDecoder::load(&config, Path::new("test"), &mut loader).unwrap();
         let z = Tensor::<B, 4>::random([1, 4, 24, 24], Distribution::Normal(0.0, 1.0), &device);
-        let plain = vae.decode_within(z.clone(), None, false);
+        let plain = vae.decode_within(z.clone(), None, None);
         let whole = vae.largest_tensor_bytes(24, 24);
         assert_eq!(
-            vae.decode_within(z.clone(), Some(whole), false)
+            vae.decode_within(z.clone(), Some(whole), None)
                 .into_data()
                 .to_vec::<f32>()
                 .unwrap(),
@@ -470,18 +469,24 @@ mod tests {
             "a decode that fits is not tiled"
         );
         // A quarter of the bytes: tiles of 12 latents (12^2 <= 24^2 / 4), the largest that fit.
-        assert_eq!(vae.decode_tile(24, 24, Some(whole / 4), false), Some(12));
+        assert_eq!(vae.decode_tile(24, 24, Some(whole / 4), None), Some(12));
         assert!(vae.largest_tensor_bytes(16, 16) > whole / 4);
-        assert_eq!(vae.decode_tile(24, 24, Some(whole), false), None);
-        let tiled = vae.decode_within(z.clone(), Some(whole / 4), false);
+        assert_eq!(vae.decode_tile(24, 24, Some(whole), None), None);
+        let tiled = vae.decode_within(z.clone(), Some(whole / 4), None);
         let by_hand = map_tiles(z, 12, 12 * vae.scale_factor(), |x| vae.decode(x));
         assert_eq!(tiled.dims(), plain.dims());
         assert_eq!(
             tiled.into_data().to_vec::<f32>().unwrap(),
             by_hand.into_data().to_vec::<f32>().unwrap()
         );
-        // With the VAE's own tiling asked for, the smaller of the two tiles.
-        assert_eq!(vae.decode_tile(24, 24, None, true), Some(8));
-        assert_eq!(vae.decode_tile(24, 24, Some(whole / 4), true), Some(8));
+        // With the VAE's own tiling asked for, the smaller of the two tiles; smaller tiles asked
+        // for are used as they are.
+        let half = VaeTiles::new(8, vae.scale_factor());
+        assert_eq!(vae.decode_tile(24, 24, None, Some(half)), Some(4));
+        assert_eq!(vae.decode_tile(24, 24, None, Some(vae.tiles())), Some(8));
+        assert_eq!(
+            vae.decode_tile(24, 24, Some(whole / 4), Some(vae.tiles())),
+            Some(8)
+        );
     }
 }

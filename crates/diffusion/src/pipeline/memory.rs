@@ -16,7 +16,8 @@ pub enum MemoryProfile {
     /// UNet's weights in host memory while the VAE decodes, and tiled VAE decoding and encoding
     /// above the VAE's tile size.
     Low,
-    /// As low, plus int8 UNet weights (W8A16) and attention in smaller chunks.
+    /// As low, plus int8 UNet weights (W8A16), attention in smaller chunks and VAE tiles of half
+    /// the VAE's own side.
     Minimal,
     /// Everything on the CPU backend.
     Cpu,
@@ -64,6 +65,7 @@ impl MemoryProfile {
             unet_offload: base.unet_offload || low,
             unet_int8: base.unet_int8 || minimal,
             small_attention_chunks: base.small_attention_chunks || minimal,
+            small_vae_tiles: base.small_vae_tiles || minimal,
             ..base
         }
     }
@@ -106,6 +108,7 @@ mod tests {
             LoadOptions {
                 unet_int8: true,
                 small_attention_chunks: true,
+                small_vae_tiles: true,
                 ..low
             }
         );

@@ -119,7 +119,11 @@ pub fn estimate(family: Family, placement: &Placement, work: &Workload) -> Memor
     // Images decode one at a time; a tiled decode holds one tile's activations.
     let mut decoded_pixels = (work.width * work.height) as u64;
     if placement.vae_tiling {
-        decoded_pixels = decoded_pixels.min((work.vae_tile * work.vae_tile) as u64);
+        let tile = match placement.small_vae_tiles {
+            true => work.vae_tile / 2,
+            false => work.vae_tile,
+        };
+        decoded_pixels = decoded_pixels.min((tile * tile) as u64);
     }
     let vae_activations = if placement.vae_on_cpu {
         0

@@ -32,6 +32,7 @@ use crate::models::config::{read_json, ClipConfig, UNetConfig, VaeConfig};
 use crate::models::tokenizer::Tokenizer;
 use crate::models::unet::{Conditioning, TextTime, UNet};
 use crate::models::vae::{self, VaeDecoder, VaeEncoder};
+use crate::models::vae_tiling::VaeTiles;
 use crate::noise::NormalGenerator;
 use crate::scheduler::{self, SchedulerKind};
 pub use family::{Family, Preset};
@@ -97,6 +98,8 @@ pub struct Placement {
     /// The UNet's linear and convolution weights are int8 on the device, dequantized to `unet`'s
     /// precision layer by layer (W8A16, `nn::int8`).
     pub unet_int8: bool,
+    /// Tiled decoding uses tiles of half the VAE's own side (a quarter of its activations).
+    pub small_vae_tiles: bool,
 }
 
 impl Placement {
@@ -126,6 +129,7 @@ impl Placement {
             release_memory_between_stages: options.release_memory_between_stages,
             unet_offload: options.unet_offload,
             unet_int8: options.unet_int8,
+            small_vae_tiles: options.vae_tiling && options.small_vae_tiles,
         }
     }
 }
@@ -160,6 +164,10 @@ pub struct LoadOptions {
     /// Attention in smaller query chunks (`memory::SMALL_SCORE_BUDGET` score elements per call
     /// instead of `nn::SCORE_BUDGET`) where the backend does not tile attention itself.
     pub small_attention_chunks: bool,
+    /// With `vae_tiling`, decode in tiles of half the VAE's own side: a quarter of a tile's
+    /// activation memory, more tiles (SDXL's VAE tiles are 1024 pixels, so a 1024x1024 decode
+    /// would otherwise be one piece).
+    pub small_vae_tiles: bool,
 }
 
 /// How the initial latents are made.
@@ -1262,6 +1270,21 @@ impl Pipeline {
         })
     }
 
+    /// The decode tiles the placement asks for: the VAE's own (diffusers' `enable_tiling`), or
+    /// half their side for `small_vae_tiles`.
+    fn vae_decode_tiles(&self) -> Option<VaeTiles> {
+        let p = &self.info.placement;
+        let own = self.vae.tiles();
+        p.vae_tiling.then(|| match p.small_vae_tiles {
+            // Never below 4 latents: map_tiles overlaps a quarter of a tile.
+            true => VaeTiles::new(
+                (own.sample / 2).max(4 * self.vae.scale_factor()),
+                self.vae.scale_factor(),
+            ),
+            false => own,
+        })
+    }
+
     /// The VAE decode of unscaled latents, tiled when the placement says so, or when one of the
     /// decoder's tensors would be larger than the device's largest buffer.
     fn decode_latents(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
@@ -1270,7 +1293,7 @@ impl Pipeline {
             false => self.device.max_buffer_bytes(),
         };
         self.vae
-            .decode_within(z, max_buffer, self.info.placement.vae_tiling)
+            .decode_within(z, max_buffer, self.vae_decode_tiles())
     }
 }
 

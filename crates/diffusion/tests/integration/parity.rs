@@ -441,6 +441,7 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
             unet_offload: false,
             unet_int8: false,
             small_attention_chunks: false,
+            small_vae_tiles: false,
         };
         let sdxl = load_with("tiny-sdxl", BackendRequest::Vulkan, Precision::F16, options);
         let p = sdxl.info.placement;
