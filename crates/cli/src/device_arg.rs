@@ -47,7 +47,7 @@ impl MemoryArg {
         self.memory == "auto"
     }
 
-    /// The profile asked for; `full` stands in for `auto` until it is resolved (`choose`).
+    /// The profile asked for; `full` stands in for `auto` until `select` resolves it.
     pub fn profile(&self) -> MemoryProfile {
         MemoryProfile::from_name(&self.memory).unwrap_or(MemoryProfile::Full)
     }

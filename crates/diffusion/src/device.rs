@@ -199,8 +199,9 @@ pub struct SelectedDevice {
 }
 
 impl SelectedDevice {
-    /// The device memory a placement must fit in: the limit given, else what the driver reports
-    /// (CUDA, HIP; wgpu reports none). `None` on the CPU backend, whose memory is the host's.
+    /// The device memory a placement must fit in: the limit given, else the total the driver
+    /// reports (CUDA, HIP; wgpu reports none; what other programs hold is not subtracted).
+    /// `None` on the CPU backend, whose memory is the host's.
     pub fn memory_for_fit(&self) -> Option<u64> {
         if self.kind == BackendKind::Cpu {
             return None;

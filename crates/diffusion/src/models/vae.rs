@@ -241,9 +241,10 @@ impl<B: Backend> VaeDecoder<B> {
         largest_decode_tensor_bytes(&self.up_widths, h, w)
     }
 
-    /// `decode`, or tiled in `tiles` (diffusers' tiled decode with those tile sides), in tiles small enough that no tensor is larger
-    /// than `max_buffer` bytes (the device's largest buffer; `None`: no limit). Software Vulkan
-    /// (lavapipe) allows 128 MiB, less than SD's decoder makes at 512x512 in f32 (256 MiB).
+    /// `decode`, tiled when `tiles` says so (diffusers' tiled decode with those tile sides), in
+    /// tiles small enough that no tensor is larger than `max_buffer` bytes (the device's largest
+    /// buffer; `None`: no limit). Software Vulkan (lavapipe) allows 128 MiB, less than SD's decoder
+    /// makes at 512x512 in f32 (256 MiB).
     pub fn decode_within(
         &self,
         z: Tensor<B, 4>,
@@ -278,17 +279,6 @@ impl<B: Backend> VaeDecoder<B> {
             }
         }
         tile.filter(|&t| t < h || t < w)
-    }
-
-    /// `decode`, tile by tile when the latents are larger than a tile: diffusers' `vae.decode` after
-    /// `enable_tiling()`.
-    pub fn decode_tiled(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
-        let tiles = self.tiles();
-        let [_, _, h, w] = z.dims();
-        if !tiles.tiles_latents(h, w) {
-            return self.decode(z);
-        }
-        map_tiles(z, tiles.latent, tiles.sample, |tile| self.decode(tile))
     }
 }
 
