@@ -227,7 +227,7 @@ fn settings_are_validated_kept_and_the_system_is_described() {
     assert_eq!(system["precisions"], json!(limits::PRECISION_CHOICES));
     assert_eq!(
         system["memoryProfiles"],
-        json!(["full", "balanced", "low", "cpu"])
+        json!(["full", "balanced", "low", "minimal", "cpu", "auto"])
     );
 
     let workloads = app.ok("workloads", json!({}));
