@@ -39,14 +39,18 @@ fn footprint(family: Family) -> Footprint {
 
 /// A denoising step's device memory beyond the weights, in f16 per latent pixel: a part that
 /// does not depend on the rows the UNet runs at once (the allocator's pools, attention chunks)
-/// and a part per row. From SD1.5 at 512x512 on lavapipe (64x64 latents), the allocator's peak
-/// reserved during the step less its in-use bytes after loading: 455 MiB with batched guidance
-/// (2 rows, `full`) and 370 MiB with sequential guidance (1 row, `low`): 85 MiB per row and
-/// 285 MiB besides (README, "Memory profiles"). SDXL's UNet has no attention at its first level
-/// and its skip connections hold about as many channels per latent pixel as SD's, so it is given
-/// the same figures; f32 doubles them.
-const UNET_STEP_BYTES_PER_LATENT_PIXEL: u64 = 73_000;
-const UNET_ROW_BYTES_PER_LATENT_PIXEL: u64 = 22_000;
+/// and a part per row (f32 doubles both). SD's, from SD1.5 at 512x512 on lavapipe (64x64
+/// latents), the allocator's peak reserved during the step less its in-use bytes after loading:
+/// 455 MiB with batched guidance (2 rows, `full`) and 370 MiB with sequential guidance (1 row,
+/// `low`): 85 MiB per row and 285 MiB besides (README, "Memory profiles").
+const SD_UNET_STEP_BYTES_PER_LATENT_PIXEL: u64 = 73_000;
+const SD_UNET_ROW_BYTES_PER_LATENT_PIXEL: u64 = 22_000;
+/// SDXL's: not measured on a device yet. On the CPU backend (peak resident memory less the
+/// weights, `minimal`, f32) SDXL at 1024x1024 used 2.2 times what SD1.5 at 512x512 did, where its
+/// latent pixels are 4 times as many (its first level has no attention), so it is given 0.65 of
+/// SD's figures per latent pixel (2.2 / 4 = 0.55, with a margin).
+const SDXL_UNET_STEP_BYTES_PER_LATENT_PIXEL: u64 = 47_000;
+const SDXL_UNET_ROW_BYTES_PER_LATENT_PIXEL: u64 = 14_000;
 /// Int8 weights are dequantized one layer at a time; the largest layer (a 3x3 convolution from
 /// 2560 to 1280 channels in SD's and SDXL's up blocks, 29.5M weights) needs its packed bytes
 /// unpacked and its f16 copy, about 4 bytes a weight, besides the activations. Measured: the
@@ -115,11 +119,18 @@ pub fn estimate(family: Family, placement: &Placement, work: &Workload) -> Memor
         } else {
             1
         };
-    let mut unet_activations = (UNET_STEP_BYTES_PER_LATENT_PIXEL
-        + UNET_ROW_BYTES_PER_LATENT_PIXEL * rows)
-        * latent_pixels
-        * bytes(placement.unet)
-        / 2;
+    let (per_step, per_row) = match family {
+        Family::Sdxl => (
+            SDXL_UNET_STEP_BYTES_PER_LATENT_PIXEL,
+            SDXL_UNET_ROW_BYTES_PER_LATENT_PIXEL,
+        ),
+        Family::Sd1 | Family::Sd2 => (
+            SD_UNET_STEP_BYTES_PER_LATENT_PIXEL,
+            SD_UNET_ROW_BYTES_PER_LATENT_PIXEL,
+        ),
+    };
+    let mut unet_activations =
+        (per_step + per_row * rows) * latent_pixels * bytes(placement.unet) / 2;
     if placement.unet_int8 {
         unet_activations += INT8_DEQUANTIZE_BYTES;
     }
