@@ -56,10 +56,12 @@ const SDXL_UNET_ROW_BYTES_PER_LATENT_PIXEL: u64 = 14_000;
 /// unpacked and its f16 copy, about 4 bytes a weight, besides the activations. Measured: the
 /// `minimal` step took 410 MiB over the weights where `low`'s took 370.
 const INT8_DEQUANTIZE_BYTES: u64 = 4 * 29_491_200;
-/// VAE decoder activations in f32 per output pixel (every family's VAE has the same shape).
-/// Measured in f16 on lavapipe: 591 MiB over 352x352-pixel tiles, 5.0 KB per pixel (the norms'
-/// f32 copies included); f32 is taken as twice that.
-const VAE_BYTES_PER_PIXEL: u64 = 10_000;
+/// VAE decoder activations per output pixel (every family's VAE has the same shape). Measured
+/// in f16 on lavapipe: 591 MiB over 352x352-pixel tiles, 5.0 KB per pixel. Its largest tensors
+/// are the group norms' f32 copies either way, so f32 is taken as 7 KB, not twice (on the CPU
+/// backend an f32 SD1.5 run's whole step and untiled decode took 3.4 KB per pixel).
+const VAE_F16_BYTES_PER_PIXEL: u64 = 5_000;
+const VAE_F32_BYTES_PER_PIXEL: u64 = 7_000;
 
 /// The request a need is estimated for.
 #[derive(Debug, Clone, Copy)]
@@ -146,7 +148,11 @@ pub fn estimate(family: Family, placement: &Placement, work: &Workload) -> Memor
     let vae_activations = if placement.vae_on_cpu {
         0
     } else {
-        VAE_BYTES_PER_PIXEL * decoded_pixels * bytes(placement.vae) / 4
+        decoded_pixels
+            * match placement.vae {
+                Precision::F16 => VAE_F16_BYTES_PER_PIXEL,
+                Precision::F32 => VAE_F32_BYTES_PER_PIXEL,
+            }
     };
     let unet_while_decoding = if placement.unet_offload { 0 } else { unet };
     MemoryNeed {
