@@ -256,22 +256,39 @@ pub struct AllocatorMemory {
     pub reserved: u64,
 }
 
+/// Runs `$body` with `$client` bound to the compute client of `$device`'s runtime: `None` on the
+/// CPU backend, and when the runtime panics (a runtime that cannot answer is "no figure", never a
+/// crash).
+macro_rules! with_client {
+    ($device:expr, |$client:ident| $body:expr) => {{
+        use cubecl::Runtime;
+        let run = || match $device {
+            DispatchDevice::Wgpu(d) => {
+                let $client = cubecl::wgpu::WgpuRuntime::client(d);
+                Some($body)
+            }
+            #[cfg(feature = "cuda")]
+            DispatchDevice::Cuda(d) => {
+                let $client = cubecl::cuda::CudaRuntime::client(d);
+                Some($body)
+            }
+            #[cfg(feature = "rocm")]
+            DispatchDevice::Rocm(d) => {
+                let $client = cubecl::hip::HipRuntime::client(d);
+                Some($body)
+            }
+            _ => None,
+        };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .ok()
+            .flatten()
+    }};
+}
+
 impl SelectedDevice {
     /// The allocator's current holdings; `None` on the CPU backend, which has no device memory.
     pub fn allocator_memory(&self) -> Option<AllocatorMemory> {
-        use cubecl::Runtime;
-        let query = || match &self.device {
-            DispatchDevice::Wgpu(d) => cubecl::wgpu::WgpuRuntime::client(d).memory_usage().ok(),
-            #[cfg(feature = "cuda")]
-            DispatchDevice::Cuda(d) => cubecl::cuda::CudaRuntime::client(d).memory_usage().ok(),
-            #[cfg(feature = "rocm")]
-            DispatchDevice::Rocm(d) => cubecl::hip::HipRuntime::client(d).memory_usage().ok(),
-            _ => None,
-        };
-        // A runtime that cannot answer is "no figure", never a crash.
-        let usage = std::panic::catch_unwind(std::panic::AssertUnwindSafe(query))
-            .ok()
-            .flatten()?;
+        let usage = with_client!(&self.device, |client| client.memory_usage().ok())??;
         Some(AllocatorMemory {
             in_use: usage.bytes_in_use + usage.bytes_padding,
             reserved: usage.bytes_reserved,
@@ -280,49 +297,17 @@ impl SelectedDevice {
 
     /// The largest buffer the device's allocator can hold, where it has one (`None` on the CPU).
     pub fn max_buffer_bytes(&self) -> Option<u64> {
-        use cubecl::Runtime;
-        let query = || match &self.device {
-            DispatchDevice::Wgpu(d) => Some(
-                cubecl::wgpu::WgpuRuntime::client(d)
-                    .properties()
-                    .memory
-                    .max_page_size,
-            ),
-            #[cfg(feature = "cuda")]
-            DispatchDevice::Cuda(d) => Some(
-                cubecl::cuda::CudaRuntime::client(d)
-                    .properties()
-                    .memory
-                    .max_page_size,
-            ),
-            #[cfg(feature = "rocm")]
-            DispatchDevice::Rocm(d) => Some(
-                cubecl::hip::HipRuntime::client(d)
-                    .properties()
-                    .memory
-                    .max_page_size,
-            ),
-            _ => None,
-        };
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(query))
-            .ok()
-            .flatten()
+        with_client!(&self.device, |client| client
+            .properties()
+            .memory
+            .max_page_size)
     }
 
     /// Gives the allocator's unused pooled memory back to the device (nothing on the CPU). burn's
     /// dispatch backend does not forward `memory_cleanup`, so the runtime's client is asked.
+    /// Memory that stays pooled is slower to reuse elsewhere, never an error.
     pub fn release_unused_memory(&self) {
-        use cubecl::Runtime;
-        let release = || match &self.device {
-            DispatchDevice::Wgpu(d) => cubecl::wgpu::WgpuRuntime::client(d).memory_cleanup(),
-            #[cfg(feature = "cuda")]
-            DispatchDevice::Cuda(d) => cubecl::cuda::CudaRuntime::client(d).memory_cleanup(),
-            #[cfg(feature = "rocm")]
-            DispatchDevice::Rocm(d) => cubecl::hip::HipRuntime::client(d).memory_cleanup(),
-            _ => {}
-        };
-        // Memory that stays pooled is slower to reuse elsewhere, never an error.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(release));
+        with_client!(&self.device, |client| client.memory_cleanup());
     }
 }
 
