@@ -1,15 +1,15 @@
 //! The Create screen: one image from a person's prompt, kept in the data folder with its
 //! parameters inside the PNG and recorded in the history.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use tauri::ipc::{Channel, Response};
 use tauri::State;
 
+use sdbench_bench::device_memory::select_device;
 use sdbench_bench::ModelName;
-use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::image::{decode_image, write_png};
 use sdbench_diffusion::limits::{self, MAX_SIDE, MAX_STEPS, SIDE_MULTIPLE};
 use sdbench_diffusion::pipeline::img2img_start;
@@ -226,12 +226,13 @@ pub fn start_generation_job(
                     backend: key.backend.clone(),
                 });
                 let start = Instant::now();
-                let mut device = select(device_request)?;
+                let mut device = select_device(device_request, None, Path::new("/"), true)?;
                 if memory_auto {
                     let auto = choose_auto(&source, &device, precision, auto_width, auto_height)?;
                     profile = auto.profile;
                     if profile.needs_cpu_backend() && device.kind != BackendKind::Cpu {
-                        device = select(DeviceRequest::from(BackendRequest::Cpu))?;
+                        let cpu = DeviceRequest::from(BackendRequest::Cpu);
+                        device = select_device(cpu, None, Path::new("/"), true)?;
                     }
                 }
                 let options = profile.load_options(LoadOptions {

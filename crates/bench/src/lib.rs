@@ -4,6 +4,7 @@
 
 pub mod checks;
 pub mod comparison;
+pub mod device_memory;
 pub mod error;
 pub mod metrics;
 pub mod model_name;

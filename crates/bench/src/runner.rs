@@ -6,14 +6,15 @@ use std::time::{Duration, Instant};
 
 use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_diffusion::{
-    choose_auto, device, BackendRequest, CancelToken, DeviceRequest, DiffusionError,
-    GenerateRequest, InitialNoise, LoadOptions, MemoryProfile, ModelSource, Pipeline, Precision,
-    Preset, Progress, SelectedDevice, StepSync,
+    choose_auto, BackendRequest, CancelToken, DeviceRequest, DiffusionError, GenerateRequest,
+    InitialNoise, LoadOptions, MemoryProfile, ModelSource, Pipeline, Precision, Preset, Progress,
+    SelectedDevice, StepSync,
 };
 use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
 use sdbench_telemetry::{discover, Sample, Sampler, SystemInfo};
 
 use crate::checks::check_image;
+use crate::device_memory::select_device;
 use crate::error::{BenchError, Result};
 use crate::metrics::{choose_source, compute_scores, device_vendor, ScoreInputs};
 use crate::result::{
@@ -164,7 +165,7 @@ pub fn run(
     let resolve_seconds = resolve_start.elapsed().as_secs_f64();
 
     let select = |memory: MemoryProfile| -> Result<SelectedDevice> {
-        let mut device = device::select(DeviceRequest {
+        let request = DeviceRequest {
             // The cpu profile is the CPU backend (the CLI and the app refuse it with another one).
             backend: if memory.needs_cpu_backend() {
                 BackendRequest::Cpu
@@ -172,9 +173,13 @@ pub fn run(
                 options.backend
             },
             index: options.device_index,
-        })?;
-        device.memory_limit = options.memory_limit;
-        Ok(device)
+        };
+        Ok(select_device(
+            request,
+            options.memory_limit,
+            &options.sysfs_root,
+            options.use_nvml,
+        )?)
     };
     let mut memory = options.memory;
     let mut device = select(memory)?;

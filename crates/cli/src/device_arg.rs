@@ -1,5 +1,8 @@
 //! `--backend` and `--device`: which backend, and which of its devices, a command runs on.
 
+use std::path::Path;
+
+use sdbench_bench::device_memory::select_device;
 use sdbench_diffusion::{
     choose_auto, BackendKind, BackendRequest, DeviceRequest, MemoryProfile, ModelSource, Precision,
     SelectedDevice,
@@ -34,8 +37,9 @@ pub struct MemoryArg {
     /// fits the device's memory).
     #[arg(long = "memory", default_value = "full", value_parser = clap::builder::PossibleValuesParser::new(MEMORY_CHOICES))]
     memory: String,
-    /// Device memory in GiB that the fit check and --memory auto assume instead of the driver's
-    /// figure: what a smaller GPU would fit (wgpu devices report no size, so set it there).
+    /// Device memory in GiB that the fit check and --memory auto assume instead of what the GPU
+    /// has free (read from NVML or amdgpu's sysfs) or its driver's total: what a smaller GPU would
+    /// fit, or a size for a wgpu device that nothing reads.
     #[arg(long = "memory-limit", value_name = "GIB")]
     memory_limit: Option<f64>,
 }
@@ -77,9 +81,7 @@ impl MemoryArg {
     ) -> anyhow::Result<(SelectedDevice, MemoryProfile)> {
         let limit = self.limit_bytes()?;
         let select = |request: DeviceRequest| -> anyhow::Result<SelectedDevice> {
-            let mut selected = sdbench_diffusion::device::select(request)?;
-            selected.memory_limit = limit;
-            Ok(selected)
+            Ok(select_device(request, limit, Path::new("/"), true)?)
         };
         let request = self.device_request(device)?;
         let selected = select(request)?;

@@ -196,17 +196,34 @@ pub struct SelectedDevice {
     /// Device memory the fit check and `--memory auto` assume instead of `info.memory_bytes`
     /// (`--memory-limit`: what a smaller GPU would fit).
     pub memory_limit: Option<u64>,
+    /// Device memory free for this run when it was selected (what other programs hold
+    /// subtracted), where the GPU's telemetry tells (NVML, amdgpu's sysfs): set by the caller,
+    /// which owns the telemetry.
+    pub memory_free: Option<u64>,
 }
 
 impl SelectedDevice {
-    /// The device memory a placement must fit in: the limit given, else the total the driver
-    /// reports (CUDA, HIP; wgpu reports none; what other programs hold is not subtracted).
+    /// The device memory a placement must fit in: the limit given, else what was free when the
+    /// device was selected, else the total the driver reports (CUDA, HIP; wgpu reports none).
     /// `None` on the CPU backend, whose memory is the host's.
     pub fn memory_for_fit(&self) -> Option<u64> {
         if self.kind == BackendKind::Cpu {
             return None;
         }
-        self.memory_limit.or(self.info.memory_bytes)
+        let known = match (self.memory_free, self.info.memory_bytes) {
+            (Some(free), Some(total)) => Some(free.min(total)),
+            (free, total) => free.or(total),
+        };
+        self.memory_limit.or(known)
+    }
+
+    /// What `memory_for_fit`'s figure is, for messages: "the limit given", "free" or "in all".
+    pub fn memory_for_fit_meaning(&self) -> &'static str {
+        match (self.memory_limit, self.memory_free) {
+            (Some(_), _) => "the limit given",
+            (None, Some(_)) => "free",
+            (None, None) => "in all",
+        }
     }
 
     /// f16 where the device supports it (never on the CPU backend, which is faster in f32).
@@ -517,6 +534,7 @@ fn pick(kind: BackendKind, index: Option<usize>, allow_software: bool) -> Result
         device,
         info,
         memory_limit: None,
+        memory_free: None,
     })
 }
 

@@ -11,7 +11,7 @@ use crate::io::weights::Loader;
 use crate::models::config::VaeConfig;
 use crate::models::vae_tiling::{map_tiles, VaeTiles};
 use crate::nn::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
-use crate::nn::{multi_head_attention, Conv2d, GroupNorm, Linear};
+use crate::nn::{multi_head_attention_within, Conv2d, GroupNorm, Linear};
 
 /// Old VAE checkpoints name the attention projections `query`/`key`/`value`/`proj_attn`.
 pub const LEGACY_ALIASES: &[(&str, &str)] = &[
@@ -32,6 +32,8 @@ struct SpatialAttention<B: Backend> {
     to_k: Linear<B>,
     to_v: Linear<B>,
     to_out: Linear<B>,
+    /// Score elements per attention call (`nn::multi_head_attention_within`).
+    score_budget: usize,
 }
 
 impl<B: Backend> SpatialAttention<B> {
@@ -43,6 +45,7 @@ impl<B: Backend> SpatialAttention<B> {
             to_k: loader.linear(&format!("{prefix}.to_k"), c, c, true)?,
             to_v: loader.linear(&format!("{prefix}.to_v"), c, c, true)?,
             to_out: loader.linear(&format!("{prefix}.to_out.0"), c, c, true)?,
+            score_budget: loader.attention_score_budget,
         })
     }
 
@@ -56,9 +59,15 @@ impl<B: Backend> SpatialAttention<B> {
         let q = self.to_q.forward(tokens.clone());
         let k = self.to_k.forward(tokens.clone());
         let v = self.to_v.forward(tokens);
-        let out = self
-            .to_out
-            .forward(multi_head_attention(q, k, v, 1, false, false));
+        let out = self.to_out.forward(multi_head_attention_within(
+            q,
+            k,
+            v,
+            1,
+            false,
+            false,
+            self.score_budget,
+        ));
         out.swap_dims(1, 2).reshape([n, c, h, w]) + x
     }
 }

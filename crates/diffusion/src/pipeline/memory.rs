@@ -27,6 +27,18 @@ pub enum MemoryProfile {
 /// `nn::SCORE_BUDGET`).
 pub const SMALL_SCORE_BUDGET: usize = 1 << 24;
 
+/// Score elements one attention call may hold: the profile's budget (`SMALL_SCORE_BUDGET` with
+/// `small`, else `nn::SCORE_BUDGET`), capped so that a chunk of f32 scores fits in the device's
+/// largest buffer (lavapipe's is 128 MiB, half of `nn::SCORE_BUDGET`'s 256 MiB).
+pub fn attention_score_budget(small: bool, max_buffer_bytes: Option<u64>) -> usize {
+    let budget = match small {
+        true => SMALL_SCORE_BUDGET,
+        false => crate::nn::SCORE_BUDGET,
+    };
+    let fits = max_buffer_bytes.map_or(usize::MAX, |bytes| (bytes / 4) as usize);
+    budget.min(fits).max(1)
+}
+
 impl MemoryProfile {
     pub const ALL: [MemoryProfile; 5] = [
         MemoryProfile::Full,
@@ -85,6 +97,19 @@ impl std::fmt::Display for MemoryProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attention_chunks_fit_the_largest_buffer() {
+        assert_eq!(attention_score_budget(false, None), crate::nn::SCORE_BUDGET);
+        assert_eq!(attention_score_budget(true, None), SMALL_SCORE_BUDGET);
+        // lavapipe: 128 MiB buffers hold 2^25 f32 scores, fewer than the full profile's 2^26.
+        assert_eq!(attention_score_budget(false, Some(128 << 20)), 1 << 25);
+        assert_eq!(
+            attention_score_budget(true, Some(128 << 20)),
+            SMALL_SCORE_BUDGET
+        );
+        assert_eq!(attention_score_budget(false, Some(2)), 1);
+    }
 
     #[test]
     fn each_profile_saves_more_than_the_last() {

@@ -240,17 +240,19 @@ pub fn choose_auto(
         Some((profile, need)) => choice(
             profile,
             format!(
-                "needs about {} of the {} the device has",
+                "needs about {} of the {} the device has ({})",
                 gib(need.peak()),
-                gib(available)
+                gib(available),
+                device.memory_for_fit_meaning()
             ),
         ),
         None => choice(
             MemoryProfile::Cpu,
             format!(
-                "even minimal needs about {} and the device has {}",
+                "even minimal needs about {} and the device has {} ({})",
                 gib(need(MemoryProfile::Minimal).peak()),
-                gib(available)
+                gib(available),
+                device.memory_for_fit_meaning()
             ),
         ),
     }
@@ -381,6 +383,7 @@ mod tests {
                 pci_vendor: Some(0x10de),
             },
             memory_limit: None,
+            memory_free: None,
         }
     }
 

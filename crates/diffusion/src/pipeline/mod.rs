@@ -618,14 +618,21 @@ impl Pipeline {
             }
             _ => None,
         };
+        let score_budget = |on_cpu: bool| {
+            let max_buffer = if on_cpu {
+                None
+            } else {
+                device.max_buffer_bytes()
+            };
+            memory::attention_score_budget(options.small_attention_chunks, max_buffer)
+        };
         let unet = load_component(sources.unet, &dev, placement.unet, |l| {
             l.int8_weights = options.unet_int8;
-            if options.small_attention_chunks {
-                l.attention_score_budget = memory::SMALL_SCORE_BUDGET;
-            }
+            l.attention_score_budget = score_budget(false);
             UNet::load(&spec.unet, &spec.unet_path, l)
         })?;
         let (vae, vae_encoder) = load_component(sources.vae, &vae_dev, placement.vae, |l| {
+            l.attention_score_budget = score_budget(placement.vae_on_cpu);
             let decoder = VaeDecoder::load(&spec.vae, &spec.vae_path, l)?;
             let encoder = match options.vae_encoder {
                 true => Some(VaeEncoder::load(&spec.vae, &spec.vae_path, l)?),
@@ -1630,14 +1637,9 @@ impl FitContext {
                      images per batch"
                 .to_string(),
         };
-        let limited = if device.memory_limit.is_some() {
-            " (the limit given)"
-        } else {
-            ""
-        };
         Err(DiffusionError::DoesNotFit(format!(
             "out of device memory before starting: {current} needs about {} for {} \
-             ({family}, {}) but {} has {}{limited}; {advice}",
+             ({family}, {}) but {} has {} ({}); {advice}",
             memory_need::gib(need.peak()),
             if batch == 1 {
                 format!("one {width}x{height} image")
@@ -1647,6 +1649,7 @@ impl FitContext {
             placement.unet.name(),
             device.info.name,
             memory_need::gib(available),
+            device.memory_for_fit_meaning(),
         )))
     }
 }
