@@ -463,8 +463,8 @@ pub struct SubmissionPreview {
 fn submit_endpoint(state: &AppState) -> UiResult<String> {
     state.settings().submit_endpoint.ok_or_else(|| {
         UiError::bad_input(
-            "No submission endpoint is set",
-            "Enter the submission endpoint in System first.",
+            "No submission endpoint is set, and there is no public SD Bench results service yet",
+            "Run your own (sdbench-server, see the README) and enter its …/api/v1/results address in System.",
         )
     })
 }
@@ -496,12 +496,12 @@ pub async fn submission_preview(
 pub enum Submitted {
     Sent {
         status: u16,
+        /// The results service's comparison with the runs of the same GPU, and the run's page;
+        /// absent from an endpoint that is not an SD Bench results service.
+        comparison: Option<String>,
     },
     /// Not sent now; kept in the outbox and sent with the next submission.
-    Queued {
-        path: PathBuf,
-        reason: String,
-    },
+    Queued { path: PathBuf, reason: String },
 }
 
 /// Sends a run to the submission endpoint (the UI asks first, showing `submission_preview`).
@@ -521,7 +521,10 @@ pub async fn submit_result(state: State<'_, AppState>, run_id: String) -> UiResu
         let submitter = Submitter::new(&endpoint, state.paths.outbox.clone())?;
         submitter.flush_outbox();
         Ok(match submitter.submit(&result)? {
-            Outcome::Sent { status } => Submitted::Sent { status },
+            Outcome::Sent { status, reply } => Submitted::Sent {
+                status,
+                comparison: reply.map(|r| r.describe(&endpoint)),
+            },
             Outcome::Queued { path, reason } => Submitted::Queued { path, reason },
         })
     })

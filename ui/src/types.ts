@@ -148,4 +148,4 @@ export interface CacheInfo { dir: string; models: CachedModel[]; totalBytes: num
 export interface Cleaned { removed: string[]; freedBytes: number }
 export interface UpdateInfo { currentVersion: string; available: boolean; version: string | null; notes: string | null; date: string | null }
 export interface SubmissionPreview { endpoint: string; payload: string }
-export type Submitted = { outcome: "sent"; status: number } | { outcome: "queued"; path: string; reason: string };
+export type Submitted = { outcome: "sent"; status: number; comparison?: string | null } | { outcome: "queued"; path: string; reason: string };

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{BenchError, Result};
 use crate::result::{write_atomically, BenchResult};
 
@@ -25,12 +27,78 @@ pub fn default_outbox() -> PathBuf {
 pub enum Outcome {
     Sent {
         status: u16,
+        /// What an SD Bench results service (`sdbench-server`) answered; `None` from another
+        /// kind of endpoint.
+        reply: Option<ServiceReply>,
     },
     /// Could not be sent; saved in the outbox.
-    Queued {
-        path: PathBuf,
-        reason: String,
-    },
+    Queued { path: PathBuf, reason: String },
+}
+
+/// How a run compares with the service's other runs of its GPU, workload, backend, precision
+/// and memory profile (the service computes it when it stores the run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub gpu: String,
+    /// Runs compared, this one included.
+    pub runs: usize,
+    pub median_images_per_minute: f64,
+    /// The share of those runs slower than this one (ties count half), 0 to 100.
+    pub percentile: f64,
+}
+
+/// The results service's answer to a submission.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceReply {
+    pub id: String,
+    /// The run's page, relative to the service (`/runs/ID`).
+    pub url: String,
+    /// The run was there already (sent before, under this id or with the same figures).
+    pub duplicate: bool,
+    /// Whether the images match the service's reference hashes; `None`: it has none for the model.
+    pub reference_match: Option<bool>,
+    pub comparison: Comparison,
+}
+
+impl ServiceReply {
+    /// The run's page as an absolute address on the service that `endpoint` belongs to.
+    pub fn page(&self, endpoint: &str) -> String {
+        let origin = endpoint
+            .find("://")
+            .map(|scheme| match endpoint[scheme + 3..].find('/') {
+                Some(path) => &endpoint[..scheme + 3 + path],
+                None => endpoint,
+            })
+            .unwrap_or(endpoint);
+        format!("{origin}{}", self.url)
+    }
+
+    /// "your run vs 12 runs of …": one paragraph for the CLI and the app.
+    pub fn describe(&self, endpoint: &str) -> String {
+        let c = &self.comparison;
+        let place = if c.runs <= 1 {
+            format!("the first run of {} with this setup on the service", c.gpu)
+        } else {
+            format!(
+                "your run vs {} runs of {} (same workload, backend, precision and memory profile): faster than {:.0}% of them; their median is {:.2} images/min",
+                c.runs, c.gpu, c.percentile, c.median_images_per_minute
+            )
+        };
+        let reference = match self.reference_match {
+            Some(true) => "; the images match the reference",
+            Some(false) => "; the images DIFFER from the reference",
+            None => "",
+        };
+        let duplicate = if self.duplicate {
+            " (already there)"
+        } else {
+            ""
+        };
+        format!(
+            "{place}{reference}. Page{duplicate}: {}",
+            self.page(endpoint)
+        )
+    }
 }
 
 pub struct Submitter {
@@ -73,7 +141,10 @@ impl Submitter {
     pub fn submit(&self, result: &BenchResult) -> Result<Outcome> {
         let body = result.to_json();
         match self.post(&body) {
-            Ok(status) => Ok(Outcome::Sent { status }),
+            Ok((status, answer)) => Ok(Outcome::Sent {
+                status,
+                reply: serde_json::from_str(&answer).ok(),
+            }),
             Err(Failure::Refused(reason)) => Err(BenchError::Submit {
                 endpoint: self.endpoint.clone(),
                 reason,
@@ -104,7 +175,11 @@ impl Submitter {
             .map(|path| {
                 let outcome = std::fs::read_to_string(&path)
                     .map_err(|e| e.to_string())
-                    .and_then(|body| self.post(&body).map_err(|f| f.to_string()));
+                    .and_then(|body| {
+                        self.post(&body)
+                            .map(|(status, _)| status)
+                            .map_err(|f| f.to_string())
+                    });
                 if outcome.is_ok() {
                     let _ = std::fs::remove_file(&path);
                 }
@@ -113,7 +188,8 @@ impl Submitter {
             .collect()
     }
 
-    fn post(&self, body: &str) -> std::result::Result<u16, Failure> {
+    /// The status and the body of the answer.
+    fn post(&self, body: &str) -> std::result::Result<(u16, String), Failure> {
         let mut delay = self.delay;
         let mut last = String::new();
         for attempt in 0..self.attempts {
@@ -127,7 +203,10 @@ impl Submitter {
                 .set("Content-Type", "application/json")
                 .send_string(body)
             {
-                Ok(response) => return Ok(response.status()),
+                Ok(response) => {
+                    let status = response.status();
+                    return Ok((status, response.into_string().unwrap_or_default()));
+                }
                 // A refusal of the content will not change on retry.
                 Err(ureq::Error::Status(code, response))
                     if (400..500).contains(&code) && code != 429 =>

@@ -41,6 +41,13 @@ pub enum HistoryCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Every benchmark run slower than the earlier runs of its key by more than their noise
+    /// (`check` on each run), oldest first. Exit status 1 when there is one.
+    Regressions {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Forget runs (their files on disk are left alone).
     Delete {
         #[arg(required = true)]
@@ -114,6 +121,7 @@ pub fn run(command: HistoryCommand) -> anyhow::Result<()> {
             println!("{json}");
         }
         HistoryCommand::Check { id, json } => check(&history, id, json)?,
+        HistoryCommand::Regressions { json } => regressions(&history, json)?,
         HistoryCommand::Delete { ids } => {
             for id in ids {
                 if !history.delete(&id)? {
@@ -130,7 +138,8 @@ pub fn run(command: HistoryCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn check(history: &History, id: Option<String>, json: bool) -> anyhow::Result<()> {
+/// Every benchmark run in the history, newest first.
+fn benchmark_runs(history: &History) -> anyhow::Result<Vec<BenchResult>> {
     let filter = Filter {
         kind: Some(RunKind::Benchmark),
         ..Filter::default()
@@ -141,6 +150,51 @@ fn check(history: &History, id: Option<String>, json: bool) -> anyhow::Result<()
             runs.push(*result);
         }
     }
+    Ok(runs)
+}
+
+fn regressions(history: &History, json: bool) -> anyhow::Result<()> {
+    let runs = benchmark_runs(history)?;
+    let all: Vec<&BenchResult> = runs.iter().collect();
+    let found: Vec<_> = runs
+        .iter()
+        .rev()
+        .map(|run| (run, check_regression(run, &all)))
+        .filter(|(_, c)| c.verdict == Verdict::Regression)
+        .collect();
+    if json {
+        let checks: Vec<_> = found.iter().map(|(_, c)| c).collect();
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else if found.is_empty() {
+        println!(
+            "no regressions among {} benchmark run(s) (a verdict needs {MIN_EARLIER_RUNS} earlier runs of the same key)",
+            runs.len()
+        );
+    } else {
+        for (run, c) in &found {
+            println!(
+                "run {} ({}): {:.3} s/image, {:+.1}% against the median of {} earlier runs; {}",
+                c.run_id,
+                run.created_at,
+                c.seconds_per_image,
+                100.0 * c.change.unwrap_or_default(),
+                c.earlier_runs,
+                c.key.describe()
+            );
+        }
+    }
+    if !found.is_empty() {
+        anyhow::bail!(
+            "{} of {} benchmark runs are regressions",
+            found.len(),
+            runs.len()
+        );
+    }
+    Ok(())
+}
+
+fn check(history: &History, id: Option<String>, json: bool) -> anyhow::Result<()> {
+    let runs = benchmark_runs(history)?;
     let run = match &id {
         Some(id) => runs
             .iter()

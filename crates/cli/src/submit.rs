@@ -10,9 +10,10 @@ use sdbench_bench::BenchResult;
 pub struct SubmitArgs {
     /// The result file written by `sdbench bench`.
     file: PathBuf,
-    /// Where to POST it (http:// or https://).
-    #[arg(long)]
-    endpoint: String,
+    /// Where to POST it: an SD Bench results service's `…/api/v1/results` (sdbench-server), or
+    /// any http:// or https:// endpoint. There is no public service yet.
+    #[arg(long, env = "SDBENCH_SUBMIT_ENDPOINT")]
+    endpoint: Option<String>,
     /// Print the payload and send nothing.
     #[arg(long)]
     dry_run: bool,
@@ -20,16 +21,17 @@ pub struct SubmitArgs {
 
 pub fn run(args: SubmitArgs) -> anyhow::Result<()> {
     let result = BenchResult::load(&args.file)?;
+    let Some(endpoint) = args.endpoint.as_deref() else {
+        anyhow::bail!(
+            "no results service is set and there is no public one yet: run your own              (`sdbench-server`, see the README) and pass --endpoint http://HOST:PORT/api/v1/results,              or set SDBENCH_SUBMIT_ENDPOINT"
+        );
+    };
     if args.dry_run {
         println!("{}", result.to_json());
-        eprintln!(
-            "dry run: would POST {} to {}",
-            args.file.display(),
-            args.endpoint
-        );
+        eprintln!("dry run: would POST {} to {endpoint}", args.file.display());
         return Ok(());
     }
-    let submitter = Submitter::new(&args.endpoint, default_outbox())?;
+    let submitter = Submitter::new(endpoint, default_outbox())?;
     for (path, outcome) in submitter.flush_outbox() {
         match outcome {
             Ok(status) => eprintln!("sent queued {} (HTTP {status})", path.display()),
@@ -37,13 +39,15 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<()> {
         }
     }
     match submitter.submit(&result).context("submission failed")? {
-        Outcome::Sent { status } => {
-            println!("submitted run {} to {} (HTTP {status})", result.run_id, args.endpoint);
+        Outcome::Sent { status, reply } => {
+            println!("submitted run {} to {endpoint} (HTTP {status})", result.run_id);
+            if let Some(reply) = reply {
+                println!("{}", reply.describe(endpoint));
+            }
             Ok(())
         }
         Outcome::Queued { path, reason } => anyhow::bail!(
-            "could not reach {} ({reason}); the result is kept in {} and will be sent by the next `sdbench submit`",
-            args.endpoint,
+            "could not reach {endpoint} ({reason}); the result is kept in {} and will be sent by the next `sdbench submit`",
             path.display()
         ),
     }

@@ -135,6 +135,75 @@ fn lines(
     })
 }
 
+/// A histogram of `values` (e.g. images per minute of every run on one GPU), with a marker at
+/// `highlight` (one run among them) where given.
+pub fn distribution(
+    caption: &str,
+    x_desc: &str,
+    values: &[f64],
+    highlight: Option<f64>,
+) -> Result<String> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.is_empty() {
+        return Err(ReportError::Empty(format!("{caption}: no runs")));
+    }
+    let lowest = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // About the square root of the count in bins, 5 to 30 of them, over a range with some room.
+    let bins = (finite.len() as f64).sqrt().ceil().clamp(5.0, 30.0) as usize;
+    let spread = (highest - lowest).max(highest.abs() * 0.05).max(1e-9);
+    let (x0, x1) = ((lowest - spread * 0.05).max(0.0), highest + spread * 0.05);
+    let width = (x1 - x0) / bins as f64;
+    let mut counts = vec![0usize; bins];
+    for v in &finite {
+        counts[(((v - x0) / width) as usize).min(bins - 1)] += 1;
+    }
+    let tallest = counts.iter().copied().max().unwrap_or(1);
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(caption, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d(x0..x1, 0f64..upper(tallest as f64))
+            .map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc("runs")
+            .y_label_formatter(&|y| match y.fract() == 0.0 {
+                true => format!("{y:.0}"),
+                false => String::new(),
+            })
+            .draw()
+            .map_err(draw_err)?;
+        chart
+            .draw_series(counts.iter().enumerate().map(|(i, &n)| {
+                let left = x0 + i as f64 * width;
+                let mut bar =
+                    Rectangle::new([(left, 0.0), (left + width, n as f64)], colour(0).filled());
+                bar.set_margin(0, 0, 1, 1);
+                bar
+            }))
+            .map_err(draw_err)?;
+        if let Some(x) = highlight.filter(|x| x.is_finite()) {
+            let c = colour(3);
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x, 0.0), (x, upper(tallest as f64))],
+                    c.stroke_width(3),
+                )))
+                .map_err(draw_err)?
+                .label("this run")
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(3))
+                });
+            draw_legend(&mut chart)?;
+        }
+        Ok(())
+    })
+}
+
 /// Seconds of each timed image, by image number.
 pub fn seconds_per_image(runs: &[Run]) -> Result<String> {
     lines(runs, "Seconds per image", ("image", true), "seconds", |r| {

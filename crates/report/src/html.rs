@@ -36,7 +36,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn page(title: &str, body: &str) -> String {
+/// A whole self-contained page around `body`.
+pub fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
         escape(title)
@@ -61,12 +62,21 @@ fn charts(runs: &[Run]) -> String {
     out
 }
 
-/// The report of one run.
-pub fn report(r: &BenchResult) -> String {
-    let score = match r.scores.score {
+fn score_title(r: &BenchResult) -> String {
+    match r.scores.score {
         Some(s) => format!("Score {s}"),
         None => "No score".into(),
-    };
+    }
+}
+
+/// The report of one run.
+pub fn report(r: &BenchResult) -> String {
+    page(&format!("SD Bench — {}", score_title(r)), &report_body(r))
+}
+
+/// The report of one run without the page around it (the results service's run page).
+pub fn report_body(r: &BenchResult) -> String {
+    let score = score_title(r);
     let mut body = format!(
         "<h1>SD Bench — {}</h1>\n<p class=\"muted\">{} · run {}</p>\n",
         escape(&score),
@@ -129,11 +139,16 @@ pub fn report(r: &BenchResult) -> String {
         label: &r.backend.device,
         result: r,
     }]));
-    page(&format!("SD Bench — {score}"), &body)
+    body
 }
 
 /// Two or more runs side by side: one column per run, then the charts with one series each.
 pub fn comparison(runs: &[Run]) -> String {
+    page("SD Bench — comparison", &comparison_body(runs))
+}
+
+/// The comparison without the page around it (the results service's compare view).
+pub fn comparison_body(runs: &[Run]) -> String {
     let mut body = String::from("<h1>SD Bench — comparison</h1>\n");
     if let Some(why) = crate::comparison_warning(runs) {
         body.push_str(&format!(
@@ -179,5 +194,5 @@ pub fn comparison(runs: &[Run]) -> String {
     }
     body.push_str("</table>\n<h2>Charts</h2>\n");
     body.push_str(&charts(runs));
-    page("SD Bench — comparison", &body)
+    body
 }

@@ -268,3 +268,30 @@ fn comparison_has_a_column_per_run() {
         "{page}"
     );
 }
+
+#[test]
+fn distribution_bins_every_value_and_marks_the_run() {
+    // 9 values: 5 bins (the square root of the count, at least 5), one bar each.
+    let values = [10.0, 10.5, 11.0, 11.2, 12.0, 12.1, 12.2, 13.0, 20.0];
+    let svg = charts::distribution(
+        "Images per minute",
+        "images per minute",
+        &values,
+        Some(12.1),
+    )
+    .unwrap();
+    let doc = parse(&svg);
+    let bars: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#1F77B4"))
+        .collect();
+    assert_eq!(bars.len(), 5);
+    let labels = texts(&doc);
+    assert!(labels.iter().any(|t| t == "this run"), "{labels:?}");
+    assert!(labels.iter().any(|t| t == "Images per minute"));
+    // No marker without a run to mark; no values is a reason, not a chart.
+    let plain = charts::distribution("c", "x", &values, None).unwrap();
+    assert!(!plain.contains("this run"));
+    let empty = charts::distribution("c", "x", &[f64::NAN], None).unwrap_err();
+    assert!(empty.to_string().contains("no runs"));
+}

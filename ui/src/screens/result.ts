@@ -89,6 +89,6 @@ export async function submitRun(runId: string): Promise<void> {
     h("pre", { class: "payload", tabindex: 0 }, preview.payload));
   if (!(await confirmDialog("Submit this result?", body, "Submit"))) return;
   const sent = await api.submit(runId);
-  if (sent.outcome === "sent") notify(`Submitted (HTTP ${sent.status}).`);
+  if (sent.outcome === "sent") notify(sent.comparison ? `Submitted: ${sent.comparison}` : `Submitted (HTTP ${sent.status}).`);
   else notify(`Not sent now (${sent.reason}); it is kept and sent with the next submission.`);
 }

@@ -16,7 +16,7 @@ const settingsForm = {
   memory: h("select", { id: "settings-memory" }),
   model: h("input", { type: "text", id: "settings-model", size: 48 }),
   modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a checkpoint that is not SD 1.5" }),
-  submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…" }),
+  submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…/api/v1/results" }),
   updateEndpoint: h("input", { type: "url", id: "settings-update", size: 48, placeholder: "the app's built-in endpoint" }),
   cpuThreads: h("input", { type: "number", id: "settings-cpu-threads", min: 1, max: 1024, step: 1, placeholder: "one per physical core" }),
 };
@@ -191,7 +191,7 @@ export const systemScreen: Screen = {
           "full: everything on the GPU (the standard score's); balanced: text encoders on the CPU; low: also sequential guidance, the UNet off the GPU while decoding, tiled VAE, for small GPUs; minimal: also 8-bit UNet weights and smaller attention chunks, for the smallest; cpu: everything on the CPU; auto: the fastest that fits the GPU's memory"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
         field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint"),
-        field("Submission endpoint", settingsForm.submitEndpoint, "where Submit sends results"),
+        field("Submission endpoint", settingsForm.submitEndpoint, "where Submit sends results: an SD Bench results service's …/api/v1/results (sdbench-server; there is no public one yet)"),
         field("Update endpoint", settingsForm.updateEndpoint, "leave empty for the built-in one"),
         h("label", {}, "CPU threads", settingsForm.cpuThreads, cpuThreadsNow),
         saveButton),

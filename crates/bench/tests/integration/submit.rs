@@ -23,7 +23,13 @@ fn submits_retries_and_keeps_what_cannot_be_sent() {
     // Two 503s, then accepted on the third try.
     server.fail_posts(2);
     let r = result();
-    assert_eq!(submitter.submit(&r).unwrap(), Outcome::Sent { status: 201 });
+    assert_eq!(
+        submitter.submit(&r).unwrap(),
+        Outcome::Sent {
+            status: 201,
+            reply: None
+        }
+    );
     let posted = server.posted();
     assert_eq!(posted.len(), 1);
     assert_eq!(

@@ -28,6 +28,7 @@ fn sdbench(home: &Path, endpoint: &str, args: &[&str]) -> Output {
         .env_remove("HF_TOKEN")
         .env_remove("HF_HUB_OFFLINE")
         .env_remove("HF_HOME")
+        .env_remove("SDBENCH_SUBMIT_ENDPOINT")
         .output()
         .unwrap()
 }
@@ -252,6 +253,31 @@ fn history_check_flags_a_run_slower_than_its_keys_noise() {
     ok(&o);
     assert!(
         text(&o.stdout).contains("no verdict: 1 earlier valid run(s)"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    // `regressions` finds the slow run among all of them, and only it.
+    let o = sdbench(
+        home.path(),
+        &dead_endpoint(),
+        &["history", "regressions", "--json"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let found: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [slow.as_str()]);
+    assert!(text(&o.stderr).contains("1 of 8 benchmark runs are regressions"));
+    history.delete(&slow).unwrap();
+    let o = sdbench(home.path(), &dead_endpoint(), &["history", "regressions"]);
+    ok(&o);
+    assert!(
+        text(&o.stdout).contains("no regressions among 7"),
         "{}",
         text(&o.stdout)
     );
@@ -555,6 +581,106 @@ fn submit_dry_run_send_and_outbox() {
     assert_eq!(o.status.code(), Some(1));
     assert!(
         text(&o.stderr).contains("schema_version 9"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// A results service (sdbench-server's code) on a loopback port for the rest of the test run.
+fn results_service(data: &Path) -> String {
+    let config = sdbench_server::Config {
+        database: None,
+        data_dir: data.to_path_buf(),
+        reference_hashes: None,
+        submissions_per_minute: 30,
+        trust_forwarded_for: false,
+    };
+    let service = std::sync::Arc::new(sdbench_server::Service::open(&config).unwrap());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            sdbench_server::serve(listener, service, std::future::pending())
+                .await
+                .unwrap();
+        });
+    });
+    base
+}
+
+#[test]
+fn a_benchmark_submitted_to_the_results_service_is_on_its_leaderboard() {
+    let home = tempfile::tempdir().unwrap();
+    let service = results_service(&home.path().join("service"));
+    let out = home.path().join("run.json");
+    let (model, out_s) = (tiny().display().to_string(), out.display().to_string());
+    let mut args = vec![
+        "bench",
+        "--model",
+        &model,
+        "--out",
+        &out_s,
+        "--threads",
+        "1",
+    ];
+    args.extend_from_slice(SMALL);
+    ok(&sdbench(home.path(), &dead_endpoint(), &args));
+
+    let endpoint = format!("{service}/api/v1/results");
+    let o = sdbench(
+        home.path(),
+        &dead_endpoint(),
+        &["submit", &out_s, "--endpoint", &endpoint],
+    );
+    ok(&o);
+    let said = text(&o.stdout);
+    assert!(said.contains("(HTTP 201)"), "{said}");
+    assert!(
+        said.contains("the first run of CPU (1 thread) with this setup"),
+        "{said}"
+    );
+    let run_id = serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&out).unwrap())
+        .unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(said.contains(&format!("{service}/runs/{run_id}")), "{said}");
+
+    // On the leaderboard of custom runs, and on its own page.
+    let page = ureq::get(&format!("{service}/?workload=custom&kind=all"))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    assert!(page.contains("CPU (1 thread)"), "{page}");
+    let page = ureq::get(&format!("{service}/runs/{run_id}"))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    assert!(page.contains(&run_id));
+
+    // Sent again: the same record.
+    let o = sdbench(
+        home.path(),
+        &dead_endpoint(),
+        &["submit", &out_s, "--endpoint", &endpoint],
+    );
+    ok(&o);
+    assert!(
+        text(&o.stdout).contains("(already there)"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    // No endpoint: told there is no public service, exit 1.
+    let o = sdbench(home.path(), &dead_endpoint(), &["submit", &out_s]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("no public one yet"),
         "{}",
         text(&o.stderr)
     );
