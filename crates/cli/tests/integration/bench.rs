@@ -586,12 +586,13 @@ fn submit_dry_run_send_and_outbox() {
     );
 }
 
-/// A results service (sdbench-server's code) on a loopback port for the rest of the test run.
-fn results_service(data: &Path) -> String {
+/// A results service (sdbench-server's code) on a loopback port for the rest of the test run,
+/// with the reference hash table `references`.
+fn results_service(data: &Path, references: &Path) -> String {
     let config = sdbench_server::Config {
         database: None,
         data_dir: data.to_path_buf(),
-        reference_hashes: None,
+        reference_hashes: Some(references.to_path_buf()),
         submissions_per_minute: 30,
         trust_forwarded_for: false,
     };
@@ -614,20 +615,25 @@ fn results_service(data: &Path) -> String {
 #[test]
 fn a_benchmark_submitted_to_the_results_service_is_on_its_leaderboard() {
     let home = tempfile::tempdir().unwrap();
-    let service = results_service(&home.path().join("service"));
+    let run = |out: &Path| {
+        let (model, out_s) = (tiny().display().to_string(), out.display().to_string());
+        let mut args = vec!["bench", "--model", &model, "--out", &out_s];
+        args.extend_from_slice(&["--threads", "1", "--precision", "f32"]);
+        args.extend_from_slice(SMALL);
+        ok(&sdbench(home.path(), &dead_endpoint(), &args));
+        sdbench_bench::BenchResult::load(out).unwrap()
+    };
+    // The reference table holds the tiny model's images from one run; the submitted run is
+    // another (its own timings, the same pictures).
+    let reference = run(&home.path().join("reference.json"));
+    let mut table = sdbench_server::reference::ReferenceTable::default();
+    table.add_run(&reference).unwrap();
+    let table_path = home.path().join("references.json");
+    std::fs::write(&table_path, table.to_json()).unwrap();
+    let service = results_service(&home.path().join("service"), &table_path);
     let out = home.path().join("run.json");
-    let (model, out_s) = (tiny().display().to_string(), out.display().to_string());
-    let mut args = vec![
-        "bench",
-        "--model",
-        &model,
-        "--out",
-        &out_s,
-        "--threads",
-        "1",
-    ];
-    args.extend_from_slice(SMALL);
-    ok(&sdbench(home.path(), &dead_endpoint(), &args));
+    let out_s = out.display().to_string();
+    run(&out);
 
     let endpoint = format!("{service}/api/v1/results");
     let o = sdbench(
@@ -642,6 +648,7 @@ fn a_benchmark_submitted_to_the_results_service_is_on_its_leaderboard() {
         said.contains("the first run of CPU (1 thread) with this setup"),
         "{said}"
     );
+    assert!(said.contains("the images match the reference"), "{said}");
     let run_id = serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&out).unwrap())
         .unwrap()["run_id"]
         .as_str()
