@@ -27,6 +27,16 @@ pub struct VramPhase {
     pub reserved_bytes: u64,
 }
 
+impl VramPhase {
+    /// "load", "text encode", "step 3", "decode".
+    pub fn name(&self) -> String {
+        match self.step {
+            Some(step) => format!("step {step}"),
+            None => self.phase.replace('_', " "),
+        }
+    }
+}
+
 /// Collects phases from a memory query (the device's allocator; a plain function in tests).
 pub struct VramRecorder<Q: FnMut() -> Option<AllocatorMemory>> {
     query: Q,
@@ -63,6 +73,11 @@ impl<Q: FnMut() -> Option<AllocatorMemory>> VramRecorder<Q> {
         }
     }
 
+    /// The phases recorded so far.
+    pub fn phases(&self) -> &[VramPhase] {
+        &self.phases
+    }
+
     pub fn finish(self, generation: &str) -> VramReport {
         VramReport {
             generation: generation.into(),
@@ -87,10 +102,7 @@ impl VramReport {
             self.generation, "phase", "in use MiB", "reserved MiB"
         );
         for p in &self.phases {
-            let name = match p.step {
-                Some(step) => format!("step {step}"),
-                None => p.phase.replace('_', " "),
-            };
+            let name = p.name();
             out += &format!(
                 "{name:<12} {:>12.1} {:>14.1}\n",
                 mib(p.in_use_bytes),

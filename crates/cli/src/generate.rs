@@ -196,10 +196,22 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
             recorder
         });
     let mut progress = StepProgress::new();
+    // Each phase is printed as it ends too: a slow device's figures are known before the end.
+    let mut printed = 0;
     let mut observe = |e: &Progress| {
         progress.update(e);
         if let Some(recorder) = vram.as_mut() {
             recorder.observe(e);
+            for phase in &recorder.phases()[printed..] {
+                let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
+                eprintln!(
+                    "vram after {}: {:.1} MiB in use, {:.1} MiB reserved",
+                    phase.name(),
+                    mib(phase.in_use_bytes),
+                    mib(phase.reserved_bytes)
+                );
+            }
+            printed = recorder.phases().len();
         }
     };
     // Every step ends with a device sync, so each phase's memory is what the device holds then.

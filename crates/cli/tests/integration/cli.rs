@@ -626,6 +626,16 @@ fn generate_reports_vram_after_each_phase() {
     );
     let reserved: f64 = rows[6].split_whitespace().last().unwrap().parse().unwrap();
     assert!(reserved > 0.0, "{err}");
+    // Each phase was also printed as it ended, before the table.
+    let streamed: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("vram after "))
+        .collect();
+    assert_eq!(streamed.len(), 6, "{err}");
+    assert!(streamed[0].starts_with("vram after load: "), "{err}");
+    assert!(
+        streamed[5].starts_with("vram after decode: ") && streamed[5].ends_with("MiB reserved")
+    );
 }
 
 /// `--memory`: a profile runs and says so; `cpu` with another backend is refused by name.
