@@ -61,16 +61,21 @@ pub struct ServiceReply {
 }
 
 impl ServiceReply {
-    /// The run's page as an absolute address on the service that `endpoint` belongs to.
+    /// The run's page as an absolute address on the service that `endpoint` belongs to: the
+    /// endpoint less its `/api/v1/results` (a service under a path prefix keeps it), else its
+    /// origin.
     pub fn page(&self, endpoint: &str) -> String {
-        let origin = endpoint
-            .find("://")
-            .map(|scheme| match endpoint[scheme + 3..].find('/') {
-                Some(path) => &endpoint[..scheme + 3 + path],
-                None => endpoint,
-            })
-            .unwrap_or(endpoint);
-        format!("{origin}{}", self.url)
+        let base = endpoint.trim_end_matches('/');
+        let base = base.strip_suffix("/api/v1/results").unwrap_or_else(|| {
+            base.find("://")
+                .and_then(|scheme| {
+                    base[scheme + 3..]
+                        .find('/')
+                        .map(|p| &base[..scheme + 3 + p])
+                })
+                .unwrap_or(base)
+        });
+        format!("{base}{}", self.url)
     }
 
     /// "your run vs 12 runs of …": one paragraph for the CLI and the app.
@@ -239,5 +244,43 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::Unreachable(s) | Failure::Refused(s) => f.write_str(s),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_page_is_on_the_service_the_endpoint_names() {
+        let reply = ServiceReply {
+            id: "r".into(),
+            url: "/runs/r".into(),
+            duplicate: false,
+            reference_match: None,
+            comparison: Comparison {
+                gpu: "GPU".into(),
+                runs: 3,
+                median_images_per_minute: 20.0,
+                percentile: 50.0,
+            },
+        };
+        for (endpoint, page) in [
+            (
+                "http://127.0.0.1:8080/api/v1/results",
+                "http://127.0.0.1:8080/runs/r",
+            ),
+            (
+                "https://x.org/sdbench/api/v1/results/",
+                "https://x.org/sdbench/runs/r",
+            ),
+            ("https://x.org/collect", "https://x.org/runs/r"),
+            ("https://x.org", "https://x.org/runs/r"),
+        ] {
+            assert_eq!(reply.page(endpoint), page);
+        }
+        let said = reply.describe("https://x.org/api/v1/results");
+        assert!(said.starts_with("your run vs 3 runs of GPU"), "{said}");
+        assert!(said.contains("faster than 50% of them; their median is 20.00 images/min"));
     }
 }
