@@ -191,3 +191,53 @@ fn restart(engine: Engine) {
     );
     second.stop();
 }
+
+/// Two instances on one PostgreSQL database (as behind a load balancer), each sent the same
+/// runs at the same time: each run is stored once, one instance answers 201 and the other 200
+/// with the same id, and both read every run.
+#[test]
+fn two_instances_share_one_postgres_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(config) = config(Engine::Postgres, dir.path()) else {
+        return;
+    };
+    let (first, second) = (Server::start(&config), Server::start(&config));
+    let runs: Vec<String> = (0..100)
+        .map(|i| {
+            standard_result(&format!("shared-{i}"), "GPU", "cuda", 2.0 + i as f64 * 1e-3)
+                .to_string()
+        })
+        .collect();
+    let send = |base: String, runs: Vec<String>| {
+        std::thread::spawn(move || {
+            let agent = agent();
+            let url = format!("{base}/api/v1/results");
+            runs.iter()
+                .map(|body| {
+                    let (status, answer) = post(&agent, &url, body);
+                    (
+                        status,
+                        answer["id"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    let a = send(first.base.clone(), runs.clone());
+    let b = send(second.base.clone(), runs.clone());
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    for (i, ((status_a, id_a), (status_b, id_b))) in a.iter().zip(&b).enumerate() {
+        let id = id(&format!("shared-{i}"));
+        assert_eq!((id_a, id_b), (&id, &id));
+        let mut statuses = [*status_a, *status_b];
+        statuses.sort();
+        assert_eq!(statuses, [200, 201], "run {i}");
+    }
+    let agent = agent();
+    for server in [&first, &second] {
+        let health = get_json(&agent, &format!("{}/api/v1/health", server.base));
+        assert_eq!(health["runs"], 100);
+    }
+    first.stop();
+    second.stop();
+}
