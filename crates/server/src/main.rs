@@ -26,7 +26,8 @@ struct Args {
     /// A PostgreSQL URL (postgres://user:password@host/database); without it, SQLite in --data.
     #[arg(long, env = "SDBENCH_SERVER_DATABASE")]
     database: Option<String>,
-    /// The data folder (the SQLite file): default the platform data folder's sdbench-server.
+    /// The data folder (the SQLite file): default `sdbench-server` in the platform's data folder
+    /// (~/.local/share on Linux).
     #[arg(long)]
     data: Option<PathBuf>,
     /// A reference hash table (JSON) instead of the built-in one.
@@ -74,10 +75,9 @@ fn add_reference(result: &std::path::Path, table_path: &std::path::Path) -> anyh
     Ok(())
 }
 
+/// The platform's data folder (`~/.local/share` on Linux) with `sdbench-server` in it.
 fn default_data_dir() -> PathBuf {
-    std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+    dirs::data_dir()
         .unwrap_or_else(|| PathBuf::from("."))
         .join("sdbench-server")
 }

@@ -44,6 +44,9 @@ fn error_page(e: ServerError) -> Response {
     (status, Html(page("SD Bench results", &body))).into_response()
 }
 
+/// Runs a GPU's page lists (the fastest first).
+const MAX_LISTED_RUNS: usize = 500;
+
 const NAV: &str = "<nav><a href=\"/\">Leaderboard</a></nav>\n";
 
 fn select(name: &str, label: &str, choices: &[(&str, &str)], chosen: Option<&str>) -> String {
@@ -254,7 +257,7 @@ pub async fn gpu(
                  <tr><th>compare</th><th>run</th><th>received</th><th>backend</th><th>memory profile</th>\
                  <th>images/min</th><th>s/image</th><th>steps/s</th><th title=\"images against the reference hashes\">reference images</th></tr>\n",
             );
-            for run in &runs {
+            for run in runs.iter().take(MAX_LISTED_RUNS) {
                 body.push_str(&format!(
                     "<tr class=\"run-row\"><td><input type=\"checkbox\" name=\"ids\" value=\"{id}\"></td>\
                      <td><a href=\"/runs/{id_link}\">{id}</a></td><td>{}</td><td>{} {}</td><td>{}</td>\
@@ -275,7 +278,17 @@ pub async fn gpu(
                     id_link = encode(&run.id),
                 ));
             }
-            body.push_str("</table>\n<button type=\"submit\" id=\"compare\">Compare selected</button>\n</form>\n");
+            body.push_str("</table>\n");
+            if runs.len() > MAX_LISTED_RUNS {
+                body.push_str(&format!(
+                    "<p class=\"muted\">The {MAX_LISTED_RUNS} fastest of {} runs; the distribution counts them all (every run: /api/v1/gpus/{}).</p>\n",
+                    runs.len(),
+                    encode(&name)
+                ));
+            }
+            body.push_str(
+                "<button type=\"submit\" id=\"compare\">Compare selected</button>\n</form>\n",
+            );
         }
     }
     Html(page(&format!("{name} — SD Bench results"), &body)).into_response()
