@@ -25,9 +25,14 @@ impl IntoResponse for ServerError {
                 StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST),
                 reason.clone(),
             ),
+            // The details (a database's message) are for the operator's log, not the client.
             other => {
                 eprintln!("error: {other}");
-                (StatusCode::INTERNAL_SERVER_ERROR, other.to_string())
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the service failed to handle this request (its log says why); try again later"
+                        .to_string(),
+                )
             }
         };
         (status, Json(json!({ "error": message }))).into_response()
@@ -81,7 +86,9 @@ impl FilterQuery {
             backend: given(&self.backend),
             precision: given(&self.precision),
             profile: given(&self.profile),
-            standard_only: self.kind.as_deref() != Some("all"),
+            // Custom runs are never standard: asking for them asks for all of them.
+            standard_only: self.kind.as_deref() != Some("all")
+                && self.workload.as_deref() != Some("custom"),
         }
     }
 }

@@ -30,17 +30,20 @@ pub fn encode(text: &str) -> String {
 }
 
 fn error_page(e: ServerError) -> Response {
-    let status = match &e {
-        ServerError::Refused { status, .. } => {
-            StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST)
+    let (status, message) = match &e {
+        ServerError::Refused { status, reason } => (
+            StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST),
+            reason.clone(),
+        ),
+        other => {
+            eprintln!("error: {other}");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The service failed to show this page (its log says why); try again later.".into(),
+            )
         }
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    let body = format!(
-        "{NAV}<h1>{}</h1>\n<p>{}</p>\n",
-        status,
-        escape(&e.to_string())
-    );
+    let body = format!("{NAV}<h1>{status}</h1>\n<p>{}</p>\n", escape(&message));
     (status, Html(page("SD Bench results", &body))).into_response()
 }
 
