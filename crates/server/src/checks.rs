@@ -194,7 +194,7 @@ fn check_standard(r: &BenchResult) -> Result<()> {
     };
     let differs = |what: &str| {
         Err(unprocessable(format!(
-            "marked as a standard {} run, but its {what} differ from the workload's",
+            "marked as a standard {} run, but it does not have the workload's {what}",
             w.name
         )))
     };
@@ -222,15 +222,15 @@ fn check_standard(r: &BenchResult) -> Result<()> {
         return differs("negative prompt or batch");
     }
     if w.model.synthetic || w.model.preset.as_deref() != Some(expected.preset.name()) {
-        return differs("model (not the workload's architecture, or synthetic weights)");
+        return differs("model (its architecture, on real weights)");
     }
     if r.backend.memory_profile.as_deref().unwrap_or("full") != "full" {
-        return differs("memory profile");
+        return differs("memory profile (full)");
     }
     // Every prompt once, in order.
     let order: Vec<usize> = r.results.iter().map(|i| i.prompt_index).collect();
     if order != (0..expected.prompts.len()).collect::<Vec<_>>() {
-        return differs("images (each prompt once, in order)");
+        return differs("images (one per prompt, in order)");
     }
     if r.scores.score.is_none() {
         return Err(unprocessable("a standard run without a score"));
