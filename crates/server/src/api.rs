@@ -18,14 +18,15 @@ use crate::error::ServerError;
 use crate::store::{self, percentile_of, Distribution, Filter, RunRow, Stored};
 use crate::Shared;
 
-impl IntoResponse for ServerError {
-    fn into_response(self) -> Response {
-        let (status, message) = match &self {
+impl ServerError {
+    /// The status and the message a client gets: a refusal's reason, or for the service's own
+    /// failures a plain sentence (the details, such as a database's message, go to the log).
+    pub(crate) fn for_client(&self) -> (StatusCode, String) {
+        match self {
             ServerError::Refused { status, reason } => (
                 StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST),
                 reason.clone(),
             ),
-            // The details (a database's message) are for the operator's log, not the client.
             other => {
                 eprintln!("error: {other}");
                 (
@@ -34,7 +35,13 @@ impl IntoResponse for ServerError {
                         .to_string(),
                 )
             }
-        };
+        }
+    }
+}
+
+impl IntoResponse for ServerError {
+    fn into_response(self) -> Response {
+        let (status, message) = self.for_client();
         (status, Json(json!({ "error": message }))).into_response()
     }
 }

@@ -2,7 +2,6 @@
 //! compare view, with the report crate's SVG charts.
 
 use axum::extract::{Path, Query, RawQuery, State};
-use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 
 use sdbench_bench::result::BenchResult;
@@ -30,19 +29,7 @@ pub fn encode(text: &str) -> String {
 }
 
 fn error_page(e: ServerError) -> Response {
-    let (status, message) = match &e {
-        ServerError::Refused { status, reason } => (
-            StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST),
-            reason.clone(),
-        ),
-        other => {
-            eprintln!("error: {other}");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "The service failed to show this page (its log says why); try again later.".into(),
-            )
-        }
-    };
+    let (status, message) = e.for_client();
     let body = format!("{NAV}<h1>{status}</h1>\n<p>{}</p>\n", escape(&message));
     (status, Html(page("SD Bench results", &body))).into_response()
 }
