@@ -68,6 +68,17 @@ pub(crate) async fn blocking<T: Send + 'static>(
     result.await.map_err(|e| failed(&e))?
 }
 
+/// The runs `query` selects (of `gpu`, if given), fastest first: what the leaderboard and the GPU
+/// lists, in JSON and as pages, are made from.
+pub(crate) async fn list_runs(
+    service: Shared,
+    query: &FilterQuery,
+    gpu: Option<String>,
+) -> crate::Result<Vec<RunRow>> {
+    let filter = query.filter();
+    blocking(move || store::runs(&service.db, &filter, gpu.as_deref())).await
+}
+
 /// The filters every list takes: `workload` (default the standard one; `any` for all),
 /// `backend`, `precision`, `profile` (memory profile) and `kind` (`standard`, the default, or
 /// `all` to include custom runs).
@@ -228,9 +239,7 @@ pub async fn leaderboard(
     State(service): State<Shared>,
     Query(query): Query<FilterQuery>,
 ) -> Response {
-    let filter = query.filter();
-    let rows = blocking(move || store::runs(&service.db, &filter, None)).await;
-    match rows {
+    match list_runs(service, &query, None).await {
         Ok(runs) => {
             Json(json!({ "filter": query, "rows": store::leaderboard(&runs) })).into_response()
         }
@@ -245,10 +254,7 @@ pub async fn gpu(
     Path(name): Path<String>,
     Query(query): Query<FilterQuery>,
 ) -> Response {
-    let filter = query.filter();
-    let gpu = name.clone();
-    let runs = blocking(move || store::runs(&service.db, &filter, Some(&gpu))).await;
-    match runs {
+    match list_runs(service, &query, Some(name.clone())).await {
         Ok(runs) => {
             let rates: Vec<f64> = runs.iter().map(|r| r.images_per_minute).collect();
             let percentile = query.value.map(|v| percentile_of(&rates, v));

@@ -9,7 +9,7 @@ use sdbench_bench::workload::WORKLOAD_NAMES;
 use sdbench_report::html::{comparison_body, escape, page, report_body};
 use sdbench_report::{charts, Run};
 
-use crate::api::{blocking, FilterQuery};
+use crate::api::{blocking, list_runs, FilterQuery};
 use crate::error::ServerError;
 use crate::store::{self, Distribution, RunRow};
 use crate::Shared;
@@ -139,8 +139,7 @@ fn rate(v: f64) -> String {
 
 /// `/`: GPUs ranked by the median images per minute of their runs.
 pub async fn leaderboard(State(service): State<Shared>, Query(q): Query<FilterQuery>) -> Response {
-    let filter = q.filter();
-    let runs = match blocking(move || store::runs(&service.db, &filter, None)).await {
+    let runs = match list_runs(service, &q, None).await {
         Ok(runs) => runs,
         Err(e) => return error_page(e),
     };
@@ -204,9 +203,7 @@ pub async fn gpu(
     Path(name): Path<String>,
     Query(q): Query<FilterQuery>,
 ) -> Response {
-    let filter = q.filter();
-    let gpu = name.clone();
-    let runs = match blocking(move || store::runs(&service.db, &filter, Some(&gpu))).await {
+    let runs = match list_runs(service, &q, Some(name.clone())).await {
         Ok(runs) => runs,
         Err(e) => return error_page(e),
     };
