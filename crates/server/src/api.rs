@@ -194,7 +194,7 @@ pub async fn submit(
         let id = match &stored {
             Stored::New(id) | Stored::Existing(id) => id.clone(),
         };
-        let (run, _) = store::get(&work.db, &id)?
+        let run = store::figures(&work.db, &id)?
             .ok_or_else(|| ServerError::Database(format!("run {id} vanished after storing")))?;
         let compared = comparison(&work, &run)?;
         Ok((stored, run, compared))

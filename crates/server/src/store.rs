@@ -152,6 +152,15 @@ pub fn get(db: &Db, id: &str) -> Result<Option<(RunRow, String)>> {
     }
 }
 
+/// A run's figures without its document (what a submission's answer needs).
+pub fn figures(db: &Db, id: &str) -> Result<Option<RunRow>> {
+    let rows = db.query(
+        &format!("SELECT {COLUMNS} FROM runs WHERE id = $1"),
+        &[id.into()],
+    )?;
+    rows.first().map(run_row).transpose()
+}
+
 /// Runs that pass `filter` (and are of `gpu`, if given), fastest first.
 pub fn runs(db: &Db, filter: &Filter, gpu: Option<&str>) -> Result<Vec<RunRow>> {
     let mut conditions = Vec::new();
