@@ -80,9 +80,14 @@ impl UiError {
                 ErrorKind::DiskFull,
                 "The disk is full: free some space (System → clean up model cache can help) and try again.",
             )
-        } else if lower.contains("out of memory")
-            || lower.contains("out_of_memory")
-            || lower.contains("outofmemory")
+        } else if ["out of memory", "out_of_memory", "outofmemory"]
+            .iter()
+            .any(|m| lower.contains(m))
+            // The engine's own words: the fit check before starting, an allocation that failed
+            // on the device, a tensor beyond the device's largest buffer.
+            || ["out of device memory", "the device cannot hold"]
+                .iter()
+                .any(|m| lower.contains(m))
         {
             (
                 ErrorKind::OutOfMemory,
@@ -201,6 +206,22 @@ mod tests {
             message: "CUDA_ERROR_OUT_OF_MEMORY: out of memory".into(),
         });
         assert_eq!(e.kind, ErrorKind::OutOfMemory);
+        for message in [
+            "out of device memory: allocating 145 MiB failed; try --memory low",
+            "the device cannot hold a 145 MiB tensor in one buffer (its largest is 128 MiB)",
+        ] {
+            let e = UiError::from(sdbench_diffusion::DiffusionError::Backend {
+                backend: "vulkan".into(),
+                message: message.into(),
+            });
+            assert_eq!(e.kind, ErrorKind::OutOfMemory, "{message}");
+        }
+        let e = UiError::from(sdbench_diffusion::DiffusionError::DoesNotFit(
+            "out of device memory before starting: the full memory profile needs about 3.1 GiB"
+                .into(),
+        ));
+        assert_eq!(e.kind, ErrorKind::OutOfMemory);
+        assert!(e.hint.contains("memory profile"), "{}", e.hint);
     }
 
     #[test]

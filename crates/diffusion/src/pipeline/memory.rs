@@ -82,6 +82,18 @@ impl MemoryProfile {
         }
     }
 
+    /// The profile whose options `options` are (the `cpu` profile's are `full`'s: told apart by
+    /// the backend).
+    pub fn of_options(options: &LoadOptions) -> Option<MemoryProfile> {
+        let base = LoadOptions {
+            vae_encoder: options.vae_encoder,
+            ..LoadOptions::default()
+        };
+        MemoryProfile::ALL
+            .into_iter()
+            .find(|p| p.load_options(base) == *options)
+    }
+
     /// Whether the profile needs the CPU backend.
     pub fn needs_cpu_backend(self) -> bool {
         self == MemoryProfile::Cpu

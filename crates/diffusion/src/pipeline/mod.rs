@@ -3,11 +3,11 @@
 //! `StableDiffusionXLPipeline.__call__` (SDXL) do, or their image-to-image pipelines when the request
 //! starts from a picture.
 
+mod backend_failure;
 pub mod family;
 pub mod memory;
 pub mod memory_need;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -18,6 +18,7 @@ use burn::tensor::{DType, TensorData};
 use burn::{Dispatch, DispatchDevice};
 use serde_json::{Map, Value};
 
+use self::backend_failure::guard;
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
 use crate::io::checkpoint;
@@ -428,18 +429,25 @@ impl Pipeline {
                 ),
             });
         }
-        let backend = device.kind.name().to_string();
-        guard(&backend, || match source {
-            ModelSource::Folder(folder) => {
-                Self::load_folder(folder, device.clone(), precision, options)
-            }
-            ModelSource::Checkpoint { file, config } => {
-                Self::load_checkpoint(file, config.as_deref(), device.clone(), precision, options)
-            }
-            ModelSource::Synthetic(preset) => {
-                Self::load_synthetic(*preset, device.clone(), precision, options)
-            }
-        })
+        guard(
+            &device,
+            memory::MemoryProfile::of_options(&options),
+            || match source {
+                ModelSource::Folder(folder) => {
+                    Self::load_folder(folder, device.clone(), precision, options)
+                }
+                ModelSource::Checkpoint { file, config } => Self::load_checkpoint(
+                    file,
+                    config.as_deref(),
+                    device.clone(),
+                    precision,
+                    options,
+                ),
+                ModelSource::Synthetic(preset) => {
+                    Self::load_synthetic(*preset, device.clone(), precision, options)
+                }
+            },
+        )
     }
 
     fn load_folder(
@@ -917,8 +925,7 @@ impl Pipeline {
             request.steps,
             &self.scheduler_path,
         )?;
-        let backend = self.device.kind.name().to_string();
-        guard(&backend, || {
+        guard(&self.device, self.memory_profile(), || {
             self.run(request, kind, scheduler.as_mut(), sync, progress, cancel)
         })
     }
@@ -1201,7 +1208,7 @@ impl Pipeline {
     /// Component access for parity tests and tools: a prompt's conditioning as the UNet gets it
     /// (unguided): text embeddings [1, S, D] and, for SDXL, the pooled embedding [1, P], as f32.
     pub fn run_prompt_encoding(&self, prompt: &str) -> Result<(Vec<f32>, Option<Vec<f32>>)> {
-        guard(self.device.kind.name(), || {
+        guard(&self.device, self.memory_profile(), || {
             let (context, pooled) = self.encode_texts(&[prompt]);
             let pooled = match pooled {
                 Some(p) => Some(tensor_to_vec(p.cast(DType::F32))?),
@@ -1219,7 +1226,7 @@ impl Pipeline {
                 "token id {bad} is outside the vocabulary ({vocab})"
             )));
         }
-        guard(self.device.kind.name(), || {
+        guard(&self.device, self.memory_profile(), || {
             tensor_to_vec(self.encode_ids(ids).cast(DType::F32))
         })
     }
@@ -1235,7 +1242,7 @@ impl Pipeline {
         context_shape: [usize; 3],
         text_time: Option<RawTextTime>,
     ) -> Result<Vec<f32>> {
-        guard(self.device.kind.name(), || {
+        guard(&self.device, self.memory_profile(), || {
             let dev = &self.device.device;
             let x = Tensor::<B, 4>::from_data(
                 TensorData::new(sample.to_vec(), sample_shape),
@@ -1260,7 +1267,7 @@ impl Pipeline {
 
     /// One VAE encode of a picture: the latent distribution's mean [1, C, H/f, W/f] (no scaling).
     pub fn run_vae_encode(&self, image: &RgbImage) -> Result<Vec<f32>> {
-        guard(self.device.kind.name(), || {
+        guard(&self.device, self.memory_profile(), || {
             let scaled = self.encode_image(image)?;
             tensor_to_vec(scaled / self.vae.scaling_factor())
         })
@@ -1268,7 +1275,7 @@ impl Pipeline {
 
     /// One VAE decode of raw latents (no scaling), returning [N, 3, H, W] in about [-1, 1].
     pub fn run_vae_decode(&self, latents: &[f32], shape: [usize; 4]) -> Result<Vec<f32>> {
-        guard(self.device.kind.name(), || {
+        guard(&self.device, self.memory_profile(), || {
             let z = Tensor::<B, 4>::from_data(
                 TensorData::new(latents.to_vec(), shape),
                 (self.vae_device(), DType::F32),
@@ -1571,13 +1578,7 @@ impl FitContext {
     /// The profile whose options these are (the `cpu` profile's are `full`'s: told apart by
     /// the backend).
     fn profile(&self) -> Option<memory::MemoryProfile> {
-        let base = LoadOptions {
-            vae_encoder: self.options.vae_encoder,
-            ..LoadOptions::default()
-        };
-        memory::MemoryProfile::ALL
-            .into_iter()
-            .find(|p| p.load_options(base) == self.options)
+        memory::MemoryProfile::of_options(&self.options)
     }
 
     /// Refuses work that will not fit the device's memory, naming what it needs and the profile
@@ -1670,79 +1671,17 @@ fn device_sync(device: &SelectedDevice) -> Result<()> {
     device.sync()
 }
 
+/// A tensor's values as f32. The device is synced first: a failure on it (an allocation) comes
+/// back from a sync, and a read alone would return memory the failed work never wrote.
 pub(crate) fn tensor_to_vec<const D: usize>(t: Tensor<B, D>) -> Result<Vec<f32>> {
-    t.into_data()
+    let failed = |e: String| DiffusionError::Backend {
+        backend: "readback".into(),
+        message: e,
+    };
+    <B as burn::tensor::backend::Backend>::sync(&t.device()).map_err(|e| failed(e.to_string()))?;
+    t.try_into_data()
+        .map_err(|e| failed(format!("{e:?}")))?
         .convert::<f32>()
         .into_vec::<f32>()
-        .map_err(|e| DiffusionError::Backend {
-            backend: "readback".into(),
-            message: format!("{e:?}"),
-        })
-}
-
-/// Runs backend work, turning a backend panic (out of memory, a driver error) into an error.
-fn guard<T>(backend: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
-    match catch_unwind(AssertUnwindSafe(work)) {
-        Ok(result) => result,
-        Err(payload) => {
-            let message = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown failure".into());
-            Err(DiffusionError::Backend {
-                backend: backend.into(),
-                message: explain_backend_failure(&message),
-            })
-        }
-    }
-}
-
-fn explain_backend_failure(message: &str) -> String {
-    let lower = message.to_lowercase();
-    let out_of_memory = ["out of memory", "outofmemory", "out_of_memory", "oom"];
-    if out_of_memory.iter().any(|m| lower.contains(m)) {
-        format!(
-            "out of device memory ({message}); try a memory profile that needs less (--memory \
-             balanced, then low; the app's System screen), --precision f16, a smaller size, or \
-             --memory cpu"
-        )
-    } else if let Some(bytes) = lower
-        .split("can't allocate buffer of size:")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse::<u64>().ok())
-    {
-        // cubecl allocates within the device's largest storage binding, which some drivers set
-        // low (128 MiB on lavapipe); the backtrace cubecl appends is left out.
-        format!(
-            "the device cannot hold a {:.0} MiB tensor in one buffer (its largest storage binding is smaller); \
-             try --precision f16, a smaller size, or another backend",
-            bytes as f64 / (1u64 << 20) as f64
-        )
-    } else {
-        message.to_string()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backend_failures_are_explained_in_the_persons_terms() {
-        let too_big = "called `Result::unwrap()` on an `Err` value: can't allocate buffer of size: 151781376\n   0: backtrace lines";
-        let text = explain_backend_failure(too_big);
-        assert!(
-            text.starts_with("the device cannot hold a 145 MiB tensor in one buffer")
-                && !text.contains("backtrace"),
-            "{text}"
-        );
-        let oom = explain_backend_failure("CUDA_ERROR_OUT_OF_MEMORY");
-        assert!(
-            oom.contains("--memory balanced, then low") && oom.contains("--precision f16"),
-            "{oom}"
-        );
-        assert_eq!(explain_backend_failure("device lost"), "device lost");
-    }
+        .map_err(|e| failed(format!("{e:?}")))
 }

@@ -179,16 +179,8 @@ fn cpu_convolutions_match_the_definition() {
 /// kernel: its GPU has no matrix cores for the implicit-GEMM kernels.
 #[test]
 fn gpu_f16_convolutions_sum_in_f32() {
-    let device = match sdbench_diffusion::device::select(sdbench_diffusion::BackendRequest::Vulkan)
-    {
-        Ok(selected) => selected.device,
-        Err(e) => {
-            assert!(
-                std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() != Ok("1"),
-                "no Vulkan device: {e}"
-            );
-            return;
-        }
+    let Some(device) = crate::common::vulkan_device().map(|selected| selected.device) else {
+        return;
     };
     let wide = Case {
         batch: 1,

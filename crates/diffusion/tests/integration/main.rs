@@ -3,6 +3,7 @@
 
 mod common;
 
+mod allocation_failure;
 mod bad_input;
 mod checkpoint;
 mod cpu_attention;

@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use sdbench_diffusion::device::select;
 use sdbench_diffusion::parity;
+use sdbench_diffusion::{BackendRequest, SelectedDevice};
 
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -52,6 +54,22 @@ pub fn assert_close(what: &str, actual: &[f32], expected: &[f32], atol: f32) {
         "{what}: max |diff| = {diff:.3e} (reference max |x| = {scale:.3e}, tolerance {atol:.1e})"
     );
     assert!(diff <= atol, "{what}: max |diff| {diff:e} exceeds {atol:e}");
+}
+
+/// The Vulkan device (Mesa lavapipe in CI), or `None` with a message when there is none; with
+/// SDBENCH_REQUIRE_VULKAN=1 (set by .ci/run) a missing device fails the test instead.
+pub fn vulkan_device() -> Option<SelectedDevice> {
+    match select(BackendRequest::Vulkan) {
+        Ok(device) => Some(device),
+        Err(e) => {
+            assert!(
+                std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() != Ok("1"),
+                "SDBENCH_REQUIRE_VULKAN=1 but no Vulkan device: {e}"
+            );
+            eprintln!("SKIPPED: no Vulkan device ({e}); install mesa-vulkan-drivers");
+            None
+        }
+    }
 }
 
 /// Asserts an error message names every one of `needles`.
