@@ -49,20 +49,29 @@ const SD_UNET_ROW_BYTES_PER_LATENT_PIXEL: u64 = 22_000;
 /// peak reserved bytes less the in-use bytes after loading, 515 MiB, of which the int8
 /// dequantization below is 112 MiB: 25,800 bytes per latent pixel for the step and one row (its
 /// first level, a quarter of the pixels' work, has no attention). Split as SD's is (row 23%),
-/// with a margin: 21,000 + 7,000.
+/// with a margin: 21,000 + 7,000. At 512x512 the second row cost 105 MiB (26 KB per latent
+/// pixel), more than this split gives it, but pools dominate the figures at that size (see the
+/// next constant) and at 1024x1024 SDXL's decode needs more than its step in every profile but
+/// `minimal`, which runs one row, so there the split does not change a profile's need.
 const SDXL_UNET_STEP_BYTES_PER_LATENT_PIXEL: u64 = 21_000;
 const SDXL_UNET_ROW_BYTES_PER_LATENT_PIXEL: u64 = 7_000;
+/// What SDXL's step holds in the allocator's pools beyond the per-pixel part, which the 1024
+/// figure above leaves out at smaller sizes: at 512x512 on lavapipe (f16) the step's peak
+/// reserved bytes were 544 MiB over the weights in use with one row (`low`) and 650 MiB with two
+/// (`full`), where the per-pixel part is 109 and 137 MiB. SD's coefficients were measured at its
+/// usual size and include its pools.
+const SDXL_UNET_POOL_BYTES: u64 = 448 << 20;
 /// Int8 weights are dequantized one layer at a time; the largest layer (a 3x3 convolution from
 /// 2560 to 1280 channels in SD's and SDXL's up blocks, 29.5M weights) needs its packed bytes
 /// unpacked and its f16 copy, about 4 bytes a weight, besides the activations. Measured: the
 /// `minimal` step took 410 MiB over the weights where `low`'s took 370.
 const INT8_DEQUANTIZE_BYTES: u64 = 4 * 29_491_200;
-/// VAE decoder activations per output pixel (every family's VAE has the same shape). Measured
-/// in f16 on lavapipe: 591 MiB over 352x352-pixel tiles, 5.0 KB per pixel. Its largest tensors
-/// are the group norms' f32 copies either way, so f32 is taken as 7 KB, not twice (on the CPU
-/// backend an f32 SD1.5 run's whole step and untiled decode took 3.4 KB per pixel).
+/// VAE decoder activations per output pixel (every family's VAE has the same shape), measured on
+/// lavapipe as the run's peak reserved bytes over the weights in use: in f16 591 MiB over
+/// 352x352-pixel tiles (SD1.5 512x512, `full`), 5.0 KB per pixel; in f32 956 MiB for an untiled
+/// 352x352 decode (SD1.5, `balanced`), 8.1 KB per pixel. SDXL's VAE decodes in f32.
 const VAE_F16_BYTES_PER_PIXEL: u64 = 5_000;
-const VAE_F32_BYTES_PER_PIXEL: u64 = 7_000;
+const VAE_F32_BYTES_PER_PIXEL: u64 = 8_200;
 
 /// The request a need is estimated for.
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +145,9 @@ pub fn estimate(family: Family, placement: &Placement, work: &Workload) -> Memor
         (per_step + per_row * rows) * latent_pixels * bytes(placement.unet) / 2;
     if placement.unet_int8 {
         unet_activations += INT8_DEQUANTIZE_BYTES;
+    }
+    if family == Family::Sdxl {
+        unet_activations += SDXL_UNET_POOL_BYTES;
     }
     // Images decode one at a time; a tiled decode holds one tile's activations.
     let mut decoded_pixels = (work.width * work.height) as u64;
@@ -358,6 +370,31 @@ mod tests {
         );
         // The target: SDXL at 1024x1024 under 4 GB in minimal.
         assert!(estimate(Family::Sdxl, &minimal, &work(1024)).peak() < 4_000_000_000);
+
+        // SDXL at 512x512 on lavapipe (f16), one row and two: the step's peak reserved.
+        for (profile, peak) in [
+            (MemoryProfile::Low, 5632 * mib),
+            (MemoryProfile::Full, 7104 * mib),
+        ] {
+            let placement = placement(Family::Sdxl, profile, Precision::F16);
+            let denoise = estimate(Family::Sdxl, &placement, &work(512)).denoise;
+            assert!(
+                (peak..peak * 5 / 4).contains(&denoise),
+                "SDXL {profile} at 512: estimated {denoise}, measured {peak}"
+            );
+        }
+
+        // The VAE in f32, untiled: SD1.5 at 352x352 in balanced on lavapipe, its peak reserved
+        // (the decode's).
+        let balanced = placement(Family::Sd1, MemoryProfile::Balanced, Precision::F32);
+        let need = estimate(Family::Sd1, &balanced, &work(352));
+        let peak = 4424 * mib;
+        assert!(need.decode > need.denoise);
+        assert!(
+            (peak..peak * 5 / 4).contains(&need.peak()),
+            "SD1.5 f32 balanced at 352: estimated {}, measured {peak}",
+            need.peak()
+        );
     }
 
     #[test]
