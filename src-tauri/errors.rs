@@ -80,14 +80,17 @@ impl UiError {
                 ErrorKind::DiskFull,
                 "The disk is full: free some space (System → clean up model cache can help) and try again.",
             )
-        } else if ["out of memory", "out_of_memory", "outofmemory"]
-            .iter()
-            .any(|m| lower.contains(m))
+        } else if [
+            "out of memory",
+            "out_of_memory",
+            "outofmemory",
             // The engine's own words: the fit check before starting, an allocation that failed
             // on the device, a tensor beyond the device's largest buffer.
-            || ["out of device memory", "the device cannot hold"]
-                .iter()
-                .any(|m| lower.contains(m))
+            "out of device memory",
+            "the device cannot hold",
+        ]
+        .iter()
+        .any(|m| lower.contains(m))
         {
             (
                 ErrorKind::OutOfMemory,
