@@ -8,7 +8,7 @@ use sdbench_bench::vram_report::VramRecorder;
 use sdbench_diffusion::io::image::{read_image, write_png};
 use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
-use sdbench_diffusion::pipeline::img2img_start;
+use sdbench_diffusion::pipeline::{img2img_start, StageTimings};
 use sdbench_diffusion::{
     CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, MemoryProfile, Pipeline,
     Progress, SchedulerKind,
@@ -225,7 +225,15 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
             ),
         }
     }
-    pipeline.require_finite(&generated)?;
+    // A non-finite image is not written, but how long it took still says what ran (the memory
+    // profile measurements read it).
+    if let Err(e) = pipeline.require_finite(&generated) {
+        eprintln!(
+            "generated nothing usable in {}",
+            timing_summary(&generated.timings, &request)
+        );
+        return Err(e.into());
+    }
 
     let latents = args.latents.as_ref().map(|p| p.display().to_string());
     let init_source = args.init_image.as_ref().map(|p| p.display().to_string());
@@ -259,25 +267,33 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
             eprintln!("warning: the image was not added to the history: {e}");
         }
     }
-    let t = &generated.timings;
+    let names: Vec<String> = outputs.iter().map(|p| p.display().to_string()).collect();
+    println!(
+        "wrote {} ({width}x{height}) in {}",
+        names.join(", "),
+        timing_summary(&generated.timings, &request)
+    );
+    Ok(())
+}
+
+/// "X s: text encoder ..., N steps ... s (R it/s), vae decode ... s": the generation's time
+/// (loading left out) and its stages'.
+fn timing_summary(t: &StageTimings, request: &GenerateRequest) -> String {
     let rate = t.unet_steps.len() as f64 / t.unet_total.max(1e-9);
     let encode = if request.init_image.is_some() {
         format!(", vae encode {:.2} s", t.vae_encode)
     } else {
         String::new()
     };
-    let names: Vec<String> = outputs.iter().map(|p| p.display().to_string()).collect();
-    println!(
-        "wrote {} ({width}x{height}) in {:.2} s: text encoder {:.2} s{encode}, {} steps {:.2} s ({:.2} it/s), vae decode {:.2} s",
-        names.join(", "),
+    format!(
+        "{:.2} s: text encoder {:.2} s{encode}, {} steps {:.2} s ({:.2} it/s), vae decode {:.2} s",
         t.total,
         t.text_encoder,
         t.unet_steps.len(),
         t.unet_total,
         rate,
         t.vae_decode
-    );
-    Ok(())
+    )
 }
 
 /// Where each image of a batch goes: `--out` itself for one image, NAME-1.png, NAME-2.png, ... for more.

@@ -376,6 +376,7 @@ mod tests {
             (MemoryProfile::Low, 512, 5632 * mib),
             (MemoryProfile::Full, 512, 7104 * mib),
             (MemoryProfile::Low, 1024, 5728 * mib),
+            (MemoryProfile::Balanced, 1024, 5952 * mib),
             (MemoryProfile::Full, 1024, 7352 * mib),
         ] {
             let placement = placement(Family::Sdxl, profile, Precision::F16);

@@ -29,11 +29,21 @@ pub fn group_norm_composed<B: Backend>(
     let spatial: usize = dims[2..].iter().product();
     let per_group = c / groups;
 
-    let grouped = B::float_reshape(tensor, Shape::from(vec![n, groups, per_group * spatial]));
-    let mean = B::float_mean_dim(grouped.clone(), 2);
+    // (SD Bench) Each group's mean is taken in two steps, over the last dimension and then over
+    // the rest (the same mean: the rows are equally long). A GPU reduction without autotune runs
+    // one unit per output that loops over the whole reduced axis: for one group of a VAE decoding
+    // 512 pixels (a million values) that is slow on any GPU, and on Mesa's lavapipe it is wrong,
+    // because llvmpipe ends a shader's loops after 65,535 iterations in all (the sum stopped at
+    // 262,144 values).
+    let last = if dims.len() > 2 { dims[dims.len() - 1] } else { 1 };
+    let rows = per_group * spatial / last.max(1);
+    let grouped = B::float_reshape(tensor, Shape::from(vec![n, groups, rows, last]));
+    let group_mean = |t| B::float_mean_dim(B::float_mean_dim(t, 3), 2);
+    let mean = group_mean(grouped.clone());
     let centered = B::float_sub(grouped, mean);
-    let variance = B::float_mean_dim(B::float_mul(centered.clone(), centered.clone()), 2);
+    let variance = group_mean(B::float_mul(centered.clone(), centered.clone()));
     let inverse_std = B::float_recip(B::float_sqrt(B::float_add_scalar(variance, epsilon.into())));
+    let inverse_std = B::float_reshape(inverse_std, Shape::from(vec![n, groups, 1]));
     // One scale and one shift per (sample, channel), applied over the spatial positions.
     let inverse_std = B::float_reshape(
         B::float_expand(inverse_std, Shape::from(vec![n, groups, per_group])),
