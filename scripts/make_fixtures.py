@@ -686,8 +686,9 @@ def scheduler_references():
 
 def vae_tiling_references():
     """tiny-sd's VAE with diffusers' tiling (enable_tiling: 16-pixel tiles, 8-latent tiles, a quarter
-    overlap, linear blends) on inputs large enough for several tiles each way, and without tiling,
-    so a test can tell that tiling ran. Uses the committed tiny-sd VAE."""
+    overlap, linear blends) on inputs large enough for several tiles each way, with tiles of half
+    that side (the minimal profile's), and without tiling, so a test can tell that tiling ran.
+    Uses the committed tiny-sd VAE."""
     vae = AutoencoderKL.from_pretrained(OUT / "tiny-sd" / "vae").eval()
     latents = SdBenchNormal(21).tensor((1, 4, 20, 14))
     # An 8-bit picture (height 40, width 28, RGB), as the engine reads one, normalised as diffusers'
@@ -703,6 +704,14 @@ def vae_tiling_references():
         suffix = "tiled" if tiled else "plain"
         refs[f"image.{suffix}"] = vae.decode(latents).sample
         refs[f"mean.{suffix}"] = vae.encode(pixels).latent_dist.mode()
+    # The minimal memory profile's tiles: half the VAE's own side (8 pixels, 4 latents), the
+    # same algorithm.
+    vae.enable_tiling()
+    full_sample, full_latent = vae.tile_sample_min_size, vae.tile_latent_min_size
+    vae.tile_sample_min_size, vae.tile_latent_min_size = full_sample // 2, full_latent // 2
+    refs["image.half"] = vae.decode(latents).sample
+    refs["mean.half"] = vae.encode(pixels).latent_dist.mode()
+    vae.tile_sample_min_size, vae.tile_latent_min_size = full_sample, full_latent
     name = "tiny-sd-vae-tiling.reference"
     save_file({k: v.contiguous() for k, v in refs.items()}, OUT / f"{name}.safetensors")
     meta = {

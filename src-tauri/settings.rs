@@ -114,25 +114,36 @@ impl Settings {
     /// The backend and device number; whether that device exists is found when a run selects it.
     /// The `cpu` memory profile runs on the CPU backend.
     pub fn device_request(&self) -> UiResult<DeviceRequest> {
-        let mut backend = self.backend_request()?;
+        self.for_memory_profile(
+            DeviceRequest {
+                backend: self.backend_request()?,
+                index: self.device,
+            },
+            &self.backend,
+        )
+    }
+
+    /// `request` (the backend named `backend_name`) as the memory profile needs it: the `cpu`
+    /// profile runs on the CPU backend, and refuses another backend named for it.
+    pub fn for_memory_profile(
+        &self,
+        mut request: DeviceRequest,
+        backend_name: &str,
+    ) -> UiResult<DeviceRequest> {
         if self.memory_profile()?.needs_cpu_backend() {
-            match backend {
-                BackendRequest::Auto | BackendRequest::Cpu => backend = BackendRequest::Cpu,
+            match request.backend {
+                BackendRequest::Auto | BackendRequest::Cpu => request.backend = BackendRequest::Cpu,
                 _ => {
                     return Err(UiError::bad_input(
                         format!(
-                        "The cpu memory profile runs everything on the CPU, but the backend is {}",
-                        self.backend
-                    ),
+                            "The cpu memory profile runs everything on the CPU, but the backend is {backend_name}"
+                        ),
                         "Set the backend to auto or cpu, or choose another memory profile.",
                     ))
                 }
             }
         }
-        Ok(DeviceRequest {
-            backend,
-            index: self.device,
-        })
+        Ok(request)
     }
 
     /// The profile chosen; `full` stands in for `auto` until a run resolves it from the device's
@@ -284,6 +295,15 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(cpu.device_request().unwrap().backend, BackendRequest::Cpu);
+        // A backend the Create screen names is held to the profile too.
+        let named = |backend| cpu.for_memory_profile(DeviceRequest::from(backend), "vulkan");
+        assert_eq!(
+            named(BackendRequest::Auto).unwrap().backend,
+            BackendRequest::Cpu
+        );
+        let e = named(BackendRequest::Vulkan).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadInput);
+        assert!(e.message.contains("but the backend is vulkan"), "{e:?}");
         check_endpoint("x", "http://127.0.0.1:8080/latest.json").unwrap();
         check_endpoint("x", "http://localhost/latest.json").unwrap();
     }

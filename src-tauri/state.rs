@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use sdbench_diffusion::Pipeline;
+use sdbench_diffusion::{MemoryProfile, Pipeline};
 use sdbench_history::History;
 use sdbench_hub::HubSettings;
 
@@ -43,6 +43,8 @@ impl Paths {
 pub struct LoadedPipeline {
     pub key: PipelineKey,
     pub pipeline: Pipeline,
+    /// The memory profile it was loaded with (what `auto` chose).
+    pub memory: MemoryProfile,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

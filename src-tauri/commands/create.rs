@@ -15,7 +15,7 @@ use sdbench_diffusion::limits::{self, MAX_SIDE, MAX_STEPS, SIDE_MULTIPLE};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
     choose_auto, BackendKind, BackendRequest, DeviceRequest, GenerateRequest, InitImage,
-    InitialNoise, LoadOptions, ModelSource, Pipeline, Progress, SchedulerKind,
+    InitialNoise, LoadOptions, ModelSource, Pipeline, Progress, RequestShape, SchedulerKind,
 };
 use sdbench_history::{Generation, Record};
 use sdbench_hub::Hub;
@@ -185,9 +185,11 @@ pub fn start_generation_job(
     let init_image = request.init_image()?;
     let settings = state.settings();
     // A backend named in the request runs on its best device; the settings' own on theirs.
-    let device_request = match backend {
-        Some(backend) => DeviceRequest::from(backend),
-        None => settings.device_request()?,
+    let device_request = match (backend, request.backend.as_deref()) {
+        (Some(backend), Some(name)) => {
+            settings.for_memory_profile(DeviceRequest::from(backend), name)?
+        }
+        _ => settings.device_request()?,
     };
     let key = PipelineKey {
         model: settings.model.clone(),
@@ -200,9 +202,17 @@ pub fn start_generation_job(
     let mut profile = settings.memory_profile()?;
     let memory_auto = settings.memory_auto();
     let precision = settings.precision()?;
-    let (auto_width, auto_height) = match &init_image {
+    // Image-to-image makes an image of the picture's size.
+    let (width, height) = match &init_image {
         Some(init) => (init.image.width, init.image.height),
         None => (request.width, request.height),
+    };
+    let shape = RequestShape {
+        width,
+        height,
+        batch: 1,
+        guided: request.guidance > 1.0,
+        image_to_image: init_image.is_some(),
     };
     let model_name = settings.model_name()?;
     let state = state.clone();
@@ -214,9 +224,13 @@ pub fn start_generation_job(
             // A pipeline with the VAE encoder serves both kinds of request; one without is
             // reloaded with it for the first image-to-image request.
             let needs_encoder = init_image.is_some();
-            let usable = loaded
-                .as_ref()
-                .is_some_and(|l| l.key == key && (l.pipeline.has_vae_encoder() || !needs_encoder));
+            // With `auto`, the profile chosen for an earlier request is kept while this one
+            // fits in it; a request that does not (a larger size) chooses again.
+            let usable = loaded.as_ref().is_some_and(|l| {
+                l.key == key
+                    && (l.pipeline.has_vae_encoder() || !needs_encoder)
+                    && (!memory_auto || l.pipeline.check_fits(&shape).is_ok())
+            });
             if !usable {
                 // Free the old model's memory before loading the new one.
                 *loaded = None;
@@ -228,7 +242,7 @@ pub fn start_generation_job(
                 let start = Instant::now();
                 let mut device = select_device(device_request, None, Path::new("/"), true)?;
                 if memory_auto {
-                    let auto = choose_auto(&source, &device, precision, auto_width, auto_height)?;
+                    let auto = choose_auto(&source, &device, precision, &shape)?;
                     profile = auto.profile;
                     if profile.needs_cpu_backend() && device.kind != BackendKind::Cpu {
                         let cpu = DeviceRequest::from(BackendRequest::Cpu);
@@ -237,6 +251,7 @@ pub fn start_generation_job(
                 }
                 let options = profile.load_options(LoadOptions {
                     vae_encoder: needs_encoder,
+                    planned: Some(shape),
                     ..LoadOptions::default()
                 });
                 let pipeline = Pipeline::load_with(&source, device, precision, options)?;
@@ -248,6 +263,7 @@ pub fn start_generation_job(
                 *loaded = Some(LoadedPipeline {
                     key: key.clone(),
                     pipeline,
+                    memory: profile,
                 });
             }
             let Some(current) = loaded.as_ref() else {
@@ -346,6 +362,7 @@ fn generate(
         &loaded.key.model,
         &engine_request,
         pipeline,
+        loaded.memory,
         &generated,
         0,
         init_name,

@@ -445,6 +445,23 @@ fn create_makes_a_png_with_its_parameters_and_keeps_the_model_loaded() {
         );
     }
 
+    // The cpu memory profile holds a backend the request names to the CPU: another is refused
+    // by name before anything loads.
+    app.set(json!({ "memory": "cpu" }));
+    let mut on_vulkan = request.clone();
+    on_vulkan["backend"] = json!("vulkan");
+    let args = json!({ "request": on_vulkan, "onEvent": "__CHANNEL__:5" });
+    let e = app.invoke("start_generation", args).unwrap_err();
+    assert_eq!(e["kind"], "badInput", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("cpu memory profile runs everything on the CPU, but the backend is vulkan"),
+        "{e}"
+    );
+    app.set(json!({ "memory": "full" }));
+
     // Image-to-image from a picked picture: the model is reloaded once with the VAE encoder, and
     // the image has the picture's size.
     let picture = std::fs::read(

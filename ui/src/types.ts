@@ -54,7 +54,8 @@ export interface BenchResult {
   created_at: string;
   valid: boolean;
   invalid_reasons: string[];
-  backend: { name: string; device: string; precision: string };
+  /** memory_profile: absent in results from before profiles (they ran as full). */
+  backend: { name: string; device: string; precision: string; memory_profile?: string | null };
   workload: { name: string; standard: boolean; steps: number; width: number; height: number; prompts: { prompt: string; seed: number }[] };
   scores: { score: number | null; images_per_minute: number };
   results: { seconds: number; image: { check: { valid: boolean; reason: string | null } } }[];

@@ -115,7 +115,17 @@ pub struct PlacementRecord {
     pub vae: String,
     /// Classifier-free guidance: `batched` (one doubled batch) or `sequential`.
     pub cfg: String,
+    /// Tiled VAE decoding (and encoding) above the VAE's tile size was on; whether this run's
+    /// size tiled is `vae_decode_tiles`.
     pub vae_tiling: bool,
+    /// Tiles each image's VAE decode took at the workload's size (1: one piece), from tiling
+    /// or from the device's largest buffer; absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vae_decode_tiles: Option<usize>,
+    /// The VAE's precision: the run's, or f32 where the VAE overflows in f16 (SDXL's own VAE,
+    /// as diffusers upcasts it) or runs on the CPU; absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vae_precision: Option<String>,
     /// The UNet's weight storage: f16 or f32 (the run's precision), or int8 (W8A16: dequantized
     /// to the run's precision layer by layer).
     pub unet_weights: String,
@@ -130,7 +140,8 @@ pub struct PlacementRecord {
 }
 
 impl PlacementRecord {
-    pub fn of(placement: &sdbench_diffusion::Placement) -> Self {
+    /// `placement` as recorded, for a run whose images each decoded in `vae_decode_tiles`.
+    pub fn of(placement: &sdbench_diffusion::Placement, vae_decode_tiles: usize) -> Self {
         let place = |on_cpu: bool| if on_cpu { "cpu" } else { "device" }.to_string();
         PlacementRecord {
             text_encoders: place(placement.text_encoders_on_cpu),
@@ -142,6 +153,8 @@ impl PlacementRecord {
             }
             .into(),
             vae_tiling: placement.vae_tiling,
+            vae_decode_tiles: Some(vae_decode_tiles),
+            vae_precision: Some(placement.vae.name().into()),
             unet_weights: if placement.unet_int8 {
                 "int8".into()
             } else {

@@ -8,7 +8,7 @@ use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_diffusion::{
     choose_auto, BackendRequest, CancelToken, DeviceRequest, DiffusionError, GenerateRequest,
     InitialNoise, LoadOptions, MemoryProfile, ModelSource, Pipeline, Precision, Preset, Progress,
-    SelectedDevice, StepSync,
+    RequestShape, SelectedDevice, StepSync,
 };
 use sdbench_hub::{DownloadProgress, Hub, HubError, HubSettings, RepoId};
 use sdbench_telemetry::{discover, Sample, Sampler, SystemInfo};
@@ -181,11 +181,19 @@ pub fn run(
             options.use_nvml,
         )?)
     };
+    let w = &options.workload;
+    // Every generation of the run has this shape (the diagnostic image too).
+    let shape = RequestShape {
+        width: w.width,
+        height: w.height,
+        batch: w.batch,
+        guided: w.guidance > 1.0,
+        image_to_image: false,
+    };
     let mut memory = options.memory;
     let mut device = select(memory)?;
     if options.memory_auto {
-        let w = &options.workload;
-        let auto = choose_auto(&source, &device, options.precision, w.width, w.height)?;
+        let auto = choose_auto(&source, &device, options.precision, &shape)?;
         observer(&Event::Note(format!(
             "memory profile: auto chose {} ({})",
             auto.profile, auto.reason
@@ -204,7 +212,10 @@ pub fn run(
         &source,
         device,
         options.precision,
-        memory.load_options(LoadOptions::default()),
+        memory.load_options(LoadOptions {
+            planned: Some(shape),
+            ..LoadOptions::default()
+        }),
     )?;
     let load_seconds = load_start.elapsed().as_secs_f64();
     let dev = &pipeline.device;
@@ -484,7 +495,10 @@ pub fn run(
             device_memory_bytes: dev.info.memory_bytes,
             pci_bus: dev.info.pci_bus.clone(),
             memory_profile: Some(memory.name().into()),
-            placement: Some(PlacementRecord::of(&pipeline.info.placement)),
+            placement: Some(PlacementRecord::of(
+                &pipeline.info.placement,
+                pipeline.decode_tile_count(options.workload.width, options.workload.height),
+            )),
         },
         workload: WorkloadInfo {
             name: workload.name.clone(),

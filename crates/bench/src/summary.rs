@@ -210,17 +210,28 @@ fn memory_profile(r: &BenchResult) -> Option<String> {
             } else {
                 ""
             },
-            match (p.vae_tiling, p.small_vae_tiles) {
-                (true, true) => ", tiled VAE (half-size tiles)",
-                (true, false) => ", tiled VAE",
-                _ => "",
-            }
+            vae_tiles(p)
         ));
         if p.unet_weights == "int8" {
             text.push_str(", int8 UNet weights");
         }
     }
     Some(text)
+}
+
+/// How the VAE decoded: ", VAE decoded in 9 tiles (half-size tiles)"; nothing for one piece.
+/// Results from before `vae_decode_tiles` say only whether tiling was on.
+fn vae_tiles(p: &crate::result::PlacementRecord) -> String {
+    let half = match p.small_vae_tiles {
+        true => " (half-size tiles)",
+        false => "",
+    };
+    match p.vae_decode_tiles {
+        Some(1) => String::new(),
+        Some(n) => format!(", VAE decoded in {n} tiles{half}"),
+        None if p.vae_tiling => format!(", tiled VAE{half}"),
+        None => String::new(),
+    }
 }
 
 /// Which device ran, where the result says more than its name: number, memory, driver, PCI bus.

@@ -5,7 +5,7 @@ use std::path::Path;
 use sdbench_bench::device_memory::select_device;
 use sdbench_diffusion::{
     choose_auto, BackendKind, BackendRequest, DeviceRequest, MemoryProfile, ModelSource, Precision,
-    SelectedDevice,
+    RequestShape, SelectedDevice,
 };
 
 #[derive(clap::Args, Debug, Clone)]
@@ -70,14 +70,13 @@ impl MemoryArg {
     }
 
     /// Selects the device for this profile, with the limit applied, and resolves `auto` for
-    /// one `width` x `height` image of `source` (printing what it chose and why).
+    /// requests of `shape` on `source` (printing what it chose and why).
     pub fn select(
         &self,
         device: &DeviceArg,
         source: &ModelSource,
         precision: Option<Precision>,
-        width: usize,
-        height: usize,
+        shape: &RequestShape,
     ) -> anyhow::Result<(SelectedDevice, MemoryProfile)> {
         let limit = self.limit_bytes()?;
         let select = |request: DeviceRequest| -> anyhow::Result<SelectedDevice> {
@@ -88,7 +87,7 @@ impl MemoryArg {
         if !self.is_auto() {
             return Ok((selected, self.profile()));
         }
-        let auto = choose_auto(source, &selected, precision, width, height)?;
+        let auto = choose_auto(source, &selected, precision, shape)?;
         eprintln!(
             "memory profile: auto chose {} ({})",
             auto.profile, auto.reason

@@ -153,14 +153,28 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
 
+    let request = GenerateRequest {
+        prompt: args.prompt.clone(),
+        negative_prompt: args.negative.clone(),
+        steps: args.steps,
+        guidance_scale: args.guidance,
+        scheduler,
+        width,
+        height,
+        noise,
+        batch,
+        init_image: init,
+    };
+
     args.threads.apply()?;
-    let (device, profile) = args
-        .memory
-        .select(&args.device, &source, precision, width, height)?;
+    let (device, profile) =
+        args.memory
+            .select(&args.device, &source, precision, &request.shape())?;
     eprintln!("backend: {} on {}", device.kind, device.info.name);
     let load_start = Instant::now();
     let options = profile.load_options(LoadOptions {
-        vae_encoder: init.is_some(),
+        vae_encoder: request.init_image.is_some(),
+        planned: Some(request.shape()),
         ..LoadOptions::default()
     });
     if profile != MemoryProfile::Full && !args.memory.is_auto() {
@@ -174,18 +188,6 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         pipeline.precision.name()
     );
 
-    let request = GenerateRequest {
-        prompt: args.prompt.clone(),
-        negative_prompt: args.negative.clone(),
-        steps: args.steps,
-        guidance_scale: args.guidance,
-        scheduler,
-        width,
-        height,
-        noise,
-        batch,
-        init_image: init,
-    };
     pipeline.validate(&request)?;
     let mut vram = args
         .vram_report
@@ -216,9 +218,11 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     };
     // Every step ends with a device sync, so each phase's memory is what the device holds then.
     let generated = pipeline.generate(&request, &mut observe, &CancelToken::new())?;
+    // Printed, and kept in the history record of each image.
+    let vram_report = vram.map(|recorder| recorder.finish("this generation"));
     if args.vram_report {
-        match vram {
-            Some(recorder) => eprint!("{}", recorder.finish("this generation").table()),
+        match &vram_report {
+            Some(report) => eprint!("{}", report.table()),
             None => eprintln!(
                 "{}",
                 crate::bench::no_vram_report(pipeline.device.kind.name())
@@ -243,6 +247,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
             &args.model,
             &request,
             &pipeline,
+            profile,
             &generated,
             k,
             init_source.as_deref(),
@@ -258,6 +263,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
                 .display()
                 .to_string(),
         );
+        record.vram_report = vram_report.clone();
         // The history is a convenience: an image that cannot be recorded is still written.
         let added = match &history {
             Ok(h) => h.add_generation(&record).map_err(|e| e.to_string()),

@@ -22,7 +22,7 @@ pub use error::{DiffusionError, Result};
 pub use io::weights::Precision;
 pub use models::unet::{Conditioning, TextTime};
 pub use pipeline::memory::MemoryProfile;
-pub use pipeline::memory_need::{choose_auto, AutoChoice};
+pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
 pub use pipeline::{
     CancelToken, Family, GenerateRequest, Generated, GeneratedImage, InitImage, InitialNoise,
     LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress, StepSync,

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use sdbench_bench::result::{BenchResult, Stages};
 use sdbench_bench::runner;
-use sdbench_diffusion::{GenerateRequest, Generated, InitialNoise, Pipeline};
+use sdbench_bench::vram_report::VramReport;
+use sdbench_diffusion::{GenerateRequest, Generated, InitialNoise, MemoryProfile, Pipeline};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -67,6 +68,9 @@ pub struct Generation {
     /// The memory profile the pipeline was loaded with; absent in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_profile: Option<String>,
+    /// The device allocator's memory after each phase (`generate --vram-report`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_report: Option<VramReport>,
 }
 
 /// The picture an image-to-image generation started from.
@@ -92,12 +96,15 @@ fn is_zero(n: &usize) -> bool {
 impl Generation {
     /// The record of image `batch_index` that `pipeline` made for `request`: a new id, now, the
     /// parameters as asked, the scheduler and device as used, and the timings. `model` is what the
-    /// person named, `init_source` the picture an image-to-image request started from. The seed is
-    /// `None` when the run started from given latents.
+    /// person named, `init_source` the picture an image-to-image request started from, `memory`
+    /// the memory profile it was loaded with (`cpu` and `full` place a pipeline alike, so the
+    /// pipeline cannot tell them apart). The seed is `None` when the run started from given
+    /// latents.
     pub fn from_engine(
         model: &str,
         request: &GenerateRequest,
         pipeline: &Pipeline,
+        memory: MemoryProfile,
         generated: &Generated,
         batch_index: usize,
         init_source: Option<&str>,
@@ -131,7 +138,8 @@ impl Generation {
             }),
             batch: request.batch,
             batch_index,
-            memory_profile: pipeline.memory_profile().map(|p| p.name().to_string()),
+            memory_profile: Some(memory.name().to_string()),
+            vram_report: None,
         }
     }
 

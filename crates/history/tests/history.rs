@@ -52,6 +52,7 @@ fn generation(id: &str, created_at: &str, prompt: &str) -> Generation {
         batch: 1,
         batch_index: 0,
         memory_profile: Some("low".into()),
+        vram_report: None,
     }
 }
 

@@ -62,10 +62,15 @@ fn charts(runs: &[Run]) -> String {
     out
 }
 
+/// "Score 1234", with the memory profile when it is not the standard score's (`full`).
 fn score_title(r: &BenchResult) -> String {
-    match r.scores.score {
+    let score = match r.scores.score {
         Some(s) => format!("Score {s}"),
         None => "No score".into(),
+    };
+    match r.backend.memory_profile.as_deref() {
+        Some(profile) if profile != "full" => format!("{score} ({profile} memory profile)"),
+        _ => score,
     }
 }
 

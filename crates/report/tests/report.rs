@@ -186,6 +186,15 @@ fn html_report_escapes_text_and_holds_every_chart() {
     assert!(!page.contains("<script>"));
     assert_eq!(page.matches("<svg").count(), 4);
     assert!(page.contains(&format!("Score {}", r.scores.score.unwrap())));
+    assert!(!page.contains("memory profile)"));
+    // A score of another memory profile says so where the score is.
+    r.backend.memory_profile = Some("low".into());
+    let low = html::report(&r);
+    assert!(low.contains(&format!(
+        "<h1>SD Bench — Score {} (low memory profile)</h1>",
+        r.scores.score.unwrap()
+    )));
+    r.backend.memory_profile = Some("full".into());
     // Every score row of the summary is in the page.
     for (metric, _, _) in sdbench_bench::summary::rows(&r) {
         assert!(page.contains(&html::escape(&metric)), "{metric}");

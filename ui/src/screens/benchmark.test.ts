@@ -167,6 +167,26 @@ describe("Benchmark screen", () => {
     expect(root.querySelector<HTMLButtonElement>("#submit-result")!.disabled).toBe(true);
   });
 
+  it("names a memory profile other than full beside the score", async () => {
+    const low = output();
+    low.result.backend.memory_profile = "low";
+    low.result.workload.standard = false;
+    mockShell({
+      model_status: () => ready,
+      start_benchmark: (a) => {
+        stream(a, [{ event: "finished", output: low }]);
+        return 3;
+      },
+      run_charts: () => charts,
+      read_image: () => new ArrayBuffer(4),
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+    await settle(60);
+    expect(root.querySelector("#result-validity")!.textContent).toBe("Valid run (low memory profile, not a standard score)");
+  });
+
   it("refuses an emptied or fractional quick-run field with a message, and starts nothing", async () => {
     let started = 0;
     mockShell({ model_status: () => ready, start_benchmark: () => ++started });

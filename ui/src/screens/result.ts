@@ -16,8 +16,11 @@ export function chartFigure(title: string, chart: Chart, id: string): HTMLElemen
 export async function renderResult(root: HTMLElement, view: ResultView): Promise<void> {
   const r = view.result;
   const score = r.scores.score;
+  // A profile other than full (the standard score's) is named beside the score.
+  const profile = r.backend.memory_profile;
+  const otherProfile = profile && profile !== "full" ? `${profile} memory profile, ` : "";
   const validity = r.valid
-    ? h("p", { class: "valid", id: "result-validity" }, r.workload.standard ? "Valid standard run" : "Valid run (not a standard score)")
+    ? h("p", { class: "valid", id: "result-validity" }, r.workload.standard ? "Valid standard run" : `Valid run (${otherProfile}not a standard score)`)
     : h("div", { class: "invalid", id: "result-validity", role: "alert" },
         h("strong", {}, "Invalid run: no score"),
         h("ul", {}, r.invalid_reasons.map((reason) => h("li", {}, reason))));

@@ -595,14 +595,25 @@ fn a_memory_profile_is_recorded_and_is_never_standard() {
         ("cpu", "sequential", "int8")
     );
     assert!(p.vae_tiling && p.release_between_stages && p.unet_offload);
+    // What the decode did at this size, and the VAE's precision (the CPU runs f32).
+    let tiles = p.vae_decode_tiles.unwrap();
+    assert!(tiles >= 1);
+    assert_eq!(p.vae_precision.as_deref(), Some("f32"));
     assert!(!r.workload.standard);
     assert!(r.results.iter().all(|x| x.image.check.valid));
     validate(&serde_json::to_value(r).unwrap()).unwrap();
     let header = sdbench_bench::summary::header(r);
+    let tiles_said = match tiles {
+        1 => None,
+        n => Some(format!("VAE decoded in {n} tiles (half-size tiles)")),
+    };
     assert!(
         header.iter().any(|(m, v)| m == "memory profile"
             && v.starts_with("minimal (not the standard profile)")
-            && v.ends_with("int8 UNet weights")),
+            && v.ends_with("int8 UNet weights")
+            && tiles_said
+                .as_ref()
+                .map_or(!v.contains("tiles"), |t| v.contains(t.as_str()))),
         "{header:?}"
     );
 

@@ -579,7 +579,7 @@ fn generate_reports_vram_after_each_phase() {
         "--model",
         &model,
         "--prompt",
-        "a red barn",
+        "a red barn, its memory reported",
         "--backend",
         "vulkan",
         "--precision",
@@ -636,6 +636,24 @@ fn generate_reports_vram_after_each_phase() {
     assert!(
         streamed[5].starts_with("vram after decode: ") && streamed[5].ends_with("MiB reserved")
     );
+    // The history's record of the image keeps the report.
+    let o = sdbench(&[
+        "history",
+        "list",
+        "--kind",
+        "generation",
+        "--text",
+        "its memory reported",
+        "--json",
+    ]);
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let id = runs[0]["id"].as_str().unwrap();
+    let o = sdbench(&["history", "show", id]);
+    let shown: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let phases = shown["vram_report"]["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 6, "{shown}");
+    assert_eq!(phases[5]["phase"], "decode");
+    assert!(phases[5]["reserved_bytes"].as_u64().unwrap() > 0);
 }
 
 /// `--memory`: a profile runs and says so; `cpu` with another backend is refused by name.
@@ -739,13 +757,22 @@ fn a_profile_that_cannot_fit_is_refused_naming_one_that_fits() {
     // Refused before the synthetic weights (a billion values) were made.
     assert!(took.as_secs() < 20, "took {took:?}: {err}");
 
+    // The size asked for is what the check measures before loading: 512x512 would fit in
+    // 4 GiB, 1024x1024 does not.
+    let (o, took) = run(&["--width", "1024", "--height", "1024", "--memory-limit", "4"]);
+    assert_fails(&o, &out, "needs about");
+    let err = stderr(&o);
+    assert!(err.contains("for one 1024x1024 image (sd1, f16)"), "{err}");
+    assert!(took.as_secs() < 20, "took {took:?}: {err}");
+
     let (o, _) = run(&["--memory", "minimal", "--memory-limit", "0.5"]);
     assert_fails(&o, &out, "no profile on this device fits: use --memory cpu");
 
     let (o, _) = run(&["--memory-limit", "0"]);
     assert_fails(&o, &out, "--memory-limit 0: give the device memory in GiB");
 
-    // A model that is not a built-in architecture: auto keeps full and says why.
+    // A model that is not a built-in architecture is estimated from its own weights (the
+    // tiny model's are a few megabytes) with its family's activations.
     let model = tiny();
     let o = sdbench(&[
         "generate",
@@ -770,9 +797,7 @@ fn a_profile_that_cannot_fit_is_refused_naming_one_that_fits() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains(
-            "memory profile: auto chose full (the model is not one of the built-in architectures"
-        ),
+        stderr(&o).contains("memory profile: auto chose full (needs about 0.0 GiB for one 16x16 image of the 1.0 GiB the device has (the limit given))"),
         "{}",
         stderr(&o)
     );

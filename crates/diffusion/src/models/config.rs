@@ -363,8 +363,26 @@ pub struct VaeConfig {
     pub shift_factor: Option<f64>,
     pub latents_mean: Option<serde_json::Value>,
     /// The image size the VAE was trained at; diffusers' tiled decoding and encoding use it as the
-    /// tile size (see `models::vae_tiling`).
+    /// tile size (see `models::vae_tiling`). A `[height, width]` list counts as its first side, as
+    /// diffusers takes it.
+    #[serde(deserialize_with = "side_or_sides")]
     pub sample_size: usize,
+}
+
+fn side_or_sides<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Sides {
+        One(usize),
+        Many(Vec<usize>),
+    }
+    match Sides::deserialize(d)? {
+        Sides::One(side) => Ok(side),
+        Sides::Many(sides) => sides
+            .first()
+            .copied()
+            .ok_or_else(|| serde::de::Error::custom("`sample_size` is an empty list")),
+    }
 }
 
 fn null_as_false<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
@@ -453,6 +471,16 @@ impl VaeConfig {
             return Err(DiffusionError::config(
                 path,
                 "`scaling_factor` must be a positive number",
+            ));
+        }
+        if self.sample_size < self.scale_factor() {
+            return Err(DiffusionError::config(
+                path,
+                format!(
+                    "`sample_size` {} is smaller than the VAE's scale factor {}: its tiles would hold no latent",
+                    self.sample_size,
+                    self.scale_factor()
+                ),
             ));
         }
         Ok(())
@@ -647,6 +675,31 @@ mod tests {
         let err = down.validate_encoder(path).unwrap_err().to_string();
         assert!(
             err.contains("down block type `AttnDownEncoderBlock2D`"),
+            "{err}"
+        );
+    }
+
+    /// diffusers takes a `[height, width]` sample size's first side as the tile; a tile with no
+    /// latent in it is refused by name.
+    #[test]
+    fn vae_sample_size_may_be_a_list_and_must_hold_a_latent() {
+        let path = Path::new("vae/config.json");
+        let listed: VaeConfig = serde_json::from_str(
+            &VAE.replace(r#""sample_size": 512"#, r#""sample_size": [768, 768]"#),
+        )
+        .unwrap();
+        assert_eq!(listed.sample_size, 768);
+        assert!(serde_json::from_str::<VaeConfig>(
+            &VAE.replace(r#""sample_size": 512"#, r#""sample_size": []"#)
+        )
+        .is_err());
+        let tiny = VaeConfig {
+            sample_size: 4,
+            ..VaeConfig::sd15()
+        };
+        let err = tiny.validate(path).unwrap_err().to_string();
+        assert!(
+            err.contains("`sample_size` 4 is smaller than the VAE's scale factor 8"),
             "{err}"
         );
     }

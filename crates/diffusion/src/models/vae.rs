@@ -280,7 +280,8 @@ impl<B: Backend> VaeDecoder<B> {
         if let Some(max) = max_buffer {
             let (th, tw) = tile.map_or((h, w), |t| (t.min(h), t.min(w)));
             if self.largest_tensor_bytes(th, tw) > max {
-                let mut side = th.max(tw) / 4 * 4;
+                // Never below 4 latents (latents that small decode in one piece anyway).
+                let mut side = (th.max(tw) / 4 * 4).max(4);
                 while side > 4 && self.largest_tensor_bytes(side, side) > max {
                     side -= 4;
                 }
@@ -319,7 +320,6 @@ pub struct VaeEncoder<B: Backend> {
     quant_conv: Option<Conv2d<B>>,
     latent_channels: usize,
     scale_factor: usize,
-    sample_size: usize,
 }
 
 impl<B: Backend> VaeEncoder<B> {
@@ -379,15 +379,13 @@ impl<B: Backend> VaeEncoder<B> {
             },
             latent_channels: latent,
             scale_factor: config.scale_factor(),
-            sample_size: config.sample_size,
         })
     }
 
     /// `encode`, tile by tile when the image is larger than a tile: diffusers' `vae.encode` after
     /// `enable_tiling()` (the mean of each tile's distribution is blended, as diffusers blends the
-    /// moments channel by channel).
-    pub fn encode_tiled(&self, image: Tensor<B, 4>) -> Tensor<B, 4> {
-        let tiles = VaeTiles::new(self.sample_size, self.scale_factor);
+    /// moments channel by channel), with `tiles` as its tile sizes (`tiles()`: diffusers' own).
+    pub fn encode_tiled(&self, image: Tensor<B, 4>, tiles: VaeTiles) -> Tensor<B, 4> {
         let [_, _, h, w] = image.dims();
         if !tiles.tiles_pixels(h, w) {
             return self.encode(image);
@@ -471,6 +469,8 @@ mod tests {
         assert_eq!(vae.decode_tile(24, 24, Some(whole / 4), None), Some(12));
         assert!(vae.largest_tensor_bytes(16, 16) > whole / 4);
         assert_eq!(vae.decode_tile(24, 24, Some(whole), None), None);
+        // Latents narrower than the smallest tile (4) decode whole, whatever the limit.
+        assert_eq!(vae.decode_tile(3, 3, Some(1), None), None);
         let tiled = vae.decode_within(z.clone(), Some(whole / 4), None);
         let by_hand = map_tiles(z, 12, 12 * vae.scale_factor(), |x| vae.decode(x));
         assert_eq!(tiled.dims(), plain.dims());

@@ -48,7 +48,7 @@ pub fn map_tiles<B: Backend>(
     out_tile: usize,
     vae: impl Fn(Tensor<B, 4>) -> Tensor<B, 4>,
 ) -> Tensor<B, 4> {
-    let step = ((in_tile as f64 * (1.0 - OVERLAP)) as usize).max(1);
+    let step = tile_step(in_tile);
     let blend = (out_tile as f64 * OVERLAP) as usize;
     let keep = out_tile - blend;
     let [n, c, height, width] = input.dims();
@@ -87,6 +87,17 @@ pub fn map_tiles<B: Backend>(
         out_rows.push(Tensor::cat(pieces, 3));
     }
     Tensor::cat(out_rows, 2)
+}
+
+/// Where `map_tiles`' tiles start: every three quarters of a tile.
+fn tile_step(in_tile: usize) -> usize {
+    ((in_tile as f64 * (1.0 - OVERLAP)) as usize).max(1)
+}
+
+/// How many tiles `map_tiles` runs over an input of `height` x `width` in `in_tile`-sided tiles.
+pub fn tile_count(height: usize, width: usize, in_tile: usize) -> usize {
+    let step = tile_step(in_tile);
+    height.div_ceil(step) * width.div_ceil(step)
 }
 
 /// diffusers' `blend_v` (`dim` 2) and `blend_h` (`dim` 3): the first `extent` rows (columns) of
@@ -161,6 +172,26 @@ mod tests {
         assert_eq!(&row[..6], &[1.0; 6]);
         assert_eq!(&row[6..9], &[1.0, 1.5, 2.0]);
         assert_eq!(&row[12..15], &[2.0, 2.5, 3.0]);
+    }
+
+    #[test]
+    fn tile_count_is_the_tiles_map_tiles_runs() {
+        for (h, w, tile) in [
+            (16, 16, 8),
+            (20, 14, 8),
+            (24, 24, 12),
+            (13, 40, 4),
+            (8, 8, 8),
+        ] {
+            let calls = std::cell::Cell::new(0);
+            map_tiles(ramp(h, w), tile, tile, |t| {
+                calls.set(calls.get() + 1);
+                t
+            });
+            assert_eq!(tile_count(h, w, tile), calls.get(), "{h}x{w} in {tile}");
+        }
+        // 1024x1024 pixels in SDXL's half tiles (64 latents, starting every 48): 3 x 3.
+        assert_eq!(tile_count(128, 128, 64), 9);
     }
 
     #[test]

@@ -151,12 +151,16 @@ impl<B: Backend> Int8Matrix<B> {
                     .cast(FloatDType::from(dtype))
             })
             .collect();
-        let scale = self.scale.val().cast(dtype);
+        // q / 127 times the channel's largest magnitude (the scale times 127), not q times the
+        // scale: a scale under 2^-14 (a channel whose weights are all below 0.0078) is subnormal
+        // in f16 and loses its precision there, and one under 2^-24 would be 0.
+        let max_abs = self.scale.val().mul_scalar(127.0).cast(dtype);
         Tensor::stack::<3>(bytes, 1)
             .reshape([4 * packed_rows, cols])
             .narrow(0, 0, self.rows)
             .sub_scalar(128.0)
-            .mul(scale)
+            .div_scalar(127.0)
+            .mul(max_abs)
     }
 }
 
@@ -201,6 +205,29 @@ mod tests {
         let zeros = PackedInt8::quantize(&[0.0; 8], 2, 4, ScaleAxis::Rows);
         assert_eq!(zeros.dequantize(), vec![0.0; 8]);
         assert_eq!(zeros.scales, vec![1.0, 1.0]);
+    }
+
+    /// A channel of small weights (all under 0.0078: its scale is subnormal in f16) keeps f16's
+    /// precision: each value f16 can hold as a normal number comes back within f16's rounding.
+    #[test]
+    fn small_channels_keep_their_precision_in_f16() {
+        let device = cpu_device();
+        let (rows, cols) = (4, 64);
+        let values: Vec<f32> = matrix(rows, cols).iter().map(|v| v * 1e-3).collect();
+        let host = PackedInt8::quantize(&values, rows, cols, ScaleAxis::Rows);
+        assert!(host.scales.iter().all(|&s| s < 6.1e-5), "{:?}", host.scales);
+        let expected = host.dequantize();
+        let got: Vec<f32> = Int8Matrix::<B>::upload(host, &device)
+            .dequantize(DType::F16)
+            .into_data()
+            .convert::<f32>()
+            .into_vec()
+            .unwrap();
+        for (g, e) in got.iter().zip(&expected) {
+            if e.abs() >= 1e-4 {
+                assert!((g - e).abs() <= 2e-3 * e.abs(), "{g} vs {e}");
+            }
+        }
     }
 
     #[test]

@@ -106,7 +106,12 @@ impl Preset {
                 text_encoder: parse(SD21_TEXT_ENCODER),
                 text_encoder_2: None,
                 unet: parse(SD21_UNET),
-                vae: VaeConfig::sd15(),
+                // stabilityai/stable-diffusion-2-1: vae/config.json is SD1.5's but for its
+                // sample size (the tile diffusers' tiled decoding uses).
+                vae: VaeConfig {
+                    sample_size: 768,
+                    ..VaeConfig::sd15()
+                },
                 scheduler: parse(SD21_SCHEDULER),
                 pad_with_exclamation: [true, false],
             },

@@ -87,6 +87,7 @@ impl MemoryProfile {
     pub fn of_options(options: &LoadOptions) -> Option<MemoryProfile> {
         let base = LoadOptions {
             vae_encoder: options.vae_encoder,
+            planned: options.planned,
             ..LoadOptions::default()
         };
         MemoryProfile::ALL

@@ -10,30 +10,42 @@ use crate::io::weights::Precision;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::{Family, LoadOptions, ModelSource, Pipeline, Placement};
 
-/// What one family's models hold and use.
-struct Footprint {
-    text_encoder_params: u64,
-    unet_params: u64,
-    vae_decoder_params: u64,
+/// What a model holds, which its need is estimated from: its family (whose measured activation
+/// coefficients below apply), each component's parameters and its VAE's tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelSize {
+    pub family: Family,
+    /// Both text encoders for SDXL.
+    pub text_encoder_params: u64,
+    pub unet_params: u64,
+    /// The VAE's decoder and `post_quant_conv`: what text-to-image runs.
+    pub vae_decoder_params: u64,
+    /// The VAE's encoder and `quant_conv`: loaded for image-to-image.
+    pub vae_encoder_params: u64,
+    /// The VAE's tile side in pixels (its config's `sample_size`, diffusers'
+    /// `tile_sample_min_size`): SD1.x's 512, SD2.1's 768, SDXL's 1024.
+    pub vae_tile: usize,
 }
 
-fn footprint(family: Family) -> Footprint {
-    match family {
-        Family::Sd1 => Footprint {
-            text_encoder_params: 123_060_480,
-            unet_params: 859_520_964,
+impl ModelSize {
+    /// The upstream model of `family` (stable-diffusion-v1-5, stable-diffusion-2-1,
+    /// stable-diffusion-xl-base-1.0: parameters counted from their diffusers configs, as
+    /// `tests/integration/synthetic.rs` checks for SD1.5) with a VAE of `vae_tile`-pixel tiles.
+    /// What a single-file checkpoint or synthetic weights hold.
+    pub fn upstream(family: Family, vae_tile: usize) -> Self {
+        let (text_encoder_params, unet_params) = match family {
+            Family::Sd1 => (123_060_480, 859_520_964),
+            Family::Sd2 => (340_387_840, 865_910_724),
+            Family::Sdxl => (123_060_480 + 694_659_840, 2_567_463_684),
+        };
+        ModelSize {
+            family,
+            text_encoder_params,
+            unet_params,
             vae_decoder_params: 49_490_199,
-        },
-        Family::Sd2 => Footprint {
-            text_encoder_params: 340_387_840,
-            unet_params: 865_910_724,
-            vae_decoder_params: 49_490_199,
-        },
-        Family::Sdxl => Footprint {
-            text_encoder_params: 123_060_480 + 694_659_840,
-            unet_params: 2_567_463_684,
-            vae_decoder_params: 49_490_199,
-        },
+            vae_encoder_params: 34_163_664,
+            vae_tile,
+        }
     }
 }
 
@@ -74,27 +86,62 @@ const VAE_F16_BYTES_PER_PIXEL: u64 = 5_000;
 const VAE_F32_BYTES_PER_PIXEL: u64 = 8_200;
 
 /// The request a need is estimated for.
-#[derive(Debug, Clone, Copy)]
-pub struct Workload {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestShape {
     pub width: usize,
     pub height: usize,
     pub batch: usize,
     /// Classifier-free guidance (guidance scale above 1).
     pub guided: bool,
-    /// The VAE's tile (pixels per side) when decoding tiles.
-    pub vae_tile: usize,
+    /// Image-to-image: the VAE encoder runs on the picture before denoising.
+    pub image_to_image: bool,
 }
 
-/// Device bytes a placement needs: the larger of denoising and decoding.
+impl RequestShape {
+    /// One guided text-to-image picture of `width` x `height`.
+    pub fn image(width: usize, height: usize) -> Self {
+        RequestShape {
+            width,
+            height,
+            batch: 1,
+            guided: true,
+            image_to_image: false,
+        }
+    }
+
+    /// One guided image at `family`'s usual size (SD1.x 512, SD2.x 768, SDXL 1024): what a load
+    /// with no planned request is checked for.
+    pub fn usual(family: Family) -> Self {
+        let side = match family {
+            Family::Sd1 => 512,
+            Family::Sd2 => 768,
+            Family::Sdxl => 1024,
+        };
+        RequestShape::image(side, side)
+    }
+
+    /// "one 512x512 image", "4 768x768 images".
+    pub fn describe(&self) -> String {
+        let (w, h) = (self.width, self.height);
+        match self.batch {
+            1 => format!("one {w}x{h} image"),
+            n => format!("{n} {w}x{h} images"),
+        }
+    }
+}
+
+/// Device bytes a placement needs in each phase; the largest is what it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryNeed {
+    /// Image-to-image's encoding of the picture (0 for text-to-image).
+    pub encode: u64,
     pub denoise: u64,
     pub decode: u64,
 }
 
 impl MemoryNeed {
     pub fn peak(self) -> u64 {
-        self.denoise.max(self.decode)
+        self.encode.max(self.denoise).max(self.decode)
     }
 }
 
@@ -105,24 +152,28 @@ fn bytes(precision: Precision) -> u64 {
     }
 }
 
-/// The device memory `placement` needs for `work` on a `family` model.
-pub fn estimate(family: Family, placement: &Placement, work: &Workload) -> MemoryNeed {
-    let f = footprint(family);
+/// The device memory `placement` needs for `work` on a model of `size`.
+pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) -> MemoryNeed {
+    let family = size.family;
     let text = if placement.text_encoders_on_cpu {
         0
     } else {
-        f.text_encoder_params * bytes(placement.text_encoders)
+        size.text_encoder_params * bytes(placement.text_encoders)
     };
     // Int8: a byte per weight, plus the layers kept in the run's precision and the scales (2%).
     let unet = if placement.unet_int8 {
-        f.unet_params * 102 / 100
+        size.unet_params * 102 / 100
     } else {
-        f.unet_params * bytes(placement.unet)
+        size.unet_params * bytes(placement.unet)
     };
     let vae = if placement.vae_on_cpu {
         0
     } else {
-        f.vae_decoder_params * bytes(placement.vae)
+        let encoder = match placement.vae_encoder || work.image_to_image {
+            true => size.vae_encoder_params,
+            false => 0,
+        };
+        (size.vae_decoder_params + encoder) * bytes(placement.vae)
     };
     let latent_pixels = (work.width / 8 * (work.height / 8)) as u64;
     let rows = work.batch as u64
@@ -149,19 +200,21 @@ pub fn estimate(family: Family, placement: &Placement, work: &Workload) -> Memor
     if family == Family::Sdxl {
         unet_activations += SDXL_UNET_POOL_BYTES;
     }
-    // Images decode one at a time; a tiled decode holds one tile's activations.
-    let mut decoded_pixels = (work.width * work.height) as u64;
+    // Images decode one at a time, and image-to-image encodes its one picture; a tiled pass
+    // holds one tile's activations. The encoder's are taken as the decoder's, which bound them:
+    // at every resolution it has at most the decoder's channels and fewer layers.
+    let mut vae_pixels = (work.width * work.height) as u64;
     if placement.vae_tiling {
         let tile = match placement.small_vae_tiles {
-            true => work.vae_tile / 2,
-            false => work.vae_tile,
+            true => size.vae_tile / 2,
+            false => size.vae_tile,
         };
-        decoded_pixels = decoded_pixels.min((tile * tile) as u64);
+        vae_pixels = vae_pixels.min((tile * tile) as u64);
     }
     let vae_activations = if placement.vae_on_cpu {
         0
     } else {
-        decoded_pixels
+        vae_pixels
             * match placement.vae {
                 Precision::F16 => VAE_F16_BYTES_PER_PIXEL,
                 Precision::F32 => VAE_F32_BYTES_PER_PIXEL,
@@ -169,6 +222,12 @@ pub fn estimate(family: Family, placement: &Placement, work: &Workload) -> Memor
     };
     let unet_while_decoding = if placement.unet_offload { 0 } else { unet };
     MemoryNeed {
+        // Before denoising the UNet is on the device (after a first image, `unet_offload`
+        // brings it back only for the steps, but a first image's encode has it there).
+        encode: match work.image_to_image {
+            true => text + unet + vae + vae_activations,
+            false => 0,
+        },
         denoise: text + unet + vae + unet_activations,
         decode: text + unet_while_decoding + vae + vae_activations,
     }
@@ -201,16 +260,14 @@ pub struct AutoChoice {
     pub reason: String,
 }
 
-/// `--memory auto`: the fastest profile whose estimated need for one guided `width` x `height`
-/// image fits the device's memory; `cpu` when none does (the caller then selects the CPU
-/// backend), or on the CPU backend; `full` when the device's memory size or the model's
-/// architecture is unknown, saying so.
+/// `--memory auto`: the fastest profile whose estimated need for `work` fits the device's memory;
+/// `cpu` when none does (the caller then selects the CPU backend), or on the CPU backend; `full`
+/// when the device's memory size is unknown, saying so.
 pub fn choose_auto(
     source: &ModelSource,
     device: &SelectedDevice,
     precision: Option<Precision>,
-    width: usize,
-    height: usize,
+    work: &RequestShape,
 ) -> Result<AutoChoice> {
     let choice = |profile, reason: String| Ok(AutoChoice { profile, reason });
     if device.kind == crate::BackendKind::Cpu {
@@ -225,35 +282,25 @@ pub fn choose_auto(
             ),
         );
     };
-    let Some(preset) = Pipeline::preset_of(source)? else {
-        return choice(
-            MemoryProfile::Full,
-            "the model is not one of the built-in architectures, whose needs are measured, so auto keeps full".into(),
-        );
-    };
-    let family = preset.family();
-    let vae = preset.configs().vae;
     let precision = precision.unwrap_or_else(|| device.default_precision());
-    let work = Workload {
-        width,
-        height,
-        batch: 1,
-        guided: true,
-        vae_tile: vae.sample_size,
-    };
+    let (size, vae) = Pipeline::model_size(source, precision)?;
     let need = |p: MemoryProfile| {
-        let options = p.load_options(LoadOptions::default());
+        let options = p.load_options(LoadOptions {
+            vae_encoder: work.image_to_image,
+            ..LoadOptions::default()
+        });
         estimate(
-            family,
-            &Placement::for_model(family, &vae, precision, &options),
-            &work,
+            &size,
+            &Placement::for_model(size.family, &vae, precision, &options),
+            work,
         )
     };
+    let what = work.describe();
     match first_fitting(available, need) {
         Some((profile, need)) => choice(
             profile,
             format!(
-                "needs about {} of the {} the device has ({})",
+                "needs about {} for {what} of the {} the device has ({})",
                 gib(need.peak()),
                 gib(available),
                 device.memory_for_fit_meaning()
@@ -262,7 +309,7 @@ pub fn choose_auto(
         None => choice(
             MemoryProfile::Cpu,
             format!(
-                "even minimal needs about {} and the device has {} ({})",
+                "even minimal needs about {} for {what} and the device has {} ({})",
                 gib(need(MemoryProfile::Minimal).peak()),
                 gib(available),
                 device.memory_for_fit_meaning()
@@ -288,25 +335,32 @@ mod tests {
         Placement::for_model(family, &vae, precision, &options)
     }
 
-    /// One guided image of `side` pixels; SDXL's VAE tiles are 1024 pixels, the others' 512.
-    fn work(side: usize) -> Workload {
-        Workload {
-            width: side,
-            height: side,
-            batch: 1,
-            guided: true,
-            vae_tile: if side >= 1024 { 1024 } else { 512 },
-        }
+    /// The upstream model of `family`, with its VAE's own tile (SD1.x 512, SD2.1 768, SDXL 1024).
+    fn upstream(family: Family) -> ModelSize {
+        let tile = match family {
+            Family::Sd1 => 512,
+            Family::Sd2 => 768,
+            Family::Sdxl => 1024,
+        };
+        ModelSize::upstream(family, tile)
+    }
+
+    fn need(family: Family, placement: &Placement, work: &RequestShape) -> MemoryNeed {
+        estimate(&upstream(family), placement, work)
+    }
+
+    /// One guided image of `side` pixels.
+    fn work(side: usize) -> RequestShape {
+        RequestShape::image(side, side)
     }
 
     #[test]
     fn each_device_profile_needs_less_than_the_one_before() {
-        for (family, side) in [(Family::Sd1, 512), (Family::Sd2, 768), (Family::Sdxl, 1024)] {
+        for family in [Family::Sd1, Family::Sd2, Family::Sdxl] {
+            let usual = RequestShape::usual(family);
             let needs: Vec<u64> = DEVICE_PROFILES
                 .into_iter()
-                .map(|p| {
-                    estimate(family, &placement(family, p, Precision::F16), &work(side)).peak()
-                })
+                .map(|p| need(family, &placement(family, p, Precision::F16), &usual).peak())
                 .collect();
             assert!(needs.windows(2).all(|w| w[0] > w[1]), "{family}: {needs:?}");
         }
@@ -315,20 +369,82 @@ mod tests {
     #[test]
     fn the_need_counts_weights_and_grows_with_the_image() {
         let full = placement(Family::Sd1, MemoryProfile::Full, Precision::F16);
-        let small = estimate(Family::Sd1, &full, &work(256));
-        let large = estimate(Family::Sd1, &full, &work(1024));
+        let small = need(Family::Sd1, &full, &work(256));
+        let large = need(Family::Sd1, &full, &work(1024));
         // At least the f16 weights of all three components.
         assert!(small.peak() > (123_060_480 + 859_520_964 + 49_490_199) * 2);
         assert!(large.denoise > small.denoise && large.decode > small.decode);
         // f32 holds twice the weights.
         let f32 = placement(Family::Sd1, MemoryProfile::Full, Precision::F32);
-        assert!(estimate(Family::Sd1, &f32, &work(512)).peak() > small.peak() * 3 / 2);
+        assert!(need(Family::Sd1, &f32, &work(512)).peak() > small.peak() * 3 / 2);
         // Sequential guidance halves the UNet's activations; a batch of two doubles them.
         let low = placement(Family::Sd1, MemoryProfile::Low, Precision::F16);
         let mut two = work(512);
         two.batch = 2;
-        let one = estimate(Family::Sd1, &low, &work(512)).denoise;
-        assert!(estimate(Family::Sd1, &low, &two).denoise > one);
+        let one = need(Family::Sd1, &low, &work(512)).denoise;
+        assert!(need(Family::Sd1, &low, &two).denoise > one);
+        // A wide image needs what its pixels need, whichever side is long.
+        let wide = need(Family::Sd1, &full, &RequestShape::image(768, 512));
+        let tall = need(Family::Sd1, &full, &RequestShape::image(512, 768));
+        assert_eq!(wide, tall);
+        assert!(wide.peak() > need(Family::Sd1, &full, &work(512)).peak());
+    }
+
+    /// The model's own parameters and VAE tile count, not its family's upstream ones.
+    #[test]
+    fn the_need_follows_the_model_size() {
+        let low = placement(Family::Sdxl, MemoryProfile::Low, Precision::F16);
+        let base = upstream(Family::Sdxl);
+        // A distilled SDXL (SSD-1B's UNet has 1.3 billion parameters).
+        let distilled = ModelSize {
+            unet_params: 1_300_000_000,
+            ..base
+        };
+        let xl = work(1024);
+        let saved = estimate(&base, &low, &xl).denoise - estimate(&distilled, &low, &xl).denoise;
+        assert_eq!(saved, (base.unet_params - distilled.unet_params) * 2);
+        // SD2.1's VAE tiles at 768 pixels: `low` decodes 768x768 in one piece, a 512-tile VAE
+        // (SD2.1-base's) in tiles.
+        let low = placement(Family::Sd2, MemoryProfile::Low, Precision::F16);
+        let one_piece = estimate(&ModelSize::upstream(Family::Sd2, 768), &low, &work(768));
+        let tiled = estimate(&ModelSize::upstream(Family::Sd2, 512), &low, &work(768));
+        assert!(one_piece.decode > tiled.decode);
+        assert_eq!(
+            one_piece.decode - tiled.decode,
+            (768 * 768 - 512 * 512) * VAE_F16_BYTES_PER_PIXEL
+        );
+    }
+
+    /// Image-to-image encodes its picture with the UNet on the device and holds the VAE's
+    /// encoder too.
+    #[test]
+    fn image_to_image_counts_the_encoder() {
+        let size = upstream(Family::Sd1);
+        let text = need(
+            Family::Sd1,
+            &placement(Family::Sd1, MemoryProfile::Low, Precision::F16),
+            &work(512),
+        );
+        assert_eq!(text.encode, 0);
+        let options = MemoryProfile::Low.load_options(LoadOptions {
+            vae_encoder: true,
+            ..LoadOptions::default()
+        });
+        let with_encoder =
+            Placement::for_model(Family::Sd1, &VaeConfig::sd15(), Precision::F16, &options);
+        let image = RequestShape {
+            image_to_image: true,
+            ..work(512)
+        };
+        let img2img = estimate(&size, &with_encoder, &image);
+        let encoder_bytes = size.vae_encoder_params * 2;
+        assert_eq!(img2img.denoise, text.denoise + encoder_bytes);
+        assert_eq!(img2img.decode, text.decode + encoder_bytes);
+        // The UNet stays on the device while the picture is encoded.
+        assert!(img2img.encode > size.unet_params * 2 + img2img.decode - encoder_bytes);
+        // The encoder loaded for a text-to-image request still holds its weights.
+        let loaded = estimate(&size, &with_encoder, &work(512));
+        assert_eq!((loaded.encode, loaded.denoise), (0, img2img.denoise));
     }
 
     /// The estimate against the peaks measured on lavapipe (SD1.5, 512x512, f16; README): never
@@ -347,9 +463,8 @@ mod tests {
         for (profile, tile, peak) in measured {
             let mut placement = placement(Family::Sd1, profile, Precision::F16);
             placement.vae_tiling = true;
-            let mut work = work(512);
-            work.vae_tile = tile;
-            let need = estimate(Family::Sd1, &placement, &work).peak();
+            let size = ModelSize::upstream(Family::Sd1, tile);
+            let need = estimate(&size, &placement, &work(512)).peak();
             assert!(
                 (peak..peak * 5 / 4).contains(&need),
                 "{profile}: estimated {need}, measured {peak}"
@@ -357,19 +472,19 @@ mod tests {
         }
         // The target: SD1.5 at 512x512 under 2.5 GB in minimal.
         let minimal = placement(Family::Sd1, MemoryProfile::Minimal, Precision::F16);
-        assert!(estimate(Family::Sd1, &minimal, &work(512)).peak() < 2_500_000_000);
+        assert!(need(Family::Sd1, &minimal, &work(512)).peak() < 2_500_000_000);
 
         // SDXL at 1024x1024 in minimal on lavapipe: the step's peak reserved (decoding was not
         // measured: lavapipe's 128 MiB buffers would have cut its tiles smaller than a GPU's).
         let minimal = placement(Family::Sdxl, MemoryProfile::Minimal, Precision::F16);
-        let denoise = estimate(Family::Sdxl, &minimal, &work(1024)).denoise;
+        let denoise = need(Family::Sdxl, &minimal, &work(1024)).denoise;
         let peak = 3168 * mib;
         assert!(
             (peak..peak * 5 / 4).contains(&denoise),
             "SDXL minimal: estimated {denoise}, measured {peak}"
         );
         // The target: SDXL at 1024x1024 under 4 GB in minimal.
-        assert!(estimate(Family::Sdxl, &minimal, &work(1024)).peak() < 4_000_000_000);
+        assert!(need(Family::Sdxl, &minimal, &work(1024)).peak() < 4_000_000_000);
 
         // SDXL on lavapipe (f16), one row and two: the step's peak reserved.
         for (profile, side, peak) in [
@@ -380,7 +495,7 @@ mod tests {
             (MemoryProfile::Full, 1024, 7352 * mib),
         ] {
             let placement = placement(Family::Sdxl, profile, Precision::F16);
-            let denoise = estimate(Family::Sdxl, &placement, &work(side)).denoise;
+            let denoise = need(Family::Sdxl, &placement, &work(side)).denoise;
             assert!(
                 (peak..peak * 5 / 4).contains(&denoise),
                 "SDXL {profile} at {side}: estimated {denoise}, measured {peak}"
@@ -390,7 +505,7 @@ mod tests {
         // The VAE in f32, untiled: SD1.5 at 352x352 in balanced on lavapipe, its peak reserved
         // (the decode's).
         let balanced = placement(Family::Sd1, MemoryProfile::Balanced, Precision::F32);
-        let need = estimate(Family::Sd1, &balanced, &work(352));
+        let need = need(Family::Sd1, &balanced, &work(352));
         let peak = 4424 * mib;
         assert!(need.decode > need.denoise);
         assert!(
@@ -403,7 +518,7 @@ mod tests {
     #[test]
     fn the_first_fitting_profile_is_the_fastest_that_fits() {
         let need = |p| {
-            estimate(
+            need(
                 Family::Sdxl,
                 &placement(Family::Sdxl, p, Precision::F16),
                 &work(1024),
@@ -443,21 +558,38 @@ mod tests {
     #[test]
     fn auto_picks_the_fastest_profile_that_fits_and_says_why() {
         let sd15 = ModelSource::Synthetic(crate::Preset::Sd15);
-        let choose = |device: &SelectedDevice| {
-            choose_auto(&sd15, device, Some(Precision::F16), 512, 512).unwrap()
+        let choose_for = |device: &SelectedDevice, work: &RequestShape| {
+            choose_auto(&sd15, device, Some(Precision::F16), work).unwrap()
         };
+        let choose = |device: &SelectedDevice| choose_for(device, &work(512));
         assert_eq!(choose(&gpu(Some(24 << 30))).profile, MemoryProfile::Full);
-        let need = |p: MemoryProfile| {
+        let need_of = |p: MemoryProfile, work: &RequestShape| {
             let placement = placement(Family::Sd1, p, Precision::F16);
-            estimate(Family::Sd1, &placement, &work(512)).peak()
+            need(Family::Sd1, &placement, work).peak()
         };
-        let just_low = gpu(Some(need(MemoryProfile::Low)));
+        let just_low = gpu(Some(need_of(MemoryProfile::Low, &work(512))));
         let low = choose(&just_low);
         assert_eq!(low.profile, MemoryProfile::Low);
-        assert!(low.reason.starts_with("needs about"), "{}", low.reason);
+        assert!(
+            low.reason.starts_with("needs about") && low.reason.contains("one 512x512 image"),
+            "{}",
+            low.reason
+        );
+        // A batch needs more: the same device holds four images only in a lighter profile.
+        let four = RequestShape {
+            batch: 4,
+            ..work(512)
+        };
+        let batch = choose_for(&just_low, &four);
+        assert_ne!(batch.profile, MemoryProfile::Low);
+        assert!(
+            batch.reason.contains("4 512x512 images"),
+            "{}",
+            batch.reason
+        );
         // The limit wins over the driver's figure.
         let mut limited = gpu(Some(24 << 30));
-        limited.memory_limit = Some(need(MemoryProfile::Minimal) - 1);
+        limited.memory_limit = Some(need_of(MemoryProfile::Minimal, &work(512)) - 1);
         let cpu = choose(&limited);
         assert_eq!(cpu.profile, MemoryProfile::Cpu);
         assert!(cpu.reason.contains("even minimal needs"), "{}", cpu.reason);

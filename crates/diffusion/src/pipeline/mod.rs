@@ -33,10 +33,11 @@ use crate::models::config::{read_json, ClipConfig, UNetConfig, VaeConfig};
 use crate::models::tokenizer::Tokenizer;
 use crate::models::unet::{Conditioning, TextTime, UNet};
 use crate::models::vae::{self, VaeDecoder, VaeEncoder};
-use crate::models::vae_tiling::VaeTiles;
+use crate::models::vae_tiling::{self, VaeTiles};
 use crate::noise::NormalGenerator;
 use crate::scheduler::{self, SchedulerKind};
 pub use family::{Family, Preset};
+use memory_need::{ModelSize, RequestShape};
 
 /// The backend every pipeline runs on: burn's runtime dispatch over flex, wgpu, CUDA and ROCm.
 pub type B = Dispatch;
@@ -101,6 +102,8 @@ pub struct Placement {
     pub unet_int8: bool,
     /// Tiled decoding uses tiles of half the VAE's own side (a quarter of its activations).
     pub small_vae_tiles: bool,
+    /// The VAE's encoder is loaded (image-to-image), beside its decoder.
+    pub vae_encoder: bool,
 }
 
 impl Placement {
@@ -131,6 +134,7 @@ impl Placement {
             unet_offload: options.unet_offload,
             unet_int8: options.unet_int8,
             small_vae_tiles: options.vae_tiling && options.small_vae_tiles,
+            vae_encoder: options.vae_encoder,
         }
     }
 }
@@ -169,6 +173,10 @@ pub struct LoadOptions {
     /// activation memory, more tiles (SDXL's VAE tiles are 1024 pixels, so a 1024x1024 decode
     /// would otherwise be one piece).
     pub small_vae_tiles: bool,
+    /// The request the front end will make first, which the fit check measures the placement
+    /// against before any weight is read (`None`: one guided image at the family's usual size).
+    /// Every request is checked again before it runs.
+    pub planned: Option<RequestShape>,
 }
 
 /// How the initial latents are made.
@@ -230,6 +238,18 @@ impl GenerateRequest {
             noise: InitialNoise::Seed(0),
             batch: 1,
             init_image: None,
+        }
+    }
+
+    /// What the memory estimate needs of this request (`LoadOptions::planned` for a load that
+    /// will serve it).
+    pub fn shape(&self) -> RequestShape {
+        RequestShape {
+            width: self.width,
+            height: self.height,
+            batch: self.batch,
+            guided: self.guidance_scale > 1.0,
+            image_to_image: self.init_image.is_some(),
         }
     }
 }
@@ -390,6 +410,7 @@ pub struct Pipeline {
 
 /// The load's choices, kept to check each request against the device's memory.
 struct FitContext {
+    size: ModelSize,
     vae: VaeConfig,
     options: LoadOptions,
 }
@@ -460,13 +481,14 @@ impl Pipeline {
         let spec = ModelSpec::read(&layout)?;
         // Pick every weights file before reading any, so a missing one fails fast.
         let placement = Placement::for_model(spec.family, &spec.vae, precision, &options);
-        let te_file = choose_weights_file(&layout.text_encoder, "model", precision)?;
-        let te2_file = match &layout.text_encoder_2 {
-            Some(folder) => Some(choose_weights_file(folder, "model", precision)?),
-            None => None,
-        };
-        let unet_file = choose_weights_file(&layout.unet, "diffusion_pytorch_model", precision)?;
-        let vae_file = choose_weights_file(&layout.vae, "diffusion_pytorch_model", placement.vae)?;
+        let files = FolderFiles::choose(&layout, precision, placement.vae)?;
+        let size = files.model_size(&spec)?;
+        let FolderFiles {
+            text_encoder: te_file,
+            text_encoder_2: te2_file,
+            unet: unet_file,
+            vae: vae_file,
+        } = files;
         let mut te2 = match &te2_file {
             Some(file) => Some(projected_text_encoder_weights(FileWeights::open(file)?)),
             None => None,
@@ -482,6 +504,7 @@ impl Pipeline {
             .collect();
         let pipeline = Self::assemble(
             spec,
+            size,
             Sources {
                 text_encoder: te,
                 text_encoder_2: te2.as_mut().map(|s| s as &mut dyn WeightSource),
@@ -531,8 +554,12 @@ impl Pipeline {
             open(checkpoint::Component::UNet)?,
             vae_weights(open(checkpoint::Component::Vae)?),
         ];
+        // A checkpoint's parts are SD1.x's or SD2.x's as upstream has them (the layout above
+        // reads them by those names).
+        let size = ModelSize::upstream(spec.family, spec.vae.sample_size);
         let pipeline = Self::assemble(
             spec,
+            size,
             Sources {
                 text_encoder: te,
                 text_encoder_2: None,
@@ -568,8 +595,10 @@ impl Pipeline {
         } else {
             None
         };
+        let size = ModelSize::upstream(spec.family, spec.vae.sample_size);
         Self::assemble(
             spec,
+            size,
             Sources {
                 text_encoder: te,
                 text_encoder_2,
@@ -585,8 +614,10 @@ impl Pipeline {
     }
 
     /// Builds the models from their weight sources and waits for the device to hold them.
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         spec: ModelSpec,
+        size: ModelSize,
         sources: Sources,
         device: SelectedDevice,
         placement: Placement,
@@ -596,17 +627,16 @@ impl Pipeline {
     ) -> Result<Self> {
         let preset = Preset::matching(&spec.clip, spec.clip2.as_ref(), &spec.unet, &spec.vae);
         let fit = FitContext {
+            size,
             vae: spec.vae.clone(),
             options,
         };
-        // The model's usual size, one image, guided: a placement that cannot hold even that is
-        // refused before any weight is read.
-        let side = if spec.family == Family::Sdxl {
-            1024
-        } else {
-            512
-        };
-        fit.check(preset, &placement, &device, side, side, 1, true)?;
+        // The request the front end plans, else one guided image at the family's usual size: a
+        // placement that cannot hold it is refused before any weight is read.
+        let planned = options
+            .planned
+            .unwrap_or_else(|| RequestShape::usual(spec.family));
+        fit.check(&placement, &device, &planned)?;
         let dev = device.device.clone();
         let cpu = device::cpu_device();
         let on = |on_cpu: bool| if on_cpu { cpu.clone() } else { dev.clone() };
@@ -766,24 +796,39 @@ impl Pipeline {
         }
     }
 
-    /// The built-in architecture `source` has (a fine-tune's is its base's), read from its
-    /// configs only; `None` for architectures SD Bench has no preset of.
-    pub fn preset_of(source: &ModelSource) -> Result<Option<Preset>> {
-        let spec = match source {
-            ModelSource::Synthetic(preset) => return Ok(Some(*preset)),
-            ModelSource::Folder(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
+    /// What the memory estimate needs to know of `source` (its family, parameters and VAE tile,
+    /// and the VAE's config), from its configs and its weight files' headers: no weight is read.
+    pub fn model_size(
+        source: &ModelSource,
+        precision: Precision,
+    ) -> Result<(ModelSize, VaeConfig)> {
+        let upstream = |spec: ModelSpec| {
+            let size = ModelSize::upstream(spec.family, spec.vae.sample_size);
+            (size, spec.vae)
+        };
+        Ok(match source {
+            ModelSource::Synthetic(preset) => upstream(ModelSpec::builtin(*preset)),
+            ModelSource::Folder(folder) => {
+                let layout = ModelLayout::check(folder)?;
+                let spec = ModelSpec::read(&layout)?;
+                let placement = Placement::for_model(
+                    spec.family,
+                    &spec.vae,
+                    precision,
+                    &LoadOptions::default(),
+                );
+                let size =
+                    FolderFiles::choose(&layout, precision, placement.vae)?.model_size(&spec)?;
+                (size, spec.vae)
+            }
             ModelSource::Checkpoint {
                 config: Some(folder),
                 ..
-            } => ModelSpec::read(&ModelLayout::check(folder)?)?,
-            ModelSource::Checkpoint { config: None, .. } => return Ok(Some(Preset::Sd15)),
-        };
-        Ok(Preset::matching(
-            &spec.clip,
-            spec.clip2.as_ref(),
-            &spec.unet,
-            &spec.vae,
-        ))
+            } => upstream(ModelSpec::read(&ModelLayout::check(folder)?)?),
+            ModelSource::Checkpoint { config: None, .. } => {
+                upstream(ModelSpec::builtin(Preset::Sd15))
+            }
+        })
     }
 
     /// The memory profile the pipeline was loaded with (`None` for options no profile gives).
@@ -805,6 +850,12 @@ impl Pipeline {
         &self.tokenizer
     }
 
+    /// Whether requests of `shape` fit the device's memory with this pipeline's placement (the
+    /// estimate `validate` checks): an error naming the need and a profile that would fit.
+    pub fn check_fits(&self, shape: &RequestShape) -> Result<()> {
+        self.fit.check(&self.info.placement, &self.device, shape)
+    }
+
     /// Checks a request against this model before any work is done.
     pub fn validate(&self, request: &GenerateRequest) -> Result<()> {
         let f = self.info.vae_scale_factor;
@@ -824,15 +875,7 @@ impl Pipeline {
         if let Some(problem) = limits::batch_problem(request.batch) {
             return Err(DiffusionError::Request(format!("batch {problem}")));
         }
-        self.fit.check(
-            self.info.preset,
-            &self.info.placement,
-            &self.device,
-            request.width,
-            request.height,
-            request.batch,
-            request.guidance_scale > 1.0,
-        )?;
+        self.check_fits(&request.shape())?;
         if let Some(init) = &request.init_image {
             let image = &init.image;
             if (image.width, image.height) != (request.width, request.height) {
@@ -1110,10 +1153,9 @@ impl Pipeline {
             TensorData::new(preprocess(image), [1, 3, image.height, image.width]),
             (self.vae_device(), DType::F32),
         );
-        let mean = if self.info.placement.vae_tiling {
-            encoder.encode_tiled(pixels)
-        } else {
-            encoder.encode(pixels)
+        let mean = match self.vae_tiles() {
+            Some(tiles) => encoder.encode_tiled(pixels, tiles),
+            None => encoder.encode(pixels),
         };
         let latents = mean * self.vae.scaling_factor();
         Ok(latents.to_device(&self.device.device))
@@ -1284,9 +1326,9 @@ impl Pipeline {
         })
     }
 
-    /// The decode tiles the placement asks for: the VAE's own (diffusers' `enable_tiling`), or
-    /// half their side for `small_vae_tiles`.
-    fn vae_decode_tiles(&self) -> Option<VaeTiles> {
+    /// The tiles the placement asks for, decoding and encoding: the VAE's own (diffusers'
+    /// `enable_tiling`), or half their side for `small_vae_tiles`.
+    fn vae_tiles(&self) -> Option<VaeTiles> {
         let p = &self.info.placement;
         let own = self.vae.tiles();
         p.vae_tiling.then(|| match p.small_vae_tiles {
@@ -1302,12 +1344,30 @@ impl Pipeline {
     /// The VAE decode of unscaled latents, tiled when the placement says so, or when one of the
     /// decoder's tensors would be larger than the device's largest buffer.
     fn decode_latents(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
-        let max_buffer = match self.info.placement.vae_on_cpu {
+        self.vae
+            .decode_within(z, self.vae_max_buffer(), self.vae_tiles())
+    }
+
+    /// The largest buffer the VAE's device allows (`None`: no limit, as on the CPU).
+    fn vae_max_buffer(&self) -> Option<u64> {
+        match self.info.placement.vae_on_cpu {
             true => None,
             false => self.device.max_buffer_bytes(),
-        };
-        self.vae
-            .decode_within(z, max_buffer, self.vae_decode_tiles())
+        }
+    }
+
+    /// How many tiles each image of `width` x `height` decodes in (1: one piece): tiles come from
+    /// the placement (above the VAE's tile size) or from the device's largest buffer.
+    pub fn decode_tile_count(&self, width: usize, height: usize) -> usize {
+        let f = self.vae.scale_factor().max(1);
+        let (h, w) = (height / f, width / f);
+        match self
+            .vae
+            .decode_tile(h, w, self.vae_max_buffer(), self.vae_tiles())
+        {
+            Some(tile) => vae_tiling::tile_count(h, w, tile),
+            None => 1,
+        }
     }
 }
 
@@ -1337,6 +1397,73 @@ fn text_encoder_weights(file: FileWeights) -> FileWeights {
 fn projected_text_encoder_weights(file: FileWeights) -> FileWeights {
     file.with_aliases(clip::ALIASES)
         .ignoring(clip::IGNORED_WITH_PROJECTION)
+}
+
+/// A model folder's weight files, one per component.
+struct FolderFiles {
+    text_encoder: PathBuf,
+    text_encoder_2: Option<PathBuf>,
+    unet: PathBuf,
+    vae: PathBuf,
+}
+
+impl FolderFiles {
+    /// Each component's file for a run in `precision` with the VAE in `vae_precision` (the
+    /// `.fp16` variants first in f16).
+    fn choose(
+        layout: &ModelLayout,
+        precision: Precision,
+        vae_precision: Precision,
+    ) -> Result<Self> {
+        Ok(FolderFiles {
+            text_encoder: choose_weights_file(&layout.text_encoder, "model", precision)?,
+            text_encoder_2: match &layout.text_encoder_2 {
+                Some(folder) => Some(choose_weights_file(folder, "model", precision)?),
+                None => None,
+            },
+            unet: choose_weights_file(&layout.unet, "diffusion_pytorch_model", precision)?,
+            vae: choose_weights_file(&layout.vae, "diffusion_pytorch_model", vae_precision)?,
+        })
+    }
+
+    /// The model's size for the memory estimate: the parameters the files' headers list (a
+    /// distilled or otherwise smaller model counts as what it is), the family and VAE tile from
+    /// the configs.
+    fn model_size(&self, spec: &ModelSpec) -> Result<ModelSize> {
+        let everything = |_: &str| true;
+        let mut text_encoder_params = stored_parameters(&self.text_encoder, everything)?.0;
+        if let Some(file) = &self.text_encoder_2 {
+            text_encoder_params += stored_parameters(file, everything)?.0;
+        }
+        let (vae_encoder_params, vae_decoder_params) = stored_parameters(&self.vae, |name| {
+            name.starts_with("encoder.") || name.starts_with("quant_conv.")
+        })?;
+        Ok(ModelSize {
+            family: spec.family,
+            text_encoder_params,
+            unet_params: stored_parameters(&self.unet, everything)?.0,
+            vae_decoder_params,
+            vae_encoder_params,
+            vae_tile: spec.vae.sample_size,
+        })
+    }
+}
+
+/// The values a safetensors file stores, from its header: (those whose name `first` picks, the
+/// rest).
+fn stored_parameters(path: &Path, first: impl Fn(&str) -> bool) -> Result<(u64, u64)> {
+    let file = SafeTensors::open(path)?;
+    let mut counts = (0, 0);
+    for name in file.names() {
+        let values: u64 = file
+            .info(name)
+            .map_or(0, |info| info.shape.iter().product::<usize>() as u64);
+        match first(name) {
+            true => counts.0 += values,
+            false => counts.1 += values,
+        }
+    }
+    Ok(counts)
 }
 
 /// Where each component's weights come from.
@@ -1582,32 +1709,19 @@ impl FitContext {
     }
 
     /// Refuses work that will not fit the device's memory, naming what it needs and the profile
-    /// that would fit. Checked only where both are known: the device's memory size (CUDA, HIP,
-    /// or `--memory-limit`) and the model's architecture (a built-in preset's; a fine-tune
-    /// counts).
-    #[allow(clippy::too_many_arguments)]
+    /// that would fit. Checked where the device's memory size is known (the free memory NVML or
+    /// amdgpu's sysfs report, the CUDA or HIP driver's total, or `--memory-limit`).
     fn check(
         &self,
-        preset: Option<Preset>,
         placement: &Placement,
         device: &SelectedDevice,
-        width: usize,
-        height: usize,
-        batch: usize,
-        guided: bool,
+        work: &RequestShape,
     ) -> Result<()> {
-        let (Some(preset), Some(available)) = (preset, device.memory_for_fit()) else {
+        let Some(available) = device.memory_for_fit() else {
             return Ok(());
         };
-        let family = preset.family();
-        let work = memory_need::Workload {
-            width,
-            height,
-            batch,
-            guided,
-            vae_tile: self.vae.sample_size,
-        };
-        let need = memory_need::estimate(family, placement, &work);
+        let size = &self.size;
+        let need = memory_need::estimate(size, placement, work);
         if need.peak() <= available {
             return Ok(());
         }
@@ -1617,7 +1731,7 @@ impl FitContext {
         };
         let placement_of = |profile: memory::MemoryProfile| {
             Placement::for_model(
-                family,
+                size.family,
                 &self.vae,
                 placement.unet,
                 &profile.load_options(base),
@@ -1627,7 +1741,7 @@ impl FitContext {
             format!("the {p} memory profile")
         });
         let fitting = memory_need::first_fitting(available, |p| {
-            memory_need::estimate(family, &placement_of(p), &work)
+            memory_need::estimate(size, &placement_of(p), work)
         });
         let advice = match fitting {
             Some((profile, need)) => format!(
@@ -1640,13 +1754,10 @@ impl FitContext {
         };
         Err(DiffusionError::DoesNotFit(format!(
             "out of device memory before starting: {current} needs about {} for {} \
-             ({family}, {}) but {} has {} ({}); {advice}",
+             ({}, {}) but {} has {} ({}); {advice}",
             memory_need::gib(need.peak()),
-            if batch == 1 {
-                format!("one {width}x{height} image")
-            } else {
-                format!("{batch} {width}x{height} images")
-            },
+            work.describe(),
+            size.family,
             placement.unet.name(),
             device.info.name,
             memory_need::gib(available),

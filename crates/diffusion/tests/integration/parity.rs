@@ -442,6 +442,7 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
             unet_int8: false,
             small_attention_chunks: false,
             small_vae_tiles: false,
+            planned: None,
         };
         let sdxl = load_with("tiny-sdxl", BackendRequest::Vulkan, Precision::F16, options);
         let p = sdxl.info.placement;
@@ -555,46 +556,58 @@ fn tiled_vae_matches_diffusers_tiled_vae_on_vulkan() {
 }
 
 fn check_tiled_vae(backend: BackendRequest) {
-    let tiled = LoadOptions {
-        vae_encoder: true,
-        vae_tiling: true,
-        ..LoadOptions::default()
-    };
-    let pipe = load_with("tiny-sd", backend, Precision::F32, tiled);
     let mut r = Reference::open("tiny-sd-vae-tiling");
-    let image = pipe
-        .run_vae_decode(&r.get("latents"), [1, 4, 20, 14])
-        .unwrap();
-    assert_close(
-        "tiled vae decode",
-        &image,
-        &r.get("image.tiled"),
-        COMPONENT_ATOL,
-    );
-    let (plain_gap, _) = common::max_abs_diff(&image, &r.get("image.plain"));
-    assert!(
-        plain_gap > 100.0 * COMPONENT_ATOL,
-        "tiling changed nothing: {plain_gap:e}"
-    );
-
+    let latents = r.get("latents");
     let rgb = r.get("rgb");
     let picture = sdbench_diffusion::io::image::RgbImage {
         width: 28,
         height: 40,
         pixels: rgb.iter().map(|&v| v as u8).collect(),
     };
-    let mean = pipe.run_vae_encode(&picture).unwrap();
-    assert_close(
-        "tiled vae encode",
-        &mean,
-        &r.get("mean.tiled"),
-        COMPONENT_ATOL,
-    );
-    let (plain_gap, _) = common::max_abs_diff(&mean, &r.get("mean.plain"));
-    assert!(
-        plain_gap > 100.0 * COMPONENT_ATOL,
-        "tiling changed nothing: {plain_gap:e}"
-    );
+    // The VAE's own tiles (diffusers' `enable_tiling()`), and the minimal profile's half-size
+    // ones (diffusers with `tile_sample_min_size` and `tile_latent_min_size` halved).
+    for (small_vae_tiles, name) in [(false, "tiled"), (true, "half")] {
+        let tiled = LoadOptions {
+            vae_encoder: true,
+            vae_tiling: true,
+            small_vae_tiles,
+            ..LoadOptions::default()
+        };
+        let pipe = load_with("tiny-sd", backend, Precision::F32, tiled);
+        let image = pipe.run_vae_decode(&latents, [1, 4, 20, 14]).unwrap();
+        let expected = r.get(&format!("image.{name}"));
+        assert_close(
+            &format!("{name} vae decode"),
+            &image,
+            &expected,
+            COMPONENT_ATOL,
+        );
+        let (plain_gap, _) = common::max_abs_diff(&image, &r.get("image.plain"));
+        assert!(
+            plain_gap > 100.0 * COMPONENT_ATOL,
+            "{name}: tiling changed nothing: {plain_gap:e}"
+        );
+        // 20x14 latents in tiles of 8 (starting every 6) or 4 (every 3).
+        let tiles = if small_vae_tiles { 7 * 5 } else { 4 * 3 };
+        assert_eq!(pipe.decode_tile_count(28, 40), tiles, "{name}");
+
+        let mean = pipe.run_vae_encode(&picture).unwrap();
+        let expected = r.get(&format!("mean.{name}"));
+        assert_close(
+            &format!("{name} vae encode"),
+            &mean,
+            &expected,
+            COMPONENT_ATOL,
+        );
+        let (plain_gap, _) = common::max_abs_diff(&mean, &r.get("mean.plain"));
+        assert!(
+            plain_gap > 100.0 * COMPONENT_ATOL,
+            "{name}: tiling changed nothing: {plain_gap:e}"
+        );
+    }
+    // Without tiling, and no buffer limit on these sizes: one piece.
+    let plain = load_with("tiny-sd", backend, Precision::F32, LoadOptions::default());
+    assert_eq!(plain.decode_tile_count(28, 40), 1);
 }
 
 /// The `balanced` memory profile on the device (text encoders on the CPU, the allocator's pooled
