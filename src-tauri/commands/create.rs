@@ -15,7 +15,8 @@ use sdbench_diffusion::limits::{self, MAX_SIDE, MAX_STEPS, SIDE_MULTIPLE};
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{
     choose_auto, BackendKind, BackendRequest, DeviceRequest, GenerateRequest, InitImage,
-    InitialNoise, LoadOptions, ModelSource, Pipeline, Progress, RequestShape, SchedulerKind,
+    InitialNoise, LoadOptions, MemoryProfile, ModelSource, Pipeline, Progress, RequestShape,
+    SchedulerKind,
 };
 use sdbench_history::{Generation, Record};
 use sdbench_hub::Hub;
@@ -231,14 +232,15 @@ pub fn start_generation_job(
                     && (l.pipeline.has_vae_encoder() || !needs_encoder)
                     && (!memory_auto || l.pipeline.check_fits(&shape).is_ok())
             });
-            if !usable {
-                // Free the old model's memory before loading the new one.
-                *loaded = None;
+            // `auto` fell back to the CPU for an earlier request that no profile on the device
+            // could hold: each request asks again, so one the device holds goes back to it.
+            let on_cpu_fallback = memory_auto
+                && device_request.backend != BackendRequest::Cpu
+                && loaded
+                    .as_ref()
+                    .is_some_and(|l| l.memory == MemoryProfile::Cpu);
+            if !usable || on_cpu_fallback {
                 let source = model_source(&state, model_name, cx)?;
-                cx.emit(JobEvent::Loading {
-                    model: key.model.clone(),
-                    backend: key.backend.clone(),
-                });
                 let start = Instant::now();
                 let mut device = select_device(device_request, None, Path::new("/"), true)?;
                 if memory_auto {
@@ -249,22 +251,30 @@ pub fn start_generation_job(
                         device = select_device(cpu, None, Path::new("/"), true)?;
                     }
                 }
-                let options = profile.load_options(LoadOptions {
-                    vae_encoder: needs_encoder,
-                    planned: Some(shape),
-                    ..LoadOptions::default()
-                });
-                let pipeline = Pipeline::load_with(&source, device, precision, options)?;
-                cx.emit(JobEvent::Loaded {
-                    seconds: start.elapsed().as_secs_f64(),
-                    device: pipeline.device.info.name.clone(),
-                    precision: pipeline.precision.name().into(),
-                });
-                *loaded = Some(LoadedPipeline {
-                    key: key.clone(),
-                    pipeline,
-                    memory: profile,
-                });
+                if !(usable && profile == MemoryProfile::Cpu) {
+                    // Free the old model's memory before loading the new one.
+                    *loaded = None;
+                    cx.emit(JobEvent::Loading {
+                        model: key.model.clone(),
+                        backend: key.backend.clone(),
+                    });
+                    let options = profile.load_options(LoadOptions {
+                        vae_encoder: needs_encoder,
+                        planned: Some(shape),
+                        ..LoadOptions::default()
+                    });
+                    let pipeline = Pipeline::load_with(&source, device, precision, options)?;
+                    cx.emit(JobEvent::Loaded {
+                        seconds: start.elapsed().as_secs_f64(),
+                        device: pipeline.device.info.name.clone(),
+                        precision: pipeline.precision.name().into(),
+                    });
+                    *loaded = Some(LoadedPipeline {
+                        key: key.clone(),
+                        pipeline,
+                        memory: profile,
+                    });
+                }
             }
             let Some(current) = loaded.as_ref() else {
                 return Err(UiError::internal("the model was not loaded"));

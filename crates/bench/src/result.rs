@@ -134,7 +134,7 @@ pub struct PlacementRecord {
     /// The UNet's weights in host memory while the VAE decodes.
     #[serde(default)]
     pub unet_offload: bool,
-    /// Tiled decoding in tiles of half the VAE's own (diffusers') side.
+    /// Tiled decoding and encoding in tiles of half the VAE's own (diffusers') side.
     #[serde(default)]
     pub small_vae_tiles: bool,
 }

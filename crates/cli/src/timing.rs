@@ -12,7 +12,7 @@ use sdbench_diffusion::device::select;
 use sdbench_diffusion::limits;
 use sdbench_diffusion::noise::NormalGenerator;
 use sdbench_diffusion::op_timing::{self, Work};
-use sdbench_diffusion::{Pipeline, Precision, SelectedDevice};
+use sdbench_diffusion::{LoadOptions, Pipeline, Precision, RequestShape, SelectedDevice};
 
 #[derive(clap::Args, Debug)]
 pub struct TimingArgs {
@@ -58,7 +58,14 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     }
     let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
     let load_start = Instant::now();
-    let pipe = Pipeline::load(&source, device, precision).context("loading the model failed")?;
+    // The memory check before loading measures the size timed (one guided image: the UNet call
+    // is batch 2), not the family's usual one.
+    let options = LoadOptions {
+        planned: Some(RequestShape::image(args.width, args.height)),
+        ..LoadOptions::default()
+    };
+    let pipe = Pipeline::load_with(&source, device, precision, options)
+        .context("loading the model failed")?;
     pipe.device.sync()?;
     let load_seconds = load_start.elapsed().as_secs_f64();
     println!(

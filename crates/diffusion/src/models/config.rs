@@ -473,16 +473,6 @@ impl VaeConfig {
                 "`scaling_factor` must be a positive number",
             ));
         }
-        if self.sample_size < self.scale_factor() {
-            return Err(DiffusionError::config(
-                path,
-                format!(
-                    "`sample_size` {} is smaller than the VAE's scale factor {}: its tiles would hold no latent",
-                    self.sample_size,
-                    self.scale_factor()
-                ),
-            ));
-        }
         Ok(())
     }
 
@@ -679,11 +669,9 @@ mod tests {
         );
     }
 
-    /// diffusers takes a `[height, width]` sample size's first side as the tile; a tile with no
-    /// latent in it is refused by name.
+    /// diffusers takes a `[height, width]` sample size's first side as the tile.
     #[test]
-    fn vae_sample_size_may_be_a_list_and_must_hold_a_latent() {
-        let path = Path::new("vae/config.json");
+    fn vae_sample_size_may_be_a_list() {
         let listed: VaeConfig = serde_json::from_str(
             &VAE.replace(r#""sample_size": 512"#, r#""sample_size": [768, 768]"#),
         )
@@ -693,15 +681,6 @@ mod tests {
             &VAE.replace(r#""sample_size": 512"#, r#""sample_size": []"#)
         )
         .is_err());
-        let tiny = VaeConfig {
-            sample_size: 4,
-            ..VaeConfig::sd15()
-        };
-        let err = tiny.validate(path).unwrap_err().to_string();
-        assert!(
-            err.contains("`sample_size` 4 is smaller than the VAE's scale factor 8"),
-            "{err}"
-        );
     }
 
     #[test]

@@ -12,7 +12,9 @@ use burn::tensor::{Tensor, TensorData};
 const OVERLAP: f64 = 0.25;
 
 /// Tile sides: `sample` image pixels (the VAE config's `sample_size`) and `latent` latent pixels
-/// (`sample` over the VAE's scale factor), as diffusers sets them.
+/// (`sample` over the VAE's scale factor), as diffusers sets them. The latent side is a multiple
+/// of 4, at least 4: `map_tiles` keeps three quarters of each tile, which covers the step
+/// between tiles exactly only then (every VAE's own tile is: 64, 96 or 128 latents).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VaeTiles {
     pub sample: usize,
@@ -21,9 +23,11 @@ pub struct VaeTiles {
 
 impl VaeTiles {
     pub fn new(sample_size: usize, scale_factor: usize) -> Self {
+        let scale = scale_factor.max(1);
+        let latent = (sample_size / scale / 4 * 4).max(4);
         VaeTiles {
-            sample: sample_size,
-            latent: sample_size / scale_factor.max(1),
+            sample: latent * scale,
+            latent,
         }
     }
 
@@ -198,6 +202,21 @@ mod tests {
     fn tile_sizes_follow_the_config() {
         let tiles = VaeTiles::new(512, 8);
         assert_eq!(tiles.latent, 64);
+        // A side that is not a multiple of 4 latents (or under 4) is rounded down to one (to 4).
+        assert_eq!(
+            VaeTiles::new(600, 8),
+            VaeTiles {
+                sample: 576,
+                latent: 72
+            }
+        );
+        assert_eq!(
+            VaeTiles::new(8, 8),
+            VaeTiles {
+                sample: 32,
+                latent: 4
+            }
+        );
         assert!(!tiles.tiles_latents(64, 64) && tiles.tiles_latents(64, 65));
         assert!(!tiles.tiles_pixels(512, 512) && tiles.tiles_pixels(520, 512));
     }

@@ -151,16 +151,19 @@ impl<B: Backend> Int8Matrix<B> {
                     .cast(FloatDType::from(dtype))
             })
             .collect();
-        // q / 127 times the channel's largest magnitude (the scale times 127), not q times the
-        // scale: a scale under 2^-14 (a channel whose weights are all below 0.0078) is subnormal
-        // in f16 and loses its precision there, and one under 2^-24 would be 0.
-        let max_abs = self.scale.val().mul_scalar(127.0).cast(dtype);
-        Tensor::stack::<3>(bytes, 1)
+        let q = Tensor::stack::<3>(bytes, 1)
             .reshape([4 * packed_rows, cols])
             .narrow(0, 0, self.rows)
-            .sub_scalar(128.0)
-            .div_scalar(127.0)
-            .mul(max_abs)
+            .sub_scalar(128.0);
+        match dtype {
+            DType::F32 => q.mul(self.scale.val()),
+            // q / 127 times the channel's largest magnitude (the scale times 127), not q times
+            // the scale: a scale under 2^-14 (a channel whose weights are all below 0.0078) is
+            // subnormal in f16 and loses its precision there, and one under 2^-24 would be 0.
+            _ => q
+                .div_scalar(127.0)
+                .mul(self.scale.val().mul_scalar(127.0).cast(dtype)),
+        }
     }
 }
 

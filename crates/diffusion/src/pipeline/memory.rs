@@ -156,4 +156,24 @@ mod tests {
         }
         assert_eq!(MemoryProfile::from_name("tiny"), None);
     }
+
+    /// A load that plans its first request is still told apart by its profile.
+    #[test]
+    fn the_profile_is_found_from_options_with_a_planned_request() {
+        let planned = LoadOptions {
+            vae_encoder: true,
+            planned: Some(crate::pipeline::memory_need::RequestShape::image(768, 512)),
+            ..LoadOptions::default()
+        };
+        for profile in MemoryProfile::ALL {
+            let options = profile.load_options(planned);
+            let found = MemoryProfile::of_options(&options);
+            // cpu places a pipeline as full does: the backend tells them apart.
+            let expected = match profile {
+                MemoryProfile::Cpu => MemoryProfile::Full,
+                other => other,
+            };
+            assert_eq!(found, Some(expected), "{profile}");
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! How much device memory a placement needs for a request, known before any weight is read: the
-//! weights it keeps on the device plus the largest activations of denoising and of decoding. The
-//! parameter counts are the upstream models' (diffusers, counted from their configs); the
-//! activation coefficients come from peaks measured with `--vram-report` (README, "Memory
+//! weights it keeps on the device plus the largest activations of encoding (image-to-image),
+//! denoising and decoding. The parameter counts are the model's own (a folder's weight files'
+//! headers; the upstream model's for checkpoints and synthetic weights); the activation
+//! coefficients are the family's, from peaks measured with `--vram-report` (README, "Memory
 //! profiles"), with a margin for the allocator's pools.
 
 use crate::device::SelectedDevice;
@@ -54,7 +55,9 @@ impl ModelSize {
 /// and a part per row (f32 doubles both). SD's, from SD1.5 at 512x512 on lavapipe (64x64
 /// latents), the allocator's peak reserved during the step less its in-use bytes after loading:
 /// 455 MiB with batched guidance (2 rows, `full`) and 370 MiB with sequential guidance (1 row,
-/// `low`): 85 MiB per row and 285 MiB besides (README, "Memory profiles").
+/// `low`): 85 MiB per row and 285 MiB besides (README, "Memory profiles"). A later run (group
+/// norm in two steps) peaked at 282 MiB over the weights in `low`: the coefficients keep the
+/// larger figures.
 const SD_UNET_STEP_BYTES_PER_LATENT_PIXEL: u64 = 73_000;
 const SD_UNET_ROW_BYTES_PER_LATENT_PIXEL: u64 = 22_000;
 /// SDXL's, from SDXL at 1024x1024 in `minimal` on lavapipe (128x128 latents, one row): the step's
@@ -78,12 +81,19 @@ const SDXL_UNET_POOL_BYTES: u64 = 448 << 20;
 /// unpacked and its f16 copy, about 4 bytes a weight, besides the activations. Measured: the
 /// `minimal` step took 410 MiB over the weights where `low`'s took 370.
 const INT8_DEQUANTIZE_BYTES: u64 = 4 * 29_491_200;
-/// VAE decoder activations per output pixel (every family's VAE has the same shape), measured on
-/// lavapipe as the run's peak reserved bytes over the weights in use: in f16 591 MiB over
-/// 352x352-pixel tiles (SD1.5 512x512, `full`), 5.0 KB per pixel; in f32 956 MiB for an untiled
-/// 352x352 decode (SD1.5, `balanced`), 8.1 KB per pixel. SDXL's VAE decodes in f32.
-const VAE_F16_BYTES_PER_PIXEL: u64 = 5_000;
-const VAE_F32_BYTES_PER_PIXEL: u64 = 8_200;
+/// The VAE's activations (every family's VAE has the same shape; SDXL's decodes in f32): a part
+/// per output pixel and the allocator's pools beside it, measured on lavapipe as a decode's peak
+/// reserved bytes over the weights in use, SD1.5 decoding untiled in f16 (`full`) and f32
+/// (`balanced`) at 256x256 and 352x352 (the widest lavapipe's 128 MiB buffers take). f16: 495
+/// and 751 MiB, 4.6 KB per pixel beside the 208 MiB the load left pooled; f32: 892 and 1116 MiB,
+/// where a line through both gives the pools 640 MiB and the pixels 4.0 KB, under f16's, as the
+/// decode reuses what loading f32 weights left pooled (476 MiB): taken as 512 MiB and 6.7 KB, the
+/// larger of the two sizes' per-pixel figures over the load's reserved bytes, so that large
+/// decodes (SDXL's 1024 pixels) are not underestimated.
+const VAE_F16_POOL_BYTES: u64 = 256 << 20;
+const VAE_F16_BYTES_PER_PIXEL: u64 = 4_700;
+const VAE_F32_POOL_BYTES: u64 = 512 << 20;
+const VAE_F32_BYTES_PER_PIXEL: u64 = 6_700;
 
 /// The request a need is estimated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,11 +224,10 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
     let vae_activations = if placement.vae_on_cpu {
         0
     } else {
-        vae_pixels
-            * match placement.vae {
-                Precision::F16 => VAE_F16_BYTES_PER_PIXEL,
-                Precision::F32 => VAE_F32_BYTES_PER_PIXEL,
-            }
+        match placement.vae {
+            Precision::F16 => VAE_F16_POOL_BYTES + vae_pixels * VAE_F16_BYTES_PER_PIXEL,
+            Precision::F32 => VAE_F32_POOL_BYTES + vae_pixels * VAE_F32_BYTES_PER_PIXEL,
+        }
     };
     let unet_while_decoding = if placement.unet_offload { 0 } else { unet };
     MemoryNeed {
@@ -440,24 +449,25 @@ mod tests {
         let encoder_bytes = size.vae_encoder_params * 2;
         assert_eq!(img2img.denoise, text.denoise + encoder_bytes);
         assert_eq!(img2img.decode, text.decode + encoder_bytes);
-        // The UNet stays on the device while the picture is encoded.
-        assert!(img2img.encode > size.unet_params * 2 + img2img.decode - encoder_bytes);
+        // The picture is encoded with the UNet still on the device (`low` offloads it only
+        // while decoding) and one tile's activations, as the decode has.
+        assert_eq!(img2img.encode, size.unet_params * 2 + img2img.decode);
         // The encoder loaded for a text-to-image request still holds its weights.
         let loaded = estimate(&size, &with_encoder, &work(512));
         assert_eq!((loaded.encode, loaded.denoise), (0, img2img.denoise));
     }
 
-    /// The estimate against the peaks measured on lavapipe (SD1.5, 512x512, f16; README): never
-    /// below them, and not far above. The measured runs decoded in tiles (lavapipe's 128 MiB
-    /// buffers: 352-pixel tiles for full, balanced and low; minimal's own 256-pixel tiles), so
-    /// the estimate is made for those tiles.
+    /// The estimate against the peaks measured on lavapipe (README): never below them, and not
+    /// far above. SD1.5's runs at 512x512 decoded in tiles (lavapipe's 128 MiB buffers: 352-pixel
+    /// tiles for full, balanced and low; minimal's own 256-pixel tiles), so the estimate is made
+    /// for those tiles.
     #[test]
     fn the_estimate_covers_the_measured_peaks() {
         let mib = 1u64 << 20;
         let measured = [
-            (MemoryProfile::Full, 352, 2488 * mib),
-            (MemoryProfile::Balanced, 352, 2304 * mib),
-            (MemoryProfile::Low, 352, 2104 * mib),
+            (MemoryProfile::Full, 352, 2648 * mib),
+            (MemoryProfile::Balanced, 352, 2464 * mib),
+            (MemoryProfile::Low, 352, 2016 * mib),
             (MemoryProfile::Minimal, 512, 1328 * mib),
         ];
         for (profile, tile, peak) in measured {
@@ -502,17 +512,26 @@ mod tests {
             );
         }
 
-        // The VAE in f32, untiled: SD1.5 at 352x352 in balanced on lavapipe, its peak reserved
-        // (the decode's).
-        let balanced = placement(Family::Sd1, MemoryProfile::Balanced, Precision::F32);
-        let need = need(Family::Sd1, &balanced, &work(352));
-        let peak = 4424 * mib;
-        assert!(need.decode > need.denoise);
-        assert!(
-            (peak..peak * 5 / 4).contains(&need.peak()),
-            "SD1.5 f32 balanced at 352: estimated {}, measured {peak}",
-            need.peak()
-        );
+        // The VAE untiled (SD1.5, one guided step): f16 in full and f32 in balanced, at 256x256
+        // and 352x352, the run's peak reserved (the decode's).
+        for (profile, precision, side, peak) in [
+            (MemoryProfile::Full, Precision::F16, 256, 2392 * mib),
+            (MemoryProfile::Full, Precision::F16, 352, 2648 * mib),
+            (MemoryProfile::Balanced, Precision::F32, 256, 4360 * mib),
+            (MemoryProfile::Balanced, Precision::F32, 352, 4584 * mib),
+        ] {
+            let placement = placement(Family::Sd1, profile, precision);
+            let need = need(Family::Sd1, &placement, &work(side));
+            assert!(
+                need.decode > need.denoise,
+                "{profile} {precision:?} at {side}"
+            );
+            assert!(
+                (peak..peak * 5 / 4).contains(&need.peak()),
+                "SD1.5 {profile} {precision:?} at {side}: estimated {}, measured {peak}",
+                need.peak()
+            );
+        }
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
 use crate::io::checkpoint;
 use crate::io::image::{postprocess, preprocess, RgbImage};
-use crate::io::safetensors::SafeTensors;
+use crate::io::safetensors::{SafeTensors, StDtype};
 use crate::io::weights::{
     choose_weights_file, FileWeights, Loader, Precision, SyntheticWeights, WeightSource,
 };
@@ -100,7 +100,8 @@ pub struct Placement {
     /// The UNet's linear and convolution weights are int8 on the device, dequantized to `unet`'s
     /// precision layer by layer (W8A16, `nn::int8`).
     pub unet_int8: bool,
-    /// Tiled decoding uses tiles of half the VAE's own side (a quarter of its activations).
+    /// Tiled decoding and encoding use tiles of half the VAE's own side (a quarter of its
+    /// activations).
     pub small_vae_tiles: bool,
     /// The VAE's encoder is loaded (image-to-image), beside its decoder.
     pub vae_encoder: bool,
@@ -169,9 +170,9 @@ pub struct LoadOptions {
     /// Attention in smaller query chunks (`memory::SMALL_SCORE_BUDGET` score elements per call
     /// instead of `nn::SCORE_BUDGET`) where the backend does not tile attention itself.
     pub small_attention_chunks: bool,
-    /// With `vae_tiling`, decode in tiles of half the VAE's own side: a quarter of a tile's
-    /// activation memory, more tiles (SDXL's VAE tiles are 1024 pixels, so a 1024x1024 decode
-    /// would otherwise be one piece).
+    /// With `vae_tiling`, decode and encode in tiles of half the VAE's own side: a quarter of a
+    /// tile's activation memory, more tiles (SDXL's VAE tiles are 1024 pixels, so a 1024x1024
+    /// decode would otherwise be one piece).
     pub small_vae_tiles: bool,
     /// The request the front end will make first, which the fit check measures the placement
     /// against before any weight is read (`None`: one guided image at the family's usual size).
@@ -1332,11 +1333,7 @@ impl Pipeline {
         let p = &self.info.placement;
         let own = self.vae.tiles();
         p.vae_tiling.then(|| match p.small_vae_tiles {
-            // Never below 4 latents: map_tiles overlaps a quarter of a tile.
-            true => VaeTiles::new(
-                (own.sample / 2).max(4 * self.vae.scale_factor()),
-                self.vae.scale_factor(),
-            ),
+            true => VaeTiles::new(own.sample / 2, self.vae.scale_factor()),
             false => own,
         })
     }
@@ -1430,40 +1427,37 @@ impl FolderFiles {
     /// distilled or otherwise smaller model counts as what it is), the family and VAE tile from
     /// the configs.
     fn model_size(&self, spec: &ModelSpec) -> Result<ModelSize> {
-        let everything = |_: &str| true;
-        let mut text_encoder_params = stored_parameters(&self.text_encoder, everything)?.0;
+        let used = |ignored: &'static [&'static str]| {
+            move |name: &str| !ignored.iter().any(|p| name.starts_with(p))
+        };
+        let mut text_encoder_params =
+            stored_parameters(&self.text_encoder, used(clip::IGNORED_PREFIXES))?;
         if let Some(file) = &self.text_encoder_2 {
-            text_encoder_params += stored_parameters(file, everything)?.0;
+            text_encoder_params += stored_parameters(file, used(clip::IGNORED_WITH_PROJECTION))?;
         }
-        let (vae_encoder_params, vae_decoder_params) = stored_parameters(&self.vae, |name| {
-            name.starts_with("encoder.") || name.starts_with("quant_conv.")
-        })?;
+        let encoder = |name: &str| name.starts_with("encoder.") || name.starts_with("quant_conv.");
         Ok(ModelSize {
             family: spec.family,
             text_encoder_params,
-            unet_params: stored_parameters(&self.unet, everything)?.0,
-            vae_decoder_params,
-            vae_encoder_params,
+            unet_params: stored_parameters(&self.unet, |_| true)?,
+            vae_decoder_params: stored_parameters(&self.vae, |name| !encoder(name))?,
+            vae_encoder_params: stored_parameters(&self.vae, encoder)?,
             vae_tile: spec.vae.sample_size,
         })
     }
 }
 
-/// The values a safetensors file stores, from its header: (those whose name `first` picks, the
-/// rest).
-fn stored_parameters(path: &Path, first: impl Fn(&str) -> bool) -> Result<(u64, u64)> {
+/// The weights a safetensors file stores under the names `counted` picks, from its header
+/// (floating-point tensors: integer buffers such as CLIP's position ids are not weights).
+fn stored_parameters(path: &Path, counted: impl Fn(&str) -> bool) -> Result<u64> {
     let file = SafeTensors::open(path)?;
-    let mut counts = (0, 0);
-    for name in file.names() {
-        let values: u64 = file
-            .info(name)
-            .map_or(0, |info| info.shape.iter().product::<usize>() as u64);
-        match first(name) {
-            true => counts.0 += values,
-            false => counts.1 += values,
-        }
-    }
-    Ok(counts)
+    Ok(file
+        .names()
+        .filter(|name| counted(name))
+        .filter_map(|name| file.info(name))
+        .filter(|info| !matches!(info.dtype, StDtype::Other(_)))
+        .map(|info| info.shape.iter().product::<usize>() as u64)
+        .sum())
 }
 
 /// Where each component's weights come from.

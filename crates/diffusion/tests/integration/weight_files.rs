@@ -8,7 +8,7 @@ use common::{assert_close, Reference};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::safetensors::{write_f32, SafeTensors};
 use sdbench_diffusion::io::weights::choose_weights_file;
-use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};
+use sdbench_diffusion::{BackendRequest, LoadOptions, ModelSource, Pipeline, Precision};
 
 fn vae_decode(folder: &Path, precision: Precision, r: &mut Reference) -> Vec<f32> {
     let pipe = Pipeline::load(
@@ -109,4 +109,40 @@ fn legacy_vae_attention_names_load_the_same_model() {
         &r.get("vae.image"),
         5e-5,
     );
+}
+
+/// The memory estimate sizes a model folder from its files' headers before loading it: the
+/// weights counted there are the loaded model's, component by component, for every tiny model
+/// (SDXL's two text encoders, the VAE's encoder apart from its decoder).
+#[test]
+fn a_folder_is_sized_from_its_headers_as_it_loads() {
+    for name in common::TINY {
+        let source = ModelSource::Folder(common::fixtures().join(name));
+        let (size, vae) = Pipeline::model_size(&source, Precision::F32).unwrap();
+        let options = LoadOptions {
+            vae_encoder: true,
+            ..LoadOptions::default()
+        };
+        let device = select(BackendRequest::Cpu).unwrap();
+        let pipe = Pipeline::load_with(&source, device, Some(Precision::F32), options).unwrap();
+        let counts = pipe.parameter_counts();
+        assert_eq!(
+            [
+                size.text_encoder_params,
+                size.unet_params,
+                size.vae_decoder_params,
+                size.vae_encoder_params
+            ],
+            [
+                counts.text_encoders,
+                counts.unet,
+                counts.vae,
+                counts.vae_encoder
+            ]
+            .map(|c| c as u64),
+            "{name}"
+        );
+        assert_eq!(size.family, pipe.info.family, "{name}");
+        assert_eq!(size.vae_tile, vae.sample_size, "{name}");
+    }
 }
