@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use sdbench_bench::device_memory::{memory_limit_bytes, MAX_MEMORY_LIMIT_GIB};
 use sdbench_bench::{ModelChoice, ModelName, Workload};
 use sdbench_diffusion::limits;
 use sdbench_diffusion::{BackendRequest, DeviceRequest, MemoryProfile, Precision};
@@ -26,6 +27,10 @@ pub struct Settings {
     pub precision: String,
     /// The memory profile: full, balanced, low, minimal, cpu (see `MemoryProfile`) or auto.
     pub memory: String,
+    /// The device memory in GiB that the fit check and `auto` assume instead of what the GPU
+    /// has free (the CLI's `--memory-limit`): a smaller GPU's size, or one for a device that no
+    /// telemetry reads (whose size is otherwise unknown, so `auto` keeps full).
+    pub memory_limit_gib: Option<f64>,
     /// Where results are submitted (none: submission is off).
     pub submit_endpoint: Option<String>,
     /// Where to look for updates instead of the endpoint built into the app.
@@ -44,6 +49,7 @@ impl Default for Settings {
             device: None,
             precision: "auto".into(),
             memory: "full".into(),
+            memory_limit_gib: None,
             submit_endpoint: None,
             update_endpoint: None,
             cpu_threads: None,
@@ -81,6 +87,7 @@ impl Settings {
         self.device_request()?;
         self.precision()?;
         self.model_name()?;
+        self.memory_limit()?;
         if let Some(n) = self.cpu_threads {
             if n == 0 || n > MAX_CPU_THREADS {
                 return Err(UiError::bad_input(
@@ -156,6 +163,21 @@ impl Settings {
             UiError::bad_input(
                 format!("Unknown memory profile {:?}", self.memory),
                 format!("Choose one of: {}, auto.", MemoryProfile::NAMES.join(", ")),
+            )
+        })
+    }
+
+    /// The memory limit in bytes (`None`: the device's own figure).
+    pub fn memory_limit(&self) -> UiResult<Option<u64>> {
+        let Some(gib) = self.memory_limit_gib else {
+            return Ok(None);
+        };
+        memory_limit_bytes(gib).map(Some).ok_or_else(|| {
+            UiError::bad_input(
+                format!("A device memory of {gib} GiB is out of range"),
+                format!(
+                    "Give the GPU's memory in GiB, more than 0 and at most {MAX_MEMORY_LIMIT_GIB}, or leave it empty for what the GPU has free."
+                ),
             )
         })
     }
@@ -257,10 +279,13 @@ mod tests {
             device: Some(0),
             submit_endpoint: Some("https://example.org/api/results".into()),
             cpu_threads: Some(2),
+            memory: "auto".into(),
+            memory_limit_gib: Some(6.0),
             ..Settings::default()
         };
         s.save(&path).unwrap();
         assert_eq!(Settings::load(&path).unwrap(), s);
+        assert_eq!(s.memory_limit().unwrap(), Some(6 << 30));
     }
 
     #[test]
@@ -282,6 +307,9 @@ mod tests {
             |s: &mut Settings| s.update_endpoint = Some("https://".into()),
             |s: &mut Settings| s.cpu_threads = Some(0),
             |s: &mut Settings| s.cpu_threads = Some(MAX_CPU_THREADS + 1),
+            |s: &mut Settings| s.memory_limit_gib = Some(0.0),
+            |s: &mut Settings| s.memory_limit_gib = Some(-4.0),
+            |s: &mut Settings| s.memory_limit_gib = Some(MAX_MEMORY_LIMIT_GIB * 2.0),
         ] {
             let mut s = Settings::default();
             change(&mut s);

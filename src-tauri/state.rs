@@ -57,6 +57,8 @@ pub struct PipelineKey {
     pub precision: String,
     /// The memory profile's name.
     pub memory: String,
+    /// The device memory the fit check assumes (the setting, in bytes).
+    pub memory_limit: Option<u64>,
 }
 
 /// Cheap to clone: a command hands a clone to the thread that does its work.

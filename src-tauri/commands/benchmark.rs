@@ -311,6 +311,7 @@ pub fn start_benchmark_job(
     options.precision = settings.precision()?;
     options.memory = settings.memory_profile()?;
     options.memory_auto = settings.memory_auto();
+    options.memory_limit = settings.memory_limit()?;
     options.hub = state.hub.clone();
     options.baseline = std::time::Duration::from_secs_f64(baseline);
     let state = state.clone();

@@ -199,6 +199,7 @@ pub fn start_generation_job(
         device: device_request.index,
         precision: settings.precision.clone(),
         memory: settings.memory.clone(),
+        memory_limit: settings.memory_limit()?,
     };
     let mut profile = settings.memory_profile()?;
     let memory_auto = settings.memory_auto();
@@ -242,7 +243,8 @@ pub fn start_generation_job(
             if !usable || on_cpu_fallback {
                 let source = model_source(&state, model_name, cx)?;
                 let start = Instant::now();
-                let mut device = select_device(device_request, None, Path::new("/"), true)?;
+                let mut device =
+                    select_device(device_request, key.memory_limit, Path::new("/"), true)?;
                 if memory_auto {
                     let auto = choose_auto(&source, &device, precision, &shape)?;
                     profile = auto.profile;

@@ -497,6 +497,63 @@ fn create_makes_a_png_with_its_parameters_and_keeps_the_model_loaded() {
     }
 }
 
+/// Whether a Vulkan device is usable; without one, fails where CI requires it
+/// (SDBENCH_REQUIRE_VULKAN=1) and skips elsewhere.
+fn vulkan_usable() -> bool {
+    let usable =
+        sdbench_diffusion::device::select(sdbench_diffusion::BackendRequest::Vulkan).is_ok();
+    assert!(
+        usable || std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() != Ok("1"),
+        "no Vulkan device"
+    );
+    usable
+}
+
+/// `auto` with the GPU memory setting: the Create screen runs on the device in the profile that
+/// fits the assumed memory, on the CPU when no profile does, and back on the device when the
+/// setting allows it again.
+#[test]
+fn auto_memory_follows_the_gpu_memory_setting() {
+    if !vulkan_usable() {
+        return;
+    }
+    let app = TestApp::new(None);
+    app.use_tiny_model();
+    let request = json!({
+        "prompt": "a red barn", "negativePrompt": "", "steps": 1, "guidance": 7.5, "seed": 3,
+        "width": 32, "height": 32, "scheduler": "euler"
+    });
+    let run = |limit_gib: f64, channel: u32| {
+        app.set(json!({
+            "backend": "vulkan", "precision": "auto", "memory": "auto",
+            "memoryLimitGib": limit_gib
+        }));
+        let status = app.run_job("start_generation", json!({ "request": request }), channel);
+        assert_eq!(status["state"], "finished", "{status}");
+        let g = &status["output"]["generation"];
+        let loads = count(&app.messages(channel), "loading");
+        (
+            g["backend"].as_str().unwrap().to_string(),
+            g["memory_profile"].as_str().unwrap().to_string(),
+            loads,
+        )
+    };
+    // The tiny model's need at 32x32 is about 0.25 GiB in every profile (the VAE's pools).
+    assert_eq!(run(0.3, 3), ("vulkan".into(), "full".into(), 1));
+    assert_eq!(run(0.3, 4), ("vulkan".into(), "full".into(), 0));
+    assert_eq!(run(0.1, 5), ("cpu".into(), "cpu".into(), 1));
+    assert_eq!(run(0.3, 6), ("vulkan".into(), "full".into(), 1));
+
+    // A limit that is not a size is refused by name.
+    let mut settings = app.ok("get_settings", json!({}));
+    settings["memoryLimitGib"] = json!(0);
+    let e = app
+        .invoke("save_settings", json!({ "settings": settings }))
+        .unwrap_err();
+    assert_eq!(e["kind"], "badInput", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("0 GiB"), "{e}");
+}
+
 #[test]
 fn a_cancelled_run_saves_nothing_and_only_one_job_runs_at_a_time() {
     let app = TestApp::new(None);

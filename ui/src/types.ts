@@ -14,8 +14,10 @@ export interface Settings {
   /** Which of the backend's devices, by the number System lists (null: the best). */
   device: number | null;
   precision: string;
-  /** The memory profile: full, balanced, low, minimal or cpu. */
+  /** The memory profile: full, balanced, low, minimal, cpu or auto. */
   memory: string;
+  /** The GPU memory in GiB that the fit check and auto assume (null: what the GPU has free). */
+  memoryLimitGib: number | null;
   submitEndpoint: string | null;
   updateEndpoint: string | null;
   /** CPU backend worker threads (null: one per physical core); applies at the next start. */

@@ -10,6 +10,16 @@ use sdbench_telemetry::{discover, Reading};
 
 use crate::metrics::{choose_source, device_vendor};
 
+/// The most device memory a limit may name, in GiB.
+pub const MAX_MEMORY_LIMIT_GIB: f64 = 4096.0;
+
+/// A memory limit given in GiB (`--memory-limit`, the app's setting) in bytes; `None` for one
+/// that is not a size (not above 0, not finite, above `MAX_MEMORY_LIMIT_GIB`).
+pub fn memory_limit_bytes(gib: f64) -> Option<u64> {
+    (gib.is_finite() && gib > 0.0 && gib <= MAX_MEMORY_LIMIT_GIB)
+        .then_some((gib * (1u64 << 30) as f64) as u64)
+}
+
 /// Selects the device for `request` with `memory_limit` (bytes) applied and the free memory read
 /// from telemetry where the device is a GPU that a telemetry source reads (`sysfs_root` is `/`
 /// on a real machine; NVML is asked when `use_nvml`).
@@ -135,6 +145,21 @@ mod tests {
         std::fs::write(second.join("vendor"), "0x1002\n").unwrap();
         std::fs::write(second.join("mem_info_vram_used"), "1\n").unwrap();
         assert_eq!(free_memory(&gpu, root.path(), false), None);
+    }
+
+    #[test]
+    fn a_memory_limit_is_a_positive_size_in_gib() {
+        assert_eq!(memory_limit_bytes(2.5), Some(5 << 29));
+        assert_eq!(memory_limit_bytes(MAX_MEMORY_LIMIT_GIB), Some(4096 << 30));
+        for bad in [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            MAX_MEMORY_LIMIT_GIB + 1.0,
+        ] {
+            assert_eq!(memory_limit_bytes(bad), None, "{bad}");
+        }
     }
 
     #[test]

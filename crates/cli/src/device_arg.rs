@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use sdbench_bench::device_memory::select_device;
+use sdbench_bench::device_memory::{memory_limit_bytes, select_device, MAX_MEMORY_LIMIT_GIB};
 use sdbench_diffusion::{
     choose_auto, BackendKind, BackendRequest, DeviceRequest, MemoryProfile, ModelSource, Precision,
     RequestShape, SelectedDevice,
@@ -60,12 +60,12 @@ impl MemoryArg {
     pub fn limit_bytes(&self) -> anyhow::Result<Option<u64>> {
         match self.memory_limit {
             None => Ok(None),
-            Some(gib) if gib.is_finite() && gib > 0.0 && gib <= 4096.0 => {
-                Ok(Some((gib * (1u64 << 30) as f64) as u64))
-            }
-            Some(gib) => {
-                anyhow::bail!("--memory-limit {gib}: give the device memory in GiB, more than 0")
-            }
+            Some(gib) => match memory_limit_bytes(gib) {
+                Some(bytes) => Ok(Some(bytes)),
+                None => anyhow::bail!(
+                    "--memory-limit {gib}: give the device memory in GiB, more than 0 and at most {MAX_MEMORY_LIMIT_GIB}"
+                ),
+            },
         }
     }
 

@@ -4,7 +4,7 @@ import { setMessageArea } from "../ui";
 import { fillForm, systemScreen } from "./system";
 import type { Settings } from "../types";
 
-const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", memory: "full", submitEndpoint: null, updateEndpoint: null, cpuThreads: null };
+const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null };
 const system = {
   appVersion: "0.1.0",
   system: { os: "Linux", os_version: "12", cpu_model: "Test CPU", cpu_logical_cores: 2, ram_bytes: 24e9, gpus: [] },
@@ -113,6 +113,28 @@ describe("System screen", () => {
     await settle();
     expect(saved!.cpuThreads).toBe(3);
     threads.value = "";
+  });
+
+  it("saves the GPU memory the check assumes and refuses one that is not a size", async () => {
+    let saved: Settings | null = null;
+    handlers({ save_settings: (a) => (saved = a.settings as Settings) });
+    const limit = root.querySelector<HTMLInputElement>("#settings-memory-limit")!;
+    expect(limit.value).toBe("");
+    for (const bad of ["0", "-2"]) {
+      limit.value = bad;
+      root.querySelector<HTMLButtonElement>("#settings-save")!.click();
+      await settle();
+      expect(saved).toBeNull();
+      expect(messages.querySelector("[role=alert]")!.textContent).toContain("not a size in GiB");
+    }
+    limit.value = "7.5";
+    root.querySelector<HTMLButtonElement>("#settings-save")!.click();
+    await settle();
+    expect(saved!.memoryLimitGib).toBe(7.5);
+    limit.value = "";
+    root.querySelector<HTMLButtonElement>("#settings-save")!.click();
+    await settle();
+    expect(saved!.memoryLimitGib).toBeNull();
   });
 
   it("names a GPU's auto precision by rule (the device is not initialised to show it)", async () => {

@@ -14,6 +14,7 @@ const settingsForm = {
   device: h("select", { id: "settings-device" }),
   precision: h("select", { id: "settings-precision" }),
   memory: h("select", { id: "settings-memory" }),
+  memoryLimit: h("input", { type: "number", id: "settings-memory-limit", min: 0, step: "any", placeholder: "what the GPU has free" }),
   model: h("input", { type: "text", id: "settings-model", size: 48 }),
   modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a checkpoint that is not SD 1.5" }),
   submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…/api/v1/results" }),
@@ -53,6 +54,11 @@ export function formSettings(): Settings {
   if (cpuThreads !== null && (!Number.isInteger(cpuThreads) || cpuThreads < 1)) {
     throw { kind: "badInput", message: `CPU threads “${threads}” is not a whole number of 1 or more`, hint: "Enter a whole number, or leave it empty for one per physical core." };
   }
+  const limit = text(settingsForm.memoryLimit);
+  const memoryLimitGib = limit === null ? null : Number(limit);
+  if (memoryLimitGib !== null && !(Number.isFinite(memoryLimitGib) && memoryLimitGib > 0)) {
+    throw { kind: "badInput", message: `GPU memory “${limit}” is not a size in GiB`, hint: "Enter the GPU's memory in GiB (such as 8), or leave it empty for what the GPU has free." };
+  }
   return {
     model: settingsForm.model.value.trim(),
     modelConfig: text(settingsForm.modelConfig),
@@ -60,6 +66,7 @@ export function formSettings(): Settings {
     device: settingsForm.device.value === "" ? null : Number(settingsForm.device.value),
     precision: settingsForm.precision.value,
     memory: settingsForm.memory.value,
+    memoryLimitGib,
     submitEndpoint: text(settingsForm.submitEndpoint),
     updateEndpoint: text(settingsForm.updateEndpoint),
     cpuThreads,
@@ -73,6 +80,7 @@ export function fillForm(s: Settings): void {
   fillDevicePicker(s.device);
   settingsForm.precision.value = s.precision;
   settingsForm.memory.value = s.memory;
+  settingsForm.memoryLimit.value = s.memoryLimitGib === null ? "" : String(s.memoryLimitGib);
   settingsForm.model.value = s.model;
   settingsForm.modelConfig.value = s.modelConfig ?? "";
   settingsForm.submitEndpoint.value = s.submitEndpoint ?? "";
@@ -189,6 +197,8 @@ export const systemScreen: Screen = {
         field("Precision", settingsForm.precision, "auto is f16 where the device supports it"),
         field("Memory profile", settingsForm.memory,
           "full: everything on the GPU (the standard score's); balanced: text encoders on the CPU; low: also sequential guidance, the UNet off the GPU while decoding, tiled VAE, for small GPUs; minimal: also 8-bit UNet weights and smaller attention chunks, for the smallest; cpu: everything on the CPU; auto: the fastest that fits the GPU's memory"),
+        field("GPU memory (GiB)", settingsForm.memoryLimit,
+          "what the memory check and auto assume the GPU holds; empty: what it has free (read on NVIDIA and AMD; other GPUs are not checked unless this is set)"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
         field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint"),
         field("Submission endpoint", settingsForm.submitEndpoint, "where Submit sends results: an SD Bench results service's …/api/v1/results (sdbench-server; there is no public one yet)"),

@@ -8,6 +8,7 @@
 use crate::device::SelectedDevice;
 use crate::error::Result;
 use crate::io::weights::Precision;
+use crate::models::vae_tiling::VaeTiles;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::{Family, LoadOptions, ModelSource, Pipeline, Placement};
 
@@ -215,10 +216,12 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
     // at every resolution it has at most the decoder's channels and fewer layers.
     let mut vae_pixels = (work.width * work.height) as u64;
     if placement.vae_tiling {
-        let tile = match placement.small_vae_tiles {
+        let side = match placement.small_vae_tiles {
             true => size.vae_tile / 2,
             false => size.vae_tile,
         };
+        // Rounded as the pipeline rounds it (every family's VAE scales by 8).
+        let tile = VaeTiles::new(side, 8).sample;
         vae_pixels = vae_pixels.min((tile * tile) as u64);
     }
     let vae_activations = if placement.vae_on_cpu {
