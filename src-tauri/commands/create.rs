@@ -234,13 +234,24 @@ pub fn start_generation_job(
                     && (!memory_auto || l.pipeline.check_fits(&shape).is_ok())
             });
             // `auto` fell back to the CPU for an earlier request that no profile on the device
-            // could hold: each request asks again, so one the device holds goes back to it.
-            let on_cpu_fallback = memory_auto
-                && device_request.backend != BackendRequest::Cpu
-                && loaded
-                    .as_ref()
-                    .is_some_and(|l| l.memory == MemoryProfile::Cpu);
-            if !usable || on_cpu_fallback {
+            // could hold: each request asks again (from the loaded model's own source, so the
+            // model is not resolved again while it stays on the CPU), and one the device holds
+            // goes back to it.
+            let back_to_device = match loaded.as_ref() {
+                Some(l)
+                    if usable
+                        && memory_auto
+                        && l.memory == MemoryProfile::Cpu
+                        && device_request.backend != BackendRequest::Cpu =>
+                {
+                    let device =
+                        select_device(device_request, key.memory_limit, Path::new("/"), true)?;
+                    let source = &l.pipeline.info.source;
+                    choose_auto(source, &device, precision, &shape)?.profile != MemoryProfile::Cpu
+                }
+                _ => false,
+            };
+            if !usable || back_to_device {
                 let source = model_source(&state, model_name, cx)?;
                 let start = Instant::now();
                 let mut device =
@@ -253,30 +264,28 @@ pub fn start_generation_job(
                         device = select_device(cpu, None, Path::new("/"), true)?;
                     }
                 }
-                if !(usable && profile == MemoryProfile::Cpu) {
-                    // Free the old model's memory before loading the new one.
-                    *loaded = None;
-                    cx.emit(JobEvent::Loading {
-                        model: key.model.clone(),
-                        backend: key.backend.clone(),
-                    });
-                    let options = profile.load_options(LoadOptions {
-                        vae_encoder: needs_encoder,
-                        planned: Some(shape),
-                        ..LoadOptions::default()
-                    });
-                    let pipeline = Pipeline::load_with(&source, device, precision, options)?;
-                    cx.emit(JobEvent::Loaded {
-                        seconds: start.elapsed().as_secs_f64(),
-                        device: pipeline.device.info.name.clone(),
-                        precision: pipeline.precision.name().into(),
-                    });
-                    *loaded = Some(LoadedPipeline {
-                        key: key.clone(),
-                        pipeline,
-                        memory: profile,
-                    });
-                }
+                // Free the old model's memory before loading the new one.
+                *loaded = None;
+                cx.emit(JobEvent::Loading {
+                    model: key.model.clone(),
+                    backend: key.backend.clone(),
+                });
+                let options = profile.load_options(LoadOptions {
+                    vae_encoder: needs_encoder,
+                    planned: Some(shape),
+                    ..LoadOptions::default()
+                });
+                let pipeline = Pipeline::load_with(&source, device, precision, options)?;
+                cx.emit(JobEvent::Loaded {
+                    seconds: start.elapsed().as_secs_f64(),
+                    device: pipeline.device.info.name.clone(),
+                    precision: pipeline.precision.name().into(),
+                });
+                *loaded = Some(LoadedPipeline {
+                    key: key.clone(),
+                    pipeline,
+                    memory: profile,
+                });
             }
             let Some(current) = loaded.as_ref() else {
                 return Err(UiError::internal("the model was not loaded"));
