@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use sdbench_bench::kernels::KernelNews;
 use sdbench_bench::runner::Event;
 use sdbench_hub::DownloadProgress;
 use sdbench_telemetry::Sample;
@@ -62,6 +63,12 @@ pub enum JobEvent {
         valid: bool,
         warmup: bool,
     },
+    /// GPU kernels are being compiled (a first run on a GPU): totals since the job started.
+    Compiling {
+        compiled: u64,
+        cache_hits: u64,
+        seconds: f64,
+    },
     /// The latest reading of each telemetry source (for the live power and VRAM chart).
     Telemetry {
         samples: Vec<LiveSample>,
@@ -95,6 +102,25 @@ impl From<&Sample> for LiveSample {
             power_w: s.reading.power_w,
             vram_used_bytes: s.reading.vram_used_bytes,
             vram_total_bytes: s.reading.vram_total_bytes,
+        }
+    }
+}
+
+impl From<KernelNews> for JobEvent {
+    fn from(news: KernelNews) -> Self {
+        match news {
+            KernelNews::Compiling {
+                compiled,
+                cache_hits,
+                seconds,
+            } => JobEvent::Compiling {
+                compiled,
+                cache_hits,
+                seconds,
+            },
+            KernelNews::CacheWarning(_) => JobEvent::Note {
+                text: news.describe(),
+            },
         }
     }
 }

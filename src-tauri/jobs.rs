@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use sdbench_bench::kernels::CompileWatch;
 use sdbench_diffusion::CancelToken;
 
 use crate::errors::{ErrorKind, UiError, UiResult};
@@ -111,6 +112,7 @@ pub struct Jobs {
 }
 
 /// What a running job sees: its cancel token and a way to report progress.
+#[derive(Clone)]
 pub struct JobContext {
     id: JobId,
     jobs: Jobs,
@@ -184,7 +186,13 @@ impl Jobs {
         let spawned = std::thread::Builder::new()
             .name(format!("sdbench-job-{id}"))
             .spawn(move || {
+                // Compilation of GPU kernels (minutes on a first run) shows while it happens.
+                let reporter = context.clone();
+                let watch = CompileWatch::start(Duration::from_secs(1), move |news| {
+                    reporter.emit(JobEvent::from(news))
+                });
                 let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| work(&context)));
+                drop(watch);
                 let state = match outcome {
                     Ok(Ok(output)) => JobState::Finished { output },
                     Ok(Err(e)) if e.kind == ErrorKind::Cancelled => JobState::Cancelled,

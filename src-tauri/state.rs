@@ -71,6 +71,8 @@ pub struct AppState {
     pub pipeline: Arc<Mutex<Option<LoadedPipeline>>>,
     /// What the person should hear when the window opens (e.g. a damaged settings file set aside).
     pub startup_notes: Vec<String>,
+    /// Where compiled GPU kernels are kept (`None`: not kept), shown and cleaned with the models.
+    pub kernel_cache: Option<PathBuf>,
 }
 
 impl AppState {
@@ -108,6 +110,7 @@ impl AppState {
             settings: Arc::new(Mutex::new(settings)),
             jobs: Jobs::default(),
             pipeline: Arc::new(Mutex::new(None)),
+            kernel_cache: sdbench_diffusion::kernel_cache::default_dir(),
         })
     }
 

@@ -60,7 +60,9 @@ impl TestApp {
     ) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let hub = hub_at(dir.path(), hub.unwrap_or("http://127.0.0.1:9"));
-        let state = AppState::new(&dir.path().join("data"), hub).unwrap();
+        let mut state = AppState::new(&dir.path().join("data"), hub).unwrap();
+        // The storage view's kernel folder is the test's own (the engine's is the test run's).
+        state.kernel_cache = Some(dir.path().join("kernels"));
         let messages: Messages = Default::default();
         let sink = messages.clone();
         let builder = mock_builder().channel_interceptor(move |_, channel, _, body| {
@@ -642,6 +644,38 @@ fn the_model_downloads_with_progress_and_the_cache_is_cleaned_up() {
         .unwrap()
         .is_empty());
     assert_eq!(app.ok("model_status", json!({}))["ready"], false);
+}
+
+#[test]
+fn compiled_gpu_kernels_are_shown_and_cleaned_with_the_models() {
+    let app = TestApp::new(None);
+    let dir = app.dir.path().join("kernels");
+    let empty = app.ok("cache_info", json!({}))["kernels"].clone();
+    assert_eq!(empty["totalBytes"], 0, "{empty}");
+    assert_eq!(empty["dir"], dir.display().to_string());
+
+    let device = dir
+        .join("sdbench-0_cubecl-0.10.0_00000000")
+        .join("cuda_sm90");
+    std::fs::create_dir_all(&device).unwrap();
+    for name in ["a", "b", "c"] {
+        std::fs::write(device.join(format!("{name}.kernel")), [7u8; 1000]).unwrap();
+    }
+    let kernels = app.ok("cache_info", json!({}))["kernels"].clone();
+    assert_eq!(
+        (
+            &kernels["kernels"],
+            &kernels["devices"],
+            &kernels["totalBytes"]
+        ),
+        (&json!(3), &json!(1), &json!(3000)),
+        "{kernels}"
+    );
+
+    let cleaned = app.ok("clean_kernel_cache", json!({}));
+    assert_eq!(cleaned["freedBytes"], 3000);
+    assert!(!dir.exists());
+    assert_eq!(app.ok("cache_info", json!({}))["kernels"]["totalBytes"], 0);
 }
 
 #[test]

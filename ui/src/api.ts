@@ -97,6 +97,7 @@ export const api = {
   runCharts: (ids: string[]) => invoke<T.Charts>("run_charts", { ids }),
   cacheInfo: () => invoke<T.CacheInfo>("cache_info"),
   cleanCache: (models: string[]) => invoke<T.Cleaned>("clean_cache", { models }),
+  cleanKernelCache: () => invoke<T.Cleaned>("clean_kernel_cache"),
   checkForUpdate: () => invoke<T.UpdateInfo>("check_for_update"),
   installUpdate: () => invoke<void>("install_update"),
 };

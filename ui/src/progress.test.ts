@@ -53,6 +53,18 @@ describe("ProgressTracker", () => {
     expect(t.telemetry()).toHaveLength(1);
   });
 
+  it("says when GPU kernels compile, and goes back to the image when its step ends", () => {
+    const t = new ProgressTracker(() => 0);
+    t.update({ event: "imageStarted", index: 0, total: 5, warmup: true });
+    let v = t.update({ event: "compiling", compiled: 120, cacheHits: 0, seconds: 44.4 });
+    expect(v.phase).toBe("Compiling GPU kernels (first run on this GPU): 120 compiled in 44 s, 0 from the cache");
+    v = t.update({ event: "compiling", compiled: 3, cacheHits: 200, seconds: 1 });
+    expect(v.phase).toContain("(new shapes)");
+    v = t.update({ event: "step", index: 0, total: 5, step: 1, steps: 30, seconds: 50, warmup: true });
+    expect(v.phase).toBe("Warm-up image (untimed)");
+    expect(v.step).toBe(1);
+  });
+
   it("shows the early estimate, and suggests the quick run only for a long one", () => {
     const t = new ProgressTracker(() => 0);
     let v = t.update({ event: "estimate", seconds: 120 });

@@ -11,6 +11,10 @@ function formatMinutes(seconds: number): string {
   return minutes >= 120 ? `${(minutes / 60).toFixed(1)} hours` : `${minutes} minutes`;
 }
 
+function imagePhase(warmup: boolean, index: number, total: number): string {
+  return warmup ? "Warm-up image (untimed)" : `Image ${index} of ${total}`;
+}
+
 /** Steps averaged for the it/s figure. */
 const RECENT_STEPS = 8;
 
@@ -65,6 +69,12 @@ export class ProgressTracker {
       case "baseline":
         v.phase = "Idle power measured";
         break;
+      case "compiling": {
+        const why = e.cacheHits === 0 ? "first run on this GPU" : "new shapes";
+        v.phase = `Compiling GPU kernels (${why}): ${e.compiled} compiled in ${Math.round(e.seconds)} s` +
+          `, ${e.cacheHits} from the cache`;
+        break;
+      }
       case "estimate":
         v.etaSeconds = e.seconds;
         if (e.seconds > QUICK_RUN_HINT_SECONDS) {
@@ -77,10 +87,12 @@ export class ProgressTracker {
         v.images = e.total;
         v.warmup = e.warmup;
         v.step = 0;
-        v.phase = e.warmup ? "Warm-up image (untimed)" : `Image ${e.index} of ${e.total}`;
+        v.phase = imagePhase(e.warmup, e.index, e.total);
         if (!e.warmup && e.index === 1) this.timedStart = this.now();
         break;
       case "step": {
+        // A step that ended after compiling: back to the image's own phase.
+        v.phase = imagePhase(e.warmup, e.index, e.total);
         v.step = e.step;
         v.steps = e.steps;
         const done = (e.warmup ? 0 : e.index) * e.steps + e.step;

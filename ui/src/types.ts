@@ -40,6 +40,8 @@ export type JobEvent =
   /** `seconds` is null where the step was queued without its own device sync (timed images on a GPU). */
   | { event: "step"; index: number; total: number; step: number; steps: number; seconds: number | null; warmup: boolean }
   | { event: "imageFinished"; index: number; total: number; seconds: number; valid: boolean; warmup: boolean }
+  /** GPU kernels being compiled (a first run on a GPU): totals since the job started. */
+  | { event: "compiling"; compiled: number; cacheHits: number; seconds: number }
   | { event: "telemetry"; samples: LiveSample[] }
   | { event: "finished"; output: unknown }
   | { event: "failed"; error: UiError }
@@ -147,7 +149,8 @@ export interface SystemReport {
 }
 
 export interface CachedModel { repo: string; path: string; size_bytes: number; runnable: boolean; partial_bytes: number }
-export interface CacheInfo { dir: string; models: CachedModel[]; totalBytes: number }
+export interface KernelCacheInfo { dir: string; kernels: number; devices: number; totalBytes: number }
+export interface CacheInfo { dir: string; models: CachedModel[]; totalBytes: number; kernels: KernelCacheInfo | null }
 export interface Cleaned { removed: string[]; freedBytes: number }
 export interface UpdateInfo { currentVersion: string; available: boolean; version: string | null; notes: string | null; date: string | null }
 export interface SubmissionPreview { endpoint: string; payload: string }

@@ -330,6 +330,34 @@ pub struct ColdStart {
     pub load_seconds: f64,
     /// The untimed first image (kernel compilation, autotuning).
     pub warmup_seconds: f64,
+    /// GPU kernels compiled, read from the kernel cache and tuned, where the backend counts them
+    /// (CUDA and wgpu); absent elsewhere and in results from before they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernels: Option<KernelColdStart>,
+}
+
+/// What loading and the warm-up image spent on GPU kernels, and whether any compiled later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelColdStart {
+    /// Kernels compiled, and the seconds until each could run: on CUDA code generation, NVRTC
+    /// and loading the module (the whole cost); on wgpu code generation and creating the pipeline,
+    /// after which a driver may still compile at first use (lavapipe does: most of its cost),
+    /// which only `warmup_seconds` holds.
+    pub compiled: u64,
+    pub compile_seconds: f64,
+    /// Kernels read from the kernel cache instead, and the seconds that took (on wgpu the driver
+    /// still builds the pipeline from the stored shader; its own cache, Mesa's say, may keep that).
+    pub cache_hits: u64,
+    pub cache_load_seconds: f64,
+    /// Autotune keys tuned (their seconds include compiling the candidates, also counted above)
+    /// and choices read from the cache instead.
+    pub tuned: u64,
+    pub tune_seconds: f64,
+    pub tune_cache_hits: u64,
+    /// Kernels compiled during the timed images: each one's cost is inside the timed figures.
+    pub compiled_while_timed: u64,
+    /// `on`, `off` (not kept between runs), or `unwritable` (kept in memory only: one warning).
+    pub cache: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

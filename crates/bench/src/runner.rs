@@ -16,6 +16,7 @@ use sdbench_telemetry::{discover, Sample, Sampler, SystemInfo};
 use crate::checks::check_image;
 use crate::device_memory::select_device;
 use crate::error::{BenchError, Result};
+use crate::kernels::KernelCounters;
 use crate::metrics::{choose_source, compute_scores, device_vendor, ScoreInputs};
 use crate::result::{
     AppInfo, BackendInfo, BenchResult, ColdStart, FileRecord, ImageRecord, ImageResult,
@@ -207,6 +208,7 @@ pub fn run(
         model: model.id.clone(),
         backend: device.kind.name().into(),
     });
+    let mut kernels = KernelCounters::start(device.kind);
     let load_start = Instant::now();
     let pipeline = Pipeline::load_with(
         &source,
@@ -298,6 +300,7 @@ pub fn run(
     // come from one more image, synced after every step, after the timed region.
     let scored_sync = StepSync::for_timing(dev);
     let diagnostic = scored_sync == StepSync::StageEdges;
+    let mut estimate = EstimateFromWarmup::default();
     let warm = generate(
         &pipeline,
         workload,
@@ -314,8 +317,8 @@ pub fn run(
                 warmup: true,
             });
             let images = total + usize::from(diagnostic);
-            if let Some(seconds) = seconds.and_then(|s| remaining_estimate(step, steps, s, images))
-            {
+            let compiled = sdbench_diffusion::kernel_cache::stats().compiled;
+            if let Some(seconds) = estimate.after_step(step, steps, seconds, images, compiled) {
                 observer(&Event::Estimate { seconds });
             }
             live.send(observer);
@@ -323,6 +326,7 @@ pub fn run(
         &mut |_| {},
     )?;
     let warmup_seconds = warmup_start.elapsed().as_secs_f64();
+    kernels.warmed_up();
     observer(&Event::ImageFinished {
         index: 0,
         total,
@@ -416,6 +420,16 @@ pub fn run(
     };
     // A last reading after the end of the timed region, then stop.
     let samples = sampler.stop();
+    let kernels = kernels.cold_start();
+    if let Some(late) = kernels
+        .as_ref()
+        .map(|k| k.compiled_while_timed)
+        .filter(|&n| n > 0)
+    {
+        observer(&Event::Note(format!(
+            "{late} GPU kernels were compiled during the timed images: their compilation is inside the timed figures"
+        )));
+    }
     let step_timing = if diagnostic {
         observer(&Event::Note(
             "timing each step: one more image of prompt 1, with a device sync after every step (not scored)".into(),
@@ -521,6 +535,7 @@ pub fn run(
             downloaded_bytes,
             load_seconds,
             warmup_seconds,
+            kernels,
         },
         telemetry: Telemetry {
             interval_ms: options.sample_interval.as_millis() as u64,
@@ -538,11 +553,37 @@ pub fn run(
     Ok(RunOutput { result, images })
 }
 
+/// The run's remaining time, from the first warm-up step after the first that compiled no GPU
+/// kernel (the first step, and any that compiles, carries one-off costs): sent once.
+#[derive(Default)]
+struct EstimateFromWarmup {
+    sent: bool,
+    compiled: Option<u64>,
+}
+
+impl EstimateFromWarmup {
+    /// After warm-up step `step` of `steps` took `seconds`, followed by `images` timed images;
+    /// `compiled`: the kernels compiled in the process so far.
+    fn after_step(
+        &mut self,
+        step: usize,
+        steps: usize,
+        seconds: Option<f64>,
+        images: usize,
+        compiled: u64,
+    ) -> Option<f64> {
+        let compiling = self.compiled.is_some_and(|before| compiled > before);
+        self.compiled = Some(compiled);
+        let seconds = seconds.filter(|_| step >= 2 && !compiling && !self.sent)?;
+        self.sent = true;
+        Some(remaining_seconds(step, steps, seconds, images))
+    }
+}
+
 /// The seconds left in a run after warm-up step `step` of `steps` took `seconds`, followed by
-/// `images` timed images: `None` except at the second step (the first carries one-off costs;
-/// a one-step run gives no estimate). Text encoding and decoding are left out, so it errs short.
-fn remaining_estimate(step: usize, steps: usize, seconds: f64, images: usize) -> Option<f64> {
-    (step == 2).then(|| seconds * ((steps - step) + images * steps) as f64)
+/// `images` timed images. Text encoding and decoding are left out, so it errs short.
+fn remaining_seconds(step: usize, steps: usize, seconds: f64, images: usize) -> f64 {
+    seconds * ((steps - step) + images * steps) as f64
 }
 
 fn generate(
@@ -771,13 +812,29 @@ pub fn save(output: &mut RunOutput, json_path: &Path) -> Result<Vec<PathBuf>> {
 
 #[cfg(test)]
 mod tests {
-    use super::remaining_estimate;
+    use super::{remaining_seconds, EstimateFromWarmup};
 
     #[test]
     fn the_estimate_comes_once_from_the_second_warm_up_step() {
-        assert_eq!(remaining_estimate(1, 30, 9.0, 5), None);
-        assert_eq!(remaining_estimate(2, 30, 1.5, 5), Some(1.5 * 178.0));
-        assert_eq!(remaining_estimate(3, 30, 1.5, 5), None);
-        assert_eq!(remaining_estimate(2, 2, 0.5, 3), Some(3.0));
+        let mut estimate = EstimateFromWarmup::default();
+        assert_eq!(estimate.after_step(1, 30, Some(9.0), 5, 10), None);
+        assert_eq!(
+            estimate.after_step(2, 30, Some(1.5), 5, 10),
+            Some(1.5 * 178.0)
+        );
+        assert_eq!(estimate.after_step(3, 30, Some(1.5), 5, 10), None);
+        assert_eq!(remaining_seconds(2, 2, 0.5, 3), 3.0);
+        let mut unsynced = EstimateFromWarmup::default();
+        assert_eq!(unsynced.after_step(2, 30, None, 5, 0), None);
+    }
+
+    #[test]
+    fn the_estimate_skips_steps_that_compiled_kernels() {
+        let mut estimate = EstimateFromWarmup::default();
+        assert_eq!(estimate.after_step(1, 30, Some(60.0), 5, 120), None);
+        // Step 2 compiled 40 more kernels (a new shape, an autotune): its time is not the rate.
+        assert_eq!(estimate.after_step(2, 30, Some(20.0), 5, 160), None);
+        assert_eq!(estimate.after_step(3, 30, Some(1.0), 5, 160), Some(177.0));
+        assert_eq!(estimate.after_step(4, 30, Some(1.0), 5, 160), None);
     }
 }

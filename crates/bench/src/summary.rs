@@ -103,6 +103,35 @@ pub fn rows(r: &BenchResult) -> Vec<(String, String, String)> {
             "s".into(),
         ),
     ];
+    if let Some(k) = &r.cold_start.kernels {
+        rows.push((
+            "GPU kernels compiled (load and warm-up)".into(),
+            format!("{} in {:.2}", k.compiled, k.compile_seconds),
+            "s".into(),
+        ));
+        rows.push((
+            "GPU kernels from the cache".into(),
+            format!("{} in {:.2}", k.cache_hits, k.cache_load_seconds),
+            format!("s (cache {})", k.cache),
+        ));
+        if k.tuned + k.tune_cache_hits > 0 {
+            rows.push((
+                "autotuned kernels".into(),
+                format!(
+                    "{} in {:.2} ({} from the cache)",
+                    k.tuned, k.tune_seconds, k.tune_cache_hits
+                ),
+                "s".into(),
+            ));
+        }
+        if k.compiled_while_timed > 0 {
+            rows.push((
+                "GPU kernels compiled while timed".into(),
+                k.compiled_while_timed.to_string(),
+                "(inside the timed figures)".into(),
+            ));
+        }
+    }
     if let Some(ratio) = r.step_timing.as_ref().and_then(|t| t.sync_cost_ratio) {
         // The scored images queued their steps; one more image synced after every step.
         rows.push((

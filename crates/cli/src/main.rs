@@ -3,6 +3,7 @@
 
 mod bench;
 mod cache;
+mod compile_watch;
 mod device_arg;
 mod devices;
 mod download;
@@ -60,6 +61,11 @@ fn main() {
     quiet_exit_when_stdout_closes();
     sdbench_diffusion::device::quiet_vulkan_without_desktop_session();
     let cli = Cli::parse();
+    let _compiling = matches!(
+        cli.command,
+        Command::Bench(_) | Command::Generate(_) | Command::Timing(_) | Command::Parity(_)
+    )
+    .then(compile_watch::start);
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Generate(args) => generate::run(args),

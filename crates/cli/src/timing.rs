@@ -57,6 +57,7 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
         return time_ops(&args, device, precision);
     }
     let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
+    let kernels = sdbench_bench::kernels::KernelCounters::start(device.kind);
     let load_start = Instant::now();
     // The memory check before loading measures the size timed (one guided image: the UNet call
     // is batch 2), not the family's usual one.
@@ -125,6 +126,10 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
         ),
         &vae,
     );
+    // Load, warm-ups and timed calls together: what a cold (or cached) start cost.
+    if let Some(kernels) = kernels.cold_start() {
+        println!("{}", kernels.describe());
+    }
     Ok(())
 }
 
@@ -148,6 +153,7 @@ fn time_ops(
         args.width,
         args.height
     );
+    let kernels = sdbench_bench::kernels::KernelCounters::start(device.kind);
     for case in op_timing::sd15_cases(args.height, args.width) {
         let samples = op_timing::time_case(&device, precision, case, args.repeat)
             .with_context(|| format!("timing {case} failed"))?;
@@ -161,6 +167,9 @@ fn time_ops(
             median * 1e3,
             samples.len()
         );
+    }
+    if let Some(kernels) = kernels.cold_start() {
+        println!("{}", kernels.describe());
     }
     Ok(())
 }

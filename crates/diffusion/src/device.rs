@@ -405,6 +405,9 @@ fn list_devices(
 pub fn select(request: impl Into<DeviceRequest>) -> Result<SelectedDevice> {
     let request = request.into();
     let (kind, allow_software) = resolve(request.backend);
+    if kind != BackendKind::Cpu {
+        crate::kernel_cache::ensure_default();
+    }
     let mut selected = pick(kind, request.index, allow_software)?;
     if let DispatchDevice::Wgpu(device) = &selected.device {
         bind_wgpu_device(kind, device, &selected.info.describe())?;

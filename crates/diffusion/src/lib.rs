@@ -6,6 +6,7 @@
 pub mod device;
 pub mod error;
 pub mod io;
+pub mod kernel_cache;
 pub mod limits;
 pub mod models;
 pub mod nn;

@@ -24,7 +24,8 @@ function handlers(extra: Record<string, (a: Record<string, unknown>) => unknown>
   return mockShell({
     get_settings: () => settings,
     system_info: () => system,
-    cache_info: () => ({ dir: "/hub", totalBytes: 4_300_000_000, models: [{ repo: "stable-diffusion-v1-5/stable-diffusion-v1-5", path: "/hub/m", size_bytes: 4_300_000_000, runnable: true, partial_bytes: 0 }] }),
+    cache_info: () => ({ dir: "/hub", totalBytes: 4_300_000_000, models: [{ repo: "stable-diffusion-v1-5/stable-diffusion-v1-5", path: "/hub/m", size_bytes: 4_300_000_000, runnable: true, partial_bytes: 0 }],
+      kernels: { dir: "/cache/kernels", kernels: 181, devices: 1, totalBytes: 52_000_000 } }),
     ...extra,
   });
 }
@@ -168,6 +169,34 @@ describe("System screen", () => {
     await settle();
     expect(cleaned).toEqual(["stable-diffusion-v1-5/stable-diffusion-v1-5"]);
     expect(messages.textContent).toContain("Freed 4.30 GB (4300000000 bytes)");
+  });
+
+  it("shows the compiled GPU kernels and removes them after confirming", async () => {
+    let cleaned = false;
+    handlers({ clean_kernel_cache: () => { cleaned = true; return { removed: ["compiled GPU kernels"], freedBytes: 52_000_000 }; } });
+    systemScreen.show?.();
+    await settle();
+    expect(root.querySelector("#kernels-total")!.textContent).toBe("181 kernels for 1 device, 52.0 MB");
+    root.querySelector<HTMLButtonElement>("#kernels-clean")!.click();
+    await settle();
+    document.querySelector<HTMLButtonElement>("#dialog-cancel")!.click();
+    await settle();
+    expect(cleaned).toBe(false);
+    root.querySelector<HTMLButtonElement>("#kernels-clean")!.click();
+    await settle();
+    expect(document.querySelector("dialog, [role=dialog]")?.textContent ?? "").toContain("compiles them again");
+    document.querySelector<HTMLButtonElement>("#dialog-confirm")!.click();
+    await settle();
+    expect(cleaned).toBe(true);
+    expect(messages.textContent).toContain("Freed 52.0 MB (52000000 bytes) by removing the compiled GPU kernels");
+  });
+
+  it("says when compiled GPU kernels are not kept", async () => {
+    handlers({ cache_info: () => ({ dir: "/hub", totalBytes: 0, models: [], kernels: null }) });
+    systemScreen.show?.();
+    await settle();
+    expect(root.querySelector("#kernels-off")!.textContent).toContain("not kept");
+    expect(root.querySelector("#kernels-clean")).toBeNull();
   });
 
   it("checks for updates", async () => {

@@ -4,7 +4,7 @@
 import { api } from "../api";
 import { fill, h } from "../dom";
 import * as fmt from "../format";
-import type { BackendReport, Settings, SystemReport } from "../types";
+import type { BackendReport, KernelCacheInfo, Settings, SystemReport } from "../types";
 import { busy, confirmDialog, definitionList, notify, showError } from "../ui";
 import type { Screen } from "../main";
 
@@ -149,10 +149,35 @@ async function loadCache(): Promise<void> {
         ? h("p", { class: "muted", id: "cache-empty" }, "No models are cached.")
         : h("table", {}, h("tbody", {}, rows)),
       h("p", { class: "muted" }, "With none selected, every model is removed."),
-      clean);
+      clean,
+      kernelCache(info.kernels));
   } catch (e) {
     showError(e);
   }
+}
+
+// The compiled GPU kernels: where, how many, how big, and removing them.
+function kernelCache(kernels: KernelCacheInfo | null): HTMLElement {
+  if (kernels === null) {
+    return h("p", { class: "muted", id: "kernels-off" },
+      "Compiled GPU kernels are not kept (SDBENCH_KERNEL_CACHE=off): every run compiles them.");
+  }
+  const clean = h("button", { id: "kernels-clean", disabled: kernels.totalBytes === 0 }, "Remove compiled GPU kernels…");
+  clean.addEventListener("click", () => busy(clean, async () => {
+    const ok = await confirmDialog("Remove compiled GPU kernels?",
+      `Remove ${fmt.bytes(kernels.totalBytes)} of compiled GPU kernels from ${kernels.dir}? The next run on each GPU compiles them again, which can take minutes.`, "Remove");
+    if (!ok) return;
+    const cleaned = await api.cleanKernelCache();
+    notify(`Freed ${fmt.bytes(cleaned.freedBytes)} (${cleaned.freedBytes} bytes) by removing the compiled GPU kernels.`);
+    await loadCache();
+  }));
+  const devices = kernels.devices === 1 ? "1 device" : `${kernels.devices} devices`;
+  return h("div", { id: "kernels" },
+    h("h3", {}, "Compiled GPU kernels"),
+    h("p", {}, h("code", {}, kernels.dir), " · ",
+      h("span", { id: "kernels-total" }, `${kernels.kernels} kernels for ${devices}, ${fmt.bytes(kernels.totalBytes)}`)),
+    h("p", { class: "muted" }, "Kept so that a run after the first on a GPU starts at once."),
+    clean);
 }
 
 function mountUpdates(): void {

@@ -370,7 +370,16 @@ pub(crate) fn create_server(setup: WgpuSetup, options: RuntimeOptions) -> WgpuSe
     let logger = alloc::sync::Arc::new(ServerLogger::default());
 
     let allocator = ContiguousMemoryLayoutPolicy::new(device_props.memory.alignment as usize);
+    // (SD Bench) The kernel store's folder for this device: the API, the adapter and its driver.
+    let cache_namespace = cubecl_runtime::kernel_cache::namespace(&[
+        "wgpu",
+        &format!("{:?}", setup.backend),
+        &format!("{:04x}-{:04x}", adapter_info.vendor, adapter_info.device),
+        &adapter_info.driver,
+        &adapter_info.driver_info,
+    ]);
     WgpuServer::new(
+        cache_namespace,
         device_props.memory.clone(),
         options.memory_config,
         compilation_options,

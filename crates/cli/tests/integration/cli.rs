@@ -691,7 +691,7 @@ fn memory_profiles_run_and_conflicts_are_named() {
 
 /// Whether `sdbench devices` lists a usable Vulkan device; without one, fails where CI requires
 /// it (SDBENCH_REQUIRE_VULKAN=1) and skips elsewhere.
-fn vulkan_usable() -> bool {
+pub fn vulkan_usable() -> bool {
     let o = sdbench(&["devices", "--json"]);
     let devices: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let usable = devices["backends"]

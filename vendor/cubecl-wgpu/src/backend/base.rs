@@ -171,7 +171,21 @@ impl WgpuServer {
             Some(AutoRepresentationRef::SpirV(repr)) => Some(vulkan::bindings(repr, bindings)),
             _ => None,
         };
+        self.create_pipeline_for(entrypoint_name, bindings_info, module)
+    }
 
+    /// (SD Bench) The pipeline from its buffers' access (what `create_pipeline` reads from the
+    /// representation), so a kernel from the kernel store needs no representation.
+    pub fn create_pipeline_for(
+        &self,
+        entrypoint_name: &str,
+        bindings_info: Option<(
+            Vec<cubecl_runtime::kernel::Visibility>,
+            Option<cubecl_runtime::kernel::Visibility>,
+            bool,
+        )>,
+        module: ShaderModule,
+    ) -> Arc<ComputePipeline> {
         let layout = bindings_info.map(|bindings| {
             let (mut bindings, info, uniform_info) = bindings;
             // When slices are shared, it needs to be read-write if ANY of the slices is read-write,

@@ -24,6 +24,7 @@ use cubecl_core::{
 use cubecl_core::{cache::CacheOption, compilation_cache::CompilationCache, hash::StableHash};
 use cubecl_ir::MemoryDeviceProperties;
 use cubecl_runtime::allocator::ContiguousMemoryLayoutPolicy;
+use cubecl_runtime::kernel::Visibility;
 use cubecl_runtime::memory_management::{ManagedMemoryHandle, MemoryUsage};
 use cubecl_runtime::{
     compiler::CubeTask,
@@ -50,6 +51,8 @@ pub struct WgpuServer {
     pub(crate) spirv_cache:
         Option<CompilationCache<(u64, StableHash), cubecl_spirv::SpirvCacheEntry>>,
     pub compilation_options: WgpuCompilationOptions,
+    /// (SD Bench) The kernel store's folder for this device (see `cubecl_runtime::kernel_cache`).
+    cache_namespace: String,
     pub(crate) backend: wgpu::Backend,
     pub(crate) utilities: Arc<ServerUtilities<Self>>,
 }
@@ -62,6 +65,7 @@ impl WgpuServer {
     /// Create a new server.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
+        cache_namespace: String,
         memory_properties: MemoryDeviceProperties,
         memory_config: MemoryConfiguration,
         compilation_options: WgpuCompilationOptions,
@@ -87,6 +91,7 @@ impl WgpuServer {
 
         Self {
             compilation_options,
+            cache_namespace,
             streams_pool: Vec::new(),
             device,
             pipelines: HashMap::new(),
@@ -154,6 +159,27 @@ impl WgpuServer {
             return Ok(pipeline);
         }
 
+        // (SD Bench) The kernel store: a hit skips cubecl's code generation and optimisation.
+        let started = std::time::Instant::now();
+        let store_key = cubecl_core::hash::StableHasher::hash_one(&(
+            self.utilities.properties_hash,
+            kernel_id.stable_hash(),
+        ));
+        if let Some(entry) = cubecl_runtime::kernel_cache::load(&self.cache_namespace, store_key)
+            .and_then(|bytes| StoredWgsl::decode(&bytes))
+        {
+            let module = self.create_module(&entry.entrypoint_name, None, &entry.source, mode)?;
+            let meta = (!bindings.info.data.is_empty()).then_some(Visibility::Read);
+            let pipeline = self.create_pipeline_for(
+                &entry.entrypoint_name,
+                Some((entry.buffers, meta, false)),
+                module,
+            );
+            self.pipelines.insert(kernel_id, pipeline.clone());
+            cubecl_runtime::kernel_cache::record_hit(started.elapsed());
+            return Ok(pipeline);
+        }
+
         validate_cube_dim(&self.utilities.properties, &kernel_id)?;
         validate_units(&self.utilities.properties, &kernel_id)?;
 
@@ -197,6 +223,16 @@ impl WgpuServer {
         let module = self.create_module(&compiled.entrypoint_name, repr, &compiled.source, mode)?;
         let pipeline = self.create_pipeline(&compiled.entrypoint_name, repr, module, bindings);
         self.pipelines.insert(kernel_id.clone(), pipeline.clone());
+        cubecl_runtime::kernel_cache::record_compiled(started.elapsed());
+        if let Some(AutoRepresentation::Wgsl(shader)) = &compiled.repr {
+            let (buffers, _, _) = crate::backend::wgsl::bindings(shader, bindings);
+            let entry = StoredWgsl {
+                entrypoint_name: compiled.entrypoint_name.clone(),
+                buffers,
+                source: compiled.source.clone(),
+            };
+            cubecl_runtime::kernel_cache::store(&self.cache_namespace, store_key, &entry.encode());
+        }
 
         #[cfg(feature = "spirv")]
         if let Some(Err(key)) = cached
@@ -467,4 +503,52 @@ pub(crate) fn contiguous_strides(shape: &Shape) -> Strides {
         strides[i] = strides[i + 1] * shape[i + 1];
     }
     strides
+}
+
+/// (SD Bench) A WGSL kernel as the kernel store keeps it: entry point, each buffer's access, source.
+struct StoredWgsl {
+    entrypoint_name: String,
+    buffers: Vec<Visibility>,
+    source: String,
+}
+
+impl StoredWgsl {
+    fn encode(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&(self.entrypoint_name.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(self.entrypoint_name.as_bytes());
+        bytes.extend_from_slice(&(self.buffers.len() as u64).to_le_bytes());
+        bytes.extend(
+            self.buffers
+                .iter()
+                .map(|visibility| u8::from(*visibility == Visibility::ReadWrite)),
+        );
+        bytes.extend_from_slice(self.source.as_bytes());
+        bytes
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let number = |at: usize| -> Option<usize> {
+            Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?) as usize)
+        };
+        let name_end = number(0)?.checked_add(8)?;
+        let name = bytes.get(8..name_end)?;
+        let flags_end = number(name_end)?.checked_add(name_end + 8)?;
+        let flags = bytes.get(name_end + 8..flags_end)?;
+        let source = bytes.get(flags_end..)?;
+        Some(Self {
+            entrypoint_name: String::from_utf8(name.to_vec()).ok()?,
+            buffers: flags
+                .iter()
+                .map(|&flag| {
+                    if flag == 1 {
+                        Visibility::ReadWrite
+                    } else {
+                        Visibility::Read
+                    }
+                })
+                .collect(),
+            source: String::from_utf8(source.to_vec()).ok()?,
+        })
+    }
 }

@@ -1,0 +1,5 @@
+mod base;
+mod handle;
+
+pub use base::*;
+pub use handle::*;
