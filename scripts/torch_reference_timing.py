@@ -20,7 +20,8 @@ lines, runs each of those cases in torch, and prints a table of both rates and t
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --ops --sdbench target/release/sdbench
 
 On a GPU (what scripts/gpu-check runs): --device cuda --dtype f16; the device is synchronised
-before and after each timed call.
+before and after each timed call. With --ops --sdbench BINARY it compares the layers on CUDA device 0
+(`BINARY timing --ops --backend cuda --precision f16`).
 
     python3 scripts/torch_reference_timing.py --device cuda --dtype f16 --repeat 5
 """
@@ -57,8 +58,10 @@ def main():
     p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", choices=["f32", "f16"], default="f32")
     a = p.parse_args()
-    if a.device != "cpu" and (a.sdbench or a.ops):
-        raise SystemExit("--sdbench and --ops compare on the CPU only; scripts/gpu-check compares on a GPU")
+    if a.device != "cpu" and a.sdbench and not a.ops:
+        raise SystemExit("--sdbench compares the UNet and VAE on the CPU only; scripts/gpu-check compares them on a GPU")
+    if a.device not in ("cpu", "cuda") and a.ops:
+        raise SystemExit("--ops compares on the CPU or on CUDA device 0 (--device cuda)")
     torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)
     if a.ops:
@@ -109,8 +112,11 @@ def main():
 
 
 def compare_ops(a):
-    """`sdbench timing --ops` against the same layers in torch, one row per case."""
-    cmd = [a.sdbench, "timing", "--ops", "--backend", "cpu", "--threads", str(a.threads),
+    """`sdbench timing --ops` against the same layers in torch, one row per case: on the CPU
+    (threads), or on CUDA in the given precision (both sides synchronise around each call)."""
+    on_gpu = a.device == "cuda"
+    backend = ["--backend", "cuda", "--precision", a.dtype] if on_gpu else ["--backend", "cpu", "--threads", str(a.threads)]
+    cmd = [a.sdbench, "timing", "--ops", *backend,
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
     print("$", " ".join(cmd), flush=True)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -122,36 +128,39 @@ def compare_ops(a):
             continue
         kind, params = m.group(1), {k: int(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
         ours_ms, ours_rate, unit = float(m.group(3)), float(m.group(4)), m.group(5)
-        fn = torch_op(kind, params)
-        theirs_ms = statistics.median(timed(fn, a.repeat)) * 1e3
+        fn = torch_op(kind, params, torch.device(a.device), {"f32": torch.float32, "f16": torch.float16}[a.dtype])
+        sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+        theirs_ms = statistics.median(timed(fn, a.repeat, sync)) * 1e3
         # The same work in both, so the rates scale with the times.
         theirs_rate = ours_rate * ours_ms / theirs_ms
         rows.append((f"{kind} {m.group(2)}", ours_ms, theirs_ms, ours_rate, theirs_rate, unit))
     if not rows:
         raise SystemExit(f"no op lines in sdbench's output:\n{out}")
-    print(f"\n| layer ({a.threads} threads, torch {torch.__version__}) | sdbench ms | torch ms | sdbench rate | torch rate | ratio |")
+    where = f"{torch.cuda.get_device_name(0)}, {a.dtype}" if on_gpu else f"{a.threads} threads"
+    print(f"\n| layer ({where}, torch {torch.__version__}) | sdbench ms | torch ms | sdbench rate | torch rate | ratio |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, ours_ms, theirs_ms, ours_rate, theirs_rate, unit in rows:
         print(f"| {name} | {ours_ms:.1f} | {theirs_ms:.1f} | {ours_rate:.1f} {unit} | {theirs_rate:.1f} {unit} | {ours_ms / theirs_ms:.2f} |")
 
 
-def torch_op(kind, p):
+def torch_op(kind, p, device=torch.device("cpu"), dtype=torch.float32):
     """The torch call for one `sdbench timing --ops` case, on random inputs of its shape."""
     F = torch.nn.functional
+    randn = lambda *shape: torch.randn(*shape).to(device, dtype)
     if kind == "conv3x3":
         c = p["c"]
-        x, w, b = torch.randn(p["n"], c, p["h"], p["w"]), torch.randn(c, c, 3, 3) / (9 * c) ** 0.5, torch.randn(c)
+        x, w, b = randn(p["n"], c, p["h"], p["w"]), randn(c, c, 3, 3) / (9 * c) ** 0.5, randn(c)
         return lambda: F.conv2d(x, w, b, padding=1)
     if kind == "linear":
-        x, w, b = torch.randn(1, p["rows"], p["in"]), torch.randn(p["out"], p["in"]) / p["in"] ** 0.5, torch.randn(p["out"])
+        x, w, b = randn(1, p["rows"], p["in"]), randn(p["out"], p["in"]) / p["in"] ** 0.5, randn(p["out"])
         return lambda: F.linear(x, w, b)
     if kind == "attention":
         n, heads, dim = p["n"], p["heads"], p["dim"]
-        q, k, v = (torch.randn(n, s, heads * dim) for s in (p["q"], p["k"], p["k"]))
+        q, k, v = (randn(n, s, heads * dim) for s in (p["q"], p["k"], p["k"]))
         split = lambda t: t.view(n, -1, heads, dim).transpose(1, 2)  # as diffusers' AttnProcessor2_0
         return lambda: F.scaled_dot_product_attention(split(q), split(k), split(v)).transpose(1, 2).reshape(n, -1, heads * dim)
     if kind in ("groupnorm", "groupnorm_silu"):
-        x, g, b = torch.randn(p["n"], p["c"], p["h"], p["w"]), torch.randn(p["c"]), torch.randn(p["c"])
+        x, g, b = randn(p["n"], p["c"], p["h"], p["w"]), randn(p["c"]), randn(p["c"])
         norm = lambda: F.group_norm(x, 32, g, b, eps=1e-6)
         return (lambda: F.silu(norm())) if kind == "groupnorm_silu" else norm
     raise SystemExit(f"unknown op kind in sdbench's output: {kind}")
