@@ -239,10 +239,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::thread::current().id()
     );
     let tmp = dir.join(unique.replace(|c: char| !c.is_ascii_alphanumeric() && c != '.', ""));
-    let written = fs::File::create(&tmp).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_data()
-    });
+    // No fsync: a cache entry that a crash leaves torn fails its checksum and is compiled again,
+    // while flushing every kernel would cost a first run seconds where syncs are slow (macOS).
+    let written = fs::File::create(&tmp).and_then(|mut file| file.write_all(bytes));
     let renamed = written.and_then(|()| fs::rename(&tmp, path));
     if renamed.is_err() {
         fs::remove_file(&tmp).ok();
