@@ -21,8 +21,8 @@ pub const ENV: &str = "SDBENCH_KERNEL_CACHE";
 /// cubecl's version (pinned in Cargo.toml): part of the folder, with SD Bench's.
 const CUBECL_VERSION: &str = "0.10.0";
 
-/// Where kernels are kept unless a front end says otherwise: `SDBENCH_KERNEL_CACHE` (a folder, or
-/// `off` for none), else the platform's cache folder (`~/.cache/sdbench/kernels` on Linux).
+/// Where kernels are kept: `SDBENCH_KERNEL_CACHE` (a folder, or `off` for none), else the
+/// platform's cache folder (`~/.cache/sdbench/kernels` on Linux).
 pub fn default_dir() -> Option<PathBuf> {
     match std::env::var_os(ENV) {
         Some(value) if value == "off" || value == "0" => None,
