@@ -10,6 +10,8 @@ use crate::error::{BenchError, Result};
 pub const STANDARD_NAME: &str = "sd15-512-30";
 pub const STANDARD_VERSION: u32 = 1;
 pub const SDXL_NAME: &str = "sdxl-1024-20";
+pub const FLUX2_KLEIN_NAME: &str = "flux2-klein-1024-4";
+pub const FLUX2_KLEIN_VERSION: u32 = 1;
 /// The most images a custom run may make.
 pub const MAX_IMAGES: usize = 1000;
 
@@ -33,7 +35,7 @@ pub fn cards() -> Vec<WorkloadCard> {
 }
 pub const SDXL_VERSION: u32 = 1;
 /// Every standard workload, the default first.
-pub const WORKLOAD_NAMES: [&str; 2] = [STANDARD_NAME, SDXL_NAME];
+pub const WORKLOAD_NAMES: [&str; 3] = [STANDARD_NAME, SDXL_NAME, FLUX2_KLEIN_NAME];
 
 /// The five prompts and seeds of both standard workloads (version 1).
 pub const STANDARD_PROMPTS: [(&str, u64); 5] = [
@@ -43,6 +45,17 @@ pub const STANDARD_PROMPTS: [(&str, u64); 5] = [
     ("a futuristic city skyline at night, neon signs, flying cars, digital art", 31415),
     ("a bowl of fresh fruit on a marble table, still life, soft window light", 8080),
 ];
+
+/// MLPerf Client 2.0's FLUX.2 klein 4B prompts (mlcommons/mlperf_client,
+/// `data/prompts/flux_2_klein_4b/flux_2_klein_prompts.json`), each made with every seed of
+/// `FLUX2_KLEIN_SEEDS` (its four images per prompt).
+pub const FLUX2_KLEIN_PROMPTS: [&str; 4] = [
+    "A photorealistic close-up of a fluffy ginger tabby cat perched on a weathered wooden windowsill at golden-hour sunset, warm amber light streaming through the dusty glass and rim-lighting its soft fur, a blurred city skyline and slowly drifting dust motes in the background, shallow depth of field, shot on a 50mm lens, highly detailed with natural color grading.",
+    "A sweeping cinematic aerial view of a sprawling futuristic megacity at night, towering glass skyscrapers glowing with bands of teal and magenta light along their facades, sleek flying vehicles streaking between the buildings and leaving long light trails, reflections shimmering on rain-slicked empty streets far below, volumetric fog and dramatic atmospheric lighting, ultra-detailed science-fiction concept art.",
+    "A serene Japanese garden in early autumn at dawn, a vermilion wooden footbridge arching over a still koi pond that mirrors the pale sky, maple trees turning crimson and gold, a moss-covered stone lantern beside smooth river rocks, delicate morning mist hanging in the air, soft diffused light and a painterly composition with rich natural color, extremely detailed.",
+    "Ultra-realistic commercial studio product photography of two minimalist ceramic coffee mugs on a polished concrete surface: a matte black mug centered in the foreground with hot coffee and visible steam rising, the words \"GOOD MORNING\" printed across its front in clean, crisp white capital letters facing the camera, and a matching matte yellow mug to its right; concrete gray studio backdrop, soft white highlights, three-point softbox lighting with diffused reflections and no harsh shadows, rule-of-thirds composition, high-angle medium shot, sharp focus on the mugs, steam, and lettering, shot on an 85mm lens at f/5.6, ISO 200.",
+];
+pub const FLUX2_KLEIN_SEEDS: [u64; 4] = [42, 43, 44, 45];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromptSeed {
@@ -136,6 +149,34 @@ impl Workload {
         }
     }
 
+    /// `flux2-klein-1024-4` v1: FLUX.2 [klein] 4B at MLPerf Client 2.0's settings: 1024x1024, 4
+    /// steps of flow-matching Euler, its 4 prompts with seeds 42-45 each (16 timed images). The
+    /// model is step-distilled: it runs without guidance (recorded as 1).
+    pub fn flux2_klein() -> Workload {
+        Workload {
+            name: FLUX2_KLEIN_NAME.into(),
+            version: FLUX2_KLEIN_VERSION,
+            standard: true,
+            preset: Preset::Flux2Klein4b,
+            width: 1024,
+            height: 1024,
+            steps: 4,
+            scheduler: SchedulerKind::FlowMatchEuler,
+            guidance: 1.0,
+            negative_prompt: String::new(),
+            prompts: FLUX2_KLEIN_PROMPTS
+                .iter()
+                .flat_map(|p| {
+                    FLUX2_KLEIN_SEEDS.iter().map(|&seed| PromptSeed {
+                        prompt: p.to_string(),
+                        seed,
+                    })
+                })
+                .collect(),
+            batch: 1,
+        }
+    }
+
     /// How a front end lists this workload (the app's Benchmark screen).
     pub fn card(&self) -> WorkloadCard {
         let (short, long, note) = match self.preset {
@@ -145,6 +186,11 @@ impl Workload {
                 "SDXL",
                 "Stable Diffusion XL base 1.0",
                 " (MLPerf's settings)",
+            ),
+            Preset::Flux2Klein4b => (
+                "FLUX.2 klein",
+                "FLUX.2 [klein] 4B",
+                " (step-distilled: no guidance; MLPerf Client 2.0's settings)",
             ),
         };
         let (w, h, steps, images) = (self.width, self.height, self.steps, self.prompts.len());
@@ -165,9 +211,10 @@ impl Workload {
         match name {
             STANDARD_NAME => Ok(Workload::standard()),
             SDXL_NAME => Ok(Workload::sdxl()),
+            FLUX2_KLEIN_NAME => Ok(Workload::flux2_klein()),
             other => Err(BenchError::Workload(format!(
                 "there is no workload {other:?}; choose {}",
-                WORKLOAD_NAMES.join(" or ")
+                WORKLOAD_NAMES.join(", ")
             ))),
         }
     }
@@ -294,6 +341,34 @@ mod tests {
         assert!(cards[1]
             .description
             .contains("guidance 8 (MLPerf's settings)"));
+        assert_eq!(cards[2].label, "FLUX.2 klein · 1024×1024 · 4 steps");
+        assert_eq!(cards[2].run, "16 images, 1024x1024, 4 steps");
+        assert!(cards[2].description.contains("4 steps of flow_euler"));
+    }
+
+    #[test]
+    fn the_flux2_klein_workload_is_mlperf_clients() {
+        let w = Workload::named("flux2-klein-1024-4").unwrap();
+        assert!(w.standard);
+        assert_eq!((w.version, w.preset), (1, Preset::Flux2Klein4b));
+        assert_eq!((w.width, w.height, w.steps, w.batch), (1024, 1024, 4, 1));
+        assert_eq!(w.scheduler, SchedulerKind::FlowMatchEuler);
+        // Four prompts, each with seeds 42-45: sixteen timed images.
+        assert_eq!(w.prompts.len(), 16);
+        let seeds: Vec<u64> = w.prompts.iter().map(|p| p.seed).collect();
+        assert_eq!(&seeds[..4], [42, 43, 44, 45]);
+        assert_eq!(&seeds[12..], [42, 43, 44, 45]);
+        assert!(w.prompts[0]
+            .prompt
+            .starts_with("A photorealistic close-up of a fluffy ginger"));
+        assert!(w.prompts[15].prompt.contains("\"GOOD MORNING\""));
+        let custom = w
+            .with_overrides(&Overrides {
+                images: Some(2),
+                ..Overrides::default()
+            })
+            .unwrap();
+        assert!(!custom.standard && custom.name == "custom");
     }
 
     #[test]
@@ -367,7 +442,9 @@ mod tests {
         assert_eq!(w.batch, 1);
         let err = Workload::named("sd3").unwrap_err().to_string();
         assert!(
-            err.contains("\"sd3\"") && err.contains("sdxl-1024-20"),
+            err.contains("\"sd3\"")
+                && err.contains("sdxl-1024-20")
+                && err.contains("flux2-klein-1024-4"),
             "{err}"
         );
     }

@@ -189,6 +189,11 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     );
 
     pipeline.validate(&request)?;
+    if pipeline.ignores_guidance() && request.guidance_scale > 1.0 {
+        eprintln!(
+            "note: this model is step-distilled (FLUX.2 klein): it runs without classifier-free guidance, whatever --guidance says"
+        );
+    }
     let mut vram = args
         .vram_report
         .then(|| VramRecorder::new(|| pipeline.device.allocator_memory()))

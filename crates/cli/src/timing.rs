@@ -1,5 +1,6 @@
-//! `sdbench timing`: seconds for one UNet call (batch 2, as classifier-free guidance runs it) and
-//! one VAE decode at a given image size. One untimed warm-up call each, then `--repeat` timed calls
+//! `sdbench timing`: seconds for one denoiser call (a UNet's at batch 2, as classifier-free
+//! guidance runs it; FLUX.2 klein's transformer at batch 1, as the distilled model runs) and one
+//! VAE decode at a given image size. One untimed warm-up call each, then `--repeat` timed calls
 //! bounded by device syncs; prints the median with min and max and every raw sample. With `--ops`,
 //! single layers at SD1.5's shapes instead (`sdbench_diffusion::op_timing`).
 
@@ -17,7 +18,7 @@ use sdbench_diffusion::{LoadOptions, Pipeline, Precision, RequestShape, Selected
 #[derive(clap::Args, Debug)]
 pub struct TimingArgs {
     /// A diffusers model folder, a single-file checkpoint, a Hub id, or `synthetic` (SD1.5),
-    /// `synthetic-sd21`, `synthetic-sdxl-base`.
+    /// `synthetic-sd21`, `synthetic-sdxl-base`, `synthetic-flux2-klein`.
     #[arg(long, default_value = "synthetic")]
     model: String,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
@@ -78,21 +79,41 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     );
     let params = pipe.parameter_counts();
     let millions = |n: usize| n as f64 / 1e6;
+    let denoiser = if pipe.flux2().is_some() {
+        "transformer"
+    } else {
+        "unet"
+    };
     println!(
-        "parameters: text encoders {:.1}M, unet {:.1}M, vae decoder {:.1}M",
+        "parameters: text encoders {:.1}M, {denoiser} {:.1}M, vae decoder {:.1}M",
         millions(params.text_encoders),
         millions(params.unet),
         millions(params.vae)
     );
 
+    if pipe.flux2().is_some() {
+        time_flux2(&pipe, &args)?;
+    } else {
+        time_sd(&pipe, &args)?;
+    }
+    // Load, warm-ups and timed calls together: what a cold (or cached) start cost.
+    if let Some(kernels) = kernels.cold_start() {
+        println!("{}", kernels.describe());
+    }
+    Ok(())
+}
+
+/// A Stable Diffusion model's UNet call (batch 2) and VAE decode.
+fn time_sd(pipe: &Pipeline, args: &TimingArgs) -> anyhow::Result<()> {
+    let sd = pipe.sd().context("a Stable Diffusion pipeline")?;
     let f = pipe.info.vae_scale_factor;
     let c = pipe.info.latent_channels;
     let (h, w) = (args.height / f, args.width / f);
     let mut noise = NormalGenerator::new(1);
     // The guided batch of two rows (the same prompt twice costs what [negative; prompt] costs).
     let (context, pooled) =
-        pipe.run_prompt_encoding("a photograph of an astronaut riding a horse")?;
-    let tokens = pipe.tokenizer().max_length();
+        sd.run_prompt_encoding("a photograph of an astronaut riding a horse")?;
+    let tokens = sd.tokenizer().max_length();
     let context_shape = [2, tokens, context.len() / tokens];
     let context = [context.clone(), context].concat();
     let pooled = pooled.map(|p| [p.clone(), p].concat());
@@ -104,8 +125,8 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     let sample = noise.normals(2 * c * h * w);
     let latents = noise.normals(c * h * w);
 
-    let unet = measure(&pipe, args.repeat, || {
-        pipe.run_unet(
+    let unet = measure(pipe, args.repeat, || {
+        sd.run_unet(
             &sample,
             [2, c, h, w],
             500.0,
@@ -116,8 +137,8 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
         .map(|_| ())
     })?;
     report(&format!("unet call (batch 2, {c}x{h}x{w} latents)"), &unet);
-    let vae = measure(&pipe, args.repeat, || {
-        pipe.run_vae_decode(&latents, [1, c, h, w]).map(|_| ())
+    let vae = measure(pipe, args.repeat, || {
+        sd.run_vae_decode(&latents, [1, c, h, w]).map(|_| ())
     })?;
     report(
         &format!(
@@ -126,10 +147,48 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
         ),
         &vae,
     );
-    // Load, warm-ups and timed calls together: what a cold (or cached) start cost.
-    if let Some(kernels) = kernels.cold_start() {
-        println!("{}", kernels.describe());
-    }
+    Ok(())
+}
+
+/// FLUX.2 klein's transformer call (batch 1, the distilled model's one call per step) and VAE
+/// decode.
+fn time_flux2(pipe: &Pipeline, args: &TimingArgs) -> anyhow::Result<()> {
+    let flux2 = pipe.flux2().context("a FLUX.2 pipeline")?;
+    let f = pipe.info.vae_scale_factor;
+    let c = pipe.info.latent_channels;
+    let (h, w) = (args.height / f, args.width / f);
+    anyhow::ensure!(
+        h % 2 == 0 && w % 2 == 0,
+        "--width and --height must be multiples of {} for FLUX.2 (the VAE's {f} times 2x2 patches)",
+        2 * f
+    );
+    let grid = (h / 2, w / 2);
+    let mut noise = NormalGenerator::new(1);
+    let context = flux2.run_prompt_encoding("a photograph of an astronaut riding a horse")?;
+    let latents = noise.normals(4 * c * grid.0 * grid.1);
+    let transformer = measure(pipe, args.repeat, || {
+        flux2
+            .run_transformer_values(&latents, grid, &context, 0.5)
+            .map(|_| ())
+    })?;
+    report(
+        &format!(
+            "transformer call (batch 1, {} image + 512 text tokens)",
+            grid.0 * grid.1
+        ),
+        &transformer,
+    );
+    let z = noise.normals(c * h * w);
+    let vae = measure(pipe, args.repeat, || {
+        flux2.run_vae_decode(&z, [1, c, h, w]).map(|_| ())
+    })?;
+    report(
+        &format!(
+            "vae decode ({c}x{h}x{w} -> 3x{}x{})",
+            args.height, args.width
+        ),
+        &vae,
+    );
     Ok(())
 }
 

@@ -21,7 +21,7 @@ pub use device::{
 };
 pub use error::{DiffusionError, Result};
 pub use io::weights::Precision;
-pub use models::unet::{Conditioning, TextTime};
+pub use models::sd::unet::{Conditioning, TextTime};
 pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
 pub use pipeline::{

@@ -15,9 +15,18 @@ use crate::pipeline::{GenerateRequest, InitialNoise, Pipeline};
 use crate::scheduler::SchedulerKind;
 use crate::CancelToken;
 
-/// The tiny pipelines: SD1.x-like, a variant of every option, SD2.x-like (v-prediction) and
-/// SDXL-like.
-pub const FIXTURES: [&str; 4] = ["tiny-sd", "tiny-variant", "tiny-sd2", "tiny-sdxl"];
+/// The tiny pipelines: SD1.x-like, a variant of every option, SD2.x-like (v-prediction),
+/// SDXL-like (scripts/make_fixtures.py) and FLUX.2 klein-like (scripts/make_flux2_fixtures.py).
+pub const FIXTURES: [&str; 5] = [
+    SD_FIXTURES[0],
+    SD_FIXTURES[1],
+    SD_FIXTURES[2],
+    SD_FIXTURES[3],
+    "tiny-flux2-klein",
+];
+
+/// The Stable Diffusion ones.
+pub const SD_FIXTURES: [&str; 4] = ["tiny-sd", "tiny-variant", "tiny-sd2", "tiny-sdxl"];
 
 /// Largest absolute difference allowed on a generated image's [0, 1] values: in f32 1/20 of an
 /// 8-bit level (the CPU is at about 3e-6; the bound leaves room for other summation orders and
@@ -28,6 +37,18 @@ pub const fn image_tolerance(precision: Precision) -> f32 {
         Precision::F32 => 2e-4,
         Precision::F16 => 3e-2,
     }
+}
+
+/// The tolerance for fixture `name`'s images in `precision`: `image_tolerance`, or in f16 the
+/// fixture's own `f16_tolerance` where its script measured one (twice the most diffusers' own f16
+/// images differ from its f32 ones: FLUX.2's 28 text-encoder layers carry f16's error further).
+pub fn fixture_tolerance(dir: &Path, name: &str, precision: Precision) -> Result<f32> {
+    let reference = Reference::open(dir, name)?;
+    let own = reference.meta["f16_tolerance"].as_f64().map(|t| t as f32);
+    Ok(match (precision, own) {
+        (Precision::F16, Some(tolerance)) => tolerance.max(image_tolerance(precision)),
+        _ => image_tolerance(precision),
+    })
 }
 
 /// A fixture's reference file and its description.
@@ -111,6 +132,66 @@ pub fn max_abs_diff(actual: &[f32], expected: &[f32]) -> f32 {
         .fold(0f32, f32::max)
 }
 
+/// Reference generations that each name their prompt, size, steps, guidance and seed (the
+/// engine's documented noise), as scripts/make_flux2_fixtures.py writes them.
+fn seeded_generations(
+    pipe: &Pipeline,
+    r: &mut Reference,
+    name: &str,
+    runs: &[Value],
+    only: Option<&[&str]>,
+) -> Result<Vec<RunDiff>> {
+    let mut diffs = Vec::new();
+    for run in runs {
+        let key = run["key"].as_str().unwrap_or_default();
+        if only.is_some_and(|keys| !keys.contains(&key)) {
+            continue;
+        }
+        let number = |what: &str| -> Result<f64> {
+            run[what].as_f64().ok_or_else(|| {
+                DiffusionError::Request(format!("{name} {key}: `{what}` is not a number"))
+            })
+        };
+        let request = GenerateRequest {
+            steps: number("steps")? as usize,
+            guidance_scale: number("guidance")?,
+            scheduler: None,
+            width: number("width")? as usize,
+            height: number("height")? as usize,
+            noise: InitialNoise::Seed(number("seed")? as u64),
+            ..GenerateRequest::new(run["prompt"].as_str().unwrap_or_default())
+        };
+        diffs.push(compare(pipe, r, name, key, &request)?);
+    }
+    Ok(diffs)
+}
+
+/// One reference generation `key` of `request` against its reference image.
+fn compare(
+    pipe: &Pipeline,
+    r: &mut Reference,
+    name: &str,
+    key: &str,
+    request: &GenerateRequest,
+) -> Result<RunDiff> {
+    let out = pipe.generate(request, &mut |_| {}, &CancelToken::new())?;
+    let expected = r.get(key)?;
+    let image = out.images.first().ok_or_else(|| {
+        DiffusionError::Request(format!("{name} {key}: the generation returned no image"))
+    })?;
+    if image.float_image.len() != expected.len() {
+        return Err(DiffusionError::Request(format!(
+            "{name} {key}: {} values against the reference's {}",
+            image.float_image.len(),
+            expected.len()
+        )));
+    }
+    Ok(RunDiff {
+        key: key.to_string(),
+        max_abs_diff: max_abs_diff(&image.float_image, &expected),
+    })
+}
+
 /// Runs fixture `name`'s reference generations (those `only` lists; all when `None`) on `pipe`.
 pub fn generations(
     pipe: &Pipeline,
@@ -120,6 +201,9 @@ pub fn generations(
 ) -> Result<Vec<RunDiff>> {
     let mut r = Reference::open(dir, name)?;
     let g = r.field(&r.meta, "generate")?.clone();
+    if let Value::Array(runs) = &g {
+        return seeded_generations(pipe, &mut r, name, runs, only);
+    }
     let latents = r.get("generate.latents")?;
     let shape = r.shape("generate.latents")?;
     let number = |what: &str| -> Result<f64> {
@@ -156,22 +240,7 @@ pub fn generations(
             },
             ..GenerateRequest::new(&prompt)
         };
-        let out = pipe.generate(&request, &mut |_| {}, &CancelToken::new())?;
-        let expected = r.get(key)?;
-        let image = out.images.first().ok_or_else(|| {
-            DiffusionError::Request(format!("{name} {key}: the generation returned no image"))
-        })?;
-        if image.float_image.len() != expected.len() {
-            return Err(DiffusionError::Request(format!(
-                "{name} {key}: {} values against the reference's {}",
-                image.float_image.len(),
-                expected.len()
-            )));
-        }
-        diffs.push(RunDiff {
-            key: key.to_string(),
-            max_abs_diff: max_abs_diff(&image.float_image, &expected),
-        });
+        diffs.push(compare(pipe, &mut r, name, key, &request)?);
     }
     Ok(diffs)
 }

@@ -53,39 +53,118 @@ pub const SECOND_ENCODER_EXTRAS: &[&str] = &[
 ];
 pub const SECOND_ENCODER_WEIGHTS: (&str, &str) = ("text_encoder_2", "model");
 
-/// What a pipeline reads: configs, optional small files and (folder, weights stem) per component,
-/// with SDXL's second text encoder when `two_encoders`.
-pub fn pipeline_parts(
-    two_encoders: bool,
-) -> (
-    Vec<&'static str>,
-    Vec<&'static str>,
-    Vec<(&'static str, &'static str)>,
-) {
-    let mut configs = PIPELINE_CONFIGS.to_vec();
-    let mut extras = PIPELINE_EXTRAS.to_vec();
-    let mut weights = PIPELINE_WEIGHTS.to_vec();
-    if two_encoders {
-        configs.extend_from_slice(SECOND_ENCODER_CONFIGS);
-        extras.extend_from_slice(SECOND_ENCODER_EXTRAS);
-        weights.push(SECOND_ENCODER_WEIGHTS);
-    }
-    (configs, extras, weights)
+/// A FLUX.2 pipeline (`Flux2KleinPipeline`): a Qwen3 text encoder with its `tokenizer.json`, a
+/// transformer instead of a UNet; the large components come in shards with an index.
+pub const FLUX2_CONFIGS: &[&str] = &[
+    "model_index.json",
+    "scheduler/scheduler_config.json",
+    "text_encoder/config.json",
+    "tokenizer/tokenizer.json",
+    "transformer/config.json",
+    "vae/config.json",
+];
+pub const FLUX2_EXTRAS: &[&str] = &[
+    "tokenizer/tokenizer_config.json",
+    "tokenizer/chat_template.jinja",
+    "tokenizer/special_tokens_map.json",
+];
+pub const FLUX2_WEIGHTS: &[(&str, &str)] = &[
+    ("text_encoder", "model"),
+    ("transformer", "diffusion_pytorch_model"),
+    ("vae", "diffusion_pytorch_model"),
+];
+
+/// Which pipeline a repository or folder holds, from the files it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipelineLayout {
+    /// SD1.x/SD2.x (one text encoder) or SDXL (`two_encoders`).
+    StableDiffusion { two_encoders: bool },
+    /// A transformer pipeline (FLUX.2 klein).
+    Flux2,
 }
 
-/// Whether a downloaded model_index.json names a second text encoder (SDXL).
-fn index_has_two_encoders(folder: &Path) -> bool {
-    fs::read_to_string(folder.join("model_index.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .is_some_and(|index| index.get("text_encoder_2").is_some_and(|v| !v.is_null()))
+impl PipelineLayout {
+    /// The layout of a repository or folder where `has(path)` tells whether a file exists.
+    pub fn of(has: impl Fn(&str) -> bool) -> Self {
+        if has("transformer/config.json") && !has("unet/config.json") {
+            PipelineLayout::Flux2
+        } else {
+            PipelineLayout::StableDiffusion {
+                two_encoders: has("text_encoder_2/config.json"),
+            }
+        }
+    }
+
+    /// What the pipeline reads: configs, optional small files and (folder, weights stem) per
+    /// component.
+    pub fn parts(
+        self,
+    ) -> (
+        Vec<&'static str>,
+        Vec<&'static str>,
+        Vec<(&'static str, &'static str)>,
+    ) {
+        match self {
+            PipelineLayout::Flux2 => (
+                FLUX2_CONFIGS.to_vec(),
+                FLUX2_EXTRAS.to_vec(),
+                FLUX2_WEIGHTS.to_vec(),
+            ),
+            PipelineLayout::StableDiffusion { two_encoders } => {
+                let mut configs = PIPELINE_CONFIGS.to_vec();
+                let mut extras = PIPELINE_EXTRAS.to_vec();
+                let mut weights = PIPELINE_WEIGHTS.to_vec();
+                if two_encoders {
+                    configs.extend_from_slice(SECOND_ENCODER_CONFIGS);
+                    extras.extend_from_slice(SECOND_ENCODER_EXTRAS);
+                    weights.push(SECOND_ENCODER_WEIGHTS);
+                }
+                (configs, extras, weights)
+            }
+        }
+    }
+}
+
+/// A component's shard index, `{component}/{stem}.safetensors.index.json`.
+pub fn shard_index(component: &str, stem: &str) -> String {
+    format!("{component}/{stem}.safetensors.index.json")
+}
+
+/// Whether `path` is one of the shards of `{component}/{stem}`
+/// (`{stem}-00001-of-00002.safetensors`).
+pub fn is_shard(path: &str, component: &str, stem: &str) -> bool {
+    path.strip_prefix(&format!("{component}/{stem}-"))
+        .and_then(|rest| rest.strip_suffix(".safetensors"))
+        .is_some_and(|numbers| {
+            numbers.split("-of-").count() == 2
+                && numbers
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '-' || c == 'o' || c == 'f')
+        })
+}
+
+/// The shard files an index in `folder` names (relative to the folder), or `None` when the index
+/// cannot be read.
+fn indexed_shards(folder: &Path, component: &str, index: &str) -> Option<Vec<String>> {
+    let text = fs::read_to_string(folder.join(index)).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let map = value.get("weight_map")?.as_object()?;
+    let mut files: Vec<String> = map
+        .values()
+        .filter_map(|v| v.as_str())
+        .map(|f| format!("{component}/{f}"))
+        .collect();
+    files.sort();
+    files.dedup();
+    Some(files)
 }
 
 /// Whether `folder` holds everything the pipeline reads (links are followed, so a link to a
-/// missing blob counts as missing). SDXL folders (model_index.json names `text_encoder_2`) need
-/// the second tokenizer and text encoder too.
+/// missing blob counts as missing). SDXL folders need the second tokenizer and text encoder too;
+/// a sharded component needs its index and every shard the index names.
 pub fn missing_pipeline_files(folder: &Path) -> Vec<String> {
-    let (configs, _, weights) = pipeline_parts(index_has_two_encoders(folder));
+    let layout = PipelineLayout::of(|f| folder.join(f).is_file());
+    let (configs, _, weights) = layout.parts();
     let mut missing: Vec<String> = configs
         .iter()
         .filter(|f| !folder.join(f).is_file())
@@ -94,7 +173,15 @@ pub fn missing_pipeline_files(folder: &Path) -> Vec<String> {
     for (component, stem) in weights {
         let plain = format!("{component}/{stem}.safetensors");
         let fp16 = format!("{component}/{stem}.fp16.safetensors");
-        if !folder.join(&plain).is_file() && !folder.join(&fp16).is_file() {
+        let index = shard_index(component, stem);
+        if folder.join(&index).is_file() {
+            match indexed_shards(folder, component, &index) {
+                Some(shards) => {
+                    missing.extend(shards.into_iter().filter(|f| !folder.join(f).is_file()))
+                }
+                None => missing.push(index),
+            }
+        } else if !folder.join(&plain).is_file() && !folder.join(&fp16).is_file() {
             missing.push(fp16);
         }
     }

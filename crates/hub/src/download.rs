@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use sha2::Digest as _;
 
-use crate::cache::{cached_snapshot, pipeline_parts, DownloadLock};
+use crate::cache::{cached_snapshot, is_shard, shard_index, DownloadLock, PipelineLayout};
 use crate::error::{HubError, Result};
 use crate::repo::{HubSettings, RepoId};
 
@@ -462,12 +462,13 @@ impl Hub {
     }
 }
 
-/// The files of `listing` the pipeline needs: configs, tokenizers, and one weights file per
-/// component (fp16 variant where it exists); SDXL's second text encoder where the repository has one.
+/// The files of `listing` the pipeline needs: configs, tokenizers, and each component's weights
+/// (its fp16 file where it exists, else its one file, else its shard index and every shard); SDXL's
+/// second text encoder where the repository has one; a transformer pipeline's (FLUX.2) own parts.
 pub fn pipeline_files(repo: &RepoId, listing: &Listing) -> Result<Vec<RemoteFile>> {
     let find = |path: &str| listing.files.iter().find(|f| f.path == path).cloned();
-    let two_encoders = find("text_encoder_2/config.json").is_some();
-    let (configs, extras, weights) = pipeline_parts(two_encoders);
+    let layout = PipelineLayout::of(|path| find(path).is_some());
+    let (configs, extras, weights) = layout.parts();
     let mut files = Vec::new();
     let mut missing = Vec::new();
     for path in configs {
@@ -480,9 +481,23 @@ pub fn pipeline_files(repo: &RepoId, listing: &Listing) -> Result<Vec<RemoteFile
     for (component, stem) in weights {
         let fp16 = format!("{component}/{stem}.fp16.safetensors");
         let plain = format!("{component}/{stem}.safetensors");
-        match find(&fp16).or_else(|| find(&plain)) {
-            Some(f) => files.push(f),
-            None => missing.push(format!("{plain} (or {fp16})")),
+        let index = shard_index(component, stem);
+        if let Some(f) = find(&fp16).or_else(|| find(&plain)) {
+            files.push(f);
+        } else if let Some(f) = find(&index) {
+            files.push(f);
+            let shards: Vec<RemoteFile> = listing
+                .files
+                .iter()
+                .filter(|f| is_shard(&f.path, component, stem))
+                .cloned()
+                .collect();
+            if shards.is_empty() {
+                missing.push(format!("the shards {index} lists"));
+            }
+            files.extend(shards);
+        } else {
+            missing.push(format!("{plain} (or {fp16}, or {index} and its shards)"));
         }
     }
     if !missing.is_empty() {
@@ -696,5 +711,96 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("tokenizer_2/merges.txt"), "{err}");
+    }
+
+    /// FLUX.2 klein's repository: a transformer instead of a UNet, a `tokenizer.json`, sharded
+    /// text encoder and transformer with their indexes.
+    const KLEIN: &[&str] = &[
+        "model_index.json",
+        "scheduler/scheduler_config.json",
+        "text_encoder/config.json",
+        "text_encoder/generation_config.json",
+        "text_encoder/model.safetensors.index.json",
+        "text_encoder/model-00001-of-00002.safetensors",
+        "text_encoder/model-00002-of-00002.safetensors",
+        "tokenizer/tokenizer.json",
+        "tokenizer/tokenizer_config.json",
+        "tokenizer/chat_template.jinja",
+        "tokenizer/vocab.json",
+        "tokenizer/merges.txt",
+        "transformer/config.json",
+        "transformer/diffusion_pytorch_model.safetensors.index.json",
+        "transformer/diffusion_pytorch_model-00001-of-00002.safetensors",
+        "transformer/diffusion_pytorch_model-00002-of-00002.safetensors",
+        "vae/config.json",
+        "vae/diffusion_pytorch_model.safetensors",
+        "flux-2-klein-4b.safetensors",
+        "README.md",
+    ];
+
+    #[test]
+    fn flux2_repositories_bring_their_shards_and_tokenizer_json() {
+        let repo = RepoId::parse("black-forest-labs/FLUX.2-klein-4B")
+            .unwrap()
+            .0;
+        let files: Vec<String> = pipeline_files(&repo, &listing(KLEIN))
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        for wanted in [
+            "model_index.json",
+            "tokenizer/tokenizer.json",
+            "tokenizer/chat_template.jinja",
+            "text_encoder/model.safetensors.index.json",
+            "text_encoder/model-00001-of-00002.safetensors",
+            "text_encoder/model-00002-of-00002.safetensors",
+            "transformer/diffusion_pytorch_model-00002-of-00002.safetensors",
+            "vae/diffusion_pytorch_model.safetensors",
+        ] {
+            assert!(files.iter().any(|p| p == wanted), "{wanted} in {files:?}");
+        }
+        // Not what the pipeline reads: the single-file original, the CLIP-style vocabulary.
+        for unwanted in [
+            "flux-2-klein-4b.safetensors",
+            "tokenizer/vocab.json",
+            "README.md",
+        ] {
+            assert!(!files.iter().any(|p| p == unwanted), "{unwanted}");
+        }
+        // An index without its shards is not a pipeline.
+        let mut broken = KLEIN.to_vec();
+        broken.retain(|p| !p.starts_with("transformer/diffusion_pytorch_model-"));
+        let err = pipeline_files(&repo, &listing(&broken))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("transformer/diffusion_pytorch_model.safetensors.index.json"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_sharded_folder_is_complete_only_with_every_shard_its_index_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let file = dir.path().join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        };
+        for config in crate::cache::FLUX2_CONFIGS {
+            write(config, "{}");
+        }
+        write("vae/diffusion_pytorch_model.safetensors", "x");
+        write("transformer/diffusion_pytorch_model.safetensors", "x");
+        write(
+            "text_encoder/model.safetensors.index.json",
+            r#"{"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}"#,
+        );
+        write("text_encoder/model-00001-of-00002.safetensors", "x");
+        let missing = crate::cache::missing_pipeline_files(dir.path());
+        assert_eq!(missing, ["text_encoder/model-00002-of-00002.safetensors"]);
+        write("text_encoder/model-00002-of-00002.safetensors", "x");
+        assert!(crate::cache::missing_pipeline_files(dir.path()).is_empty());
     }
 }

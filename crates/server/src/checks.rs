@@ -320,6 +320,11 @@ fn relative_step_cost(r: &BenchResult) -> Option<f64> {
         "sd15" | "sd21" => 1.0,
         // SDXL's UNet does about twice SD1.5's work per latent pixel.
         "sdxl-base" => 2.0,
+        // FLUX.2 klein's transformer (3.9B parameters over 4,608 tokens at 1024x1024, one call
+        // per step) does some fifty times a guided SD1.5-512 step's arithmetic, but large matrix
+        // products run far nearer a GPU's peak than SD1.5's small UNet does: counted at 3 per
+        // pixel (12 at 1024x1024), a limit of 21 steps/s, beyond any GPU's arithmetic.
+        "flux2-klein" => 3.0,
         _ => return None,
     };
     Some(per_pixel * (r.workload.width * r.workload.height) as f64 / (512.0 * 512.0))
@@ -381,4 +386,33 @@ fn figures_digest(r: &BenchResult) -> String {
         .collect();
     let text = serde_json::to_string(&figures).unwrap_or_default();
     sdbench_bench::checks::hex(&Sha256::digest(text.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(preset: &str, side: usize) -> BenchResult {
+        let mut r: BenchResult =
+            serde_json::from_str(include_str!("../../bench/tests/data/result-v1.json")).unwrap();
+        r.workload.model.preset = Some(preset.into());
+        (r.workload.width, r.workload.height) = (side, side);
+        r
+    }
+
+    #[test]
+    fn each_known_family_has_a_step_cost_that_grows_with_the_image() {
+        assert_eq!(relative_step_cost(&result("sd15", 512)), Some(1.0));
+        assert_eq!(relative_step_cost(&result("sdxl-base", 1024)), Some(8.0));
+        assert_eq!(relative_step_cost(&result("flux2-klein", 1024)), Some(12.0));
+        assert_eq!(relative_step_cost(&result("a-tiny-model", 512)), None);
+        // FLUX.2 klein at 1024x1024: 20 steps/s on a GPU passes, 25 does not.
+        let mut klein = result("flux2-klein", 1024);
+        klein.backend.name = "cuda".into();
+        klein.backend.software = false;
+        klein.scores.steps_per_second = 20.0;
+        assert!(check_plausible(&klein).is_ok());
+        klein.scores.steps_per_second = 25.0;
+        assert!(check_plausible(&klein).is_err());
+    }
 }

@@ -30,6 +30,15 @@ fn the_sample_is_valid() {
     model["family"] = "sdxl".into();
     model["preset"] = "sdxl-base".into();
     assert_eq!(errors(&sdxl), Vec::<String>::new());
+    // And as a standard FLUX.2 klein one (flow-matching Euler).
+    let mut klein = sample();
+    klein["workload"]["name"] = "flux2-klein-1024-4".into();
+    klein["workload"]["scheduler"] = "flow_euler".into();
+    let model = &mut klein["workload"]["model"];
+    model["sd15_architecture"] = false.into();
+    model["family"] = "flux2-klein".into();
+    model["preset"] = "flux2-klein".into();
+    assert_eq!(errors(&klein), Vec::<String>::new());
     let mut older = sample();
     let model = older["workload"]["model"].as_object_mut().unwrap();
     model.remove("family");
@@ -125,6 +134,13 @@ fn broken_results_are_rejected() {
         (
             "an SDXL standard run that does not name its preset",
             Box::new(|v| v["workload"]["name"] = "sdxl-1024-20".into()),
+        ),
+        (
+            "a FLUX.2 klein standard run on another architecture",
+            Box::new(|v| {
+                v["workload"]["name"] = "flux2-klein-1024-4".into();
+                v["workload"]["model"]["preset"] = "sdxl-base".into();
+            }),
         ),
         (
             "a custom workload called standard",

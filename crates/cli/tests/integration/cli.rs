@@ -796,3 +796,59 @@ fn a_profile_that_cannot_fit_is_refused_naming_one_that_fits() {
         stderr(&o)
     );
 }
+
+/// A FLUX.2 klein folder runs through the same commands: generate (no guidance for the distilled
+/// model, said so), a custom benchmark of its workload, and timing of its transformer.
+#[test]
+fn a_flux2_klein_model_generates_benchmarks_and_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../diffusion/tests/fixtures/tiny-flux2-klein")
+        .display()
+        .to_string();
+    let out = dir.path().join("klein.png");
+    let png = out.display().to_string();
+    let common = ["--model", model.as_str(), "--backend", "cpu"];
+    let mut args = vec!["generate", "--prompt", "a red cube", "--steps", "2"];
+    args.extend(["--width", "48", "--height", "32", "--out", png.as_str()]);
+    args.extend(common);
+    let o = sdbench(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("step-distilled"), "{}", stderr(&o));
+    assert_eq!(png_info(&out).0, (48, 32));
+    // Its sides are multiples of 8 for the tiny VAE (16 for FLUX.2's own): 36 is refused.
+    let bad = dir.path().join("bad.png");
+    let bad_png = bad.display().to_string();
+    let mut args = vec!["generate", "--prompt", "a red cube", "--steps", "1"];
+    args.extend(["--width", "36", "--height", "32", "--out", bad_png.as_str()]);
+    args.extend(common);
+    assert_fails(&sdbench(&args), &bad, "multiple of 8");
+
+    let result = dir.path().join("klein.json");
+    let result_arg = result.display().to_string();
+    let mut args = vec!["bench", "--workload", "flux2-klein-1024-4", "--steps", "2"];
+    args.extend(["--width", "32", "--height", "32", "--images", "2"]);
+    args.extend(["--out", result_arg.as_str()]);
+    args.extend(common);
+    let o = sdbench(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&result).unwrap()).unwrap();
+    assert_eq!(r["workload"]["scheduler"], "flow_euler");
+    assert_eq!(r["workload"]["model"]["family"], "flux2-klein");
+    assert_eq!(r["workload"]["standard"], false);
+    assert_eq!(r["results"].as_array().unwrap().len(), 2);
+
+    let mut args = vec!["timing", "--width", "64", "--height", "64", "--repeat", "1"];
+    args.extend(common);
+    let o = sdbench(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("transformer call (batch 1, 64 image + 512 text tokens)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("vae decode (32x16x16 -> 3x64x64)"),
+        "{stdout}"
+    );
+}

@@ -73,7 +73,9 @@ fn kernels_are_compiled_once_and_read_from_the_cache_after() {
     // A second process compiles nothing.
     assert_eq!(kernels(&timing(&cache, &data)), (0, compiled, "on".into()));
 
-    // A truncated entry is compiled again (and stored whole again).
+    // A truncated entry is compiled again and stored whole again: the next process reads it.
+    // (Not byte for byte the old entry: cubecl's generated source may number its variables
+    // differently from one compilation to the next.)
     let damaged = &stored[0];
     let bytes = std::fs::read(damaged).unwrap();
     std::fs::write(damaged, &bytes[..bytes.len() / 2]).unwrap();
@@ -81,7 +83,7 @@ fn kernels_are_compiled_once_and_read_from_the_cache_after() {
         kernels(&timing(&cache, &data)),
         (1, compiled - 1, "on".into())
     );
-    assert_eq!(std::fs::read(damaged).unwrap(), bytes);
+    assert_eq!(kernels(&timing(&cache, &data)), (0, compiled, "on".into()));
 
     // Entries under another device's or driver's name are not this device's.
     let build = std::fs::read_dir(&cache)

@@ -5,4 +5,5 @@ pub mod checkpoint;
 pub mod image;
 pub mod npy;
 pub mod safetensors;
+pub mod sharded;
 pub mod weights;

@@ -113,7 +113,7 @@ pub struct FileWeights {
     /// Old checkpoint names for new ones (e.g. the VAE's legacy `query` for `to_q`).
     aliases: Vec<(&'static str, &'static str)>,
     /// Name prefixes of tensors the engine deliberately does not load (e.g. the VAE encoder).
-    ignored_prefixes: Vec<&'static str>,
+    ignored_prefixes: Vec<String>,
 }
 
 impl FileWeights {
@@ -144,13 +144,19 @@ impl FileWeights {
         self
     }
 
-    pub fn ignoring(mut self, prefixes: &[&'static str]) -> Self {
-        self.ignored_prefixes.extend_from_slice(prefixes);
+    pub fn ignoring(mut self, prefixes: &[&str]) -> Self {
+        self.ignored_prefixes
+            .extend(prefixes.iter().map(|p| p.to_string()));
         self
     }
 
     pub fn path(&self) -> &Path {
         self.file.path()
+    }
+
+    /// Whether the file stores `name` (under that stored name).
+    pub fn has(&self, name: &str) -> bool {
+        self.names.values().any(|stored| stored == name)
     }
 
     /// The stored name of `name`: itself, or a legacy alias.

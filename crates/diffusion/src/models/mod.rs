@@ -1,9 +1,11 @@
-//! The networks of a Stable Diffusion pipeline, each a burn `Module` built from its config: CLIP
-//! tokenizer and text encoder, UNet, VAE.
+//! The networks, one folder per model family (`sd/`, `flux2/`) and what families share: CLIP and
+//! its tokenizer, Qwen3 and its prompt, the KL VAE and its tiling, configs.
 
 pub mod clip;
 pub mod config;
+pub mod flux2;
+pub mod qwen3;
+pub mod sd;
 pub mod tokenizer;
-pub mod unet;
 pub mod vae;
 pub mod vae_tiling;

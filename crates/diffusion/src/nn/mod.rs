@@ -154,6 +154,17 @@ impl<B: Backend> GroupNorm<B> {
     }
 }
 
+/// `nn.LayerNorm(elementwise_affine=False)` over the last dimension of [N, S, D], statistics in
+/// f32. No weight enters the reduction's output: on wgpu in f16, burn's reduce fusion fails to
+/// launch when an f32 weight joins an f16 result (burn-cubecl-fusion 0.21).
+pub fn layer_norm_plain<B: Backend>(x: Tensor<B, 3>, eps: f64) -> Tensor<B, 3> {
+    let dtype = x.dtype();
+    let x = x.cast(DType::F32);
+    let centered = x.clone() - x.mean_dim(2);
+    let var = (centered.clone() * centered.clone()).mean_dim(2);
+    (centered / (var + eps).sqrt()).cast(dtype)
+}
+
 /// `nn.LayerNorm` over the last dimension of [N, S, D]; parameters and statistics in f32.
 #[derive(Module, Debug)]
 pub struct LayerNorm<B: Backend> {
@@ -173,6 +184,27 @@ impl<B: Backend> LayerNorm<B> {
         let y = B::layer_norm(x, gamma, Some(beta), self.eps);
         Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(y)).cast(dtype)
     }
+}
+
+/// diffusers' `get_timestep_embedding` of each value, computed in f32 on the host: [sin | cos]
+/// (or [cos | sin] when flipped), `dim` values per row.
+pub fn sinusoids(values: &[f32], dim: usize, flip_sin_to_cos: bool, freq_shift: f32) -> Vec<f32> {
+    let half = dim / 2;
+    let mut out = vec![0f32; dim * values.len()];
+    for (row, &value) in out.chunks_exact_mut(dim).zip(values) {
+        for k in 0..half {
+            let exponent = -(10000f32.ln()) * k as f32 / (half as f32 - freq_shift);
+            let arg = value * exponent.exp();
+            let (first, second) = if flip_sin_to_cos {
+                (arg.cos(), arg.sin())
+            } else {
+                (arg.sin(), arg.cos())
+            };
+            row[k] = first;
+            row[half + k] = second;
+        }
+    }
+    out
 }
 
 pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {

@@ -6,8 +6,11 @@
 //! profiles"), with a margin for the allocator's pools.
 
 use crate::device::SelectedDevice;
-use crate::error::Result;
+use crate::error::{DiffusionError, Result};
 use crate::io::weights::Precision;
+use crate::models::config::VaeConfig;
+use crate::models::flux2::transformer::Flux2TransformerConfig;
+use crate::models::qwen3::Qwen3Config;
 use crate::models::vae_tiling::VaeTiles;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::{Family, LoadOptions, ModelSource, Pipeline, Placement};
@@ -39,13 +42,24 @@ impl ModelSize {
             Family::Sd1 => (123_060_480, 859_520_964),
             Family::Sd2 => (340_387_840, 865_910_724),
             Family::Sdxl => (123_060_480 + 694_659_840, 2_567_463_684),
+            // FLUX.2-klein-4B: the Qwen3-4B layers the pipeline runs, and the transformer.
+            Family::Flux2Klein => (
+                Qwen3Config::qwen3_4b().parameters(crate::models::flux2::text_layers()),
+                Flux2TransformerConfig::klein_4b().parameters(),
+            ),
+        };
+        // FLUX.2's VAE is SD's with 32 latent channels: wider conv_in/post_quant_conv and
+        // conv_out/quant_conv (130,060 and 262,192 more parameters).
+        let (vae_decoder_params, vae_encoder_params) = match family {
+            Family::Flux2Klein => (49_620_259, 34_425_856),
+            _ => (49_490_199, 34_163_664),
         };
         ModelSize {
             family,
             text_encoder_params,
             unet_params,
-            vae_decoder_params: 49_490_199,
-            vae_encoder_params: 34_163_664,
+            vae_decoder_params,
+            vae_encoder_params,
             vae_tile,
         }
     }
@@ -96,6 +110,28 @@ const VAE_F16_BYTES_PER_PIXEL: u64 = 4_700;
 const VAE_F32_POOL_BYTES: u64 = 512 << 20;
 const VAE_F32_BYTES_PER_PIXEL: u64 = 6_700;
 
+/// FLUX.2 klein's transformer step, per token of one row (text and image tokens alike) in f16:
+/// the single-stream block's fused projection (3 x 3072 + 2 x 9216 = 27,648 values), the rotated
+/// q and k, the attention output, the SwiGLU half and the concatenation it feeds (about 70,000
+/// values, 140 KB), taken with a margin as 160 KB; and the pools beside it as SDXL's. Not yet
+/// measured on a device: an estimate from the architecture (README, "Memory profiles").
+const FLUX2_STEP_BYTES_PER_TOKEN: u64 = 160_000;
+/// The largest int8 layer FLUX.2 klein dequantizes: the single blocks' fused projection,
+/// 3072 x 27,648 weights, about 4 bytes a weight while it is unpacked.
+const FLUX2_INT8_DEQUANTIZE_BYTES: u64 = 4 * 3072 * 27_648;
+
+/// FLUX.2 klein's activations for one step of `work` at `rows` transformer rows.
+fn flux2_step_bytes(work: &RequestShape, rows: u64, placement: &Placement) -> u64 {
+    let tokens =
+        (work.width / 16 * (work.height / 16) + crate::models::flux2::PROMPT_TOKENS) as u64;
+    let mut step = FLUX2_STEP_BYTES_PER_TOKEN * tokens * rows * bytes(placement.unet) / 2
+        + SDXL_UNET_POOL_BYTES;
+    if placement.unet_int8 {
+        step += FLUX2_INT8_DEQUANTIZE_BYTES;
+    }
+    step
+}
+
 /// The request a need is estimated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestShape {
@@ -120,14 +156,10 @@ impl RequestShape {
         }
     }
 
-    /// One guided image at `family`'s usual size (SD1.x 512, SD2.x 768, SDXL 1024): what a load
-    /// with no planned request is checked for.
+    /// One guided image at `family`'s usual size (SD1.x 512, SD2.x 768, SDXL and FLUX.2 1024):
+    /// what a load with no planned request is checked for.
     pub fn usual(family: Family) -> Self {
-        let side = match family {
-            Family::Sd1 => 512,
-            Family::Sd2 => 768,
-            Family::Sdxl => 1024,
-        };
+        let side = family.usual_side();
         RequestShape::image(side, side)
     }
 
@@ -194,6 +226,7 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
             1
         };
     let (per_step, per_row) = match family {
+        Family::Flux2Klein => (0, 0),
         Family::Sdxl => (
             SDXL_UNET_STEP_BYTES_PER_LATENT_PIXEL,
             SDXL_UNET_ROW_BYTES_PER_LATENT_PIXEL,
@@ -210,6 +243,9 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
     }
     if family == Family::Sdxl {
         unet_activations += SDXL_UNET_POOL_BYTES;
+    }
+    if family == Family::Flux2Klein {
+        unet_activations = flux2_step_bytes(work, rows, placement);
     }
     // Images decode one at a time, and image-to-image encodes its one picture; a tiled pass
     // holds one tile's activations. The encoder's are taken as the decoder's, which bound them:
@@ -243,6 +279,63 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         denoise: text + unet + vae + unet_activations,
         decode: text + unet_while_decoding + vae + vae_activations,
     }
+}
+
+/// Refuses work that will not fit the device's memory, naming what it needs and the profile that
+/// would fit. Checked where the device's memory size is known (the free memory NVML or amdgpu's
+/// sysfs report, the CUDA or HIP driver's total, or `--memory-limit`). `options`: the load's
+/// (their profile is the one named; the others are tried with the same VAE encoder choice).
+pub fn check_fit(
+    size: &ModelSize,
+    vae: &VaeConfig,
+    placement: &Placement,
+    device: &SelectedDevice,
+    work: &RequestShape,
+    options: &LoadOptions,
+) -> Result<()> {
+    let Some(available) = device.memory_for_fit() else {
+        return Ok(());
+    };
+    let need = estimate(size, placement, work);
+    if need.peak() <= available {
+        return Ok(());
+    }
+    let base = LoadOptions {
+        vae_encoder: options.vae_encoder,
+        ..LoadOptions::default()
+    };
+    let placement_of = |profile: MemoryProfile| {
+        Placement::for_model(
+            size.family,
+            vae,
+            placement.unet,
+            &profile.load_options(base),
+        )
+    };
+    let current = MemoryProfile::of_options(options).map_or("this placement".to_string(), |p| {
+        format!("the {p} memory profile")
+    });
+    let fitting = first_fitting(available, |p| estimate(size, &placement_of(p), work));
+    let advice = match fitting {
+        Some((profile, need)) => format!(
+            "--memory {profile} needs about {} (in the app: System, Memory profile)",
+            gib(need.peak())
+        ),
+        None => "no profile on this device fits: use --memory cpu, a smaller size or fewer \
+                 images per batch"
+            .to_string(),
+    };
+    Err(DiffusionError::DoesNotFit(format!(
+        "out of device memory before starting: {current} needs about {} for {} \
+         ({}, {}) but {} has {} ({}); {advice}",
+        gib(need.peak()),
+        work.describe(),
+        size.family,
+        placement.unet.name(),
+        device.info.name,
+        gib(available),
+        device.memory_for_fit_meaning(),
+    )))
 }
 
 /// The profiles that run on the device, from the fastest to the one that needs least.
@@ -347,14 +440,10 @@ mod tests {
         Placement::for_model(family, &vae, precision, &options)
     }
 
-    /// The upstream model of `family`, with its VAE's own tile (SD1.x 512, SD2.1 768, SDXL 1024).
+    /// The upstream model of `family`, with its VAE's own tile (SD1.x 512, SD2.1 768, SDXL and
+    /// FLUX.2 1024).
     fn upstream(family: Family) -> ModelSize {
-        let tile = match family {
-            Family::Sd1 => 512,
-            Family::Sd2 => 768,
-            Family::Sdxl => 1024,
-        };
-        ModelSize::upstream(family, tile)
+        ModelSize::upstream(family, family.usual_side())
     }
 
     fn need(family: Family, placement: &Placement, work: &RequestShape) -> MemoryNeed {
@@ -368,7 +457,7 @@ mod tests {
 
     #[test]
     fn each_device_profile_needs_less_than_the_one_before() {
-        for family in [Family::Sd1, Family::Sd2, Family::Sdxl] {
+        for family in [Family::Sd1, Family::Sd2, Family::Sdxl, Family::Flux2Klein] {
             let usual = RequestShape::usual(family);
             let needs: Vec<u64> = DEVICE_PROFILES
                 .into_iter()

@@ -7,6 +7,7 @@
 mod ddim;
 mod dpm_solver;
 mod euler;
+pub mod flow_match;
 mod pndm;
 
 use std::fmt;
@@ -24,7 +25,12 @@ pub enum SchedulerKind {
     Ddim,
     Euler,
     EulerAncestral,
-    DpmSolverPP2M { karras: bool },
+    DpmSolverPP2M {
+        karras: bool,
+    },
+    /// Flow-matching Euler (`FlowMatchEulerDiscreteScheduler`): the rectified-flow models' own
+    /// (FLUX.2), not a choice for Stable Diffusion's.
+    FlowMatchEuler,
 }
 
 impl SchedulerKind {
@@ -45,6 +51,7 @@ impl SchedulerKind {
             "euler_a" | "euler_ancestral" => SchedulerKind::EulerAncestral,
             "dpmpp_2m" => SchedulerKind::DpmSolverPP2M { karras: false },
             "dpmpp_2m_karras" => SchedulerKind::DpmSolverPP2M { karras: true },
+            "flow_euler" => SchedulerKind::FlowMatchEuler,
             _ => {
                 return Err(DiffusionError::Request(format!(
                     "unknown scheduler `{name}`; choose one of: {}",
@@ -87,6 +94,7 @@ impl SchedulerKind {
             SchedulerKind::EulerAncestral => "euler_a",
             SchedulerKind::DpmSolverPP2M { karras: false } => "dpmpp_2m",
             SchedulerKind::DpmSolverPP2M { karras: true } => "dpmpp_2m_karras",
+            SchedulerKind::FlowMatchEuler => "flow_euler",
         }
     }
 }
@@ -201,6 +209,11 @@ pub fn build<B: Backend>(
         SchedulerKind::EulerAncestral => Box::new(euler::Euler::new(&cfg, steps, true)?),
         SchedulerKind::DpmSolverPP2M { karras } => {
             Box::new(dpm_solver::DpmSolverPP2M::new(&cfg, steps, karras)?)
+        }
+        SchedulerKind::FlowMatchEuler => {
+            return Err(DiffusionError::Request(
+                "flow_euler is the flow-matching models' scheduler (FLUX.2); Stable Diffusion models take one of: pndm, ddim, euler, euler_a, dpmpp_2m, dpmpp_2m_karras".into(),
+            ))
         }
     })
 }

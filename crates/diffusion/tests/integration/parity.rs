@@ -72,7 +72,7 @@ fn check_components(name: &str, backend: BackendRequest) {
         .iter()
         .map(|&x| x as u32)
         .collect();
-    let hidden = pipe.run_text_encoder(&[ids]).unwrap();
+    let hidden = pipe.sd().unwrap().run_text_encoder(&[ids]).unwrap();
     assert_close(
         &format!("{name} text encoder"),
         &hidden,
@@ -84,7 +84,7 @@ fn check_components(name: &str, backend: BackendRequest) {
     // and its pooled embedding, SD2's "!"-padded tokens.
     if r.has("prompt.context") {
         let prompt = "a photograph of an astronaut riding a horse";
-        let (context, pooled) = pipe.run_prompt_encoding(prompt).unwrap();
+        let (context, pooled) = pipe.sd().unwrap().run_prompt_encoding(prompt).unwrap();
         let expected = r.get("prompt.context");
         assert_close(
             &format!("{name} prompt context"),
@@ -121,6 +121,8 @@ fn check_components(name: &str, backend: BackendRequest) {
         (r.get("unet.text_embeds"), [shape[0], shape[1]], ids)
     });
     let out = pipe
+        .sd()
+        .unwrap()
         .run_unet(
             &r.get("unet.sample"),
             [s[0], s[1], s[2], s[3]],
@@ -141,6 +143,8 @@ fn check_components(name: &str, backend: BackendRequest) {
 
     let z = r.shape("vae.latents");
     let image = pipe
+        .sd()
+        .unwrap()
         .run_vae_decode(&r.get("vae.latents"), [z[0], z[1], z[2], z[3]])
         .unwrap();
     assert_close(
@@ -152,7 +156,11 @@ fn check_components(name: &str, backend: BackendRequest) {
 
     // On Vulkan the encoder is checked through image-to-image (lavapipe compiles every kernel).
     if backend == BackendRequest::Cpu {
-        let mean = pipe.run_vae_encode(&init_image(name)).unwrap();
+        let mean = pipe
+            .sd()
+            .unwrap()
+            .run_vae_encode(&init_image(name))
+            .unwrap();
         assert_close(
             &format!("{name} vae encode"),
             &mean,
@@ -460,7 +468,11 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
         drop(sdxl);
 
         let sd = load_with("tiny-sd", BackendRequest::Vulkan, Precision::F32, options);
-        let mean = sd.run_vae_encode(&init_image("tiny-sd")).unwrap();
+        let mean = sd
+            .sd()
+            .unwrap()
+            .run_vae_encode(&init_image("tiny-sd"))
+            .unwrap();
         let expected = Reference::open("tiny-sd").get("vae_encode.mean");
         assert_close(
             "tiny-sd vae encode on the cpu",
@@ -574,7 +586,11 @@ fn check_tiled_vae(backend: BackendRequest) {
             ..LoadOptions::default()
         };
         let pipe = load_with("tiny-sd", backend, Precision::F32, tiled);
-        let image = pipe.run_vae_decode(&latents, [1, 4, 20, 14]).unwrap();
+        let image = pipe
+            .sd()
+            .unwrap()
+            .run_vae_decode(&latents, [1, 4, 20, 14])
+            .unwrap();
         let expected = r.get(&format!("image.{name}"));
         assert_close(
             &format!("{name} vae decode"),
@@ -591,7 +607,7 @@ fn check_tiled_vae(backend: BackendRequest) {
         let tiles = if small_vae_tiles { 7 * 5 } else { 4 * 3 };
         assert_eq!(pipe.decode_tile_count(28, 40), tiles, "{name}");
 
-        let mean = pipe.run_vae_encode(&picture).unwrap();
+        let mean = pipe.sd().unwrap().run_vae_encode(&picture).unwrap();
         let expected = r.get(&format!("mean.{name}"));
         assert_close(
             &format!("{name} vae encode"),

@@ -18,7 +18,9 @@ fn vae_decode(folder: &Path, precision: Precision, r: &mut Reference) -> Vec<f32
     )
     .unwrap();
     let z = r.shape("vae.latents");
-    pipe.run_vae_decode(&r.get("vae.latents"), [z[0], z[1], z[2], z[3]])
+    pipe.sd()
+        .unwrap()
+        .run_vae_decode(&r.get("vae.latents"), [z[0], z[1], z[2], z[3]])
         .unwrap()
 }
 

@@ -10,7 +10,7 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-pub const TINY: [&str; 4] = parity::FIXTURES;
+pub const TINY: [&str; 4] = parity::SD_FIXTURES;
 
 /// A fixture's reference (`sdbench_diffusion::parity::Reference`), its accessors panicking.
 pub struct Reference {

@@ -287,25 +287,8 @@ impl<B: Backend> UNet<B> {
         }
     }
 
-    /// diffusers' `get_timestep_embedding` of each value, computed in f32 on the host:
-    /// [sin | cos] (or [cos | sin] when flipped), `dim` values per row.
     fn sinusoids(&self, values: &[f32], dim: usize) -> Vec<f32> {
-        let half = dim / 2;
-        let mut out = vec![0f32; dim * values.len()];
-        for (row, &value) in out.chunks_exact_mut(dim).zip(values) {
-            for k in 0..half {
-                let exponent = -(10000f32.ln()) * k as f32 / (half as f32 - self.freq_shift);
-                let arg = value * exponent.exp();
-                let (first, second) = if self.flip_sin_to_cos {
-                    (arg.cos(), arg.sin())
-                } else {
-                    (arg.sin(), arg.cos())
-                };
-                row[k] = first;
-                row[half + k] = second;
-            }
-        }
-        out
+        crate::nn::sinusoids(values, dim, self.flip_sin_to_cos, self.freq_shift)
     }
 
     /// The timestep's sinusoidal embedding, [batch, time channels] in f32.

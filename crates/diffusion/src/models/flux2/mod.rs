@@ -1,0 +1,103 @@
+//! FLUX.2 [klein] (black-forest-labs/FLUX.2-klein-4B): a Qwen3 text encoder whose hidden states 9,
+//! 18 and 27 are stacked per token, a double/single-stream rectified-flow transformer on 2x2
+//! patches of a 32-channel VAE's latents, and flow-matching Euler steps with FLUX.2's empirical
+//! time shift. diffusers' `Flux2KleinPipeline` is the reference.
+
+pub mod latents;
+pub mod pipeline;
+pub mod spec;
+pub mod transformer;
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{DiffusionError, Result};
+use crate::models::config::VaeConfig;
+
+/// The tokens every prompt is padded or cut to (the pipeline's `max_sequence_length`).
+pub const PROMPT_TOKENS: usize = 512;
+/// The text encoder's hidden states the transformer is conditioned on (`text_encoder_out_layers`).
+pub const HIDDEN_STATE_LAYERS: [usize; 3] = [9, 18, 27];
+
+/// The text encoder's layers the pipeline runs (up to the last hidden state it reads).
+pub fn text_layers() -> usize {
+    HIDDEN_STATE_LAYERS.iter().copied().max().unwrap_or(0)
+}
+
+/// `vae/config.json` of `AutoencoderKLFlux2`: an `AutoencoderKL` (read as one) plus the latent
+/// batch norm and patching.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Flux2VaeExtras {
+    pub batch_norm_eps: f64,
+    pub patch_size: Vec<usize>,
+    pub decoder_block_out_channels: Option<Vec<usize>>,
+}
+
+impl Default for Flux2VaeExtras {
+    fn default() -> Self {
+        Flux2VaeExtras {
+            batch_norm_eps: 1e-4,
+            patch_size: vec![2, 2],
+            decoder_block_out_channels: None,
+        }
+    }
+}
+
+impl Flux2VaeExtras {
+    pub fn validate(&self, vae: &VaeConfig, path: &Path) -> Result<()> {
+        if self.patch_size != [2, 2] {
+            return Err(DiffusionError::unsupported(
+                path,
+                format!("VAE patch_size {:?} (supported: [2, 2])", self.patch_size),
+            ));
+        }
+        if self
+            .decoder_block_out_channels
+            .as_ref()
+            .is_some_and(|d| *d != vae.block_out_channels)
+        {
+            return Err(DiffusionError::unsupported(
+                path,
+                "VAE decoder_block_out_channels different from block_out_channels",
+            ));
+        }
+        if !(self.batch_norm_eps.is_finite() && self.batch_norm_eps >= 0.0) {
+            return Err(DiffusionError::config(
+                path,
+                "`batch_norm_eps` must be a number >= 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// black-forest-labs/FLUX.2-klein-4B's `vae/config.json` (FLUX.2's VAE).
+pub fn klein_vae() -> VaeConfig {
+    VaeConfig {
+        latent_channels: 32,
+        sample_size: 1024,
+        ..VaeConfig::sd15()
+    }
+}
+
+/// black-forest-labs/FLUX.2-klein-4B's `scheduler/scheduler_config.json`.
+pub const KLEIN_SCHEDULER: &str = r#"{
+  "_class_name": "FlowMatchEulerDiscreteScheduler",
+  "_diffusers_version": "0.37.0.dev0",
+  "base_image_seq_len": 256,
+  "base_shift": 0.5,
+  "invert_sigmas": false,
+  "max_image_seq_len": 4096,
+  "max_shift": 1.15,
+  "num_train_timesteps": 1000,
+  "shift": 3.0,
+  "shift_terminal": null,
+  "stochastic_sampling": false,
+  "time_shift_type": "exponential",
+  "use_beta_sigmas": false,
+  "use_dynamic_shifting": true,
+  "use_exponential_sigmas": false,
+  "use_karras_sigmas": false
+}"#;

@@ -1,0 +1,616 @@
+//! `Flux2KleinPipeline`: encode the prompt (Qwen3, hidden states 9/18/27 per token), prepare
+//! packed noise and the token positions, run the flow-matching Euler loop on the transformer
+//! (classifier-free guidance only for models that are not step-distilled), then un-normalise,
+//! unpatchify and decode the latents.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::prelude::*;
+use burn::tensor::{DType, TensorData};
+use burn::DispatchDevice;
+use serde_json::{Map, Value};
+
+use super::latents::{self, LatentNorm};
+use super::spec::{component_weights, Spec};
+use super::transformer::{Flux2Transformer, Flux2TransformerConfig, Position, IGNORED_PREFIXES};
+use super::{klein_vae, HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
+use crate::device::{self, SelectedDevice};
+use crate::error::{DiffusionError, Result};
+use crate::io::sharded;
+use crate::io::weights::{Precision, SyntheticWeights, WeightSource};
+use crate::models::config::VaeConfig;
+use crate::models::qwen3::prompt::QwenPrompt;
+use crate::models::qwen3::{Qwen3Config, Qwen3TextEncoder};
+use crate::models::vae::{self, VaeDecoder};
+use crate::noise::NormalGenerator;
+use crate::pipeline::backend_failure::guard;
+use crate::pipeline::decode::{decoded_image, DecodePlan};
+use crate::pipeline::memory::{self, MemoryProfile};
+use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
+use crate::pipeline::offload::Offloadable;
+use crate::pipeline::steps::run_steps;
+use crate::pipeline::{
+    check_request, load_component, observe, tensor_to_vec, CancelToken, Family, FamilyPipeline,
+    GenerateRequest, Generated, InitialNoise, LoadOptions, ModelInfo, ModelSource, ParameterCounts,
+    Placement, Preset, Progress, StageTimings, StepSync, B,
+};
+use crate::scheduler::flow_match::{flux2_empirical_mu, FlowMatchConfig};
+use crate::scheduler::SchedulerKind;
+
+pub struct Flux2Pipeline {
+    pub device: SelectedDevice,
+    cpu: DispatchDevice,
+    prompt: Option<QwenPrompt>,
+    text_encoder: Qwen3TextEncoder<B>,
+    transformer: Offloadable<Flux2Transformer<B>>,
+    /// The transformer's input and conditioning widths (read without locking it).
+    in_channels: usize,
+    context_dim: usize,
+    vae: VaeDecoder<B>,
+    latent_norm: LatentNorm<B>,
+    scheduler: FlowMatchConfig,
+    /// Step-distilled (klein 4B): one transformer call per step, guidance ignored.
+    is_distilled: bool,
+    pub info: ModelInfo,
+    size: ModelSize,
+    options: LoadOptions,
+}
+
+impl Flux2Pipeline {
+    /// `model_index.json`'s `_class_name` of the pipelines this family loads.
+    pub const CLASS_NAMES: &'static [&'static str] = &["Flux2KleinPipeline"];
+
+    pub fn load_folder(
+        folder: &Path,
+        index: &Map<String, Value>,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        let spec = Spec::read(folder, index)?;
+        spec.validate()?;
+        let placement = Self::placement(precision, &options);
+        let text_ignored =
+            Qwen3TextEncoder::<B>::unused_prefixes(&spec.text_encoder, spec.text_layers());
+        let text_ignored: Vec<&str> = text_ignored.iter().map(String::as_str).collect();
+        let (mut te, mut files) = component_weights(
+            &folder.join("text_encoder"),
+            "model",
+            placement.text_encoders,
+            &text_ignored,
+        )?;
+        let (mut tr, tr_files) = component_weights(
+            &folder.join("transformer"),
+            "diffusion_pytorch_model",
+            placement.unet,
+            IGNORED_PREFIXES,
+        )?;
+        let mut vae_ignored = vae::ENCODER_PREFIXES.to_vec();
+        vae_ignored.push("bn.num_batches_tracked");
+        let (mut va, vae_files) = component_weights(
+            &folder.join("vae"),
+            "diffusion_pytorch_model",
+            placement.vae,
+            &vae_ignored,
+        )?;
+        files.extend(tr_files);
+        files.extend(vae_files);
+        let size = Self::size_of(&spec, Some(folder), precision)?;
+        let prompt =
+            QwenPrompt::load(spec.tokenizer.as_deref().expect("a folder has a tokenizer"))?;
+        let source = ModelSource::Folder(folder.to_path_buf());
+        Self::assemble(
+            spec,
+            size,
+            [te.as_mut(), tr.as_mut(), va.as_mut()],
+            Some(prompt),
+            device,
+            placement,
+            options,
+            source,
+            files,
+        )
+    }
+
+    pub fn load_synthetic(
+        preset: Preset,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        let seed = 0x5D_BE_AC_15;
+        let [te, tr, va] = &mut [0; 3].map(|_| SyntheticWeights::new(seed));
+        let spec = Spec::klein_4b();
+        let placement = Self::placement(precision, &options);
+        let size = Self::size_of(&spec, None, precision)?;
+        Self::assemble(
+            spec,
+            size,
+            [te, tr, va],
+            None,
+            device,
+            placement,
+            options,
+            ModelSource::Synthetic(preset),
+            Vec::new(),
+        )
+    }
+
+    /// What the memory estimate needs of a model folder, from its configs and weight headers.
+    pub fn model_size(folder: &Path, precision: Precision) -> Result<(ModelSize, VaeConfig)> {
+        let index = crate::pipeline::folder_index(folder)?;
+        let spec = Spec::read(folder, &index)?;
+        spec.validate()?;
+        let size = Self::size_of(&spec, Some(folder), precision)?;
+        Ok((size, spec.vae))
+    }
+
+    /// FLUX.2-klein-4B's size (synthetic weights).
+    pub fn upstream_size() -> (ModelSize, VaeConfig) {
+        let vae = klein_vae();
+        (
+            ModelSize::upstream(Family::Flux2Klein, vae.sample_size),
+            vae,
+        )
+    }
+
+    fn placement(precision: Precision, options: &LoadOptions) -> Placement {
+        Placement::for_model(Family::Flux2Klein, &klein_vae(), precision, options)
+    }
+
+    /// Parameters of the parts that run, from the files' headers (a folder) or the configs.
+    fn size_of(spec: &Spec, folder: Option<&Path>, precision: Precision) -> Result<ModelSize> {
+        let upstream = ModelSize::upstream(Family::Flux2Klein, spec.vae.sample_size);
+        let Some(folder) = folder else {
+            return Ok(upstream);
+        };
+        let ignored =
+            Qwen3TextEncoder::<B>::unused_prefixes(&spec.text_encoder, spec.text_layers());
+        let counted = |name: &str| !ignored.iter().any(|p| name.starts_with(p.as_str()));
+        let encoder = |name: &str| name.starts_with("encoder.") || name.starts_with("quant_conv.");
+        let params = |sub: &str, stem: &str, counted: &dyn Fn(&str) -> bool| {
+            sharded::component_parameters(&folder.join(sub), stem, precision, counted)
+        };
+        let weights = "diffusion_pytorch_model";
+        Ok(ModelSize {
+            text_encoder_params: params("text_encoder", "model", &counted)?,
+            unet_params: params("transformer", weights, &|name| {
+                !IGNORED_PREFIXES.iter().any(|p| name.starts_with(p))
+            })?,
+            vae_decoder_params: params("vae", weights, &|n| !encoder(n) && !n.starts_with("bn."))?,
+            vae_encoder_params: params("vae", weights, &encoder)?,
+            ..upstream
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        spec: Spec,
+        size: ModelSize,
+        [te, tr, va]: [&mut dyn WeightSource; 3],
+        prompt: Option<QwenPrompt>,
+        device: SelectedDevice,
+        placement: Placement,
+        options: LoadOptions,
+        source: ModelSource,
+        weight_files: Vec<PathBuf>,
+    ) -> Result<Self> {
+        let planned = options
+            .planned
+            .unwrap_or_else(|| RequestShape::usual(Family::Flux2Klein));
+        memory_need::check_fit(&size, &spec.vae, &placement, &device, &planned, &options)?;
+        if let Some(prompt) = &prompt {
+            if prompt.vocab_size() > spec.text_encoder.vocab_size {
+                return Err(DiffusionError::config(
+                    &spec.text_encoder_path,
+                    format!(
+                        "the tokenizer has {} tokens but the text encoder's vocab_size is {}",
+                        prompt.vocab_size(),
+                        spec.text_encoder.vocab_size
+                    ),
+                ));
+            }
+        }
+        let dev = device.device.clone();
+        let cpu = device::cpu_device();
+        let on = |on_cpu: bool| if on_cpu { cpu.clone() } else { dev.clone() };
+        let text_encoder = load_component(
+            te,
+            &on(placement.text_encoders_on_cpu),
+            placement.text_encoders,
+            |l| {
+                Qwen3TextEncoder::load(
+                    &spec.text_encoder,
+                    spec.text_layers(),
+                    &spec.text_encoder_path,
+                    l,
+                )
+            },
+        )?;
+        let budget = memory::attention_score_budget(
+            options.small_attention_chunks,
+            device.max_buffer_bytes(),
+        );
+        let transformer = load_component(tr, &dev, placement.unet, |l| {
+            l.int8_weights = options.unet_int8;
+            l.attention_score_budget = budget;
+            Flux2Transformer::load(&spec.transformer, &spec.transformer_path, l)
+        })?;
+        let channels = 4 * spec.vae.latent_channels;
+        let (vae, latent_norm) =
+            load_component(va, &on(placement.vae_on_cpu), placement.vae, |l| {
+                let decoder = VaeDecoder::load(&spec.vae, &spec.vae_path, l)?;
+                let norm = LatentNorm::load(l, channels, spec.vae_extras.batch_norm_eps)?;
+                Ok((decoder, norm))
+            })?;
+        let pipeline = Flux2Pipeline {
+            info: ModelInfo {
+                source,
+                weight_files,
+                default_scheduler: SchedulerKind::FlowMatchEuler,
+                vae_scale_factor: vae.scale_factor(),
+                latent_channels: vae.latent_channels(),
+                family: Family::Flux2Klein,
+                preset: (spec.transformer == Flux2TransformerConfig::klein_4b()
+                    && spec.text_encoder.hidden_size == Qwen3Config::qwen3_4b().hidden_size)
+                    .then_some(Preset::Flux2Klein4b),
+                placement,
+            },
+            device,
+            cpu,
+            prompt,
+            text_encoder,
+            in_channels: transformer.in_channels(),
+            context_dim: transformer.context_dim(),
+            transformer: Offloadable::new(transformer),
+            vae,
+            latent_norm,
+            scheduler: spec.scheduler,
+            is_distilled: spec.is_distilled,
+            size,
+            options,
+        };
+        pipeline.device.sync()?;
+        Ok(pipeline)
+    }
+
+    /// Image pixels per patched latent token side: the VAE's scale (8 for FLUX.2's VAE) times
+    /// the 2x2 patches.
+    fn pixels_per_token(&self) -> usize {
+        2 * self.info.vae_scale_factor
+    }
+
+    /// [batch, 4 x latent channels, H/16, W/16] (FLUX.2's VAE): the noise `InitialNoise::Latents`
+    /// gives.
+    pub fn latent_shape(&self, request: &GenerateRequest) -> [usize; 4] {
+        let p = self.pixels_per_token();
+        let (h, w) = (request.height / p, request.width / p);
+        [request.batch, self.in_channels, h, w]
+    }
+
+    /// The device the text encoders run on.
+    fn text_device(&self) -> &DispatchDevice {
+        self.info
+            .placement
+            .text_device(&self.device.device, &self.cpu)
+    }
+
+    /// The device the VAE runs on.
+    fn vae_device(&self) -> &DispatchDevice {
+        self.info
+            .placement
+            .vae_device(&self.device.device, &self.cpu)
+    }
+
+    /// The prompt's conditioning [1, 512, 3 x hidden] on the transformer's device, in its dtype.
+    /// Synthetic weights come without a tokenizer: the prompt's bytes stand in for token ids.
+    pub fn encode_prompt(&self, prompt: &str) -> Result<Tensor<B, 3>> {
+        let (ids, real) = match &self.prompt {
+            Some(p) => {
+                let tokens = p.encode(prompt, PROMPT_TOKENS)?;
+                (tokens.ids, tokens.real)
+            }
+            None => {
+                let text = crate::models::qwen3::prompt::chat_text(prompt);
+                let mut ids: Vec<u32> = text.bytes().map(u32::from).take(PROMPT_TOKENS).collect();
+                let real = ids.len();
+                ids.resize(PROMPT_TOKENS, 0);
+                (ids, real)
+            }
+        };
+        let embeds = self.text_encoder.stacked_hidden_states(
+            &ids,
+            real,
+            &HIDDEN_STATE_LAYERS,
+            self.text_device(),
+        )?;
+        Ok(embeds
+            .to_device(&self.device.device)
+            .cast(self.info.placement.unet.dtype()))
+    }
+
+    /// One transformer call on packed latents [N, S, C] at sigma-scale `timestep` (component
+    /// access for parity tests and timing).
+    pub fn run_transformer(
+        &self,
+        latents: Tensor<B, 3>,
+        context: Tensor<B, 3>,
+        timestep: f32,
+        grid: (usize, usize),
+    ) -> Tensor<B, 3> {
+        let positions = self.positions(context.dims()[1], grid);
+        let dtype = self.info.placement.unet.dtype();
+        self.transformer.on_device(&self.device).module.forward(
+            latents.cast(dtype),
+            context.cast(dtype),
+            timestep,
+            &positions,
+        )
+    }
+
+    fn positions(&self, text: usize, (h, w): (usize, usize)) -> Vec<Position> {
+        let mut positions = latents::text_positions(text);
+        positions.extend(latents::image_positions(h, w));
+        positions
+    }
+
+    /// The VAE decode of unpatched latents [1, C, h, w] -> image [1, 3, H, W] in about [-1, 1].
+    pub fn decode(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
+        DecodePlan::of(&self.vae, &self.info.placement, &self.device)
+            .decode(&self.vae, z.to_device(self.vae_device()))
+    }
+
+    /// Component access for timing and tools, on plain values: a prompt's conditioning
+    /// [1, 512, 3 x hidden] as f32.
+    pub fn run_prompt_encoding(&self, prompt: &str) -> Result<Vec<f32>> {
+        guard(&self.device, self.memory_profile(), || {
+            tensor_to_vec(self.encode_prompt(prompt)?)
+        })
+    }
+
+    /// One transformer call on packed latents [1, h*w, channels] for a `grid` of h x w tokens
+    /// with `context` [1, S, joint width] (both row-major f32), at `timestep` in [0, 1].
+    pub fn run_transformer_values(
+        &self,
+        latents: &[f32],
+        grid: (usize, usize),
+        context: &[f32],
+        timestep: f32,
+    ) -> Result<Vec<f32>> {
+        let dev = &self.device.device;
+        let (channels, width) = (self.in_channels, self.context_dim);
+        let tokens = grid.0 * grid.1;
+        if latents.len() != tokens * channels
+            || context.is_empty()
+            || !context.len().is_multiple_of(width)
+        {
+            return Err(DiffusionError::Request(format!(
+                "the transformer takes {tokens} x {channels} latent values and a multiple of {width} context values; got {} and {}",
+                latents.len(),
+                context.len()
+            )));
+        }
+        guard(&self.device, self.memory_profile(), || {
+            let x = Tensor::<B, 3>::from_data(
+                TensorData::new(latents.to_vec(), [1, tokens, channels]),
+                dev,
+            );
+            let c = Tensor::<B, 3>::from_data(
+                TensorData::new(context.to_vec(), [1, context.len() / width, width]),
+                dev,
+            );
+            tensor_to_vec(self.run_transformer(x, c, timestep, grid).cast(DType::F32))
+        })
+    }
+
+    /// The VAE decode of unpatched latents `shape` = [1, C, h, w] -> [1, 3, H, W] values.
+    pub fn run_vae_decode(&self, latents: &[f32], shape: [usize; 4]) -> Result<Vec<f32>> {
+        if latents.len() != shape.iter().product::<usize>() || shape[1] != self.info.latent_channels
+        {
+            return Err(DiffusionError::Request(format!(
+                "the VAE decodes [1, {}, h, w] latents; got {} values for {shape:?}",
+                self.info.latent_channels,
+                latents.len()
+            )));
+        }
+        guard(&self.device, self.memory_profile(), || {
+            let z = Tensor::<B, 4>::from_data(
+                TensorData::new(latents.to_vec(), shape),
+                self.vae_device(),
+            );
+            tensor_to_vec(self.decode(z).cast(DType::F32))
+        })
+    }
+
+    fn guided(&self, request: &GenerateRequest) -> bool {
+        !self.is_distilled && request.guidance_scale > 1.0
+    }
+
+    fn run(
+        &self,
+        request: &GenerateRequest,
+        sync: StepSync,
+        progress: &mut dyn FnMut(&Progress),
+        cancel: &CancelToken,
+    ) -> Result<Generated> {
+        let dev = &self.device.device;
+        let mut timings = StageTimings::default();
+        self.device.sync()?;
+        let start = Instant::now();
+        let context = self.encode_prompt(&request.prompt)?;
+        let negative = match self.guided(request) {
+            true => Some(self.encode_prompt("")?),
+            false => None,
+        };
+        self.device.sync()?;
+        timings.text_encoder = start.elapsed().as_secs_f64();
+        let mut observing = observe(
+            progress,
+            &Progress::TextEncoded {
+                seconds: timings.text_encoder,
+            },
+        );
+
+        let shape = self.latent_shape(request);
+        let noise = match &request.noise {
+            InitialNoise::Seed(seed) => NormalGenerator::new(*seed).normals(shape.iter().product()),
+            InitialNoise::Latents { data, .. } => data.clone(),
+        };
+        let noise = Tensor::<B, 4>::from_data(TensorData::new(noise, shape), (dev, DType::F32));
+        let mut latents = latents::pack(noise);
+        let (gh, gw) = (shape[2], shape[3]);
+        let positions = self.positions(PROMPT_TOKENS, (gh, gw));
+        let dtype = self.info.placement.unet.dtype();
+        let repeat = |t: Tensor<B, 3>| t.repeat_dim(0, request.batch);
+        let context = repeat(context);
+        let negative = negative.map(repeat);
+        let schedule = self
+            .scheduler
+            .schedule(request.steps, flux2_empirical_mu(gh * gw, request.steps));
+
+        let transformer_slot = self.transformer.on_device(&self.device);
+        let transformer = &transformer_slot.module;
+        let loop_times = run_steps(&self.device, sync, request.steps, progress, cancel, |i| {
+            let t = schedule.model_timestep(i);
+            let input = latents.clone().cast(dtype);
+            let mut velocity = transformer
+                .forward(input.clone(), context.clone(), t, &positions)
+                .cast(DType::F32);
+            if let Some(negative) = &negative {
+                let uncond = transformer
+                    .forward(input, negative.clone(), t, &positions)
+                    .cast(DType::F32);
+                velocity = uncond.clone() + (velocity - uncond) * request.guidance_scale;
+            }
+            latents = latents.clone() + velocity * schedule.step_size(i);
+            Ok(())
+        })?;
+        timings.unet_steps = loop_times.steps;
+        timings.unet_total = loop_times.total;
+        timings.steps = request.steps;
+        observing += loop_times.observing;
+
+        let vae_start = Instant::now();
+        drop(transformer_slot);
+        if self.info.placement.unet_offload {
+            self.transformer.offload(&self.device, &self.cpu);
+        }
+        if self.info.placement.release_memory_between_stages {
+            self.device.release_unused_memory();
+        }
+        let mut images = Vec::with_capacity(request.batch);
+        for n in 0..request.batch {
+            let one = latents::unpack(latents.clone().narrow(0, n, 1), gh, gw);
+            let z = self
+                .latent_norm
+                .denormalize_unpatchify(one.to_device(self.vae_device()));
+            images.push(decoded_image(self.decode(z))?);
+        }
+        timings.vae_decode = vae_start.elapsed().as_secs_f64();
+        timings.total = (start.elapsed() - observing).as_secs_f64();
+        progress(&Progress::Decoded {
+            seconds: timings.vae_decode,
+        });
+        Ok(Generated {
+            images,
+            timings,
+            scheduler: SchedulerKind::FlowMatchEuler,
+        })
+    }
+}
+
+impl FamilyPipeline for Flux2Pipeline {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn device(&self) -> &SelectedDevice {
+        &self.device
+    }
+
+    fn validate(&self, request: &GenerateRequest) -> Result<()> {
+        check_request(
+            request,
+            self.pixels_per_token(),
+            &self.latent_shape(request),
+        )?;
+        if request.init_image.is_some() {
+            return Err(DiffusionError::Request(
+                "FLUX.2 klein runs text-to-image only here: image-to-image is not supported for this model".into(),
+            ));
+        }
+        if let Some(kind) = request
+            .scheduler
+            .filter(|k| *k != SchedulerKind::FlowMatchEuler)
+        {
+            return Err(DiffusionError::Request(format!(
+                "FLUX.2 klein steps with its flow-matching Euler scheduler; --scheduler {} applies to Stable Diffusion models",
+                kind.name()
+            )));
+        }
+        self.check_fits(&request.shape())
+    }
+
+    fn check_fits(&self, shape: &RequestShape) -> Result<()> {
+        let shape = RequestShape {
+            guided: shape.guided && !self.is_distilled,
+            ..*shape
+        };
+        memory_need::check_fit(
+            &self.size,
+            &klein_vae(),
+            &self.info.placement,
+            &self.device,
+            &shape,
+            &self.options,
+        )
+    }
+
+    fn generate_with_sync(
+        &self,
+        request: &GenerateRequest,
+        sync: StepSync,
+        progress: &mut dyn FnMut(&Progress),
+        cancel: &CancelToken,
+    ) -> Result<Generated> {
+        self.validate(request)?;
+        guard(&self.device, self.memory_profile(), || {
+            self.run(request, sync, progress, cancel)
+        })
+    }
+
+    fn ignores_guidance(&self) -> bool {
+        self.is_distilled
+    }
+
+    fn parameter_counts(&self) -> ParameterCounts {
+        ParameterCounts {
+            text_encoders: self.text_encoder.num_params(),
+            unet: self.transformer.lock().module.num_params(),
+            vae: self.vae.num_params(),
+            vae_encoder: 0,
+        }
+    }
+
+    fn memory_profile(&self) -> Option<MemoryProfile> {
+        MemoryProfile::of_options(&self.options)
+    }
+
+    fn denoiser_weight_bytes(&self) -> u64 {
+        crate::nn::weight_bytes(&self.transformer.lock().module)
+    }
+
+    fn has_vae_encoder(&self) -> bool {
+        false
+    }
+
+    fn decode_tile_count(&self, width: usize, height: usize) -> usize {
+        DecodePlan::of(&self.vae, &self.info.placement, &self.device)
+            .tile_count(&self.vae, width, height)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

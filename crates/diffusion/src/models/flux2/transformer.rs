@@ -1,0 +1,541 @@
+//! diffusers' `Flux2Transformer2DModel`: a rectified-flow DiT. Text and image tokens are embedded
+//! apart, run through double-stream blocks (separate weights per stream, one joint attention),
+//! then concatenated through single-stream blocks (attention and MLP in parallel from one
+//! projection). Every block's shift/scale/gate comes from three modulations of the timestep shared
+//! by all blocks; positions enter as 4-axis RoPE on interleaved pairs.
+
+use std::path::Path;
+
+use burn::prelude::*;
+use burn::tensor::{DType, TensorData};
+use serde::Deserialize;
+
+use crate::error::{DiffusionError, Result};
+use crate::io::weights::Loader;
+use crate::models::qwen3::RmsNorm;
+use crate::nn::{layer_norm_plain, multi_head_attention, silu, sinusoids, Linear};
+
+/// `transformer/config.json`, with diffusers' defaults.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Flux2TransformerConfig {
+    pub patch_size: usize,
+    pub in_channels: usize,
+    pub out_channels: Option<usize>,
+    pub num_layers: usize,
+    pub num_single_layers: usize,
+    pub attention_head_dim: usize,
+    pub num_attention_heads: usize,
+    pub joint_attention_dim: usize,
+    pub timestep_guidance_channels: usize,
+    pub mlp_ratio: f64,
+    pub axes_dims_rope: Vec<usize>,
+    pub rope_theta: f64,
+    pub eps: f64,
+    pub guidance_embeds: bool,
+}
+
+impl Default for Flux2TransformerConfig {
+    fn default() -> Self {
+        Flux2TransformerConfig {
+            patch_size: 1,
+            in_channels: 128,
+            out_channels: None,
+            num_layers: 8,
+            num_single_layers: 48,
+            attention_head_dim: 128,
+            num_attention_heads: 48,
+            joint_attention_dim: 15360,
+            timestep_guidance_channels: 256,
+            mlp_ratio: 3.0,
+            axes_dims_rope: vec![32, 32, 32, 32],
+            rope_theta: 2000.0,
+            eps: 1e-6,
+            guidance_embeds: true,
+        }
+    }
+}
+
+impl Flux2TransformerConfig {
+    /// black-forest-labs/FLUX.2-klein-4B's `transformer/config.json`.
+    pub fn klein_4b() -> Self {
+        Flux2TransformerConfig {
+            num_layers: 5,
+            num_single_layers: 20,
+            num_attention_heads: 24,
+            joint_attention_dim: 7680,
+            guidance_embeds: false,
+            ..Flux2TransformerConfig::default()
+        }
+    }
+
+    pub fn inner_dim(&self) -> usize {
+        self.num_attention_heads * self.attention_head_dim
+    }
+
+    pub fn mlp_hidden(&self) -> usize {
+        (self.inner_dim() as f64 * self.mlp_ratio) as usize
+    }
+
+    /// Parameters the model loads (no guidance embedder).
+    pub fn parameters(&self) -> u64 {
+        let d = self.inner_dim();
+        let (mlp, dh) = (self.mlp_hidden(), self.attention_head_dim);
+        let time = self.timestep_guidance_channels * d + d * d;
+        let modulations = 6 * d * d * 2 + 3 * d * d;
+        let embedders = self.in_channels * d + self.joint_attention_dim * d;
+        let ff = d * 2 * mlp + mlp * d;
+        let double = 8 * d * d + 4 * dh + 2 * ff;
+        let single = d * (3 * d + 2 * mlp) + 2 * dh + (d + mlp) * d;
+        let out = d * 2 * d + d * self.in_channels;
+        (time
+            + modulations
+            + embedders
+            + self.num_layers * double
+            + self.num_single_layers * single
+            + out) as u64
+    }
+
+    pub fn validate(&self, path: &Path) -> Result<()> {
+        if self.patch_size != 1 {
+            return Err(DiffusionError::unsupported(
+                path,
+                format!("transformer patch_size {} (supported: 1)", self.patch_size),
+            ));
+        }
+        if self.out_channels.is_some_and(|c| c != self.in_channels) {
+            return Err(DiffusionError::unsupported(
+                path,
+                "transformer out_channels different from in_channels",
+            ));
+        }
+        if self.axes_dims_rope.iter().sum::<usize>() != self.attention_head_dim
+            || self.axes_dims_rope.len() != 4
+            || self.axes_dims_rope.iter().any(|d| !d.is_multiple_of(2))
+        {
+            return Err(DiffusionError::config(
+                path,
+                format!(
+                    "axes_dims_rope {:?} must be four even sizes that add up to attention_head_dim {}",
+                    self.axes_dims_rope, self.attention_head_dim
+                ),
+            ));
+        }
+        if self.num_attention_heads == 0 || !self.timestep_guidance_channels.is_multiple_of(2) {
+            return Err(DiffusionError::config(
+                path,
+                "num_attention_heads must be positive and timestep_guidance_channels even",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Module, Debug)]
+struct FeedForward<B: Backend> {
+    linear_in: Linear<B>,
+    linear_out: Linear<B>,
+}
+
+impl<B: Backend> FeedForward<B> {
+    fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        self.linear_out.forward(swiglu(self.linear_in.forward(x)))
+    }
+}
+
+/// `silu(first half) * second half` of the last dimension.
+fn swiglu<B: Backend>(x: Tensor<B, 3>) -> Tensor<B, 3> {
+    let half = x.dims()[2] / 2;
+    silu(x.clone().narrow(2, 0, half)) * x.narrow(2, half, half)
+}
+
+#[derive(Module, Debug)]
+struct DoubleBlock<B: Backend> {
+    to_q: Linear<B>,
+    to_k: Linear<B>,
+    to_v: Linear<B>,
+    norm_q: RmsNorm<B>,
+    norm_k: RmsNorm<B>,
+    to_out: Linear<B>,
+    add_q_proj: Linear<B>,
+    add_k_proj: Linear<B>,
+    add_v_proj: Linear<B>,
+    norm_added_q: RmsNorm<B>,
+    norm_added_k: RmsNorm<B>,
+    to_add_out: Linear<B>,
+    ff: FeedForward<B>,
+    ff_context: FeedForward<B>,
+}
+
+#[derive(Module, Debug)]
+struct SingleBlock<B: Backend> {
+    to_qkv_mlp_proj: Linear<B>,
+    norm_q: RmsNorm<B>,
+    norm_k: RmsNorm<B>,
+    to_out: Linear<B>,
+}
+
+#[derive(Module, Debug)]
+pub struct Flux2Transformer<B: Backend> {
+    time_linear_1: Linear<B>,
+    time_linear_2: Linear<B>,
+    modulation_img: Linear<B>,
+    modulation_txt: Linear<B>,
+    modulation_single: Linear<B>,
+    x_embedder: Linear<B>,
+    context_embedder: Linear<B>,
+    double: Vec<DoubleBlock<B>>,
+    single: Vec<SingleBlock<B>>,
+    norm_out: Linear<B>,
+    proj_out: Linear<B>,
+    heads: usize,
+    head_dim: usize,
+    time_channels: usize,
+    axes: Vec<usize>,
+    rope_theta: f64,
+    eps: f64,
+}
+
+/// Tensors of a checkpoint this model does not use: the guidance embedder, which
+/// `Flux2KleinPipeline` never feeds (it passes no guidance).
+pub const IGNORED_PREFIXES: &[&str] = &["time_guidance_embed.guidance_embedder."];
+
+/// A token's position: (t, h, w, l), as the pipeline's `txt_ids` / `img_ids` rows.
+pub type Position = [f32; 4];
+
+impl<B: Backend> Flux2Transformer<B> {
+    pub fn load(
+        config: &Flux2TransformerConfig,
+        path: &Path,
+        loader: &mut Loader<B>,
+    ) -> Result<Self> {
+        config.validate(path)?;
+        let d = config.inner_dim();
+        let (dh, eps) = (config.attention_head_dim, config.eps);
+        let mlp = config.mlp_hidden();
+        let tc = config.timestep_guidance_channels;
+        let (time_linear_1, time_linear_2, modulation_img, modulation_txt, modulation_single) =
+            loader.full_precision(|l| {
+                Ok((
+                    l.linear(
+                        "time_guidance_embed.timestep_embedder.linear_1",
+                        tc,
+                        d,
+                        false,
+                    )?,
+                    l.linear(
+                        "time_guidance_embed.timestep_embedder.linear_2",
+                        d,
+                        d,
+                        false,
+                    )?,
+                    l.linear("double_stream_modulation_img.linear", d, 6 * d, false)?,
+                    l.linear("double_stream_modulation_txt.linear", d, 6 * d, false)?,
+                    l.linear("single_stream_modulation.linear", d, 3 * d, false)?,
+                ))
+            })?;
+        let (x_embedder, context_embedder) = loader.full_precision(|l| {
+            Ok((
+                l.linear("x_embedder", config.in_channels, d, false)?,
+                l.linear("context_embedder", config.joint_attention_dim, d, false)?,
+            ))
+        })?;
+        let rms = |l: &mut Loader<B>, name: String| RmsNorm::load(l, &name, dh, eps);
+        let mut double = Vec::with_capacity(config.num_layers);
+        for i in 0..config.num_layers {
+            let p = format!("transformer_blocks.{i}");
+            let lin = |l: &mut Loader<B>, name: &str, i: usize, o: usize| {
+                l.linear(&format!("{p}.{name}"), i, o, false)
+            };
+            double.push(DoubleBlock {
+                to_q: lin(loader, "attn.to_q", d, d)?,
+                to_k: lin(loader, "attn.to_k", d, d)?,
+                to_v: lin(loader, "attn.to_v", d, d)?,
+                norm_q: rms(loader, format!("{p}.attn.norm_q.weight"))?,
+                norm_k: rms(loader, format!("{p}.attn.norm_k.weight"))?,
+                to_out: lin(loader, "attn.to_out.0", d, d)?,
+                add_q_proj: lin(loader, "attn.add_q_proj", d, d)?,
+                add_k_proj: lin(loader, "attn.add_k_proj", d, d)?,
+                add_v_proj: lin(loader, "attn.add_v_proj", d, d)?,
+                norm_added_q: rms(loader, format!("{p}.attn.norm_added_q.weight"))?,
+                norm_added_k: rms(loader, format!("{p}.attn.norm_added_k.weight"))?,
+                to_add_out: lin(loader, "attn.to_add_out", d, d)?,
+                ff: FeedForward {
+                    linear_in: lin(loader, "ff.linear_in", d, 2 * mlp)?,
+                    linear_out: lin(loader, "ff.linear_out", mlp, d)?,
+                },
+                ff_context: FeedForward {
+                    linear_in: lin(loader, "ff_context.linear_in", d, 2 * mlp)?,
+                    linear_out: lin(loader, "ff_context.linear_out", mlp, d)?,
+                },
+            });
+        }
+        let mut single = Vec::with_capacity(config.num_single_layers);
+        for i in 0..config.num_single_layers {
+            let p = format!("single_transformer_blocks.{i}.attn");
+            single.push(SingleBlock {
+                to_qkv_mlp_proj: loader.linear(
+                    &format!("{p}.to_qkv_mlp_proj"),
+                    d,
+                    3 * d + 2 * mlp,
+                    false,
+                )?,
+                norm_q: rms(loader, format!("{p}.norm_q.weight"))?,
+                norm_k: rms(loader, format!("{p}.norm_k.weight"))?,
+                to_out: loader.linear(&format!("{p}.to_out"), d + mlp, d, false)?,
+            });
+        }
+        let (norm_out, proj_out) = loader.full_precision(|l| {
+            Ok((
+                l.linear("norm_out.linear", d, 2 * d, false)?,
+                l.linear("proj_out", d, config.in_channels, false)?,
+            ))
+        })?;
+        Ok(Flux2Transformer {
+            time_linear_1,
+            time_linear_2,
+            modulation_img,
+            modulation_txt,
+            modulation_single,
+            x_embedder,
+            context_embedder,
+            double,
+            single,
+            norm_out,
+            proj_out,
+            heads: config.num_attention_heads,
+            head_dim: dh,
+            time_channels: tc,
+            axes: config.axes_dims_rope.clone(),
+            rope_theta: config.rope_theta,
+            eps,
+        })
+    }
+
+    pub fn in_channels(&self) -> usize {
+        self.x_embedder.inputs()
+    }
+
+    pub fn context_dim(&self) -> usize {
+        self.context_embedder.inputs()
+    }
+
+    pub fn inner_dim(&self) -> usize {
+        self.heads * self.head_dim
+    }
+
+    /// One velocity prediction.
+    /// `x`: packed latents [N, S_img, in_channels]; `context`: [N, S_txt, joint_attention_dim];
+    /// `timestep`: the schedule's sigma in [0, 1] (the pipeline's `t / 1000`); `positions`: the
+    /// text's then the image's token positions (S_txt + S_img rows). -> [N, S_img, in_channels]
+    pub fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        context: Tensor<B, 3>,
+        timestep: f32,
+        positions: &[Position],
+    ) -> Tensor<B, 3> {
+        let [n, s_img, _] = x.dims();
+        let s_txt = context.dims()[1];
+        let device = x.device();
+        let dtype = x.dtype();
+        debug_assert_eq!(positions.len(), s_txt + s_img);
+        // diffusers: `timestep.to(hidden_states.dtype) * 1000`, then sinusoids in f32.
+        let t = half_round(timestep, dtype) * 1000.0;
+        let proj = sinusoids(&vec![t; n], self.time_channels, true, 0.0);
+        let proj =
+            Tensor::<B, 2>::from_data(TensorData::new(proj, [n, self.time_channels]), &device)
+                .cast(dtype);
+        let temb = self
+            .time_linear_2
+            .forward(silu(self.time_linear_1.forward(proj)));
+        let modulation = |linear: &Linear<B>| rows(linear.forward(silu(temb.clone())));
+        let mod_img = chunks(modulation(&self.modulation_img), 6);
+        let mod_txt = chunks(modulation(&self.modulation_txt), 6);
+        let mod_single = chunks(modulation(&self.modulation_single), 3);
+        let (cos, sin) = self.rope(positions, dtype, &device);
+
+        let mut x = self.x_embedder.forward(x);
+        let mut c = self.context_embedder.forward(context);
+        for block in &self.double {
+            (c, x) = self.double_block(block, x, c, &mod_img, &mod_txt, &cos, &sin);
+        }
+        let mut h = Tensor::cat(vec![c, x], 1);
+        for block in &self.single {
+            h = self.single_block(block, h, &mod_single, &cos, &sin);
+        }
+        let h = h.narrow(1, s_txt, s_img);
+        let out = chunks(rows(self.norm_out.forward(silu(temb))), 2);
+        let (scale, shift) = (&out[0], &out[1]);
+        let h = layer_norm_plain(h, self.eps) * (scale.clone() + 1.0) + shift.clone();
+        self.proj_out.forward(h)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn double_block(
+        &self,
+        b: &DoubleBlock<B>,
+        x: Tensor<B, 3>,
+        c: Tensor<B, 3>,
+        m: &[Tensor<B, 3>],
+        mc: &[Tensor<B, 3>],
+        cos: &Tensor<B, 4>,
+        sin: &Tensor<B, 4>,
+    ) -> (Tensor<B, 3>, Tensor<B, 3>) {
+        let s_txt = c.dims()[1];
+        let s_img = x.dims()[1];
+        let nx = modulate(layer_norm_plain(x.clone(), self.eps), &m[0], &m[1]);
+        let nc = modulate(layer_norm_plain(c.clone(), self.eps), &mc[0], &mc[1]);
+        let q = Tensor::cat(
+            vec![
+                self.heads_normed(b.add_q_proj.forward(nc.clone()), &b.norm_added_q),
+                self.heads_normed(b.to_q.forward(nx.clone()), &b.norm_q),
+            ],
+            1,
+        );
+        let k = Tensor::cat(
+            vec![
+                self.heads_normed(b.add_k_proj.forward(nc.clone()), &b.norm_added_k),
+                self.heads_normed(b.to_k.forward(nx.clone()), &b.norm_k),
+            ],
+            1,
+        );
+        let v = Tensor::cat(vec![b.add_v_proj.forward(nc), b.to_v.forward(nx)], 1);
+        let attn = self.attention(q, k, v, cos, sin);
+        let attn_c = b.to_add_out.forward(attn.clone().narrow(1, 0, s_txt));
+        let attn_x = b.to_out.forward(attn.narrow(1, s_txt, s_img));
+
+        let x = x + m[2].clone() * attn_x;
+        let nx = modulate(layer_norm_plain(x.clone(), self.eps), &m[3], &m[4]);
+        let x = x + m[5].clone() * b.ff.forward(nx);
+
+        let c = c + mc[2].clone() * attn_c;
+        let nc = modulate(layer_norm_plain(c.clone(), self.eps), &mc[3], &mc[4]);
+        let c = c + mc[5].clone() * b.ff_context.forward(nc);
+        (clamp_f16(c), x)
+    }
+
+    fn single_block(
+        &self,
+        b: &SingleBlock<B>,
+        h: Tensor<B, 3>,
+        m: &[Tensor<B, 3>],
+        cos: &Tensor<B, 4>,
+        sin: &Tensor<B, 4>,
+    ) -> Tensor<B, 3> {
+        let d = self.inner_dim();
+        let normed = modulate(layer_norm_plain(h.clone(), self.eps), &m[0], &m[1]);
+        let proj = b.to_qkv_mlp_proj.forward(normed);
+        let width = proj.dims()[2];
+        let q = self.heads_normed(proj.clone().narrow(2, 0, d), &b.norm_q);
+        let k = self.heads_normed(proj.clone().narrow(2, d, d), &b.norm_k);
+        let v = proj.clone().narrow(2, 2 * d, d);
+        let mlp = swiglu(proj.narrow(2, 3 * d, width - 3 * d));
+        let attn = self.attention(q, k, v, cos, sin);
+        let out = b.to_out.forward(Tensor::cat(vec![attn, mlp], 2));
+        clamp_f16(h + m[2].clone() * out)
+    }
+
+    /// [N, S, heads*dh] -> [N, S, heads, dh] with the per-head RMSNorm applied.
+    fn heads_normed(&self, t: Tensor<B, 3>, norm: &RmsNorm<B>) -> Tensor<B, 4> {
+        let [n, s, _] = t.dims();
+        norm.forward(t.reshape([n, s, self.heads, self.head_dim]))
+    }
+
+    /// RoPE on q and k, then unmasked attention over the joint sequence. -> [N, S, heads*dh]
+    fn attention(
+        &self,
+        q: Tensor<B, 4>,
+        k: Tensor<B, 4>,
+        v: Tensor<B, 3>,
+        cos: &Tensor<B, 4>,
+        sin: &Tensor<B, 4>,
+    ) -> Tensor<B, 3> {
+        let [n, s, heads, dh] = q.dims();
+        let q = rotate_pairs(q, cos, sin).reshape([n, s, heads * dh]);
+        let k = rotate_pairs(k, cos, sin).reshape([n, s, heads * dh]);
+        multi_head_attention(q, k, v, self.heads, false, false)
+    }
+
+    /// `Flux2PosEmbed`: per axis, frequencies `theta^(-2i/dim)` in f64, each angle's cos and sin
+    /// repeated for the two members of its pair; the axes side by side. -> [1, S, 1, head_dim] each
+    fn rope(
+        &self,
+        positions: &[Position],
+        dtype: DType,
+        device: &B::Device,
+    ) -> (Tensor<B, 4>, Tensor<B, 4>) {
+        let s = positions.len();
+        let dh = self.head_dim;
+        let mut cos = Vec::with_capacity(s * dh);
+        let mut sin = Vec::with_capacity(s * dh);
+        for pos in positions {
+            for (axis, &dim) in self.axes.iter().enumerate() {
+                for i in 0..dim / 2 {
+                    let freq = 1.0 / self.rope_theta.powf((2 * i) as f64 / dim as f64);
+                    let angle = pos[axis] as f64 * freq;
+                    let (c, s) = (angle.cos() as f32, angle.sin() as f32);
+                    cos.extend([c, c]);
+                    sin.extend([s, s]);
+                }
+            }
+        }
+        let table = |v: Vec<f32>| {
+            Tensor::<B, 4>::from_data(TensorData::new(v, [1, s, 1, dh]), device).cast(dtype)
+        };
+        (table(cos), table(sin))
+    }
+}
+
+/// `x * (1 + scale) + shift`, the modulation broadcast over tokens.
+fn modulate<B: Backend>(
+    x: Tensor<B, 3>,
+    shift: &Tensor<B, 3>,
+    scale: &Tensor<B, 3>,
+) -> Tensor<B, 3> {
+    x * (scale.clone() + 1.0) + shift.clone()
+}
+
+/// [N, W] -> [N, 1, W]: one modulation row per image, broadcast over its tokens.
+fn rows<B: Backend>(t: Tensor<B, 2>) -> Tensor<B, 3> {
+    let [n, w] = t.dims();
+    t.reshape([n, 1, w])
+}
+
+/// `torch.chunk(t, count, dim=-1)` of [N, 1, count*D].
+fn chunks<B: Backend>(t: Tensor<B, 3>, count: usize) -> Vec<Tensor<B, 3>> {
+    let d = t.dims()[2] / count;
+    (0..count).map(|i| t.clone().narrow(2, i * d, d)).collect()
+}
+
+/// diffusers' `apply_rotary_emb` with `use_real_unbind_dim=-1`: pairs (x[2j], x[2j+1]) rotate as
+/// complex numbers. `x`: [N, S, H, dh]; tables [1, S, 1, dh].
+fn rotate_pairs<B: Backend>(
+    x: Tensor<B, 4>,
+    cos: &Tensor<B, 4>,
+    sin: &Tensor<B, 4>,
+) -> Tensor<B, 4> {
+    let [n, s, h, dh] = x.dims();
+    let pairs = x.clone().reshape([n, s, h, dh / 2, 2]);
+    let real = pairs.clone().narrow(4, 0, 1);
+    let imag = pairs.narrow(4, 1, 1);
+    let rotated = Tensor::cat(vec![imag.neg(), real], 4).reshape([n, s, h, dh]);
+    x * cos.clone() + rotated * sin.clone()
+}
+
+/// diffusers clips f16 activations to the largest finite f16 after each block.
+fn clamp_f16<B: Backend>(x: Tensor<B, 3>) -> Tensor<B, 3> {
+    if x.dtype() == DType::F16 {
+        x.clamp(-65504.0, 65504.0)
+    } else {
+        x
+    }
+}
+
+/// A timestep as the model's dtype holds it (diffusers casts it before scaling by 1000).
+fn half_round(t: f32, dtype: DType) -> f32 {
+    match dtype {
+        DType::F16 => half::f16::from_f32(t).to_f32(),
+        _ => t,
+    }
+}

@@ -1,0 +1,135 @@
+//! A prompt as Qwen3 reads it: rendered with Qwen3's chat template, tokenized by the model's own
+//! `tokenizer.json` (Hugging Face's `tokenizers` crate), cut or padded to a fixed length on the
+//! right, as transformers' `padding="max_length", truncation=True` does.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::{DiffusionError, Result};
+
+/// The tokens of one prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptTokens {
+    /// `length` ids: the prompt's tokens, then padding.
+    pub ids: Vec<u32>,
+    /// How many of `ids` are the prompt's (the rest are padding and masked).
+    pub real: usize,
+    /// How many tokens the templated prompt had before it was cut to `length`.
+    pub untruncated: usize,
+}
+
+impl PromptTokens {
+    pub fn truncated(&self) -> bool {
+        self.untruncated > self.real
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct TokenizerConfig {
+    pad_token: Option<Value>,
+    padding_side: Option<String>,
+    chat_template: Option<Value>,
+}
+
+pub struct QwenPrompt {
+    tokenizer: tokenizers::Tokenizer,
+    pad_id: u32,
+    folder: PathBuf,
+}
+
+/// Qwen3's chat template rendered for one user message with the generation prompt and thinking
+/// off (`enable_thinking=False`), the only case the image pipelines use.
+pub fn chat_text(prompt: &str) -> String {
+    format!("<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+}
+
+impl QwenPrompt {
+    /// Reads `tokenizer.json` and `tokenizer_config.json` from a model's `tokenizer/` folder.
+    pub fn load(folder: &Path) -> Result<Self> {
+        let problem = |problem: String| DiffusionError::Tokenizer {
+            path: folder.to_path_buf(),
+            problem,
+        };
+        let file = folder.join("tokenizer.json");
+        if !file.is_file() {
+            return Err(problem(format!(
+                "has no tokenizer.json ({} is missing): download the model again",
+                file.display()
+            )));
+        }
+        let tokenizer = tokenizers::Tokenizer::from_file(&file)
+            .map_err(|e| problem(format!("tokenizer.json cannot be read: {e}")))?;
+        let config_path = folder.join("tokenizer_config.json");
+        let config: TokenizerConfig = if config_path.is_file() {
+            crate::models::config::read_json(&config_path)?
+        } else {
+            TokenizerConfig::default()
+        };
+        if let Some(side) = config.padding_side.as_deref() {
+            if side != "right" {
+                return Err(DiffusionError::unsupported(
+                    &config_path,
+                    format!("tokenizer padding_side `{side}` (supported: right)"),
+                ));
+            }
+        }
+        let template = match config.chat_template {
+            Some(Value::String(text)) => Some(text),
+            _ => std::fs::read_to_string(folder.join("chat_template.jinja")).ok(),
+        };
+        if let Some(template) = template {
+            // The engine renders the template's one case itself (`chat_text`): refuse a template
+            // that is not Qwen's ChatML rather than condition the model on the wrong text.
+            if !template.contains("<|im_start|>") || !template.contains("enable_thinking") {
+                return Err(problem(
+                    "has a chat template that is not Qwen3's (ChatML with enable_thinking)".into(),
+                ));
+            }
+        }
+        let pad_token = match &config.pad_token {
+            Some(Value::String(t)) => t.clone(),
+            Some(Value::Object(o)) => o
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or("<|endoftext|>")
+                .to_string(),
+            _ => "<|endoftext|>".to_string(),
+        };
+        let pad_id = tokenizer
+            .token_to_id(&pad_token)
+            .ok_or_else(|| problem(format!("has no id for its pad token {pad_token}")))?;
+        Ok(QwenPrompt {
+            tokenizer,
+            pad_id,
+            folder: folder.to_path_buf(),
+        })
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.tokenizer.get_vocab_size(true)
+    }
+
+    /// The chat-templated prompt as `length` ids.
+    pub fn encode(&self, prompt: &str, length: usize) -> Result<PromptTokens> {
+        let encoding = self
+            .tokenizer
+            .encode(chat_text(prompt), true)
+            .map_err(|e| DiffusionError::Tokenizer {
+                path: self.folder.clone(),
+                problem: format!("cannot tokenize the prompt: {e}"),
+            })?;
+        let mut ids = encoding.get_ids().to_vec();
+        let untruncated = ids.len();
+        ids.truncate(length);
+        let real = ids.len();
+        ids.resize(length, self.pad_id);
+        Ok(PromptTokens {
+            ids,
+            real,
+            untruncated,
+        })
+    }
+}

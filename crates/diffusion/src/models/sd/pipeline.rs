@@ -1,0 +1,546 @@
+//! Loading a Stable Diffusion model (a diffusers folder, a single-file checkpoint or a preset's
+//! synthetic weights) with its placement, and what the family-agnostic `Pipeline` asks of it.
+
+use std::path::{Path, PathBuf};
+
+use burn::prelude::*;
+use burn::DispatchDevice;
+use serde_json::{Map, Value};
+
+use super::presets;
+use super::spec::{
+    check_checkpoint_file, projected_text_encoder_weights, text_encoder_weights, vae_weights,
+    FolderFiles, ModelLayout, ModelSpec, Sources,
+};
+use super::unet::UNet;
+use crate::device::{self, SelectedDevice};
+use crate::error::{DiffusionError, Result};
+use crate::io::checkpoint;
+use crate::io::safetensors::SafeTensors;
+use crate::io::weights::{FileWeights, Precision, SyntheticWeights, WeightSource};
+use crate::models::clip::ClipTextModel;
+use crate::models::config::VaeConfig;
+use crate::models::tokenizer::Tokenizer;
+use crate::models::vae::{VaeDecoder, VaeEncoder};
+use crate::pipeline::memory::{self, MemoryProfile};
+use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
+use crate::pipeline::offload::Offloadable;
+use crate::pipeline::{
+    check_request, device_sync, img2img_start, load_component, CancelToken, Family, FamilyPipeline,
+    GenerateRequest, Generated, LoadOptions, ModelInfo, ModelSource, ParameterCounts, Placement,
+    Preset, Progress, StepSync, B,
+};
+
+pub struct SdPipeline {
+    /// The device the UNet runs on (and every component the placement does not put on the CPU).
+    pub device: SelectedDevice,
+    /// The CPU backend, for components placed there.
+    pub(super) cpu: DispatchDevice,
+    pub precision: Precision,
+    pub(super) tokenizer: Tokenizer,
+    pub(super) text_encoder: ClipTextModel<B>,
+    /// SDXL's second tokenizer and text encoder (with projection).
+    pub(super) second: Option<(Tokenizer, ClipTextModel<B>)>,
+    /// SDXL: an empty negative prompt is zeros rather than the encoded empty string.
+    pub(super) force_zeros_for_empty_prompt: bool,
+    pub(super) unet: Offloadable<UNet<B>>,
+    pub(super) vae: VaeDecoder<B>,
+    pub(super) vae_encoder: Option<VaeEncoder<B>>,
+    pub(super) scheduler_config: Map<String, Value>,
+    pub(super) scheduler_path: PathBuf,
+    pub info: ModelInfo,
+    /// What the memory fit check needs to estimate a request and suggest a profile.
+    pub(super) fit: FitContext,
+}
+
+/// The load's choices, kept to check each request against the device's memory.
+pub(super) struct FitContext {
+    size: ModelSize,
+    vae: VaeConfig,
+    options: LoadOptions,
+}
+
+impl FitContext {
+    fn check(
+        &self,
+        placement: &Placement,
+        device: &SelectedDevice,
+        work: &RequestShape,
+    ) -> Result<()> {
+        memory_need::check_fit(
+            &self.size,
+            &self.vae,
+            placement,
+            device,
+            work,
+            &self.options,
+        )
+    }
+
+    fn profile(&self) -> Option<MemoryProfile> {
+        MemoryProfile::of_options(&self.options)
+    }
+}
+
+impl SdPipeline {
+    /// Loads an SD1.x, SD2.x or SDXL model (a folder, a single-file checkpoint or a preset's
+    /// synthetic weights) in `precision` (the device supports it: `Pipeline::load_with` checked).
+    pub fn load(
+        source: &ModelSource,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        match source {
+            ModelSource::Folder(folder) => Self::load_folder(folder, device, precision, options),
+            ModelSource::Checkpoint { file, config } => {
+                Self::load_checkpoint(file, config.as_deref(), device, precision, options)
+            }
+            ModelSource::Synthetic(preset) => {
+                Self::load_synthetic(*preset, device, precision, options)
+            }
+        }
+    }
+
+    fn load_folder(
+        folder: &Path,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        let layout = ModelLayout::check(folder)?;
+        let spec = ModelSpec::read(&layout)?;
+        // Pick every weights file before reading any, so a missing one fails fast.
+        let placement = Placement::for_model(spec.family, &spec.vae, precision, &options);
+        let files = FolderFiles::choose(&layout, precision, placement.vae)?;
+        let size = files.model_size(&spec)?;
+        let FolderFiles {
+            text_encoder: te_file,
+            text_encoder_2: te2_file,
+            unet: unet_file,
+            vae: vae_file,
+        } = files;
+        let mut te2 = match &te2_file {
+            Some(file) => Some(projected_text_encoder_weights(FileWeights::open(file)?)),
+            None => None,
+        };
+        let [te, unet, vae] = &mut [
+            text_encoder_weights(FileWeights::open(&te_file)?),
+            FileWeights::open(&unet_file)?,
+            vae_weights(FileWeights::open(&vae_file)?),
+        ];
+        let weight_files = [Some(te_file), te2_file, Some(unet_file), Some(vae_file)]
+            .into_iter()
+            .flatten()
+            .collect();
+        let pipeline = Self::assemble(
+            spec,
+            size,
+            Sources {
+                text_encoder: te,
+                text_encoder_2: te2.as_mut().map(|s| s as &mut dyn WeightSource),
+                unet,
+                vae,
+            },
+            device,
+            placement,
+            options,
+            ModelSource::Folder(folder.to_path_buf()),
+            weight_files,
+        )?;
+        pipeline.check_compatible(folder)?;
+        Ok(pipeline)
+    }
+
+    fn load_checkpoint(
+        file: &Path,
+        config: Option<&Path>,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        check_checkpoint_file(file)?;
+        let spec = match config {
+            Some(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
+            None => ModelSpec::builtin(Preset::Sd15),
+        };
+        if spec.family == Family::Sdxl {
+            return Err(DiffusionError::Weights {
+                path: file.to_path_buf(),
+                problem: "is read as an SD1.x checkpoint, but --model-config describes an SDXL model; SDXL single files are not supported yet: use the diffusers folder".into(),
+            });
+        }
+        let placement = Placement::for_model(spec.family, &spec.vae, precision, &options);
+        let layout = checkpoint::Layout {
+            unet_layers_per_block: spec.unet.plan(&spec.unet_path)?.layers_per_block,
+            vae_blocks: spec.vae.block_out_channels.len(),
+        };
+        let open = |component| -> Result<FileWeights> {
+            let tensors = SafeTensors::open(file)?;
+            let names = checkpoint::component_names(&tensors, component, &layout)?;
+            Ok(FileWeights::renamed(tensors, names))
+        };
+        let [te, unet, vae] = &mut [
+            text_encoder_weights(open(checkpoint::Component::TextEncoder)?),
+            open(checkpoint::Component::UNet)?,
+            vae_weights(open(checkpoint::Component::Vae)?),
+        ];
+        // A checkpoint's parts are SD1.x's or SD2.x's as upstream has them (the layout above
+        // reads them by those names).
+        let size = ModelSize::upstream(spec.family, spec.vae.sample_size);
+        let pipeline = Self::assemble(
+            spec,
+            size,
+            Sources {
+                text_encoder: te,
+                text_encoder_2: None,
+                unet,
+                vae,
+            },
+            device,
+            placement,
+            options,
+            ModelSource::Checkpoint {
+                file: file.to_path_buf(),
+                config: config.map(Path::to_path_buf),
+            },
+            vec![file.to_path_buf()],
+        )?;
+        pipeline.check_compatible(file)?;
+        Ok(pipeline)
+    }
+
+    fn load_synthetic(
+        preset: Preset,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        // Each tensor's values depend only on the seed and its name.
+        let seed = 0x5D_BE_AC_15;
+        let [te, te2, unet, vae] = &mut [0; 4].map(|_| SyntheticWeights::new(seed));
+        let spec = ModelSpec::builtin(preset);
+        let placement = Placement::for_model(spec.family, &spec.vae, precision, &options);
+        let text_encoder_2: Option<&mut dyn WeightSource> = if spec.clip2.is_some() {
+            Some(te2)
+        } else {
+            None
+        };
+        let size = ModelSize::upstream(spec.family, spec.vae.sample_size);
+        Self::assemble(
+            spec,
+            size,
+            Sources {
+                text_encoder: te,
+                text_encoder_2,
+                unet,
+                vae,
+            },
+            device,
+            placement,
+            options,
+            ModelSource::Synthetic(preset),
+            Vec::new(),
+        )
+    }
+
+    /// Builds the models from their weight sources and waits for the device to hold them.
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        spec: ModelSpec,
+        size: ModelSize,
+        sources: Sources,
+        device: SelectedDevice,
+        placement: Placement,
+        options: LoadOptions,
+        source: ModelSource,
+        weight_files: Vec<PathBuf>,
+    ) -> Result<Self> {
+        let preset = presets::matching(&spec.clip, spec.clip2.as_ref(), &spec.unet, &spec.vae);
+        let fit = FitContext {
+            size,
+            vae: spec.vae.clone(),
+            options,
+        };
+        // The request the front end plans, else one guided image at the family's usual size: a
+        // placement that cannot hold it is refused before any weight is read.
+        let planned = options
+            .planned
+            .unwrap_or_else(|| RequestShape::usual(spec.family));
+        fit.check(&placement, &device, &planned)?;
+        let dev = device.device.clone();
+        let cpu = device::cpu_device();
+        let on = |on_cpu: bool| if on_cpu { cpu.clone() } else { dev.clone() };
+        let (text_dev, vae_dev) = (on(placement.text_encoders_on_cpu), on(placement.vae_on_cpu));
+        let text_encoder = load_component(
+            sources.text_encoder,
+            &text_dev,
+            placement.text_encoders,
+            |l| ClipTextModel::load(&spec.clip, false, l),
+        )?;
+        let second = match (spec.clip2.as_ref(), spec.tokenizer2, sources.text_encoder_2) {
+            (Some(config), Some(tokenizer), Some(weights)) => {
+                let model = load_component(weights, &text_dev, placement.text_encoders, |l| {
+                    ClipTextModel::load(config, true, l)
+                })?;
+                Some((tokenizer, model))
+            }
+            _ => None,
+        };
+        let score_budget = |on_cpu: bool| {
+            let max_buffer = if on_cpu {
+                None
+            } else {
+                device.max_buffer_bytes()
+            };
+            memory::attention_score_budget(options.small_attention_chunks, max_buffer)
+        };
+        let unet = load_component(sources.unet, &dev, placement.unet, |l| {
+            l.int8_weights = options.unet_int8;
+            l.attention_score_budget = score_budget(false);
+            UNet::load(&spec.unet, &spec.unet_path, l)
+        })?;
+        let (vae, vae_encoder) = load_component(sources.vae, &vae_dev, placement.vae, |l| {
+            l.attention_score_budget = score_budget(placement.vae_on_cpu);
+            let decoder = VaeDecoder::load(&spec.vae, &spec.vae_path, l)?;
+            let encoder = match options.vae_encoder {
+                true => Some(VaeEncoder::load(&spec.vae, &spec.vae_path, l)?),
+                false => None,
+            };
+            Ok((decoder, encoder))
+        })?;
+        let pipeline = SdPipeline {
+            precision: placement.unet,
+            tokenizer: spec.tokenizer,
+            info: ModelInfo {
+                source,
+                weight_files,
+                default_scheduler: spec.default_scheduler,
+                vae_scale_factor: vae.scale_factor(),
+                latent_channels: vae.latent_channels(),
+                family: spec.family,
+                preset,
+                placement,
+            },
+            text_encoder,
+            second,
+            force_zeros_for_empty_prompt: spec.force_zeros_for_empty_prompt,
+            unet: Offloadable::new(unet),
+            vae,
+            vae_encoder,
+            scheduler_config: spec.scheduler_config,
+            scheduler_path: spec.scheduler_path,
+            device,
+            cpu,
+            fit,
+        };
+        device_sync(&pipeline.device)?;
+        Ok(pipeline)
+    }
+
+    /// Components whose configs disagree (e.g. a text encoder narrower than the UNet's cross
+    /// attention) would fail mid-generation; say so at load time instead.
+    fn check_compatible(&self, folder: &Path) -> Result<()> {
+        let pooled = self.second.as_ref().map_or(0, |(_, te)| te.pooled_size());
+        let slot = self.unet.lock();
+        let unet = &slot.module;
+        let problem = if unet.cross_attention_dim() != self.text_encoder_width() {
+            Some(format!(
+                "the UNet's cross_attention_dim ({}) differs from the text encoders' hidden_size ({})",
+                unet.cross_attention_dim(),
+                self.text_encoder_width()
+            ))
+        } else if unet.needs_text_time() && unet.text_time_pooled_size() != pooled {
+            Some(format!(
+                "the UNet's projection_class_embeddings_input_dim expects a {}-wide pooled text embedding but text_encoder_2 gives {pooled}",
+                unet.text_time_pooled_size()
+            ))
+        } else if unet.in_channels() != self.vae.latent_channels() {
+            Some(format!(
+                "the UNet takes {} channels but the VAE has {} latent channels",
+                unet.in_channels(),
+                self.vae.latent_channels()
+            ))
+        } else if self.tokenizer.max_length() > self.text_encoder.max_positions() {
+            Some(format!(
+                "the tokenizer pads to {} tokens but the text encoder has {} positions",
+                self.tokenizer.max_length(),
+                self.text_encoder.max_positions()
+            ))
+        } else {
+            None
+        };
+        match problem {
+            Some(problem) => Err(DiffusionError::ModelFolder {
+                path: folder.to_path_buf(),
+                problem: format!("has inconsistent components: {problem}"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Width of the text embeddings: SDXL's two encoders side by side.
+    pub(super) fn text_encoder_width(&self) -> usize {
+        self.text_encoder.hidden_size() + self.second.as_ref().map_or(0, |(_, te)| te.hidden_size())
+    }
+
+    /// Parameters per component, counted from the loaded modules.
+    pub fn parameter_counts(&self) -> ParameterCounts {
+        ParameterCounts {
+            text_encoders: self.text_encoder.num_params()
+                + self.second.as_ref().map_or(0, |(_, e)| e.num_params()),
+            unet: self.unet.lock().module.num_params(),
+            vae: self.vae.num_params(),
+            vae_encoder: self.vae_encoder.as_ref().map_or(0, |e| e.num_params()),
+        }
+    }
+
+    /// What the memory estimate needs to know of `source` (its family, parameters and VAE tile,
+    /// and the VAE's config), from its configs and its weight files' headers: no weight is read.
+    pub fn model_size(
+        source: &ModelSource,
+        precision: Precision,
+    ) -> Result<(ModelSize, VaeConfig)> {
+        let upstream = |spec: ModelSpec| {
+            let size = ModelSize::upstream(spec.family, spec.vae.sample_size);
+            (size, spec.vae)
+        };
+        Ok(match source {
+            ModelSource::Synthetic(preset) => upstream(ModelSpec::builtin(*preset)),
+            ModelSource::Folder(folder) => {
+                let layout = ModelLayout::check(folder)?;
+                let spec = ModelSpec::read(&layout)?;
+                let placement = Placement::for_model(
+                    spec.family,
+                    &spec.vae,
+                    precision,
+                    &LoadOptions::default(),
+                );
+                let size =
+                    FolderFiles::choose(&layout, precision, placement.vae)?.model_size(&spec)?;
+                (size, spec.vae)
+            }
+            ModelSource::Checkpoint {
+                config: Some(folder),
+                ..
+            } => upstream(ModelSpec::read(&ModelLayout::check(folder)?)?),
+            ModelSource::Checkpoint { config: None, .. } => {
+                upstream(ModelSpec::builtin(Preset::Sd15))
+            }
+        })
+    }
+
+    /// The memory profile the pipeline was loaded with (`None` for options no profile gives).
+    pub fn memory_profile(&self) -> Option<memory::MemoryProfile> {
+        self.fit.profile()
+    }
+
+    /// Bytes of the UNet's weights as stored (int8 weights count a byte each).
+    pub fn unet_weight_bytes(&self) -> u64 {
+        crate::nn::weight_bytes(&self.unet.lock().module)
+    }
+
+    /// Whether image-to-image requests can run (the VAE encoder was loaded).
+    pub fn has_vae_encoder(&self) -> bool {
+        self.vae_encoder.is_some()
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// Whether requests of `shape` fit the device's memory with this pipeline's placement (the
+    /// estimate `validate` checks): an error naming the need and a profile that would fit.
+    pub fn check_fits(&self, shape: &RequestShape) -> Result<()> {
+        self.fit.check(&self.info.placement, &self.device, shape)
+    }
+
+    /// Checks a request against this model before any work is done.
+    pub fn validate(&self, request: &GenerateRequest) -> Result<()> {
+        check_request(
+            request,
+            self.info.vae_scale_factor,
+            &self.latent_shape(request),
+        )?;
+        self.check_fits(&request.shape())?;
+        if let Some(init) = &request.init_image {
+            let image = &init.image;
+            if (image.width, image.height) != (request.width, request.height) {
+                return Err(DiffusionError::Request(format!(
+                    "the init image is {}x{} but the request is {}x{}: give the image's size, or resize the image",
+                    image.width, image.height, request.width, request.height
+                )));
+            }
+            img2img_start(request.steps, init.strength)?;
+            if self.vae_encoder.is_none() {
+                return Err(DiffusionError::Request(
+                    "image-to-image needs the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [batch, latent channels, H/f, W/f]
+    pub fn latent_shape(&self, request: &GenerateRequest) -> [usize; 4] {
+        let f = self.info.vae_scale_factor;
+        [
+            request.batch,
+            self.info.latent_channels,
+            request.height / f,
+            request.width / f,
+        ]
+    }
+}
+
+impl FamilyPipeline for SdPipeline {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn device(&self) -> &SelectedDevice {
+        &self.device
+    }
+
+    fn validate(&self, request: &GenerateRequest) -> Result<()> {
+        SdPipeline::validate(self, request)
+    }
+
+    fn check_fits(&self, shape: &RequestShape) -> Result<()> {
+        SdPipeline::check_fits(self, shape)
+    }
+
+    fn generate_with_sync(
+        &self,
+        request: &GenerateRequest,
+        sync: StepSync,
+        progress: &mut dyn FnMut(&Progress),
+        cancel: &CancelToken,
+    ) -> Result<Generated> {
+        SdPipeline::generate_with_sync(self, request, sync, progress, cancel)
+    }
+
+    fn parameter_counts(&self) -> ParameterCounts {
+        SdPipeline::parameter_counts(self)
+    }
+
+    fn memory_profile(&self) -> Option<MemoryProfile> {
+        SdPipeline::memory_profile(self)
+    }
+
+    fn denoiser_weight_bytes(&self) -> u64 {
+        crate::nn::weight_bytes(&self.unet.lock().module)
+    }
+
+    fn has_vae_encoder(&self) -> bool {
+        self.vae_encoder.is_some()
+    }
+
+    fn decode_tile_count(&self, width: usize, height: usize) -> usize {
+        SdPipeline::decode_tile_count(self, width, height)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

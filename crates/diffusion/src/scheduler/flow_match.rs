@@ -1,0 +1,180 @@
+//! diffusers' `FlowMatchEulerDiscreteScheduler` as rectified-flow pipelines drive it (FLUX.2): the
+//! pipeline hands it sigmas (`linspace(1, 1/n, n)`) and a shift `mu`; it shifts them in time,
+//! appends 0, and each step moves the latents along the predicted velocity:
+//! `x += (sigma_next - sigma) * v`. Options it has that change the schedule in ways the engine does
+//! not implement are refused by name.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{DiffusionError, Result};
+
+/// `scheduler/scheduler_config.json`, with diffusers' defaults.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct FlowMatchConfig {
+    pub num_train_timesteps: usize,
+    pub shift: f64,
+    pub use_dynamic_shifting: bool,
+    pub base_shift: Option<f64>,
+    pub max_shift: Option<f64>,
+    pub base_image_seq_len: usize,
+    pub max_image_seq_len: usize,
+    pub invert_sigmas: bool,
+    pub shift_terminal: Option<f64>,
+    pub use_karras_sigmas: bool,
+    pub use_exponential_sigmas: bool,
+    pub use_beta_sigmas: bool,
+    pub time_shift_type: String,
+    pub stochastic_sampling: bool,
+    /// Where present and true, pipelines pass no sigmas (not implemented: refused).
+    pub use_flow_sigmas: bool,
+}
+
+impl Default for FlowMatchConfig {
+    fn default() -> Self {
+        FlowMatchConfig {
+            num_train_timesteps: 1000,
+            shift: 1.0,
+            use_dynamic_shifting: false,
+            base_shift: Some(0.5),
+            max_shift: Some(1.15),
+            base_image_seq_len: 256,
+            max_image_seq_len: 4096,
+            invert_sigmas: false,
+            shift_terminal: None,
+            use_karras_sigmas: false,
+            use_exponential_sigmas: false,
+            use_beta_sigmas: false,
+            time_shift_type: "exponential".into(),
+            stochastic_sampling: false,
+            use_flow_sigmas: false,
+        }
+    }
+}
+
+/// The sigmas a run steps through (`steps + 1`, ending at 0) and the timesteps the model sees
+/// (`sigma * num_train_timesteps`, one per step).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowSchedule {
+    pub sigmas: Vec<f32>,
+    pub timesteps: Vec<f32>,
+}
+
+impl FlowSchedule {
+    /// The model's timestep input for step `i` as the pipeline gives it: `t / 1000`, in f32.
+    pub fn model_timestep(&self, i: usize) -> f32 {
+        self.timesteps[i] / 1000.0
+    }
+
+    /// One Euler step in f32: `x + (sigma[i+1] - sigma[i]) * v`.
+    pub fn step_size(&self, i: usize) -> f32 {
+        self.sigmas[i + 1] - self.sigmas[i]
+    }
+}
+
+/// FLUX.2's `compute_empirical_mu`: the time shift fitted to the image's token count and the
+/// number of steps (beyond 4300 tokens, to the token count alone).
+pub fn flux2_empirical_mu(image_tokens: usize, steps: usize) -> f64 {
+    let (a1, b1) = (8.73809524e-05, 1.89833333);
+    let (a2, b2) = (0.00016927, 0.45666666);
+    let tokens = image_tokens as f64;
+    if image_tokens > 4300 {
+        return a2 * tokens + b2;
+    }
+    let m_200 = a2 * tokens + b2;
+    let m_10 = a1 * tokens + b1;
+    let a = (m_200 - m_10) / 190.0;
+    let b = m_200 - 200.0 * a;
+    a * steps as f64 + b
+}
+
+impl FlowMatchConfig {
+    pub fn validate(&self, path: &Path) -> Result<()> {
+        let refused = [
+            (self.invert_sigmas, "invert_sigmas = true"),
+            (self.use_karras_sigmas, "use_karras_sigmas = true"),
+            (self.use_exponential_sigmas, "use_exponential_sigmas = true"),
+            (self.use_beta_sigmas, "use_beta_sigmas = true"),
+            (self.stochastic_sampling, "stochastic_sampling = true"),
+            (self.use_flow_sigmas, "use_flow_sigmas = true"),
+        ];
+        if let Some((_, what)) = refused.iter().find(|(set, _)| *set) {
+            return Err(DiffusionError::unsupported(
+                path,
+                format!("flow-matching scheduler option {what}"),
+            ));
+        }
+        if !matches!(self.time_shift_type.as_str(), "exponential" | "linear") {
+            return Err(DiffusionError::config(
+                path,
+                format!(
+                    "`time_shift_type` must be \"exponential\" or \"linear\", not \"{}\"",
+                    self.time_shift_type
+                ),
+            ));
+        }
+        if self.num_train_timesteps == 0 || !(self.shift.is_finite() && self.shift > 0.0) {
+            return Err(DiffusionError::config(
+                path,
+                "num_train_timesteps and shift must be positive",
+            ));
+        }
+        if self
+            .shift_terminal
+            .is_some_and(|t| !(0.0..1.0).contains(&t))
+        {
+            return Err(DiffusionError::config(
+                path,
+                "`shift_terminal` must be in [0, 1)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `set_timesteps(sigmas=linspace(1, 1/steps, steps), mu=mu)`, computed in f32 as diffusers
+    /// does with its float32 arrays.
+    pub fn schedule(&self, steps: usize, mu: f64) -> FlowSchedule {
+        let steps = steps.max(1);
+        let mut sigmas: Vec<f32> = (0..steps)
+            .map(|i| {
+                let last = 1.0 / steps as f64;
+                let t = if steps == 1 {
+                    1.0
+                } else {
+                    1.0 + (last - 1.0) * i as f64 / (steps - 1) as f64
+                };
+                t as f32
+            })
+            .collect();
+        for s in &mut sigmas {
+            *s = if self.use_dynamic_shifting {
+                let inv = 1.0 / *s - 1.0;
+                match self.time_shift_type.as_str() {
+                    "linear" => mu as f32 / (mu as f32 + inv),
+                    _ => {
+                        let e = mu.exp() as f32;
+                        e / (e + inv)
+                    }
+                }
+            } else {
+                let shift = self.shift as f32;
+                shift * *s / (1.0 + (shift - 1.0) * *s)
+            };
+        }
+        if let Some(terminal) = self.shift_terminal.filter(|t| *t != 0.0) {
+            let last = 1.0 - sigmas[sigmas.len() - 1];
+            let scale = last / (1.0 - terminal as f32);
+            for s in &mut sigmas {
+                *s = 1.0 - (1.0 - *s) / scale;
+            }
+        }
+        let timesteps = sigmas
+            .iter()
+            .map(|s| s * self.num_train_timesteps as f32)
+            .collect();
+        sigmas.push(0.0);
+        FlowSchedule { sigmas, timesteps }
+    }
+}

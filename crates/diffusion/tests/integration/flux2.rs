@@ -1,0 +1,268 @@
+//! FLUX.2 klein against diffusers' `Flux2KleinPipeline` on the tiny random-weight pipeline that
+//! scripts/make_flux2_fixtures.py writes (bf16 weights, a sharded text encoder, a byte-level BPE
+//! tokenizer with Qwen's special tokens): tokenizer ids, the stacked text-encoder hidden states
+//! (a prompt cut at 512 tokens and one not), one transformer call, one VAE decode, the
+//! flow-matching schedules, and whole generations (2 and 4 steps, square and not), on the CPU
+//! and on wgpu through Vulkan, in f32 and f16.
+//!
+//! Tolerances: the SD families' (`COMPONENT_ATOL` on values of order 1, scaled by the reference's
+//! largest magnitude where that is larger: the transformer's outputs reach 9; and
+//! `parity::image_tolerance` for images). Observed on the CPU in f32: tokens exact, prompt
+//! embeddings 1e-5 of 12, the transformer 5e-5 of 9.
+
+use crate::common;
+
+use burn::prelude::*;
+use burn::tensor::TensorData;
+use common::{assert_close, Reference};
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::models::flux2::pipeline::Flux2Pipeline;
+use sdbench_diffusion::models::qwen3::prompt::{chat_text, QwenPrompt};
+use sdbench_diffusion::parity;
+use sdbench_diffusion::pipeline::B;
+use sdbench_diffusion::scheduler::flow_match::{flux2_empirical_mu, FlowMatchConfig};
+use sdbench_diffusion::{
+    BackendRequest, CancelToken, GenerateRequest, LoadOptions, ModelSource, Pipeline, Precision,
+    SelectedDevice,
+};
+
+const NAME: &str = "tiny-flux2-klein";
+const COMPONENT_ATOL: f32 = 5e-5;
+
+fn load(device: SelectedDevice, precision: Precision) -> Pipeline {
+    Pipeline::load_with(
+        &ModelSource::Folder(common::fixtures().join(NAME)),
+        device,
+        Some(precision),
+        LoadOptions::default(),
+    )
+    .unwrap()
+}
+
+/// `assert_close` with `COMPONENT_ATOL` relative to the reference's magnitude when above 1.
+fn assert_component(what: &str, actual: &[f32], expected: &[f32]) {
+    let scale = expected.iter().fold(1f32, |m, e| m.max(e.abs()));
+    assert_close(what, actual, expected, COMPONENT_ATOL * scale);
+}
+
+fn flux2(pipe: &Pipeline) -> &Flux2Pipeline {
+    pipe.flux2().expect("a FLUX.2 klein pipeline")
+}
+
+fn values<const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.cast(burn::tensor::DType::F32)
+        .into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .unwrap()
+}
+
+#[test]
+fn tokenizer_and_chat_template_match_transformers() {
+    let r = Reference::open(NAME);
+    let mut r = r;
+    let prompt = QwenPrompt::load(&common::fixtures().join(NAME).join("tokenizer")).unwrap();
+    let cases = r.meta["tokenizer"].as_object().unwrap().clone();
+    assert!(cases.len() >= 4);
+    for (key, case) in &cases {
+        let text = case["prompt"].as_str().unwrap();
+        assert_eq!(
+            chat_text(text),
+            case["templated"].as_str().unwrap(),
+            "{key}"
+        );
+        let tokens = prompt.encode(text, 512).unwrap();
+        let ids: Vec<f32> = tokens.ids.iter().map(|&i| i as f32).collect();
+        assert_eq!(ids, r.get(&format!("tokens.{key}.input_ids")), "{key} ids");
+        let mask = r.get(&format!("tokens.{key}.attention_mask"));
+        let real = mask.iter().filter(|&&m| m == 1.0).count();
+        assert_eq!(tokens.real, real, "{key} mask");
+        assert_eq!(
+            tokens.untruncated as u64,
+            case["untruncated_tokens"].as_u64().unwrap(),
+            "{key}"
+        );
+    }
+    // The long prompt is cut at 512 tokens: no padding, the template's end dropped.
+    let long = prompt
+        .encode(cases["long"]["prompt"].as_str().unwrap(), 512)
+        .unwrap();
+    assert!(long.truncated() && long.real == 512);
+}
+
+fn check_components(device: SelectedDevice) {
+    let pipe = load(device, Precision::F32);
+    let f = flux2(&pipe);
+    let mut r = Reference::open(NAME);
+    for key in ["short", "long"] {
+        let prompt = r.meta["tokenizer"][key]["prompt"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let embeds = values(f.encode_prompt(&prompt).unwrap());
+        assert_component(
+            &format!("flux2 prompt embeds ({key})"),
+            &embeds,
+            &r.get(&format!("prompt_embeds.{key}")),
+        );
+    }
+
+    let grid = r.meta["transformer"]["grid"].as_array().unwrap().clone();
+    let (gh, gw) = (
+        grid[0].as_u64().unwrap() as usize,
+        grid[1].as_u64().unwrap() as usize,
+    );
+    let t = r.meta["transformer"]["timestep"].as_f64().unwrap() as f32;
+    let dev = pipe.device.device.clone();
+    let hidden = r.get("transformer.hidden_states");
+    let c = hidden.len() / (gh * gw);
+    let latents = Tensor::<B, 3>::from_data(TensorData::new(hidden, [1, gh * gw, c]), &dev);
+    let prompt = r.meta["tokenizer"]["short"]["prompt"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let context = f.encode_prompt(&prompt).unwrap();
+    let out = values(f.run_transformer(latents, context, t, (gh, gw)));
+    assert_component("flux2 transformer", &out, &r.get("transformer.sample"));
+
+    let z = r.get("vae.latents");
+    let shape = r.shape("vae.latents");
+    let z = Tensor::<B, 4>::from_data(TensorData::new(z, [1, shape[0], shape[1], shape[2]]), &dev);
+    let image = values(f.decode(z));
+    assert_component("flux2 VAE decode", &image, &r.get("vae.decoded"));
+}
+
+#[test]
+fn components_match_diffusers_on_the_cpu() {
+    check_components(select(BackendRequest::Cpu).unwrap());
+}
+
+#[test]
+fn components_match_diffusers_on_vulkan() {
+    if let Some(device) = common::vulkan_device() {
+        check_components(device);
+    }
+}
+
+#[test]
+fn flow_matching_schedules_match_diffusers() {
+    let r = Reference::open(NAME);
+    let path = common::fixtures()
+        .join(NAME)
+        .join("scheduler/scheduler_config.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let config: FlowMatchConfig = serde_json::from_str(&text).unwrap();
+    config.validate(&path).unwrap();
+    for case in r.meta["schedules"].as_array().unwrap() {
+        let steps = case["steps"].as_u64().unwrap() as usize;
+        let tokens = case["image_tokens"].as_u64().unwrap() as usize;
+        let mu = flux2_empirical_mu(tokens, steps);
+        assert!(
+            (mu - case["mu"].as_f64().unwrap()).abs() < 1e-12,
+            "mu {steps}/{tokens}"
+        );
+        let schedule = config.schedule(steps, mu);
+        let floats = |k: &str| -> Vec<f32> {
+            case[k]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as f32)
+                .collect()
+        };
+        assert_close(
+            &format!("sigmas {steps}/{tokens}"),
+            &schedule.sigmas,
+            &floats("sigmas"),
+            1e-6,
+        );
+        assert_close(
+            &format!("timesteps {steps}/{tokens}"),
+            &schedule.timesteps,
+            &floats("timesteps"),
+            1e-3,
+        );
+    }
+}
+
+fn check_generations(device: SelectedDevice, precision: Precision, only: Option<&[&str]>) {
+    let pipe = load(device, precision);
+    let diffs = parity::generations(&pipe, &common::fixtures(), NAME, only).unwrap();
+    assert!(!diffs.is_empty());
+    let tolerance = parity::fixture_tolerance(&common::fixtures(), NAME, precision).unwrap();
+    for d in diffs {
+        let what = format!("{NAME} {} {}", d.key, precision.name());
+        eprintln!(
+            "{what}: max |diff| = {:.3e} (tolerance {tolerance:.1e})",
+            d.max_abs_diff
+        );
+        assert!(d.max_abs_diff <= tolerance, "{what}: {:e}", d.max_abs_diff);
+    }
+}
+
+#[test]
+fn generations_match_diffusers_on_the_cpu() {
+    check_generations(select(BackendRequest::Cpu).unwrap(), Precision::F32, None);
+}
+
+#[test]
+fn generations_match_diffusers_on_the_cpu_in_f16() {
+    let only: &[&str] = &["generate.square2"];
+    check_generations(
+        select(BackendRequest::Cpu).unwrap(),
+        Precision::F16,
+        Some(only),
+    );
+}
+
+#[test]
+fn generations_match_diffusers_on_vulkan() {
+    if let Some(device) = common::vulkan_device() {
+        check_generations(device, Precision::F32, Some(&["generate.wide4"]));
+    }
+}
+
+#[test]
+fn generations_match_diffusers_on_vulkan_in_f16() {
+    if let Some(device) = common::vulkan_device() {
+        if device.supports(Precision::F16) {
+            check_generations(device, Precision::F16, Some(&["generate.square2"]));
+        }
+    }
+}
+
+#[test]
+fn the_distilled_model_ignores_guidance_and_refuses_what_it_cannot_do() {
+    let pipe = load(select(BackendRequest::Cpu).unwrap(), Precision::F32);
+    assert!(pipe.ignores_guidance());
+    assert_eq!(pipe.info.family, sdbench_diffusion::Family::Flux2Klein);
+    let base = GenerateRequest {
+        width: 32,
+        height: 32,
+        steps: 1,
+        ..GenerateRequest::new("a cat")
+    };
+    // Sides must be multiples of the VAE's scale times the 2x2 patches (4 x 2 for the tiny VAE,
+    // 8 x 2 for FLUX.2's).
+    let odd = GenerateRequest {
+        width: 36,
+        ..base.clone()
+    };
+    let err = pipe.validate(&odd).unwrap_err().to_string();
+    common::assert_mentions(&err, &["width", "multiple of 8"]);
+    let scheduler = GenerateRequest {
+        scheduler: Some(sdbench_diffusion::SchedulerKind::Euler),
+        ..base.clone()
+    };
+    let err = pipe.validate(&scheduler).unwrap_err().to_string();
+    common::assert_mentions(&err, &["flow-matching", "euler"]);
+    // Guidance changes nothing for a step-distilled model.
+    let cancel = CancelToken::new();
+    let plain = pipe.generate(&base, &mut |_| {}, &cancel).unwrap();
+    let guided = GenerateRequest {
+        guidance_scale: 4.0,
+        ..base
+    };
+    let guided = pipe.generate(&guided, &mut |_| {}, &cancel).unwrap();
+    assert_eq!(plain.images[0].float_image, guided.images[0].float_image);
+}
