@@ -306,6 +306,19 @@ def main():
             }
         )
 
+    # A model that is not step-distilled (FLUX.2 klein base) guides each step with the empty
+    # prompt: the same weights with `is_distilled` false, guidance 4.
+    pipe.register_to_config(is_distilled=False)
+    run = {"key": "generate_cfg.square2", "prompt": TOKENIZER_PROMPTS["short"], "steps": 2, "height": 32,
+           "width": 32, "seed": 46, "guidance": 4.0}
+    noise = SdBenchNormal(run["seed"]).tensor((1, 128, 4, 4))
+    with torch.no_grad():
+        image = pipe(prompt=run["prompt"], height=32, width=32, num_inference_steps=2, guidance_scale=4.0,
+                     latents=noise, output_type="np").images[0]
+    refs[run["key"]] = torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))
+    meta["generate_cfg"] = [run]
+    pipe.register_to_config(is_distilled=True)
+
     # f16: diffusers' own f16 run of each generation differs from its f32 one (28 text-encoder
     # layers and the transformer in half precision). The engine's f16 images may differ from the
     # f32 references by twice the most diffusers' own f16 images do.

@@ -132,6 +132,23 @@ pub fn max_abs_diff(actual: &[f32], expected: &[f32]) -> f32 {
         .fold(0f32, f32::max)
 }
 
+/// The reference generations listed under `section` of fixture `name`'s description (each naming
+/// its prompt, size, steps, guidance and seed), run on `pipe`.
+pub fn listed_generations(
+    pipe: &Pipeline,
+    dir: &Path,
+    name: &str,
+    section: &str,
+) -> Result<Vec<RunDiff>> {
+    let mut r = Reference::open(dir, name)?;
+    let runs = r
+        .field(&r.meta, section)?
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    seeded_generations(pipe, &mut r, name, &runs, None)
+}
+
 /// Reference generations that each name their prompt, size, steps, guidance and seed (the
 /// engine's documented noise), as scripts/make_flux2_fixtures.py writes them.
 fn seeded_generations(

@@ -231,6 +231,53 @@ fn generations_match_diffusers_on_vulkan_in_f16() {
     }
 }
 
+/// A model that is not step-distilled (FLUX.2 klein base: `is_distilled` false) guides every step
+/// with the empty prompt, as diffusers does: the fixture's weights under such a model_index.json.
+#[test]
+fn a_model_that_is_not_distilled_runs_classifier_free_guidance() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join(NAME);
+    copy_folder(&common::fixtures().join(NAME), &base);
+    let index = base.join("model_index.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&index).unwrap()).unwrap();
+    value["is_distilled"] = false.into();
+    std::fs::write(&index, value.to_string()).unwrap();
+    for name in ["reference.json", "reference.safetensors"] {
+        let file = format!("{NAME}.{name}");
+        std::fs::copy(common::fixtures().join(&file), dir.path().join(&file)).unwrap();
+    }
+    let pipe = Pipeline::load(
+        &ModelSource::Folder(base),
+        select(BackendRequest::Cpu).unwrap(),
+        Some(Precision::F32),
+    )
+    .unwrap();
+    assert!(!pipe.ignores_guidance());
+    let diffs = parity::listed_generations(&pipe, dir.path(), NAME, "generate_cfg").unwrap();
+    assert_eq!(diffs.len(), 1);
+    let tolerance = parity::image_tolerance(Precision::F32);
+    eprintln!("{NAME} guided: max |diff| = {:.3e}", diffs[0].max_abs_diff);
+    assert!(
+        diffs[0].max_abs_diff <= tolerance,
+        "{}",
+        diffs[0].max_abs_diff
+    );
+}
+
+fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_folder(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 #[test]
 fn the_distilled_model_ignores_guidance_and_refuses_what_it_cannot_do() {
     let pipe = load(select(BackendRequest::Cpu).unwrap(), Precision::F32);

@@ -142,3 +142,24 @@ pub(super) fn component_weights(
     let weights = FileWeights::open(&file)?.ignoring(ignored);
     Ok((Box::new(weights), vec![file]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_klein_4b_configs_are_consistent_and_sized_as_upstream() {
+        let spec = Spec::klein_4b();
+        spec.validate().unwrap();
+        assert!(spec.is_distilled && spec.tokenizer.is_none());
+        // Qwen3-4B: 4,022,468,096 parameters with its final norm (2,560), which the pipeline
+        // never runs.
+        assert_eq!(spec.text_encoder.parameters(36) + 2560, 4_022_468_096);
+        // The "4B" transformer.
+        let transformer = spec.transformer.parameters();
+        assert!(
+            (3_800_000_000..4_000_000_000).contains(&transformer),
+            "{transformer}"
+        );
+    }
+}
