@@ -80,7 +80,11 @@ elif command == "timing":
     if marker:
         open(marker, "w").close()
     compiled, hits = (3, 178) if warm else (181, 0)
-    print("unet call (batch 2, 4x64x64 latents): median 0.250 s (min 0.2, max 0.3, n=3); warm-up 9.0 s")
+    if arg("--model") == "synthetic-flux2-klein":
+        print("transformer call (batch 1, 4096 image + 512 text tokens): median 0.500 s (min 0.5, max 0.5, n=3); "
+              "warm-up 20.0 s")
+    else:
+        print("unet call (batch 2, 4x64x64 latents): median 0.250 s (min 0.2, max 0.3, n=3); warm-up 9.0 s")
     print("vae decode (4x64x64 -> 3x512x512): median 0.125 s (min 0.1, max 0.2, n=3); warm-up 4.0 s")
     print(f"kernels: {compiled} compiled in {0.5 if warm else 44.6:.2f} s, {hits} from the cache in 0.20 s, "
           "0 autotuned in 0.00 s (0 from the cache); cache on")
@@ -157,7 +161,7 @@ class GpuCheckAgainstAFake(unittest.TestCase):
         code, out, _ = self.check("--budget", "60", "--reserve", "1")
         self.assertEqual(code, 0, out)
         for heading in ["Parity with diffusers in f16", "SD1.5 at 512x512", "Synthetic benchmark, standard",
-                        "SDXL base at 1024x1024", "Parity with diffusers in f32", "Layers on vulkan",
+                        "SDXL base at 1024x1024", "FLUX.2 klein 4B at 1024x1024", "Parity with diffusers in f32", "Layers on vulkan",
                         "Memory profiles: synthetic at 512x512", "Memory profiles: synthetic-sdxl-base at 1024x1024"]:
             self.assertTrue(section(out, heading), f"no table under {heading!r}:\n{out}")
         self.assertEqual(section(out, "Parity with diffusers in f16")[1][:3], ["vulkan", "f16", "ok"])
@@ -195,6 +199,15 @@ class GpuCheckAgainstAFake(unittest.TestCase):
         self.assertEqual(calls[1]["cache_files"], ["kernels.bin"])
         self.assertEqual(section(out, "SDXL base")[1][3], "warm")
         self.assertEqual(section(out, "SDXL base")[1][8], "178")
+
+    def test_the_flux2_part_times_its_transformer_in_the_denoiser_columns(self):
+        code, out, _ = self.check("--budget", "60", "--reserve", "1", "--parts", "timing,flux2")
+        self.assertEqual(code, 0, out)
+        header, warm = section(out, "FLUX.2 klein 4B at 1024x1024")
+        columns = dict(zip(header, warm))
+        self.assertEqual((columns["caches"], columns["UNet s"], columns["VAE s"]), ("warm", "0.500", "0.125"))
+        calls = [c for c in self.calls() if c["args"][0] == "timing"]
+        self.assertIn("synthetic-flux2-klein", calls[-1]["args"])
 
     def test_a_short_budget_skips_later_parts(self):
         budget = 3.5

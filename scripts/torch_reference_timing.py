@@ -2,10 +2,13 @@
 """Reference timing: diffusers/torch on the CPU with SD1.5's (or SDXL base's) UNet and VAE configs
 (random weights), the same work `sdbench timing --model synthetic --backend cpu` (or
 `--model synthetic-sdxl-base`) measures: one UNet call at batch 2 and one VAE decode, one warm-up
-each, then the median of --repeat calls.
+each, then the median of --repeat calls. With --model flux2-klein: FLUX.2-klein-4B's transformer
+(one call at batch 1 on the image's tokens and 512 text tokens, as the distilled model steps) and
+its 32-channel VAE's decode, the work of `sdbench timing --model synthetic-flux2-klein`.
 
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --threads 2 --repeat 3
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --model sdxl-base --size 1024
+    ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --model flux2-klein --size 1024
 
 With --sdbench BINARY it first runs `BINARY timing --backend cpu` on the same model, size, repeats and
 threads, then torch, and prints each component's ratio (sdbench / torch): the two measured back to back
@@ -32,7 +35,7 @@ import subprocess
 import time
 
 import torch
-from diffusers import AutoencoderKL, UNet2DConditionModel
+from diffusers import AutoencoderKL, AutoencoderKLFlux2, Flux2Transformer2DModel, UNet2DConditionModel
 
 
 def timed(fn, repeat, sync=lambda: None):
@@ -52,7 +55,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--size", type=int, default=512)
-    p.add_argument("--model", choices=["sd15", "sdxl-base"], default="sd15")
+    p.add_argument("--model", choices=["sd15", "sdxl-base", "flux2-klein"], default="sd15")
     p.add_argument("--sdbench", metavar="BINARY", help="also time this sdbench binary and print ratios")
     p.add_argument("--ops", action="store_true", help="compare single layers (needs --sdbench)")
     p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1, ...")
@@ -69,6 +72,8 @@ def main():
             raise SystemExit("--ops needs --sdbench BINARY and SD1.5's layers (--model sd15)")
         return compare_ops(a)
     ours = run_sdbench(a) if a.sdbench else None
+    if a.model == "flux2-klein":
+        return time_flux2(a, ours)
     if a.model == "sd15":
         unet = UNet2DConditionModel(cross_attention_dim=768).eval()  # SD1.5's unet/config.json
         width, added = 768, None
@@ -104,11 +109,46 @@ def main():
         samples = timed(fn, a.repeat, sync)
         theirs[name.split(" (")[0]] = statistics.median(samples)
         print(f"torch {torch.__version__} {name}: median {statistics.median(samples):.3f} s, samples {[round(x, 3) for x in samples]}")
+    print_ratios(a, ours, theirs)
+
+
+def print_ratios(a, ours, theirs):
     if ours is not None:
         print(f"\n| {a.model} {a.size}x{a.size}, {a.threads} threads | sdbench s | torch s | ratio |")
         print("| --- | --- | --- | --- |")
         for what, t in theirs.items():
             print(f"| {what} | {ours[what]:.3f} | {t:.3f} | {ours[what] / t:.2f} |")
+
+
+def time_flux2(a, ours):
+    """black-forest-labs/FLUX.2-klein-4B's transformer/config.json and vae/config.json."""
+    if a.size % 16:
+        raise SystemExit("--size must be a multiple of 16 for FLUX.2 (the VAE's 8 times 2x2 patches)")
+    device, dtype = torch.device(a.device), {"f32": torch.float32, "f16": torch.float16}[a.dtype]
+    transformer = Flux2Transformer2DModel(
+        num_layers=5, num_single_layers=20, num_attention_heads=24, joint_attention_dim=7680,
+        guidance_embeds=False,
+    ).eval().to(device, dtype)
+    vae = AutoencoderKLFlux2().eval().to(device, dtype)
+    g = a.size // 16
+    latents = torch.randn(1, g * g, 128).to(device, dtype)
+    context = torch.randn(1, 512, 7680).to(device, dtype)
+    img_ids = torch.cartesian_prod(torch.arange(1), torch.arange(g), torch.arange(g), torch.arange(1)).to(device)
+    txt_ids = torch.cartesian_prod(torch.arange(1), torch.arange(1), torch.arange(1), torch.arange(512)).to(device)
+    z = torch.randn(1, 32, 2 * g, 2 * g).to(device, dtype)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    theirs = {}
+    for name, fn in [
+        (f"transformer call (batch 1, {g * g} image + 512 text tokens)",
+         lambda: transformer(hidden_states=latents, encoder_hidden_states=context,
+                             timestep=torch.tensor([0.5], device=device, dtype=dtype),
+                             img_ids=img_ids, txt_ids=txt_ids, guidance=None)),
+        (f"vae decode (32x{2 * g}x{2 * g} -> 3x{a.size}x{a.size})", lambda: vae.decode(z)),
+    ]:
+        samples = timed(fn, a.repeat, sync)
+        theirs[name.split(" (")[0]] = statistics.median(samples)
+        print(f"torch {torch.__version__} {name}: median {statistics.median(samples):.3f} s, samples {[round(x, 3) for x in samples]}")
+    print_ratios(a, ours, theirs)
 
 
 def compare_ops(a):
@@ -167,8 +207,9 @@ def torch_op(kind, p, device=torch.device("cpu"), dtype=torch.float32):
 
 
 def run_sdbench(a):
-    """Medians of `sdbench timing` on the CPU, by component ("unet call", "vae decode")."""
-    model = {"sd15": "synthetic", "sdxl-base": "synthetic-sdxl-base"}[a.model]
+    """Medians of `sdbench timing` on the CPU, by component ("unet call" or "transformer call",
+    "vae decode")."""
+    model = {"sd15": "synthetic", "sdxl-base": "synthetic-sdxl-base", "flux2-klein": "synthetic-flux2-klein"}[a.model]
     cmd = [a.sdbench, "timing", "--model", model, "--backend", "cpu", "--threads", str(a.threads),
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
     print("$", " ".join(cmd), flush=True)
@@ -176,11 +217,11 @@ def run_sdbench(a):
     print(out, end="", flush=True)
     medians = {}
     for line in out.splitlines():
-        m = re.match(r"(unet call|vae decode) .*: median ([0-9.]+) s", line)
+        m = re.match(r"(unet call|transformer call|vae decode) .*: median ([0-9.]+) s", line)
         if m:
             medians[m.group(1)] = float(m.group(2))
     if len(medians) != 2:
-        raise SystemExit(f"could not read the UNet and VAE medians from sdbench's output:\n{out}")
+        raise SystemExit(f"could not read the denoiser's and VAE's medians from sdbench's output:\n{out}")
     return medians
 
 
