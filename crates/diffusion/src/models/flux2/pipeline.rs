@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::latents::{self, LatentNorm};
 use super::spec::{component_weights, Spec};
-use super::transformer::{Flux2Transformer, Flux2TransformerConfig, Position, IGNORED_PREFIXES};
+use super::transformer::{Flux2Transformer, Position, IGNORED_PREFIXES};
 use super::{klein_vae, HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
@@ -21,7 +21,7 @@ use crate::io::sharded;
 use crate::io::weights::{Precision, SyntheticWeights, WeightSource};
 use crate::models::config::VaeConfig;
 use crate::models::qwen3::prompt::QwenPrompt;
-use crate::models::qwen3::{Qwen3Config, Qwen3TextEncoder};
+use crate::models::qwen3::Qwen3TextEncoder;
 use crate::models::vae::{self, VaeDecoder};
 use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
@@ -199,6 +199,11 @@ impl Flux2Pipeline {
         let planned = options
             .planned
             .unwrap_or_else(|| RequestShape::usual(Family::Flux2Klein));
+        // A step-distilled model makes one transformer call per step whatever the guidance.
+        let planned = RequestShape {
+            guided: planned.guided && !spec.is_distilled,
+            ..planned
+        };
         memory_need::check_fit(&size, &spec.vae, &placement, &device, &planned, &options)?;
         if let Some(prompt) = &prompt {
             if prompt.vocab_size() > spec.text_encoder.vocab_size {
@@ -252,9 +257,7 @@ impl Flux2Pipeline {
                 vae_scale_factor: vae.scale_factor(),
                 latent_channels: vae.latent_channels(),
                 family: Family::Flux2Klein,
-                preset: (spec.transformer == Flux2TransformerConfig::klein_4b()
-                    && spec.text_encoder.hidden_size == Qwen3Config::qwen3_4b().hidden_size)
-                    .then_some(Preset::Flux2Klein4b),
+                preset: spec.is_klein_4b().then_some(Preset::Flux2Klein4b),
                 placement,
             },
             device,

@@ -120,6 +120,35 @@ impl Spec {
         }
     }
 
+    /// Whether these configs are FLUX.2-klein-4B's architecture (a fine-tune of it computes
+    /// exactly what it does): the transformer's config, the text encoder's shape and the VAE's.
+    pub(super) fn is_klein_4b(&self) -> bool {
+        let (te, klein) = (&self.text_encoder, Qwen3Config::qwen3_4b());
+        let same_encoder = (
+            te.vocab_size,
+            te.hidden_size,
+            te.intermediate_size,
+            te.num_hidden_layers,
+            te.num_attention_heads,
+            te.num_key_value_heads,
+            te.head_dim,
+        ) == (
+            klein.vocab_size,
+            klein.hidden_size,
+            klein.intermediate_size,
+            klein.num_hidden_layers,
+            klein.num_attention_heads,
+            klein.num_key_value_heads,
+            klein.head_dim,
+        );
+        let vae = klein_vae();
+        self.transformer == Flux2TransformerConfig::klein_4b()
+            && same_encoder
+            && self.vae.latent_channels == vae.latent_channels
+            && self.vae.block_out_channels == vae.block_out_channels
+            && self.vae.layers_per_block == vae.layers_per_block
+    }
+
     /// The text encoder's layers the pipeline runs.
     pub(super) fn text_layers(&self) -> usize {
         super::text_layers()
@@ -151,6 +180,7 @@ mod tests {
     fn the_built_in_klein_4b_configs_are_consistent_and_sized_as_upstream() {
         let spec = Spec::klein_4b();
         spec.validate().unwrap();
+        assert!(spec.is_klein_4b());
         assert!(spec.is_distilled && spec.tokenizer.is_none());
         // Qwen3-4B: 4,022,468,096 parameters with its final norm (2,560), which the pipeline
         // never runs.
