@@ -1,13 +1,20 @@
 //! The CLIP byte-level BPE tokenizer, behaving like transformers' `CLIPTokenizer` as diffusers calls
-//! it (`padding="max_length", max_length=77, truncation=True`): NFC, whitespace collapsed, lower
-//! case, CLIP's pre-tokenizer regex, byte-level BPE with `</w>` word ends, BOS/EOS, truncation and
-//! padding with the pad token (EOS in SD1.5).
+//! it (`padding="max_length", max_length=77, truncation=True`): BOS/EOS, truncation and padding with
+//! the pad token (EOS in SD1.5) around Hugging Face's `tokenizers` BPE, set up as transformers'
+//! `CLIPTokenizerFast` is (NFC, whitespace collapsed, lower case, CLIP's pre-tokenizer regex,
+//! byte-level, `</w>` word ends). SD repositories ship `vocab.json` and `merges.txt`, not a
+//! `tokenizer.json`: the tokenizer is built from those.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use regex::Regex;
-use unicode_normalization::UnicodeNormalization;
+use tokenizers::models::bpe::BPE;
+use tokenizers::normalizers::replace::ReplacePattern;
+use tokenizers::normalizers::{Lowercase, Replace, Sequence as Normalizers, NFC};
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::sequence::Sequence as PreTokenizers;
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::{AddedToken, SplitDelimiterBehavior};
 
 use crate::error::{DiffusionError, Result};
 
@@ -19,13 +26,10 @@ const BUILTIN_MERGES: &str = include_str!("../../assets/clip-merges.txt");
 
 pub struct Tokenizer {
     vocab: HashMap<String, u32>,
-    ranks: HashMap<(String, String), usize>,
-    byte_encoder: [char; 256],
-    pattern: Regex,
+    bpe: tokenizers::Tokenizer,
     bos: u32,
     eos: u32,
     pad: u32,
-    unk: Option<u32>,
     max_length: usize,
 }
 
@@ -99,25 +103,53 @@ impl Tokenizer {
         let bos = id(&special.bos, "BOS")?;
         let eos = id(&special.eos, "EOS")?;
         let pad = id(&special.pad, "pad")?;
-        let unk = vocab.get(&special.unk).copied();
-        let pattern = Regex::new(
-            r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+",
-        )
-        .expect("CLIP pattern compiles");
-        let ranks = merges
-            .into_iter()
-            .enumerate()
-            .map(|(i, m)| (m, i))
-            .collect();
+        let mut model = BPE::builder()
+            .vocab_and_merges(
+                vocab
+                    .iter()
+                    .map(|(t, &id)| (t.clone(), id))
+                    .collect::<tokenizers::models::bpe::Vocab>(),
+                merges,
+            )
+            .end_of_word_suffix("</w>".into());
+        if vocab.contains_key(&special.unk) {
+            model = model.unk_token(special.unk.clone());
+        }
+        let model = model
+            .build()
+            .map_err(|e| format!("the merges do not fit the vocabulary: {e}"))?;
+        let mut bpe = tokenizers::Tokenizer::new(model);
+        let fixed = |e: tokenizers::Error| format!("CLIP's tokenizer setup: {e}");
+        bpe.with_normalizer(Some(Normalizers::new(vec![
+            NFC.into(),
+            Replace::new(ReplacePattern::Regex(r"\s+".into()), " ")
+                .map_err(fixed)?
+                .into(),
+            Lowercase.into(),
+        ])));
+        bpe.with_pre_tokenizer(Some(PreTokenizers::new(vec![
+            Split::new(
+                SplitPattern::Regex(
+                    r"'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+".into(),
+                ),
+                SplitDelimiterBehavior::Removed,
+                true,
+            )
+            .map_err(fixed)?
+            .into(),
+            ByteLevel::new(false, false, false).into(),
+        ])));
+        // Written in a prompt, the special tokens are themselves (as CLIP's pattern matches them).
+        bpe.add_special_tokens(&[
+            AddedToken::from(special.bos.clone(), true),
+            AddedToken::from(special.eos.clone(), true),
+        ]);
         Ok(Tokenizer {
             vocab,
-            ranks,
-            byte_encoder: bytes_to_unicode(),
-            pattern,
+            bpe,
             bos,
             eos,
             pad,
-            unk,
             max_length: special.max_length,
         })
     }
@@ -146,83 +178,23 @@ impl Tokenizer {
     }
 
     /// Token ids of `text` without BOS/EOS.
-    pub fn encode_raw(&self, text: &str) -> Vec<u32> {
-        let normalized: String = text.nfc().collect::<String>();
-        let collapsed = collapse_whitespace(&normalized).to_lowercase();
-        let mut ids = Vec::new();
-        for piece in self.pattern.find_iter(&collapsed) {
-            let piece = piece.as_str();
-            if piece == BOS || piece == EOS {
-                ids.push(if piece == BOS { self.bos } else { self.eos });
-                continue;
-            }
-            let encoded: String = piece
-                .bytes()
-                .map(|b| self.byte_encoder[b as usize])
-                .collect();
-            for token in self.bpe(&encoded) {
-                match self.vocab.get(&token) {
-                    Some(&id) => ids.push(id),
-                    None => ids.extend(self.unk),
-                }
-            }
-        }
-        ids
+    pub fn encode_raw(&self, text: &str) -> Result<Vec<u32>> {
+        let encoding = self
+            .bpe
+            .encode(text, false)
+            .map_err(|e| DiffusionError::Request(format!("the prompt cannot be tokenized: {e}")))?;
+        Ok(encoding.get_ids().to_vec())
     }
 
     /// `[BOS] ids[..max-2] [EOS] [pad]...`, exactly `max_length` ids.
-    pub fn encode(&self, text: &str) -> Vec<u32> {
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let mut ids = Vec::with_capacity(self.max_length);
         ids.push(self.bos);
-        let raw = self.encode_raw(text);
+        let raw = self.encode_raw(text)?;
         ids.extend(raw.into_iter().take(self.max_length.saturating_sub(2)));
         ids.push(self.eos);
         ids.resize(self.max_length, self.pad);
-        ids
-    }
-
-    /// Byte-pair merges of one pre-token, lowest-ranked pair first, the last symbol marked `</w>`.
-    fn bpe(&self, token: &str) -> Vec<String> {
-        let chars: Vec<char> = token.chars().collect();
-        if chars.is_empty() {
-            return Vec::new();
-        }
-        let mut word: Vec<String> = chars.iter().map(|c| c.to_string()).collect();
-        let last = word.len() - 1;
-        word[last].push_str("</w>");
-        loop {
-            let best = word
-                .windows(2)
-                .enumerate()
-                .filter_map(|(i, pair)| {
-                    self.ranks
-                        .get(&(pair[0].clone(), pair[1].clone()))
-                        .map(|&r| (r, i))
-                })
-                .min();
-            let Some((_, _)) = best else { break };
-            let (first, second) = {
-                let (_, i) = best.unwrap();
-                (word[i].clone(), word[i + 1].clone())
-            };
-            // Merge every occurrence of the pair, left to right, as CLIP's reference does.
-            let mut merged = Vec::with_capacity(word.len());
-            let mut i = 0;
-            while i < word.len() {
-                if i + 1 < word.len() && word[i] == first && word[i + 1] == second {
-                    merged.push(format!("{first}{second}"));
-                    i += 2;
-                } else {
-                    merged.push(word[i].clone());
-                    i += 1;
-                }
-            }
-            word = merged;
-            if word.len() == 1 {
-                break;
-            }
-        }
-        word
+        Ok(ids)
     }
 }
 
@@ -299,24 +271,6 @@ fn parse_merges(text: &str) -> std::result::Result<Vec<(String, String)>, String
     Ok(merges)
 }
 
-/// Whitespace runs become one space (transformers' `Replace(\s+, " ")`).
-fn collapse_whitespace(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_space = false;
-    for c in text.chars() {
-        if c.is_whitespace() {
-            if !in_space {
-                out.push(' ');
-            }
-            in_space = true;
-        } else {
-            out.push(c);
-            in_space = false;
-        }
-    }
-    out
-}
-
 /// GPT-2's reversible byte-to-character map: printable bytes map to themselves, the rest to 256+n.
 fn bytes_to_unicode() -> [char; 256] {
     let mut printable: Vec<u32> = (b'!' as u32..=b'~' as u32).collect();
@@ -355,7 +309,10 @@ mod tests {
         let t = Tokenizer::builtin_sd15();
         assert_eq!(t.vocab.len(), 49408);
         assert_eq!((t.bos, t.eos, t.pad), (49406, 49407, 49407));
-        assert_eq!(&t.encode("a photograph")[..4], &[49406, 320, 8853, 49407]);
+        assert_eq!(
+            &t.encode("a photograph").unwrap()[..4],
+            &[49406, 320, 8853, 49407]
+        );
     }
 
     #[test]

@@ -61,7 +61,7 @@ impl SdPipeline {
         self.device.sync()?;
         let start = Instant::now();
 
-        let cond = self.conditioning(request, guided);
+        let cond = self.conditioning(request, guided)?;
         self.device.sync()?;
         timings.text_encoder = start.elapsed().as_secs_f64();
         // Time spent in `progress` (the caller's drawing, events, allocator and telemetry reads)
@@ -204,15 +204,15 @@ impl SdPipeline {
     /// when guided (diffusers' order), else of the prompt alone, once per image; for SDXL also the
     /// pooled embeddings and the size/crop ids (original size = target size = the image's, no crop,
     /// as diffusers' defaults).
-    fn conditioning(&self, request: &GenerateRequest, guided: bool) -> Conditioning<B> {
+    fn conditioning(&self, request: &GenerateRequest, guided: bool) -> Result<Conditioning<B>> {
         let zero_negative = guided
             && self.second.is_some()
             && self.force_zeros_for_empty_prompt
             && request.negative_prompt.is_empty();
         let (context, pooled) = if guided && !zero_negative {
-            self.encode_texts(&[&request.negative_prompt, &request.prompt])
+            self.encode_texts(&[&request.negative_prompt, &request.prompt])?
         } else {
-            self.encode_texts(&[&request.prompt])
+            self.encode_texts(&[&request.prompt])?
         };
         let (context, pooled) = if zero_negative {
             (
@@ -226,25 +226,31 @@ impl SdPipeline {
         let pooled = pooled.map(|p| repeat_rows(p, request.batch));
         let rows = context.dims()[0];
         let (h, w) = (request.height as f32, request.width as f32);
-        Conditioning {
+        Ok(Conditioning {
             context: context.cast(self.info.placement.unet.dtype()),
             text_time: pooled.map(|text_embeds| TextTime {
                 text_embeds,
                 time_ids: vec![[h, w, 0.0, 0.0, h, w]; rows],
             }),
-        }
+        })
     }
 
     /// Text embeddings [N, S, D] of each text and, for SDXL, the pooled embeddings [N, P]: SD1.x
     /// and SD2.x take the last hidden state; SDXL both encoders' penultimate hidden states side by
     /// side and the second one's projected pooled output.
-    fn encode_texts(&self, texts: &[&str]) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
-        let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.tokenizer.encode(t)).collect();
+    fn encode_texts(&self, texts: &[&str]) -> Result<(Tensor<B, 3>, Option<Tensor<B, 2>>)> {
+        let ids: Vec<Vec<u32>> = texts
+            .iter()
+            .map(|t| self.tokenizer.encode(t))
+            .collect::<Result<_>>()?;
         let first = self.text_encoder.forward(self.ids_tensor(&ids));
         let (context, pooled) = match &self.second {
             None => (first.last_hidden_state, None),
             Some((tokenizer, encoder)) => {
-                let ids: Vec<Vec<u32>> = texts.iter().map(|t| tokenizer.encode(t)).collect();
+                let ids: Vec<Vec<u32>> = texts
+                    .iter()
+                    .map(|t| tokenizer.encode(t))
+                    .collect::<Result<_>>()?;
                 let eos: Vec<usize> = ids.iter().map(|row| tokenizer.eos_position(row)).collect();
                 let second = encoder.forward(self.ids_tensor(&ids));
                 let pooled = encoder.pooled(second.last_hidden_state, &eos);
@@ -254,7 +260,7 @@ impl SdPipeline {
         };
         // To the UNet's device (nothing moves when the encoders run there too).
         let dev = &self.device.device;
-        (context.to_device(dev), pooled.map(|p| p.to_device(dev)))
+        Ok((context.to_device(dev), pooled.map(|p| p.to_device(dev))))
     }
 
     /// The device the text encoders run on.
@@ -288,7 +294,7 @@ impl SdPipeline {
     /// (unguided): text embeddings [1, S, D] and, for SDXL, the pooled embedding [1, P], as f32.
     pub fn run_prompt_encoding(&self, prompt: &str) -> Result<(Vec<f32>, Option<Vec<f32>>)> {
         guard(&self.device, self.memory_profile(), || {
-            let (context, pooled) = self.encode_texts(&[prompt]);
+            let (context, pooled) = self.encode_texts(&[prompt])?;
             let pooled = match pooled {
                 Some(p) => Some(tensor_to_vec(p.cast(DType::F32))?),
                 None => None,
