@@ -344,12 +344,10 @@ impl Flux2Pipeline {
     ) -> Tensor<B, 3> {
         let positions = self.positions(context.dims()[1], grid);
         let dtype = self.info.placement.unet.dtype();
-        self.transformer.on_device(&self.device).module.forward(
-            latents.cast(dtype),
-            context.cast(dtype),
-            timestep,
-            &positions,
-        )
+        let slot = self.transformer.on_device(&self.device);
+        let rope = slot.module.rope(&positions, dtype, &self.device.device);
+        slot.module
+            .forward(latents.cast(dtype), context.cast(dtype), timestep, &rope)
     }
 
     fn positions(&self, text: usize, (h, w): (usize, usize)) -> Vec<Position> {
@@ -474,15 +472,16 @@ impl Flux2Pipeline {
 
         let transformer_slot = self.transformer.on_device(&self.device);
         let transformer = &transformer_slot.module;
+        let rope = transformer.rope(&positions, dtype, dev);
         let loop_times = run_steps(&self.device, sync, request.steps, progress, cancel, |i| {
             let t = schedule.model_timestep(i);
             let input = latents.clone().cast(dtype);
             let mut velocity = transformer
-                .forward(input.clone(), context.clone(), t, &positions)
+                .forward(input.clone(), context.clone(), t, &rope)
                 .cast(DType::F32);
             if let Some(negative) = &negative {
                 let uncond = transformer
-                    .forward(input, negative.clone(), t, &positions)
+                    .forward(input, negative.clone(), t, &rope)
                     .cast(DType::F32);
                 velocity = uncond.clone() + (velocity - uncond) * request.guidance_scale;
             }

@@ -203,6 +203,13 @@ pub const IGNORED_PREFIXES: &[&str] = &["time_guidance_embed.guidance_embedder."
 /// A token's position: (t, h, w, l), as the pipeline's `txt_ids` / `img_ids` rows.
 pub type Position = [f32; 4];
 
+/// The RoPE tables of a sequence's positions, [1, S, 1, head_dim] each: made once per generation
+/// (every step has the same positions), not once per call.
+pub struct Rope<B: Backend> {
+    cos: Tensor<B, 4>,
+    sin: Tensor<B, 4>,
+}
+
 impl<B: Backend> Flux2Transformer<B> {
     pub fn load(
         config: &Flux2TransformerConfig,
@@ -326,20 +333,21 @@ impl<B: Backend> Flux2Transformer<B> {
 
     /// One velocity prediction.
     /// `x`: packed latents [N, S_img, in_channels]; `context`: [N, S_txt, joint_attention_dim];
-    /// `timestep`: the schedule's sigma in [0, 1] (the pipeline's `t / 1000`); `positions`: the
-    /// text's then the image's token positions (S_txt + S_img rows). -> [N, S_img, in_channels]
+    /// `timestep`: the schedule's sigma in [0, 1] (the pipeline's `t / 1000`); `rope`: the tables
+    /// of the text's then the image's token positions (S_txt + S_img rows, `Self::rope`).
+    /// -> [N, S_img, in_channels]
     pub fn forward(
         &self,
         x: Tensor<B, 3>,
         context: Tensor<B, 3>,
         timestep: f32,
-        positions: &[Position],
+        rope: &Rope<B>,
     ) -> Tensor<B, 3> {
         let [n, s_img, _] = x.dims();
         let s_txt = context.dims()[1];
         let device = x.device();
         let dtype = x.dtype();
-        debug_assert_eq!(positions.len(), s_txt + s_img);
+        debug_assert_eq!(rope.cos.dims()[1], s_txt + s_img);
         // diffusers: `timestep.to(hidden_states.dtype) * 1000`, then sinusoids in f32.
         let t = half_round(timestep, dtype) * 1000.0;
         let proj = sinusoids(&vec![t; n], self.time_channels, true, 0.0);
@@ -353,16 +361,16 @@ impl<B: Backend> Flux2Transformer<B> {
         let mod_img = chunks(modulation(&self.modulation_img), 6);
         let mod_txt = chunks(modulation(&self.modulation_txt), 6);
         let mod_single = chunks(modulation(&self.modulation_single), 3);
-        let (cos, sin) = self.rope(positions, dtype, &device);
+        let (cos, sin) = (&rope.cos, &rope.sin);
 
         let mut x = self.x_embedder.forward(x);
         let mut c = self.context_embedder.forward(context);
         for block in &self.double {
-            (c, x) = self.double_block(block, x, c, &mod_img, &mod_txt, &cos, &sin);
+            (c, x) = self.double_block(block, x, c, &mod_img, &mod_txt, cos, sin);
         }
         let mut h = Tensor::cat(vec![c, x], 1);
         for block in &self.single {
-            h = self.single_block(block, h, &mod_single, &cos, &sin);
+            h = self.single_block(block, h, &mod_single, cos, sin);
         }
         let h = h.narrow(1, s_txt, s_img);
         let out = chunks(rows(self.norm_out.forward(silu(temb))), 2);
@@ -459,12 +467,7 @@ impl<B: Backend> Flux2Transformer<B> {
 
     /// `Flux2PosEmbed`: per axis, frequencies `theta^(-2i/dim)` in f64, each angle's cos and sin
     /// repeated for the two members of its pair; the axes side by side. -> [1, S, 1, head_dim] each
-    fn rope(
-        &self,
-        positions: &[Position],
-        dtype: DType,
-        device: &B::Device,
-    ) -> (Tensor<B, 4>, Tensor<B, 4>) {
+    pub fn rope(&self, positions: &[Position], dtype: DType, device: &B::Device) -> Rope<B> {
         let s = positions.len();
         let dh = self.head_dim;
         let mut cos = Vec::with_capacity(s * dh);
@@ -483,7 +486,10 @@ impl<B: Backend> Flux2Transformer<B> {
         let table = |v: Vec<f32>| {
             Tensor::<B, 4>::from_data(TensorData::new(v, [1, s, 1, dh]), device).cast(dtype)
         };
-        (table(cos), table(sin))
+        Rope {
+            cos: table(cos),
+            sin: table(sin),
+        }
     }
 }
 

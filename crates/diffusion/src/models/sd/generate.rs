@@ -18,14 +18,14 @@ use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
 use crate::pipeline::steps::run_steps;
 use crate::pipeline::{
-    img2img_start, observe, tensor_to_vec, CancelToken, GenerateRequest, Generated, InitialNoise,
-    Progress, StageTimings, StepSync, B,
+    img2img_start, observe, tensor_to_vec, CancelToken, FamilyPipeline, GenerateRequest, Generated,
+    InitialNoise, Progress, StageTimings, StepSync, B,
 };
 use crate::scheduler::{self, SchedulerKind};
 
 impl SdPipeline {
     /// Runs one generation, waiting for the device where `sync` says.
-    pub(super) fn generate_with_sync(
+    pub(super) fn generate(
         &self,
         request: &GenerateRequest,
         sync: StepSync,
@@ -378,12 +378,6 @@ impl SdPipeline {
     /// decoder's tensors would be larger than the device's largest buffer.
     fn decode_latents(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
         self.decode_plan().decode(&self.vae, z)
-    }
-
-    /// How many tiles each image of `width` x `height` decodes in (1: one piece): tiles come from
-    /// the placement (above the VAE's tile size) or from the device's largest buffer.
-    pub fn decode_tile_count(&self, width: usize, height: usize) -> usize {
-        self.decode_plan().tile_count(&self.vae, width, height)
     }
 }
 

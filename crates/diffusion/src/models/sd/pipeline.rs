@@ -384,17 +384,6 @@ impl SdPipeline {
         self.text_encoder.hidden_size() + self.second.as_ref().map_or(0, |(_, te)| te.hidden_size())
     }
 
-    /// Parameters per component, counted from the loaded modules.
-    pub fn parameter_counts(&self) -> ParameterCounts {
-        ParameterCounts {
-            text_encoders: self.text_encoder.num_params()
-                + self.second.as_ref().map_or(0, |(_, e)| e.num_params()),
-            unet: self.unet.lock().module.num_params(),
-            vae: self.vae.num_params(),
-            vae_encoder: self.vae_encoder.as_ref().map_or(0, |e| e.num_params()),
-        }
-    }
-
     /// What the memory estimate needs to know of `source` (its family, parameters and VAE tile,
     /// and the VAE's config), from its configs and its weight files' headers: no weight is read.
     pub fn model_size(
@@ -430,55 +419,8 @@ impl SdPipeline {
         })
     }
 
-    /// The memory profile the pipeline was loaded with (`None` for options no profile gives).
-    pub fn memory_profile(&self) -> Option<memory::MemoryProfile> {
-        self.fit.profile()
-    }
-
-    /// Bytes of the UNet's weights as stored (int8 weights count a byte each).
-    pub fn unet_weight_bytes(&self) -> u64 {
-        crate::nn::weight_bytes(&self.unet.lock().module)
-    }
-
-    /// Whether image-to-image requests can run (the VAE encoder was loaded).
-    pub fn has_vae_encoder(&self) -> bool {
-        self.vae_encoder.is_some()
-    }
-
     pub fn tokenizer(&self) -> &Tokenizer {
         &self.tokenizer
-    }
-
-    /// Whether requests of `shape` fit the device's memory with this pipeline's placement (the
-    /// estimate `validate` checks): an error naming the need and a profile that would fit.
-    pub fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        self.fit.check(&self.info.placement, &self.device, shape)
-    }
-
-    /// Checks a request against this model before any work is done.
-    pub fn validate(&self, request: &GenerateRequest) -> Result<()> {
-        check_request(
-            request,
-            self.info.vae_scale_factor,
-            &self.latent_shape(request),
-        )?;
-        self.check_fits(&request.shape())?;
-        if let Some(init) = &request.init_image {
-            let image = &init.image;
-            if (image.width, image.height) != (request.width, request.height) {
-                return Err(DiffusionError::Request(format!(
-                    "the init image is {}x{} but the request is {}x{}: give the image's size, or resize the image",
-                    image.width, image.height, request.width, request.height
-                )));
-            }
-            img2img_start(request.steps, init.strength)?;
-            if self.vae_encoder.is_none() {
-                return Err(DiffusionError::Request(
-                    "image-to-image needs the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// [batch, latent channels, H/f, W/f]
@@ -503,11 +445,32 @@ impl FamilyPipeline for SdPipeline {
     }
 
     fn validate(&self, request: &GenerateRequest) -> Result<()> {
-        SdPipeline::validate(self, request)
+        check_request(
+            request,
+            self.info.vae_scale_factor,
+            &self.latent_shape(request),
+        )?;
+        self.check_fits(&request.shape())?;
+        if let Some(init) = &request.init_image {
+            let image = &init.image;
+            if (image.width, image.height) != (request.width, request.height) {
+                return Err(DiffusionError::Request(format!(
+                    "the init image is {}x{} but the request is {}x{}: give the image's size, or resize the image",
+                    image.width, image.height, request.width, request.height
+                )));
+            }
+            img2img_start(request.steps, init.strength)?;
+            if self.vae_encoder.is_none() {
+                return Err(DiffusionError::Request(
+                    "image-to-image needs the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        SdPipeline::check_fits(self, shape)
+        self.fit.check(&self.info.placement, &self.device, shape)
     }
 
     fn generate_with_sync(
@@ -517,15 +480,21 @@ impl FamilyPipeline for SdPipeline {
         progress: &mut dyn FnMut(&Progress),
         cancel: &CancelToken,
     ) -> Result<Generated> {
-        SdPipeline::generate_with_sync(self, request, sync, progress, cancel)
+        self.generate(request, sync, progress, cancel)
     }
 
     fn parameter_counts(&self) -> ParameterCounts {
-        SdPipeline::parameter_counts(self)
+        ParameterCounts {
+            text_encoders: self.text_encoder.num_params()
+                + self.second.as_ref().map_or(0, |(_, e)| e.num_params()),
+            unet: self.unet.lock().module.num_params(),
+            vae: self.vae.num_params(),
+            vae_encoder: self.vae_encoder.as_ref().map_or(0, |e| e.num_params()),
+        }
     }
 
     fn memory_profile(&self) -> Option<MemoryProfile> {
-        SdPipeline::memory_profile(self)
+        self.fit.profile()
     }
 
     fn denoiser_weight_bytes(&self) -> u64 {
@@ -537,7 +506,7 @@ impl FamilyPipeline for SdPipeline {
     }
 
     fn decode_tile_count(&self, width: usize, height: usize) -> usize {
-        SdPipeline::decode_tile_count(self, width, height)
+        self.decode_plan().tile_count(&self.vae, width, height)
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
