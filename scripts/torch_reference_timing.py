@@ -10,6 +10,10 @@ its 32-channel VAE's decode, the work of `sdbench timing --model synthetic-flux2
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --model sdxl-base --size 1024
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --model flux2-klein --size 1024
 
+The full klein 4B needs about 28 GB in f32 (transformer and text encoder); on a smaller machine,
+--flux2-depth 1,4 keeps the widths, the tokens, the VAE and the 1:4 mix of double- and single-stream
+blocks but not the depth, and saves that random-weight model once for both sides to load.
+
 With --sdbench BINARY it first runs `BINARY timing --backend cpu` on the same model, size, repeats and
 threads, then torch, and prints each component's ratio (sdbench / torch): the two measured back to back
 in one run, as the performance section of the README reports them.
@@ -60,7 +64,12 @@ def main():
     p.add_argument("--ops", action="store_true", help="compare single layers (needs --sdbench)")
     p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", choices=["f32", "f16"], default="f32")
+    p.add_argument("--flux2-depth", metavar="DOUBLE,SINGLE",
+                   help="FLUX.2 klein with this many double- and single-stream blocks instead of 5,20 "
+                        "(widths, tokens and VAE unchanged): both sides load one saved random-weight model")
     a = p.parse_args()
+    if a.flux2_depth and a.model != "flux2-klein":
+        raise SystemExit("--flux2-depth needs --model flux2-klein")
     if a.device != "cpu" and a.sdbench and not a.ops:
         raise SystemExit("--sdbench compares the UNet and VAE on the CPU only; scripts/gpu-check compares them on a GPU")
     if a.device not in ("cpu", "cuda") and a.ops:
@@ -71,9 +80,10 @@ def main():
         if not a.sdbench or a.model != "sd15":
             raise SystemExit("--ops needs --sdbench BINARY and SD1.5's layers (--model sd15)")
         return compare_ops(a)
-    ours = run_sdbench(a) if a.sdbench else None
+    folder = flux2_timing_model(a.flux2_depth) if a.flux2_depth else None
+    ours = run_sdbench(a, folder) if a.sdbench else None
     if a.model == "flux2-klein":
-        return time_flux2(a, ours)
+        return time_flux2(a, ours, folder)
     if a.model == "sd15":
         unet = UNet2DConditionModel(cross_attention_dim=768).eval()  # SD1.5's unet/config.json
         width, added = 768, None
@@ -120,16 +130,59 @@ def print_ratios(a, ours, theirs):
             print(f"| {what} | {ours[what]:.3f} | {t:.3f} | {ours[what] / t:.2f} |")
 
 
-def time_flux2(a, ours):
-    """black-forest-labs/FLUX.2-klein-4B's transformer/config.json and vae/config.json."""
+def flux2_transformer(double=5, single=20):
+    """black-forest-labs/FLUX.2-klein-4B's transformer/config.json (depth changeable)."""
+    return Flux2Transformer2DModel(
+        num_layers=double, num_single_layers=single, num_attention_heads=24, joint_attention_dim=7680,
+        guidance_embeds=False,
+    ).eval()
+
+
+def flux2_timing_model(depth):
+    """A FLUX.2 klein folder at the 4B model's widths with `depth` ("DOUBLE,SINGLE") blocks, its real
+    VAE, and a text encoder of Qwen3-4B's hidden size but a narrow MLP and two heads (only its output
+    width matters here; the timed calls never run it). Saved once under ~/.cache/sdbench and reused:
+    it fits a machine that cannot hold the 28 GB of the full model in f32."""
+    from pathlib import Path
+    import shutil
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    double, single = (int(n) for n in depth.split(","))
+    folder = Path.home() / ".cache" / "sdbench" / f"flux2-klein-timing-{double}-{single}"
+    if (folder / "model_index.json").exists():
+        return folder
+    fixture = Path(__file__).resolve().parent.parent / "crates/diffusion/tests/fixtures/tiny-flux2-klein"
+    work = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    for part in ("scheduler", "tokenizer"):
+        shutil.copytree(fixture / part, work / part)
+    config = Qwen3Config.from_pretrained(fixture / "text_encoder")  # vocabulary and special tokens
+    config.update(dict(hidden_size=2560, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1,
+                       head_dim=128))
+    torch.manual_seed(0)
+    text_encoder = Qwen3ForCausalLM(config).eval()
+    text_encoder.save_pretrained(work / "text_encoder", safe_serialization=True)
+    flux2_transformer(double, single).save_pretrained(work / "transformer", safe_serialization=True)
+    AutoencoderKLFlux2().eval().save_pretrained(work / "vae", safe_serialization=True)
+    shutil.copy(fixture / "model_index.json", work / "model_index.json")
+    shutil.rmtree(folder, ignore_errors=True)
+    work.rename(folder)
+    return folder
+
+
+def time_flux2(a, ours, folder=None):
+    """black-forest-labs/FLUX.2-klein-4B's transformer and VAE, or those saved in `folder`."""
     if a.size % 16:
         raise SystemExit("--size must be a multiple of 16 for FLUX.2 (the VAE's 8 times 2x2 patches)")
     device, dtype = torch.device(a.device), {"f32": torch.float32, "f16": torch.float16}[a.dtype]
-    transformer = Flux2Transformer2DModel(
-        num_layers=5, num_single_layers=20, num_attention_heads=24, joint_attention_dim=7680,
-        guidance_embeds=False,
-    ).eval().to(device, dtype)
-    vae = AutoencoderKLFlux2().eval().to(device, dtype)
+    if folder is None:
+        transformer, vae = flux2_transformer(), AutoencoderKLFlux2().eval()
+    else:
+        transformer = Flux2Transformer2DModel.from_pretrained(folder / "transformer").eval()
+        vae = AutoencoderKLFlux2.from_pretrained(folder / "vae").eval()
+        print(f"transformer: {transformer.config.num_layers} double- and "
+              f"{transformer.config.num_single_layers} single-stream blocks ({folder})")
+    transformer, vae = transformer.to(device, dtype), vae.to(device, dtype)
     g = a.size // 16
     latents = torch.randn(1, g * g, 128).to(device, dtype)
     context = torch.randn(1, 512, 7680).to(device, dtype)
@@ -206,10 +259,10 @@ def torch_op(kind, p, device=torch.device("cpu"), dtype=torch.float32):
     raise SystemExit(f"unknown op kind in sdbench's output: {kind}")
 
 
-def run_sdbench(a):
+def run_sdbench(a, folder=None):
     """Medians of `sdbench timing` on the CPU, by component ("unet call" or "transformer call",
-    "vae decode")."""
-    model = {"sd15": "synthetic", "sdxl-base": "synthetic-sdxl-base", "flux2-klein": "synthetic-flux2-klein"}[a.model]
+    "vae decode"), on the synthetic model or the one saved in `folder`."""
+    model = str(folder) if folder else {"sd15": "synthetic", "sdxl-base": "synthetic-sdxl-base", "flux2-klein": "synthetic-flux2-klein"}[a.model]
     cmd = [a.sdbench, "timing", "--model", model, "--backend", "cpu", "--threads", str(a.threads),
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
     print("$", " ".join(cmd), flush=True)

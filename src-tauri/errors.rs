@@ -2,25 +2,11 @@
 
 use serde::Serialize;
 
-/// What kind of trouble, so the UI can offer the right next step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ErrorKind {
-    NoDevice,
-    OutOfMemory,
-    Network,
-    DiskFull,
-    ModelMissing,
-    BadModel,
-    BadInput,
-    Busy,
-    NotFound,
-    Cancelled,
-    Internal,
-}
+/// What kind of trouble, so the UI can offer the right next step: the library's kinds.
+pub use sdbench_bench::error::ErrorKind;
 
 /// An error the UI shows: `message` says what is wrong, `hint` what to do about it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct UiError {
     pub kind: ErrorKind,
     pub message: String,
@@ -68,38 +54,13 @@ impl UiError {
         )
     }
 
-    /// Classifies an error from the engine crates by its text, which carries the OS and driver
-    /// messages the crates pass through.
-    fn classify(message: String, default: ErrorKind) -> Self {
-        let lower = message.to_lowercase();
-        let (kind, hint) = if lower.contains("no space left")
-            || lower.contains("os error 28")
-            || lower.contains("not enough space on the disk")
-        {
-            (
-                ErrorKind::DiskFull,
-                "The disk is full: free some space (System → clean up model cache can help) and try again.",
-            )
-        } else if [
-            "out of memory",
-            "out_of_memory",
-            "outofmemory",
-            // The engine's own words: the fit check before starting, an allocation that failed
-            // on the device, a tensor beyond the device's largest buffer.
-            "out of device memory",
-            "the device cannot hold",
-        ]
-        .iter()
-        .any(|m| lower.contains(m))
-        {
-            (
-                ErrorKind::OutOfMemory,
-                "The device ran out of memory: choose a memory profile that needs less in System (balanced, low, minimal, or auto), close other programs using the GPU, or choose f16 precision or a smaller image size.",
-            )
-        } else {
-            (default, default_hint(default))
-        };
-        UiError::new(kind, message, hint)
+    /// An error of `kind` with its next step. The kind comes from the error's type; the
+    /// message passes through unchanged.
+    pub fn of_kind(kind: ErrorKind, message: String) -> Self {
+        if kind == ErrorKind::Cancelled {
+            return UiError::cancelled();
+        }
+        UiError::new(kind, message, default_hint(kind))
     }
 }
 
@@ -113,142 +74,151 @@ fn default_hint(kind: ErrorKind) -> &'static str {
         ErrorKind::Cancelled => "Nothing was saved.",
         ErrorKind::NotFound => "It may have been deleted; refresh the list.",
         ErrorKind::BadInput => "Correct the value and try again.",
-        ErrorKind::DiskFull | ErrorKind::OutOfMemory | ErrorKind::Internal => {
-            "If this keeps happening, please report it with the message."
-        }
+        ErrorKind::DiskFull => "The disk is full: free some space (System → clean up model cache can help) and try again.",
+        ErrorKind::OutOfMemory => "The device ran out of memory: choose a memory profile that needs less in System (balanced, low, minimal, or auto), close other programs using the GPU, or choose f16 precision or a smaller image size.",
+        ErrorKind::Internal => "If this keeps happening, please report it with the message.",
     }
 }
 
 impl From<sdbench_diffusion::DiffusionError> for UiError {
     fn from(e: sdbench_diffusion::DiffusionError) -> Self {
-        use sdbench_diffusion::DiffusionError as E;
-        let kind = match &e {
-            E::Cancelled => return UiError::cancelled(),
-            E::BackendUnavailable { .. } => ErrorKind::NoDevice,
-            E::Request(_) => ErrorKind::BadInput,
-            E::ModelFolder { .. }
-            | E::Config { .. }
-            | E::Unsupported { .. }
-            | E::Weights { .. }
-            | E::Tensor { .. }
-            | E::Tokenizer { .. } => ErrorKind::BadModel,
-            _ => ErrorKind::Internal,
-        };
-        UiError::classify(e.to_string(), kind)
+        UiError::of_kind(ErrorKind::of_engine(&e), e.to_string())
     }
 }
 
 impl From<sdbench_hub::HubError> for UiError {
     fn from(e: sdbench_hub::HubError) -> Self {
-        use sdbench_hub::HubError as E;
-        let kind = match &e {
-            E::Cancelled => return UiError::cancelled(),
-            E::Network { .. } | E::Unreachable { .. } | E::Http { .. } => ErrorKind::Network,
-            E::NotCached { .. } => ErrorKind::ModelMissing,
-            E::BadRepoId(_) => ErrorKind::BadInput,
-            E::NotAPipeline { .. } | E::Listing { .. } | E::Checksum { .. } => ErrorKind::BadModel,
-            E::Busy { .. } => ErrorKind::Busy,
-            E::Io { .. } => ErrorKind::Internal,
-        };
-        UiError::classify(e.to_string(), kind)
+        UiError::of_kind(ErrorKind::of_hub(&e), e.to_string())
     }
 }
 
 impl From<sdbench_bench::BenchError> for UiError {
     fn from(e: sdbench_bench::BenchError) -> Self {
-        use sdbench_bench::BenchError as E;
-        match e {
-            E::Cancelled => UiError::cancelled(),
-            E::Hub(e) => e.into(),
-            E::Engine(e) => e.into(),
-            E::Model(_) | E::Workload(_) => UiError::classify(e.to_string(), ErrorKind::BadInput),
-            E::Submit { .. } => UiError::classify(e.to_string(), ErrorKind::Network),
-            other => UiError::classify(other.to_string(), ErrorKind::Internal),
-        }
+        UiError::of_kind(e.kind(), e.to_string())
+    }
+}
+
+impl From<sdbench_generate::GenerateError> for UiError {
+    fn from(e: sdbench_generate::GenerateError) -> Self {
+        UiError::of_kind(e.kind(), e.to_string())
     }
 }
 
 impl From<sdbench_history::HistoryError> for UiError {
     fn from(e: sdbench_history::HistoryError) -> Self {
-        UiError::classify(
+        UiError::of_kind(
+            e.kind(),
             format!("The run history could not be read or written: {e}"),
-            ErrorKind::Internal,
         )
     }
 }
 
 impl From<sdbench_report::ReportError> for UiError {
     fn from(e: sdbench_report::ReportError) -> Self {
-        UiError::classify(e.to_string(), ErrorKind::BadInput)
+        UiError::of_kind(ErrorKind::BadInput, e.to_string())
     }
 }
 
 impl From<std::io::Error> for UiError {
     fn from(e: std::io::Error) -> Self {
-        UiError::classify(e.to_string(), ErrorKind::Internal)
+        UiError::of_kind(ErrorKind::of_io(&e), e.to_string())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sdbench_diffusion::DiffusionError;
 
+    /// Each kind the window acts on comes from the error's type, whatever its words.
     #[test]
-    fn disk_full_and_out_of_memory_are_recognised_in_any_error() {
-        let io = std::io::Error::from_raw_os_error(28);
-        let e = UiError::from(sdbench_hub::HubError::Io {
-            path: "/cache/blob".into(),
-            source: io,
-            hint: "",
-        });
-        assert_eq!(e.kind, ErrorKind::DiskFull, "{e:?}");
-        assert!(e.hint.contains("free some space"));
-
-        let e = UiError::from(sdbench_diffusion::DiffusionError::Backend {
-            backend: "cuda".into(),
-            message: "CUDA_ERROR_OUT_OF_MEMORY: out of memory".into(),
-        });
-        assert_eq!(e.kind, ErrorKind::OutOfMemory);
-        for message in [
-            "out of device memory: allocating 145 MiB failed; try --memory low",
-            "the device cannot hold a 145 MiB tensor in one buffer (its largest is 128 MiB)",
-        ] {
-            let e = UiError::from(sdbench_diffusion::DiffusionError::Backend {
-                backend: "vulkan".into(),
-                message: message.into(),
-            });
-            assert_eq!(e.kind, ErrorKind::OutOfMemory, "{message}");
-        }
-        let e = UiError::from(sdbench_diffusion::DiffusionError::DoesNotFit(
-            "out of device memory before starting: the full memory profile needs about 3.1 GiB"
+    fn each_kind_comes_from_the_type() {
+        let cases: Vec<(UiError, ErrorKind)> = vec![
+            (
+                DiffusionError::DoesNotFit("needs about 3.1 GiB".into()).into(),
+                ErrorKind::OutOfMemory,
+            ),
+            (
+                DiffusionError::OutOfMemory {
+                    backend: "cuda".into(),
+                    message: "allocating 145 MiB failed".into(),
+                }
                 .into(),
-        ));
-        assert_eq!(e.kind, ErrorKind::OutOfMemory);
-        assert!(e.hint.contains("memory profile"), "{}", e.hint);
+                ErrorKind::OutOfMemory,
+            ),
+            (DiffusionError::Cancelled.into(), ErrorKind::Cancelled),
+            (
+                sdbench_bench::BenchError::Cancelled.into(),
+                ErrorKind::Cancelled,
+            ),
+            (
+                DiffusionError::Request("width must be a multiple of 8".into()).into(),
+                ErrorKind::BadInput,
+            ),
+            (
+                sdbench_generate::GenerateError::Request("steps must be from 1".into()).into(),
+                ErrorKind::BadInput,
+            ),
+            (
+                DiffusionError::BackendUnavailable {
+                    backend: "cuda".into(),
+                    reason: "no NVIDIA driver".into(),
+                }
+                .into(),
+                ErrorKind::NoDevice,
+            ),
+            (
+                sdbench_bench::BenchError::Hub(sdbench_hub::HubError::Unreachable {
+                    url: "https://huggingface.co".into(),
+                    reason: "dns".into(),
+                })
+                .into(),
+                ErrorKind::Network,
+            ),
+            (
+                sdbench_hub::HubError::Io {
+                    path: "/cache/blob".into(),
+                    source: std::io::Error::from(std::io::ErrorKind::StorageFull),
+                    hint: "",
+                }
+                .into(),
+                ErrorKind::DiskFull,
+            ),
+            // A backend's own failure that is not about memory stays what it is, even when its
+            // words mention memory.
+            (
+                DiffusionError::Backend {
+                    backend: "vulkan".into(),
+                    message: "shader uses too much shared memory".into(),
+                }
+                .into(),
+                ErrorKind::Internal,
+            ),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(error.kind, kind, "{error:?}");
+            assert!(!error.hint.is_empty());
+        }
     }
 
     #[test]
-    fn each_error_family_gets_its_next_step() {
-        let e = UiError::from(sdbench_diffusion::DiffusionError::BackendUnavailable {
+    fn the_message_passes_through_with_the_kinds_next_step() {
+        let e = UiError::from(DiffusionError::BackendUnavailable {
             backend: "cuda".into(),
             reason: "no NVIDIA driver".into(),
         });
-        assert_eq!(e.kind, ErrorKind::NoDevice);
         assert!(e.message.contains("no NVIDIA driver"));
         assert!(e.hint.contains("backend"));
-
-        let e = UiError::from(sdbench_bench::BenchError::Hub(
-            sdbench_hub::HubError::Unreachable {
-                url: "https://huggingface.co".into(),
-                reason: "dns".into(),
-            },
+        let e = UiError::from(DiffusionError::DoesNotFit(
+            "out of device memory before starting: the full memory profile needs about 3.1 GiB"
+                .into(),
         ));
-        assert_eq!(e.kind, ErrorKind::Network);
-        assert!(e.hint.contains("offline"));
-
-        assert_eq!(
-            UiError::from(sdbench_bench::BenchError::Cancelled).kind,
-            ErrorKind::Cancelled
-        );
+        assert!(e
+            .message
+            .starts_with("out of device memory before starting"));
+        assert!(e.hint.contains("memory profile"), "{}", e.hint);
+        let e = UiError::from(std::io::Error::from_raw_os_error(28));
+        assert_eq!(e.kind, ErrorKind::DiskFull, "{e:?}");
+        assert!(e.hint.contains("free some space"));
     }
 }

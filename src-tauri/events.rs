@@ -1,77 +1,33 @@
-//! What a job streams to the UI through its `tauri::ipc::Channel`.
+//! What a job streams to the UI through its `tauri::ipc::Channel`: the use case's own events (the
+//! benchmark runner's and a generation's, the ones the CLI draws) as they are, and the job's news.
 
 use serde::Serialize;
 
+use sdbench_bench::events::Event;
 use sdbench_bench::kernels::KernelNews;
-use sdbench_bench::runner::Event;
 use sdbench_hub::DownloadProgress;
-use sdbench_telemetry::Sample;
 
 use crate::errors::UiError;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(
-    tag = "event",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
+/// Serialized as the window reads it: `{"event": "step", ...}` for both kinds.
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
+#[serde(untagged)]
 pub enum JobEvent {
-    Note {
-        text: String,
-    },
-    Download {
-        file: String,
-        file_done: u64,
-        file_total: u64,
-        done: u64,
-        total: u64,
-    },
-    Loading {
-        model: String,
-        backend: String,
-    },
-    Loaded {
-        seconds: f64,
-        device: String,
-        precision: String,
-    },
-    Baseline {
-        seconds: f64,
-    },
-    /// Seconds the rest of the run will take, estimated early in the warm-up.
-    Estimate {
-        seconds: f64,
-    },
-    ImageStarted {
-        index: usize,
-        total: usize,
-        warmup: bool,
-    },
-    /// `seconds`: null where the step was queued without its own device sync.
-    Step {
-        index: usize,
-        total: usize,
-        step: usize,
-        steps: usize,
-        seconds: Option<f64>,
-        warmup: bool,
-    },
-    ImageFinished {
-        index: usize,
-        total: usize,
-        seconds: f64,
-        valid: bool,
-        warmup: bool,
-    },
+    /// What the use case reports.
+    Run(Event),
+    /// What the job itself reports.
+    Job(JobNews),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum JobNews {
     /// GPU kernels are being compiled (a first run on a GPU): totals since the job started.
+    #[serde(rename_all = "camelCase")]
     Compiling {
         compiled: u64,
         cache_hits: u64,
         seconds: f64,
-    },
-    /// The latest reading of each telemetry source (for the live power and VRAM chart).
-    Telemetry {
-        samples: Vec<LiveSample>,
     },
     /// The job's last event: its output (what `job_status` also returns).
     Finished {
@@ -83,26 +39,9 @@ pub enum JobEvent {
     Cancelled,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LiveSample {
-    pub source: String,
-    /// Seconds since the run's telemetry started.
-    pub t: f64,
-    pub power_w: Option<f64>,
-    pub vram_used_bytes: Option<u64>,
-    pub vram_total_bytes: Option<u64>,
-}
-
-impl From<&Sample> for LiveSample {
-    fn from(s: &Sample) -> Self {
-        LiveSample {
-            source: s.source.clone(),
-            t: s.t,
-            power_w: s.reading.power_w,
-            vram_used_bytes: s.reading.vram_used_bytes,
-            vram_total_bytes: s.reading.vram_total_bytes,
-        }
+impl JobEvent {
+    pub fn note(text: impl Into<String>) -> JobEvent {
+        JobEvent::Run(Event::note(text))
     }
 }
 
@@ -113,91 +52,25 @@ impl From<KernelNews> for JobEvent {
                 compiled,
                 cache_hits,
                 seconds,
-            } => JobEvent::Compiling {
+            } => JobEvent::Job(JobNews::Compiling {
                 compiled,
                 cache_hits,
                 seconds,
-            },
-            KernelNews::CacheWarning(_) => JobEvent::Note {
-                text: news.describe(),
-            },
+            }),
+            KernelNews::CacheWarning(_) => JobEvent::note(news.describe()),
         }
     }
 }
 
 impl From<&DownloadProgress> for JobEvent {
     fn from(p: &DownloadProgress) -> Self {
-        JobEvent::Download {
-            file: p.file.clone(),
-            file_done: p.file_done,
-            file_total: p.file_total,
-            done: p.done,
-            total: p.total,
-        }
+        JobEvent::Run(Event::Download(p.clone()))
     }
 }
 
 impl From<&Event> for JobEvent {
     fn from(e: &Event) -> Self {
-        match e {
-            Event::Note(text) => JobEvent::Note { text: text.clone() },
-            Event::Download(p) => p.into(),
-            Event::Loading { model, backend } => JobEvent::Loading {
-                model: model.clone(),
-                backend: backend.clone(),
-            },
-            Event::Loaded {
-                seconds,
-                device,
-                precision,
-            } => JobEvent::Loaded {
-                seconds: *seconds,
-                device: device.clone(),
-                precision: precision.clone(),
-            },
-            Event::Baseline { seconds } => JobEvent::Baseline { seconds: *seconds },
-            Event::Estimate { seconds } => JobEvent::Estimate { seconds: *seconds },
-            Event::ImageStarted {
-                index,
-                total,
-                warmup,
-            } => JobEvent::ImageStarted {
-                index: *index,
-                total: *total,
-                warmup: *warmup,
-            },
-            Event::Step {
-                index,
-                total,
-                step,
-                steps,
-                seconds,
-                warmup,
-            } => JobEvent::Step {
-                index: *index,
-                total: *total,
-                step: *step,
-                steps: *steps,
-                seconds: *seconds,
-                warmup: *warmup,
-            },
-            Event::ImageFinished {
-                index,
-                total,
-                seconds,
-                valid,
-                warmup,
-            } => JobEvent::ImageFinished {
-                index: *index,
-                total: *total,
-                seconds: *seconds,
-                valid: *valid,
-                warmup: *warmup,
-            },
-            Event::Telemetry { samples } => JobEvent::Telemetry {
-                samples: samples.iter().map(LiveSample::from).collect(),
-            },
-        }
+        JobEvent::Run(e.clone())
     }
 }
 
@@ -231,8 +104,12 @@ mod tests {
             serde_json::json!(2)
         );
         assert_eq!(
-            serde_json::to_value(JobEvent::Cancelled).unwrap(),
+            serde_json::to_value(JobEvent::Job(JobNews::Cancelled)).unwrap(),
             serde_json::json!({"event": "cancelled"})
+        );
+        assert_eq!(
+            serde_json::to_value(JobEvent::note("hello")).unwrap(),
+            serde_json::json!({"event": "note", "text": "hello"})
         );
     }
 }

@@ -13,7 +13,7 @@ use sdbench_bench::kernels::CompileWatch;
 use sdbench_diffusion::CancelToken;
 
 use crate::errors::{ErrorKind, UiError, UiResult};
-use crate::events::JobEvent;
+use crate::events::{JobEvent, JobNews};
 
 pub type JobId = u64;
 
@@ -23,7 +23,7 @@ pub type Sink = Arc<dyn Fn(&JobEvent) + Send + Sync>;
 /// Ended jobs kept for `status` (their outputs can be large).
 const KEEP_ENDED: usize = 16;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub enum JobKind {
     Download,
@@ -42,7 +42,7 @@ impl JobKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 #[serde(
     tag = "state",
     rename_all = "camelCase",
@@ -55,7 +55,7 @@ pub enum JobState {
     Cancelled,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct JobStatus {
     pub id: JobId,
@@ -223,14 +223,15 @@ impl Jobs {
 
     fn end(&self, id: JobId, state: JobState, send: bool) {
         let last = match &state {
-            JobState::Finished { output } => JobEvent::Finished {
+            JobState::Finished { output } => JobNews::Finished {
                 output: output.clone(),
             },
-            JobState::Failed { error } => JobEvent::Failed {
+            JobState::Failed { error } => JobNews::Failed {
                 error: error.clone(),
             },
-            JobState::Cancelled | JobState::Running => JobEvent::Cancelled,
+            JobState::Cancelled | JobState::Running => JobNews::Cancelled,
         };
+        let last = JobEvent::Job(last);
         // The state changes before the last event is sent, so a view that reacts to that event can
         // start the next job at once; `wait` returns only once the event has been sent. The sink
         // is taken with the state change: a window that attaches later sees the job ended.
@@ -374,7 +375,7 @@ mod tests {
         let (sink, seen) = collector();
         let id = jobs
             .start(JobKind::Generation, sink, |cx| {
-                cx.emit(JobEvent::Note { text: "hi".into() });
+                cx.emit(JobEvent::note("hi"));
                 Ok(serde_json::json!({"answer": 42}))
             })
             .unwrap();
@@ -389,7 +390,7 @@ mod tests {
         // `wait` returns once the last event has been sent.
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 2);
-        assert!(matches!(seen[1], JobEvent::Finished { .. }));
+        assert!(matches!(seen[1], JobEvent::Job(JobNews::Finished { .. })));
     }
 
     #[test]
@@ -417,7 +418,10 @@ mod tests {
             !jobs.cancel(id).unwrap(),
             "an ended job cannot be cancelled"
         );
-        assert_eq!(seen.lock().unwrap().last(), Some(&JobEvent::Cancelled));
+        assert_eq!(
+            seen.lock().unwrap().last(),
+            Some(&JobEvent::Job(JobNews::Cancelled))
+        );
         assert!(jobs.running().is_none());
         assert_eq!(jobs.cancel(999).unwrap_err().kind, ErrorKind::NotFound);
     }
@@ -431,13 +435,9 @@ mod tests {
         let (go_on, wait_here) = std::sync::mpsc::channel::<()>();
         let id = jobs
             .start(JobKind::Benchmark, first, move |cx| {
-                cx.emit(JobEvent::Note {
-                    text: "before".into(),
-                });
+                cx.emit(JobEvent::note("before"));
                 wait_here.recv().unwrap();
-                cx.emit(JobEvent::Note {
-                    text: "after".into(),
-                });
+                cx.emit(JobEvent::note("after"));
                 Ok(serde_json::json!("done"))
             })
             .unwrap();
@@ -449,24 +449,17 @@ mod tests {
         let (second, second_seen) = collector();
         let status = jobs.attach(id, second).unwrap();
         assert_eq!(status.state, JobState::Running);
-        assert_eq!(
-            status.last_event,
-            Some(JobEvent::Note {
-                text: "before".into()
-            })
-        );
+        assert_eq!(status.last_event, Some(JobEvent::note("before")));
         go_on.send(()).unwrap();
         jobs.wait(id, WAIT).unwrap();
         assert_eq!(first_seen.lock().unwrap().len(), 1, "only what came before");
         let second_seen = second_seen.lock().unwrap();
         assert_eq!(second_seen.len(), 2);
-        assert_eq!(
-            second_seen[0],
-            JobEvent::Note {
-                text: "after".into()
-            }
-        );
-        assert!(matches!(second_seen[1], JobEvent::Finished { .. }));
+        assert_eq!(second_seen[0], JobEvent::note("after"));
+        assert!(matches!(
+            second_seen[1],
+            JobEvent::Job(JobNews::Finished { .. })
+        ));
 
         // Attaching to an ended job says how it ended; an unknown id is not found.
         let (late, late_seen) = collector();

@@ -7,6 +7,8 @@ pub mod events;
 pub mod jobs;
 pub mod settings;
 pub mod state;
+#[cfg(test)]
+mod wire_types;
 
 use tauri::{Builder, Runtime};
 

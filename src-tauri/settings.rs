@@ -12,7 +12,7 @@ use sdbench_hub::DEFAULT_MODEL;
 
 use crate::errors::{ErrorKind, UiError, UiResult};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Settings {
     /// A Hub id, a diffusers folder or .safetensors checkpoint on this machine, or `synthetic`.

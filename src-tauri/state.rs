@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use sdbench_diffusion::{MemoryProfile, Pipeline};
+use sdbench_generate::Generator;
 use sdbench_history::History;
 use sdbench_hub::HubSettings;
 
@@ -39,28 +39,6 @@ impl Paths {
     }
 }
 
-/// The pipeline the Create screen loaded, and what it was loaded from.
-pub struct LoadedPipeline {
-    pub key: PipelineKey,
-    pub pipeline: Pipeline,
-    /// The memory profile it was loaded with (what `auto` chose).
-    pub memory: MemoryProfile,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PipelineKey {
-    pub model: String,
-    pub model_config: Option<String>,
-    pub backend: String,
-    /// The device number (`None`: the backend's best).
-    pub device: Option<usize>,
-    pub precision: String,
-    /// The memory profile's name.
-    pub memory: String,
-    /// The device memory the fit check assumes (the setting, in bytes).
-    pub memory_limit: Option<u64>,
-}
-
 /// Cheap to clone: a command hands a clone to the thread that does its work.
 #[derive(Clone)]
 pub struct AppState {
@@ -68,7 +46,8 @@ pub struct AppState {
     pub hub: HubSettings,
     settings: Arc<Mutex<Settings>>,
     pub jobs: Jobs,
-    pub pipeline: Arc<Mutex<Option<LoadedPipeline>>>,
+    /// The Create screen's model, kept between images.
+    generator: Arc<Mutex<Generator>>,
     /// What the person should hear when the window opens (e.g. a damaged settings file set aside).
     pub startup_notes: Vec<String>,
     /// Where compiled GPU kernels are kept (`None`: not kept), shown and cleaned with the models.
@@ -109,7 +88,7 @@ impl AppState {
             hub,
             settings: Arc::new(Mutex::new(settings)),
             jobs: Jobs::default(),
-            pipeline: Arc::new(Mutex::new(None)),
+            generator: Arc::new(Mutex::new(Generator::default())),
             kernel_cache: sdbench_diffusion::kernel_cache::default_dir(),
         })
     }
@@ -140,7 +119,7 @@ impl AppState {
         Ok(History::open(&self.paths.history)?)
     }
 
-    pub fn loaded_pipeline(&self) -> MutexGuard<'_, Option<LoadedPipeline>> {
-        self.pipeline.lock().unwrap_or_else(|p| p.into_inner())
+    pub fn generator(&self) -> MutexGuard<'_, Generator> {
+        self.generator.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -29,7 +29,7 @@ use super::{blocking, target_path};
 /// Hub models are always read at this revision.
 const REVISION: &str = "main";
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelStatus {
     /// The model setting.
@@ -123,7 +123,7 @@ pub async fn model_status(
     .await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Downloaded {
     pub model: String,
@@ -195,7 +195,7 @@ pub struct BenchmarkRequest {
 
 /// A benchmark result as the result view shows it: the figures formatted exactly as the CLI and
 /// the reports format them, and where its images are.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ResultView {
     pub result: BenchResult,
@@ -246,7 +246,7 @@ pub async fn benchmark_view(state: State<'_, AppState>, run_id: String) -> UiRes
     .await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct BenchmarkOutput {
     #[serde(flatten)]
@@ -320,7 +320,7 @@ pub fn start_benchmark_job(
         .clone()
         .start(JobKind::Benchmark, sink, move |cx| {
             // The Create screen's model would hold device memory during the run.
-            state.loaded_pipeline().take();
+            state.generator().unload();
             let mut output =
                 runner::run(&options, &mut |e| cx.emit(JobEvent::from(e)), &cx.cancel)?;
             let dir = state.paths.runs.join(&output.result.run_id);
@@ -453,7 +453,7 @@ pub async fn export_report(
     .await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SubmissionPreview {
     pub endpoint: String,
@@ -488,7 +488,7 @@ pub async fn submission_preview(
     .await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(
     tag = "outcome",
     rename_all = "camelCase",

@@ -13,7 +13,7 @@ use crate::state::AppState;
 
 use super::blocking;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct CacheInfo {
     pub dir: String,
@@ -23,7 +23,7 @@ pub struct CacheInfo {
     pub kernels: Option<KernelCacheInfo>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct KernelCacheInfo {
     pub dir: String,
@@ -60,7 +60,7 @@ pub async fn cache_info(state: State<'_, AppState>) -> UiResult<CacheInfo> {
     .await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Cleaned {
     pub removed: Vec<String>,
@@ -125,7 +125,7 @@ pub async fn clean_cache(state: State<'_, AppState>, models: Vec<String>) -> UiR
             })
             .collect::<UiResult<Vec<_>>>()?;
         // The Create screen's model may be one of them.
-        state.loaded_pipeline().take();
+        state.generator().unload();
         let mut cleaned = Cleaned {
             removed: Vec::new(),
             freed_bytes: 0,

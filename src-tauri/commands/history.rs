@@ -110,7 +110,7 @@ pub async fn history_export(
 }
 
 /// An SVG chart, or why there is none (e.g. no power source on this machine).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Chart {
     pub svg: Option<String>,
@@ -132,7 +132,7 @@ impl From<sdbench_report::Result<String>> for Chart {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Charts {
     pub labels: Vec<String>,

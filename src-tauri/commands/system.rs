@@ -13,7 +13,7 @@ use crate::state::AppState;
 
 use super::blocking;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct BackendReport {
     pub backend: String,
@@ -23,7 +23,7 @@ pub struct BackendReport {
 }
 
 /// One device of a backend: its number (the Device setting) and what the driver says of it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceReport {
     pub index: usize,
@@ -32,7 +32,7 @@ pub struct DeviceReport {
     pub description: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct AutoChoice {
     pub backend: Option<String>,
@@ -45,7 +45,7 @@ pub struct AutoChoice {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SystemReport {
     pub app_version: String,
@@ -127,7 +127,7 @@ pub async fn system_info(state: State<'_, AppState>) -> UiResult<SystemReport> {
 
 /// What a request may ask for, from the engine's `limits` (and the bench's image count): the
 /// UI's forms check against these instead of numbers of their own.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestLimits {
     pub max_side: usize,

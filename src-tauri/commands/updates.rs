@@ -46,7 +46,7 @@ impl Updates {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateInfo {
     pub current_version: String,

@@ -1,23 +1,23 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { TEST_LIMITS } from "./test-support";
-import { checkSide, checkSteps, setLimits } from "./validate";
+import { boundFields, checkWhole, setLimits } from "./validate";
 
 describe("form checks", () => {
   afterEach(() => setLimits(TEST_LIMITS));
 
-  it("take their bounds from the app's limits", () => {
-    expect(checkSide("Width", 2048)).toBeNull();
-    expect(checkSteps(1000)).toBeNull();
-    setLimits({ ...TEST_LIMITS, maxSide: 1024, sideMultiple: 64, maxSteps: 50 });
-    expect(checkSide("Width", 2048)).toBe("Width must be a multiple of 64 from 64 to 1024.");
-    expect(checkSide("Width", 520)).toBe("Width must be a multiple of 64 from 64 to 1024.");
-    expect(checkSide("Width", 512)).toBeNull();
-    expect(checkSteps(51)).toBe("Steps must be a whole number from 1 to 50.");
+  it("refuse only what cannot be sent: an emptied or fractional field", () => {
+    expect(checkWhole("Height", Number.NaN)).toBe("Height must be a whole number.");
+    expect(checkWhole("Height", 256.5)).toBe("Height must be a whole number.");
+    // Range and multiple are the shell's rules, with the shell's message.
+    expect(checkWhole("Width", 500)).toBeNull();
+    expect(checkWhole("Steps", 0)).toBeNull();
   });
 
-  it("refuse emptied and fractional fields", () => {
-    expect(checkSide("Height", Number.NaN)).toContain("multiple of 8");
-    expect(checkSide("Height", 256.5)).toContain("multiple of 8");
-    expect(checkSteps(Number.NaN)).toContain("whole number");
+  it("bound the fields by the app's limits", () => {
+    setLimits({ ...TEST_LIMITS, maxSide: 1024, sideMultiple: 64, maxSteps: 50 });
+    const field = () => document.createElement("input");
+    const fields = { steps: field(), width: field(), height: field() };
+    boundFields(fields);
+    expect([fields.steps.max, fields.width.max, fields.width.step, fields.height.min]).toEqual(["50", "1024", "64", "64"]);
   });
 });

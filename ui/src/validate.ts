@@ -1,5 +1,6 @@
-// Form checks shared by the screens: each returns the problem as a sentence, or null. The bounds
-// come from the app (`request_limits`, the engine's own limits), never from numbers of our own.
+// Form helpers shared by the screens: the browser's bounds on number fields from the app's limits
+// (`request_limits`), and the one check made before sending (a field that holds no whole number).
+// Every rule on the values is checked by the shell, whose message is shown as it comes.
 
 import type { RequestLimits } from "./types";
 
@@ -16,20 +17,11 @@ export function limits(): RequestLimits {
   return loaded;
 }
 
-/** A whole number from `min` to `max` (an emptied number field reads as NaN). */
-export function checkWhole(name: string, value: number, min: number, max: number): string | null {
-  return Number.isInteger(value) && value >= min && value <= max ? null : `${name} must be a whole number from ${min} to ${max}.`;
-}
-
-/** An image side: a multiple of the side step up to the largest side. */
-export function checkSide(name: string, value: number): string | null {
-  const { maxSide, sideMultiple: step } = limits();
-  return Number.isInteger(value) && value >= step && value <= maxSide && value % step === 0 ? null : `${name} must be a multiple of ${step} from ${step} to ${maxSide}.`;
-}
-
-/** A step count. */
-export function checkSteps(value: number): string | null {
-  return checkWhole("Steps", value, 1, limits().maxSteps);
+/** Reads a number field: the problem when it is empty or not a whole number, else null. What
+ * the number may be (a side's multiple, the step bounds…) is the engine's rule, and its message
+ * comes back from the shell unchanged; this only catches what cannot be sent at all. */
+export function checkWhole(name: string, value: number): string | null {
+  return Number.isInteger(value) ? null : `${name} must be a whole number.`;
 }
 
 /** Sets the browser's own bounds on number fields: steps, image sides, and (optionally) an image count. */

@@ -9,7 +9,7 @@ use sdbench_diffusion::io::image::RgbImage;
 /// channels) is blank: a broken pipeline (all black, all grey) rather than a picture.
 pub const MIN_PIXEL_STDEV: f64 = 2.0;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ImageCheck {
     /// sha256 of the 8-bit RGB pixels, row-major (independent of PNG encoding and metadata).
     pub sha256: String,

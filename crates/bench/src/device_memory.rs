@@ -4,8 +4,10 @@
 
 use std::path::Path;
 
-use sdbench_diffusion::device::{self, DeviceRequest};
-use sdbench_diffusion::SelectedDevice;
+use sdbench_diffusion::device::{self, BackendKind, BackendRequest, DeviceRequest};
+use sdbench_diffusion::{
+    choose_auto, MemoryProfile, ModelSource, Precision, RequestShape, SelectedDevice,
+};
 use sdbench_telemetry::{discover, Reading};
 
 use crate::metrics::{choose_source, device_vendor};
@@ -35,6 +37,73 @@ pub fn select_device(
         device.memory_free = free_memory(&device, sysfs_root, use_nvml);
     }
     Ok(device)
+}
+
+/// How the model is to be placed in device memory: a profile, or the fastest that fits (`auto`),
+/// with the device memory the fit check assumes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryChoice {
+    /// The profile asked for; with `auto`, ignored.
+    pub profile: MemoryProfile,
+    pub auto: bool,
+    /// Bytes the fit check and `auto` assume instead of the device's own figure.
+    pub limit: Option<u64>,
+}
+
+impl Default for MemoryChoice {
+    fn default() -> Self {
+        MemoryChoice {
+            profile: MemoryProfile::Full,
+            auto: false,
+            limit: None,
+        }
+    }
+}
+
+/// The device a model is loaded on and the memory profile it is loaded with.
+pub struct Placement {
+    pub device: SelectedDevice,
+    pub profile: MemoryProfile,
+    /// With `auto`: why it chose `profile` (for a note).
+    pub auto_reason: Option<String>,
+}
+
+/// The device and profile for requests of `shape` on `source`: the `cpu` profile runs on the CPU
+/// backend; `auto` chooses the fastest profile whose need fits, and moves to the CPU backend when
+/// none does.
+pub fn place(
+    request: DeviceRequest,
+    memory: MemoryChoice,
+    source: &ModelSource,
+    precision: Option<Precision>,
+    shape: &RequestShape,
+    sysfs_root: &Path,
+    use_nvml: bool,
+) -> sdbench_diffusion::Result<Placement> {
+    let select = |request| select_device(request, memory.limit, sysfs_root, use_nvml);
+    let cpu = DeviceRequest::from(BackendRequest::Cpu);
+    if !memory.auto {
+        let request = if memory.profile.needs_cpu_backend() {
+            cpu
+        } else {
+            request
+        };
+        return Ok(Placement {
+            device: select(request)?,
+            profile: memory.profile,
+            auto_reason: None,
+        });
+    }
+    let mut device = select(request)?;
+    let auto = choose_auto(source, &device, precision, shape)?;
+    if auto.profile.needs_cpu_backend() && device.kind != BackendKind::Cpu {
+        device = select(cpu)?;
+    }
+    Ok(Placement {
+        device,
+        profile: auto.profile,
+        auto_reason: Some(auto.reason),
+    })
 }
 
 /// The device memory free for this process: the telemetry's total less its used, plus what this

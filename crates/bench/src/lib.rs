@@ -6,6 +6,7 @@ pub mod checks;
 pub mod comparison;
 pub mod device_memory;
 pub mod error;
+pub mod events;
 pub mod kernels;
 pub mod metrics;
 pub mod model_name;

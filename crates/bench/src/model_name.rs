@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_diffusion::{ModelSource, Preset};
-use sdbench_hub::RepoId;
+use sdbench_diffusion::{CancelToken, ModelSource, Preset};
+use sdbench_hub::{Hub, HubError, HubSettings, RepoId, Resolved};
 
 use crate::error::{BenchError, Result};
+use crate::events::Event;
 use crate::runner::ModelChoice;
 
 /// A parsed model name.
@@ -77,6 +78,23 @@ impl ModelName {
 }
 
 impl ModelName {
+    /// The model on this machine: a Hub id from the cache, or downloaded (with `Event::Download`
+    /// progress, and a note when the Hub was not reachable and the cache served it).
+    pub fn resolve(
+        &self,
+        hub: &HubSettings,
+        observer: &mut dyn FnMut(&Event),
+        cancel: &CancelToken,
+    ) -> Result<ModelSource> {
+        match self {
+            ModelName::Local(source) => Ok(source.clone()),
+            ModelName::Hub { id, .. } => {
+                let resolved = fetch_from_hub(hub, id, "main", observer, cancel)?;
+                Ok(ModelSource::Folder(resolved.path))
+            }
+        }
+    }
+
     /// The model as the benchmark runner takes it; a Hub model is read at `revision`, and with
     /// `fallback_to_synthetic` runs on synthetic weights when it is neither cached nor downloadable.
     pub fn into_choice(self, revision: &str, fallback_to_synthetic: bool) -> ModelChoice {
@@ -88,6 +106,36 @@ impl ModelName {
                 fallback_to_synthetic,
             },
         }
+    }
+}
+
+/// `id` at `revision` from the cache or the Hub, with download progress and a note when the Hub
+/// was not reachable and the cache served it.
+pub(crate) fn fetch_from_hub(
+    hub: &HubSettings,
+    id: &RepoId,
+    revision: &str,
+    observer: &mut dyn FnMut(&Event),
+    cancel: &CancelToken,
+) -> Result<Resolved> {
+    let resolved = Hub::new(hub.clone()).resolve(
+        id,
+        revision,
+        &mut |p| observer(&Event::Download(p.clone())),
+        &|| cancel.is_cancelled(),
+    );
+    match resolved {
+        Ok(r) => {
+            if let Some(reason) = &r.offline_reason {
+                let commit = &r.commit[..r.commit.len().min(10)];
+                observer(&Event::note(format!(
+                    "the Hub is not reachable ({reason}); using the cached {id} at {commit}"
+                )));
+            }
+            Ok(r)
+        }
+        Err(HubError::Cancelled) => Err(BenchError::Cancelled),
+        Err(e) => Err(e.into()),
     }
 }
 

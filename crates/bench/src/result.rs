@@ -18,7 +18,7 @@ pub const DEFAULT_FILE_NAME: &str = "benchmark_diffusion_result.json";
 /// The committed JSON Schema, for validators and the desktop app.
 pub const JSON_SCHEMA: &str = include_str!("../schema/benchmark_diffusion_result.v1.schema.json");
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct BenchResult {
     pub schema_version: u32,
     pub run_id: String,
@@ -45,7 +45,7 @@ pub struct BenchResult {
 }
 
 /// How per-step times were measured, and what a sync after every step costs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct StepTiming {
     /// `every_step`: the backend runs each operation as it is called (the CPU), so the scored
     /// images' steps are timed one by one at no cost. `diagnostic_image`: the scored images were
@@ -65,14 +65,14 @@ pub struct StepTiming {
 pub const STEP_TIMING_EVERY_STEP: &str = "every_step";
 pub const STEP_TIMING_DIAGNOSTIC_IMAGE: &str = "diagnostic_image";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct AppInfo {
     pub name: String,
     pub version: String,
     pub commit: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct BackendInfo {
     /// cpu, cuda, rocm, vulkan, metal or dx12.
     pub name: String,
@@ -107,7 +107,7 @@ pub struct BackendInfo {
 }
 
 /// The engine's placement, as a result records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct PlacementRecord {
     /// `device` or `cpu`.
     pub text_encoders: String,
@@ -167,7 +167,7 @@ impl PlacementRecord {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct WorkloadInfo {
     /// `sd15-512-30` or `custom`.
     pub name: String,
@@ -191,7 +191,7 @@ fn one() -> usize {
     1
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ModelRecord {
     /// Hub id, local folder path, or `synthetic`.
     pub id: String,
@@ -214,14 +214,14 @@ pub struct ModelRecord {
     pub files: Vec<FileRecord>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct FileRecord {
     pub path: String,
     pub bytes: u64,
     pub sha256: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ImageResult {
     /// Index into `workload.prompts`.
     pub prompt_index: usize,
@@ -242,7 +242,7 @@ pub struct ImageResult {
     pub image: ImageRecord,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Stages {
     pub text_encoder: f64,
     pub unet_loop: f64,
@@ -270,7 +270,7 @@ impl From<&sdbench_diffusion::pipeline::StageTimings> for Stages {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ImageRecord {
     /// File name beside the result JSON, once saved.
     pub file: Option<String>,
@@ -278,7 +278,7 @@ pub struct ImageRecord {
     pub check: ImageCheck,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Scores {
     /// round(100 x images per minute); absent for invalid runs.
     pub score: Option<u64>,
@@ -294,7 +294,7 @@ pub struct Scores {
     pub throttle_reasons: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Vram {
     /// Peak bytes the backend's allocator reserved from the device, sampled after every step.
     pub allocator_peak_bytes: Option<u64>,
@@ -305,7 +305,7 @@ pub struct Vram {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Power {
     pub available: bool,
     pub reason: Option<String>,
@@ -321,7 +321,7 @@ pub struct Power {
     pub images_per_minute_per_watt: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ColdStart {
     /// Finding (and downloading) the model.
     pub resolve_seconds: f64,
@@ -337,7 +337,7 @@ pub struct ColdStart {
 }
 
 /// What loading and the warm-up image spent on GPU kernels, and whether any compiled later.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct KernelColdStart {
     /// Kernels compiled, and the seconds until each could run: on CUDA code generation, NVRTC
     /// and loading the module (the whole cost); on wgpu code generation and creating the pipeline,
@@ -360,7 +360,7 @@ pub struct KernelColdStart {
     pub cache: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Telemetry {
     pub interval_ms: u64,
     pub sources: Vec<SourceInfo>,
@@ -371,7 +371,7 @@ pub struct Telemetry {
     pub samples: Vec<Sample>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Window {
     pub start: f64,
     pub end: f64,

@@ -40,10 +40,10 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub gpu: String,
-    /// Runs compared, this one included.
+    /// The other runs compared (this one is not among them).
     pub runs: usize,
     pub median_images_per_minute: f64,
-    /// The share of those runs slower than this one (ties count half), 0 to 100.
+    /// The share of the other runs slower than this one (ties count half), 0 to 100.
     pub percentile: f64,
 }
 
@@ -81,13 +81,17 @@ impl ServiceReply {
     /// "your run vs 12 runs of …": one paragraph for the CLI and the app.
     pub fn describe(&self, endpoint: &str) -> String {
         let c = &self.comparison;
-        let place = if c.runs <= 1 {
-            format!("the first run of {} with this setup on the service", c.gpu)
-        } else {
-            format!(
-                "your run vs {} runs of {} (same workload, backend, precision and memory profile): faster than {:.0}% of them; their median is {:.2} images/min",
-                c.runs, c.gpu, c.percentile, c.median_images_per_minute
-            )
+        let place = match c.runs {
+            0 => format!("the first run of {} with this setup on the service", c.gpu),
+            n => format!(
+                "your run vs {n} other {} of {} (same workload, backend, precision and memory profile): faster than {:.0}% of {}; {} {:.2} images/min",
+                plural(n, "run", "runs"),
+                c.gpu,
+                c.percentile,
+                plural(n, "it", "them"),
+                plural(n, "it made", "their median is"),
+                c.median_images_per_minute
+            ),
         };
         let reference = match self.reference_match {
             Some(true) => "; the images match the reference",
@@ -103,6 +107,15 @@ impl ServiceReply {
             "{place}{reference}. Page{duplicate}: {}",
             self.page(endpoint)
         )
+    }
+}
+
+/// `one` for 1, `many` otherwise.
+pub fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
     }
 }
 
@@ -280,7 +293,24 @@ mod tests {
             assert_eq!(reply.page(endpoint), page);
         }
         let said = reply.describe("https://x.org/api/v1/results");
-        assert!(said.starts_with("your run vs 3 runs of GPU"), "{said}");
+        assert!(
+            said.starts_with("your run vs 3 other runs of GPU"),
+            "{said}"
+        );
         assert!(said.contains("faster than 50% of them; their median is 20.00 images/min"));
+        let mut second = reply.clone();
+        second.comparison.runs = 1;
+        second.comparison.percentile = 0.0;
+        let said = second.describe("https://x.org/api/v1/results");
+        assert!(
+            said.starts_with("your run vs 1 other run of GPU (same workload, backend, precision and memory profile): faster than 0% of it; it made 20.00 images/min"),
+            "{said}"
+        );
+        second.comparison.runs = 0;
+        let said = second.describe("https://x.org/api/v1/results");
+        assert!(
+            said.starts_with("the first run of GPU with this setup"),
+            "{said}"
+        );
     }
 }

@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 use sdbench_diffusion::device::AllocatorMemory;
 use sdbench_diffusion::Progress;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct VramReport {
     /// Which generation was measured.
     pub generation: String,
     pub phases: Vec<VramPhase>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct VramPhase {
     /// `load`, `text_encode`, `step` or `decode`.
     pub phase: String,
@@ -28,6 +28,15 @@ pub struct VramPhase {
 }
 
 impl VramPhase {
+    pub fn of(phase: &str, step: Option<usize>, memory: AllocatorMemory) -> Self {
+        VramPhase {
+            phase: phase.into(),
+            step,
+            in_use_bytes: memory.in_use,
+            reserved_bytes: memory.reserved,
+        }
+    }
+
     /// "load", "text encode", "step 3", "decode".
     pub fn name(&self) -> String {
         match self.step {
@@ -53,14 +62,16 @@ impl<Q: FnMut() -> Option<AllocatorMemory>> VramRecorder<Q> {
         })
     }
 
+    /// As `new`, going on from phases recorded earlier.
+    pub fn resume(query: Q, phases: Vec<VramPhase>) -> Option<Self> {
+        let mut recorder = Self::new(query)?;
+        recorder.phases = phases;
+        Some(recorder)
+    }
+
     pub fn record(&mut self, phase: &str, step: Option<usize>) {
         if let Some(memory) = (self.query)() {
-            self.phases.push(VramPhase {
-                phase: phase.into(),
-                step,
-                in_use_bytes: memory.in_use,
-                reserved_bytes: memory.reserved,
-            });
+            self.phases.push(VramPhase::of(phase, step, memory));
         }
     }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{Preset, SchedulerKind};
+use sdbench_diffusion::{Preset, RequestShape, SchedulerKind};
 
 use crate::error::{BenchError, Result};
 
@@ -17,7 +17,7 @@ pub const MAX_IMAGES: usize = 1000;
 
 /// How a front end lists a standard workload: its name, a short label, what one run makes, and a
 /// sentence describing it, all from the workload's own settings.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct WorkloadCard {
     pub name: String,
     pub label: String,
@@ -57,7 +57,7 @@ pub const FLUX2_KLEIN_PROMPTS: [&str; 4] = [
 ];
 pub const FLUX2_KLEIN_SEEDS: [u64; 4] = [42, 43, 44, 45];
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct PromptSeed {
     pub prompt: String,
     pub seed: u64,
@@ -109,6 +109,17 @@ impl Overrides {
 }
 
 impl Workload {
+    /// The shape of every generation a run of this workload makes.
+    pub fn request_shape(&self) -> RequestShape {
+        RequestShape {
+            width: self.width,
+            height: self.height,
+            batch: self.batch,
+            guided: self.guidance > 1.0,
+            image_to_image: false,
+        }
+    }
+
     /// `sd15-512-30` v1: SD1.5, 512x512, 30 steps, euler, guidance 7.5, empty negative prompt.
     pub fn standard() -> Workload {
         Workload {
@@ -230,18 +241,18 @@ impl Workload {
         w.name = "custom".into();
         w.standard = false;
         if let Some(steps) = overrides.steps {
-            if let Some(problem) = limits::steps_problem(steps) {
-                return Err(BenchError::Workload(format!("--steps {problem}")));
+            if let Some(problem) = limits::steps_error(steps) {
+                return Err(BenchError::Workload(problem));
             }
             w.steps = steps;
         }
-        for (flag, value, slot) in [
-            ("--width", overrides.width, &mut w.width),
-            ("--height", overrides.height, &mut w.height),
+        for (name, value, slot) in [
+            ("width", overrides.width, &mut w.width),
+            ("height", overrides.height, &mut w.height),
         ] {
             if let Some(v) = value {
-                if let Some(problem) = limits::side_problem(v) {
-                    return Err(BenchError::Workload(format!("{flag} {problem}")));
+                if let Some(problem) = limits::side_error(name, v) {
+                    return Err(BenchError::Workload(problem));
                 }
                 *slot = v;
             }
@@ -250,15 +261,15 @@ impl Workload {
             w.scheduler = kind;
         }
         if let Some(batch) = overrides.batch {
-            if let Some(problem) = limits::batch_problem(batch) {
-                return Err(BenchError::Workload(format!("--batch {problem}")));
+            if let Some(problem) = limits::batch_error(batch) {
+                return Err(BenchError::Workload(problem));
             }
             w.batch = batch;
         }
         let count = overrides.images.unwrap_or(w.prompts.len());
         if count == 0 || count > MAX_IMAGES {
             return Err(BenchError::Workload(format!(
-                "--images must be from 1 to {MAX_IMAGES} (got {count})"
+                "images must be from 1 to {MAX_IMAGES} (got {count})"
             )));
         }
         let base = w.prompts.clone();
@@ -275,7 +286,7 @@ impl Workload {
             })
             .collect();
         if w.prompts.iter().any(|p| p.prompt.trim().is_empty()) {
-            return Err(BenchError::Workload("--prompt is empty".into()));
+            return Err(BenchError::Workload("the prompt is empty".into()));
         }
         Ok(w)
     }
@@ -379,42 +390,42 @@ mod tests {
                     batch: Some(0),
                     ..Default::default()
                 },
-                "--batch must be from 1 to 64 images (got 0)",
+                "batch must be from 1 to 64 images (got 0)",
             ),
             (
                 Overrides {
                     width: Some(500),
                     ..Default::default()
                 },
-                "--width must be a multiple of 8 from 8 to 2048 (got 500)",
+                "width must be a multiple of 8 from 8 to 2048 pixels (got 500)",
             ),
             (
                 Overrides {
                     height: Some(0),
                     ..Default::default()
                 },
-                "--height must be a multiple of 8 from 8 to 2048 (got 0)",
+                "height must be a multiple of 8 from 8 to 2048 pixels (got 0)",
             ),
             (
                 Overrides {
                     steps: Some(0),
                     ..Default::default()
                 },
-                "--steps must be from 1 to 1000 (got 0)",
+                "steps must be from 1 to 1000 (got 0)",
             ),
             (
                 Overrides {
                     images: Some(0),
                     ..Default::default()
                 },
-                "--images must be from 1 to 1000 (got 0)",
+                "images must be from 1 to 1000 (got 0)",
             ),
             (
                 Overrides {
                     prompt: Some(" ".into()),
                     ..Default::default()
                 },
-                "--prompt",
+                "the prompt is empty",
             ),
         ] {
             let err = Workload::standard()

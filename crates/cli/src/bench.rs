@@ -250,7 +250,7 @@ impl BenchProgress {
 
     fn event(&mut self, event: &Event) {
         match event {
-            Event::Note(text) => self.say(&format!("note: {text}")),
+            Event::Note { text } => self.say(&format!("note: {text}")),
             Event::Download(p) => self.download.update(p),
             Event::Loading { model, backend } => {
                 self.say(&format!("loading {model} on {backend}…"))
@@ -335,7 +335,11 @@ impl BenchProgress {
                 }
             }
             // The terminal view shows power in the summary; the live feed is for the app's chart.
-            Event::Telemetry { .. } => {}
+            // The stage and memory events are a single generation's.
+            Event::Telemetry { .. }
+            | Event::TextEncoded { .. }
+            | Event::Decoded { .. }
+            | Event::Vram { .. } => {}
         }
     }
 }

@@ -1,12 +1,7 @@
 //! `--backend` and `--device`: which backend, and which of its devices, a command runs on.
 
-use std::path::Path;
-
-use sdbench_bench::device_memory::{memory_limit_bytes, select_device, MAX_MEMORY_LIMIT_GIB};
-use sdbench_diffusion::{
-    choose_auto, BackendKind, BackendRequest, DeviceRequest, MemoryProfile, ModelSource, Precision,
-    RequestShape, SelectedDevice,
-};
+use sdbench_bench::device_memory::{memory_limit_bytes, MemoryChoice, MAX_MEMORY_LIMIT_GIB};
+use sdbench_diffusion::{BackendRequest, DeviceRequest, MemoryProfile};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct DeviceArg {
@@ -69,37 +64,13 @@ impl MemoryArg {
         }
     }
 
-    /// Selects the device for this profile, with the limit applied, and resolves `auto` for
-    /// requests of `shape` on `source` (printing what it chose and why).
-    pub fn select(
-        &self,
-        device: &DeviceArg,
-        source: &ModelSource,
-        precision: Option<Precision>,
-        shape: &RequestShape,
-    ) -> anyhow::Result<(SelectedDevice, MemoryProfile)> {
-        let limit = self.limit_bytes()?;
-        let select = |request: DeviceRequest| -> anyhow::Result<SelectedDevice> {
-            Ok(select_device(request, limit, Path::new("/"), true)?)
-        };
-        let request = self.device_request(device)?;
-        let selected = select(request)?;
-        if !self.is_auto() {
-            return Ok((selected, self.profile()));
-        }
-        let auto = choose_auto(source, &selected, precision, shape)?;
-        eprintln!(
-            "memory profile: auto chose {} ({})",
-            auto.profile, auto.reason
-        );
-        if auto.profile.needs_cpu_backend() && selected.kind != BackendKind::Cpu {
-            let cpu = DeviceRequest {
-                backend: BackendRequest::Cpu,
-                index: None,
-            };
-            return Ok((select(cpu)?, auto.profile));
-        }
-        Ok((selected, auto.profile))
+    /// The memory choice as the engine's use cases take it.
+    pub fn choice(&self) -> anyhow::Result<MemoryChoice> {
+        Ok(MemoryChoice {
+            profile: self.profile(),
+            auto: self.is_auto(),
+            limit: self.limit_bytes()?,
+        })
     }
 
     /// The device request for this profile: `cpu` runs on the CPU backend, and names any other

@@ -1,21 +1,18 @@
 //! `sdbench generate`: images from a prompt, or from a prompt and a picture (image-to-image).
 
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-use sdbench_bench::vram_report::VramRecorder;
-use sdbench_diffusion::io::image::{read_image, write_png};
+use sdbench_bench::Event;
 use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
-use sdbench_diffusion::pipeline::{img2img_start, StageTimings};
-use sdbench_diffusion::{
-    CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions, MemoryProfile, Pipeline,
-    Progress, SchedulerKind,
+use sdbench_diffusion::{InitialNoise, SchedulerKind};
+use sdbench_generate::{
+    Context, Destination, GenerationRequest, Generator, InitPicture, ModelSetup, DEFAULT_STRENGTH,
 };
-use sdbench_history::{default_path, Generation, History};
+use sdbench_history::default_path;
+use sdbench_hub::HubSettings;
 
-use crate::progress::StepProgress;
+use crate::progress::{DownloadBar, StepProgress};
 
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
@@ -85,57 +82,14 @@ pub struct GenerateArgs {
     vram_report: bool,
 }
 
-/// diffusers' img2img pipelines default to 0.8 (SD) and 0.3 (SDXL); one default for every model.
-const DEFAULT_STRENGTH: f64 = 0.8;
-
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
-    // Cheap checks first: nothing is loaded when the request cannot succeed.
-    check_output_path(&args.out)?;
-    let batch = args.batch as usize;
-    let outputs = output_paths(&args.out, batch);
-    let init = match &args.init_image {
+    let init = args
+        .init_image
+        .as_deref()
+        .map(|path| InitPicture::read(path, args.strength.unwrap_or(DEFAULT_STRENGTH)))
+        .transpose()?;
+    let noise = match &args.latents {
         Some(path) => {
-            let image = read_image(path)?;
-            let strength = args.strength.unwrap_or(DEFAULT_STRENGTH);
-            Some(InitImage { image, strength })
-        }
-        None => None,
-    };
-    let (width, height) = match &init {
-        Some(init) => {
-            let (w, h) = (init.image.width, init.image.height);
-            if args.width.is_some_and(|x| x != w) || args.height.is_some_and(|x| x != h) {
-                bail!(
-                    "--init-image {} is {w}x{h}; leave out --width and --height or give its size (resizing is not done for you)",
-                    display(args.init_image.as_deref())
-                );
-            }
-            if let Some(problem) = limits::side_problem(w).or_else(|| limits::side_problem(h)) {
-                bail!(
-                    "--init-image {} is {w}x{h}; each side {problem}: crop or resize it",
-                    display(args.init_image.as_deref())
-                );
-            }
-            (w, h)
-        }
-        None => (args.width.unwrap_or(512), args.height.unwrap_or(512)),
-    };
-    for (name, side) in [("--width", width), ("--height", height)] {
-        if let Some(problem) = limits::side_problem(side) {
-            bail!("{name} {problem}");
-        }
-    }
-    if let Some(problem) = limits::steps_problem(args.steps) {
-        bail!("--steps {problem}");
-    }
-    if let Some(init) = &init {
-        img2img_start(args.steps, init.strength).map_err(|e| anyhow::anyhow!("--strength: {e}"))?;
-    }
-    if !args.guidance.is_finite() {
-        bail!("--guidance must be a finite number");
-    }
-    let noise = match (&args.latents, args.seed) {
-        (Some(path), _) => {
             let array = npy::read_f32(path)?;
             InitialNoise::Latents {
                 shape: array.shape,
@@ -143,73 +97,113 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
                 step_seed: 0,
             }
         }
-        (None, seed) => InitialNoise::Seed(seed.unwrap_or(0)),
+        None => InitialNoise::Seed(args.seed.unwrap_or(0)),
     };
-    let scheduler = args
-        .scheduler
-        .as_deref()
-        .map(SchedulerKind::from_name)
-        .transpose()?;
-    let precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
-    let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
-
-    let request = GenerateRequest {
+    let request = GenerationRequest {
         prompt: args.prompt.clone(),
         negative_prompt: args.negative.clone(),
         steps: args.steps,
-        guidance_scale: args.guidance,
-        scheduler,
-        width,
-        height,
+        guidance: args.guidance,
+        scheduler: args
+            .scheduler
+            .as_deref()
+            .map(SchedulerKind::from_name)
+            .transpose()?,
+        width: args.width,
+        height: args.height,
+        batch: args.batch as usize,
         noise,
-        batch,
-        init_image: init,
+        latents_file: args.latents.as_ref().map(|p| p.display().to_string()),
+        init,
+        vram_report: args.vram_report,
     };
-
+    let setup = ModelSetup {
+        label: args.model.clone(),
+        model: crate::model_arg::parse(&args.model, args.model_config.as_deref())?,
+        device: args.memory.device_request(&args.device)?,
+        memory: args.memory.choice()?,
+        precision: limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?,
+    };
     args.threads.apply()?;
-    let (device, profile) =
-        args.memory
-            .select(&args.device, &source, precision, &request.shape())?;
-    eprintln!("backend: {} on {}", device.kind, device.info.name);
-    let load_start = Instant::now();
-    let options = profile.load_options(LoadOptions {
-        vae_encoder: request.init_image.is_some(),
-        planned: Some(request.shape()),
-        ..LoadOptions::default()
-    });
-    if profile != MemoryProfile::Full && !args.memory.is_auto() {
-        eprintln!("memory profile: {profile}");
+    let hub = HubSettings::from_env();
+    let context = Context {
+        hub: &hub,
+        history: &default_path(),
+        app_version: env!("CARGO_PKG_VERSION"),
+    };
+    let mut view = GenerationView::new(args.vram_report);
+    let outcome = Generator::default().generate(
+        &setup,
+        &request,
+        &Destination::File(args.out.clone()),
+        &context,
+        &mut |e| view.event(e),
+        &crate::interrupt::token(),
+    )?;
+    if args.vram_report {
+        match &outcome.vram_report {
+            Some(report) => eprint!("{}", report.table()),
+            None => eprintln!(
+                "{}",
+                crate::bench::no_vram_report(&outcome.generations[0].backend)
+            ),
+        }
     }
-    let pipeline = Pipeline::load_with(&source, device, precision, options)
-        .context("loading the model failed")?;
-    eprintln!(
-        "model loaded in {:.1} s ({})",
-        load_start.elapsed().as_secs_f64(),
-        pipeline.precision.name()
+    if let Some(warning) = &outcome.history_warning {
+        eprintln!("warning: {warning}");
+    }
+    let names: Vec<String> = outcome
+        .paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    println!(
+        "wrote {} ({}x{}) in {}",
+        names.join(", "),
+        outcome.width,
+        outcome.height,
+        outcome.summary()
     );
+    Ok(())
+}
 
-    pipeline.validate(&request)?;
-    if pipeline.ignores_guidance() && request.guidance_scale > 1.0 {
-        eprintln!(
-            "note: this model is step-distilled (FLUX.2 klein): it runs without classifier-free guidance, whatever --guidance says"
-        );
+/// A generation's progress on stderr.
+struct GenerationView {
+    steps: StepProgress,
+    download: DownloadBar,
+}
+
+impl GenerationView {
+    fn new(_vram_report: bool) -> Self {
+        GenerationView {
+            steps: StepProgress::new(),
+            download: DownloadBar::new(),
+        }
     }
-    let mut vram = args
-        .vram_report
-        .then(|| VramRecorder::new(|| pipeline.device.allocator_memory()))
-        .flatten()
-        .map(|mut recorder| {
-            recorder.record("load", None);
-            recorder
-        });
-    let mut progress = StepProgress::new();
-    // Each phase is printed as it ends too: a slow device's figures are known before the end.
-    let mut printed = 0;
-    let mut observe = |e: &Progress| {
-        progress.update(e);
-        if let Some(recorder) = vram.as_mut() {
-            recorder.observe(e);
-            for phase in &recorder.phases()[printed..] {
+
+    fn event(&mut self, event: &Event) {
+        if !matches!(event, Event::Download(_)) {
+            self.download.finish();
+        }
+        match event {
+            Event::Note { text } => eprintln!("note: {text}"),
+            Event::Download(p) => self.download.update(p),
+            Event::Loading { backend, .. } => eprintln!("loading on {backend}…"),
+            Event::Loaded {
+                seconds,
+                device,
+                precision,
+            } => eprintln!("model loaded in {seconds:.1} s on {device} ({precision})"),
+            Event::TextEncoded { seconds } => self.steps.text_encoded(*seconds),
+            Event::Step {
+                step,
+                steps,
+                seconds,
+                ..
+            } => self.steps.step(*step, *steps, *seconds),
+            Event::Decoded { seconds } => self.steps.decoded(*seconds),
+            // Each phase is printed as it ends: a slow device's figures are known before the end.
+            Event::Vram { phase } => {
                 let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
                 eprintln!(
                     "vram after {}: {:.1} MiB in use, {:.1} MiB reserved",
@@ -218,133 +212,11 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
                     mib(phase.reserved_bytes)
                 );
             }
-            printed = recorder.phases().len();
-        }
-    };
-    // Every step ends with a device sync, so each phase's memory is what the device holds then.
-    let generated = pipeline.generate(&request, &mut observe, &CancelToken::new())?;
-    // Printed, and kept in the history record of each image.
-    let vram_report = vram.map(|recorder| recorder.finish("this generation"));
-    if args.vram_report {
-        match &vram_report {
-            Some(report) => eprint!("{}", report.table()),
-            None => eprintln!(
-                "{}",
-                crate::bench::no_vram_report(pipeline.device.kind.name())
-            ),
+            Event::Baseline { .. }
+            | Event::ImageStarted { .. }
+            | Event::ImageFinished { .. }
+            | Event::Estimate { .. }
+            | Event::Telemetry { .. } => {}
         }
     }
-    // A non-finite image is not written, but how long it took still says what ran (the memory
-    // profile measurements read it).
-    if let Err(e) = pipeline.require_finite(&generated) {
-        eprintln!(
-            "generated nothing usable in {}",
-            timing_summary(&generated.timings, &request)
-        );
-        return Err(e.into());
-    }
-
-    let latents = args.latents.as_ref().map(|p| p.display().to_string());
-    let init_source = args.init_image.as_ref().map(|p| p.display().to_string());
-    let history = History::open(&default_path());
-    for (k, (image, out)) in generated.images.iter().zip(&outputs).enumerate() {
-        let mut record = Generation::from_engine(
-            &args.model,
-            &request,
-            &pipeline,
-            profile,
-            &generated,
-            k,
-            init_source.as_deref(),
-        );
-        write_png(
-            out,
-            &image.image,
-            &record.png_text(latents.as_deref(), env!("CARGO_PKG_VERSION")),
-        )?;
-        record.image_path = Some(
-            std::path::absolute(out)
-                .unwrap_or_else(|_| out.clone())
-                .display()
-                .to_string(),
-        );
-        record.vram_report = vram_report.clone();
-        // The history is a convenience: an image that cannot be recorded is still written.
-        let added = match &history {
-            Ok(h) => h.add_generation(&record).map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(e) = added {
-            eprintln!("warning: the image was not added to the history: {e}");
-        }
-    }
-    let names: Vec<String> = outputs.iter().map(|p| p.display().to_string()).collect();
-    println!(
-        "wrote {} ({width}x{height}) in {}",
-        names.join(", "),
-        timing_summary(&generated.timings, &request)
-    );
-    Ok(())
-}
-
-/// "X s: text encoder ..., N steps ... s (R it/s), vae decode ... s": the generation's time
-/// (loading left out) and its stages'.
-fn timing_summary(t: &StageTimings, request: &GenerateRequest) -> String {
-    let rate = t.unet_steps.len() as f64 / t.unet_total.max(1e-9);
-    let encode = if request.init_image.is_some() {
-        format!(", vae encode {:.2} s", t.vae_encode)
-    } else {
-        String::new()
-    };
-    format!(
-        "{:.2} s: text encoder {:.2} s{encode}, {} steps {:.2} s ({:.2} it/s), vae decode {:.2} s",
-        t.total,
-        t.text_encoder,
-        t.unet_steps.len(),
-        t.unet_total,
-        rate,
-        t.vae_decode
-    )
-}
-
-/// Where each image of a batch goes: `--out` itself for one image, NAME-1.png, NAME-2.png, ... for more.
-fn output_paths(out: &Path, batch: usize) -> Vec<PathBuf> {
-    if batch == 1 {
-        return vec![out.to_path_buf()];
-    }
-    let stem = out
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let ext = out
-        .extension()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "png".into());
-    (1..=batch)
-        .map(|k| out.with_file_name(format!("{stem}-{k}.{ext}")))
-        .collect()
-}
-
-fn display(path: Option<&Path>) -> String {
-    path.map(|p| p.display().to_string()).unwrap_or_default()
-}
-
-fn check_output_path(out: &Path) -> anyhow::Result<()> {
-    let is_png = out
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
-    if !is_png {
-        bail!("--out must name a .png file (got {})", out.display());
-    }
-    if out.is_dir() {
-        bail!("--out {} is a folder; name a .png file", out.display());
-    }
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        bail!("the folder for --out ({}) does not exist", parent.display());
-    }
-    Ok(())
 }

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use anyhow::Context;
-use sdbench_bench::ModelName;
+use sdbench_bench::{Event, ModelName};
 use sdbench_diffusion::ModelSource;
-use sdbench_hub::{Hub, HubSettings};
+use sdbench_hub::HubSettings;
 
 use crate::progress::DownloadBar;
 
@@ -25,22 +25,23 @@ pub fn parse(text: &str, config: Option<&Path>) -> anyhow::Result<ModelName> {
 /// The model as the engine loads it: Hub ids come from the cache, or are downloaded with a
 /// progress bar.
 pub fn resolve(text: &str, config: Option<&Path>) -> anyhow::Result<ModelSource> {
-    Ok(match parse(text, config)? {
-        ModelName::Local(source) => source,
-        ModelName::Hub { id, .. } => {
-            let hub = Hub::new(HubSettings::from_env());
-            let mut bar = DownloadBar::new();
-            let cancel = crate::interrupt::token();
-            let resolved = hub
-                .resolve(&id, "main", &mut |p| bar.update(p), &|| {
-                    cancel.is_cancelled()
-                })
-                .with_context(|| format!("getting {id} failed"))?;
-            bar.finish();
-            if let Some(reason) = resolved.offline_reason {
-                eprintln!("note: the Hub is not reachable ({reason}); using the cached copy");
-            }
-            ModelSource::Folder(resolved.path)
-        }
-    })
+    let name = parse(text, config)?;
+    let mut bar = DownloadBar::new();
+    let cancel = crate::interrupt::token();
+    let source = name
+        .resolve(
+            &HubSettings::from_env(),
+            &mut |event| match event {
+                Event::Download(p) => bar.update(p),
+                Event::Note { text } => {
+                    bar.finish();
+                    eprintln!("note: {text}");
+                }
+                _ => {}
+            },
+            &cancel,
+        )
+        .with_context(|| format!("getting {text} failed"))?;
+    bar.finish();
+    Ok(source)
 }

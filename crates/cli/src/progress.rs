@@ -3,7 +3,6 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
-use sdbench_diffusion::Progress;
 use sdbench_hub::DownloadProgress;
 
 /// Mean seconds per step over the last few steps, so the first (slower, compiling) ones fade out.
@@ -36,37 +35,31 @@ impl StepProgress {
         }
     }
 
-    pub fn update(&mut self, event: &Progress) {
+    pub fn text_encoded(&mut self, seconds: f64) {
+        eprintln!("text encoder: {seconds:.2} s");
+    }
+
+    pub fn step(&mut self, index: usize, total: usize, seconds: Option<f64>) {
+        let line = match seconds {
+            Some(seconds) => {
+                let rate = 1.0 / self.recent.push(seconds).max(1e-9);
+                format!("step {index}/{total}  {rate:.2} it/s")
+            }
+            None => format!("step {index}/{total}"),
+        };
         let mut err = std::io::stderr().lock();
-        match event {
-            Progress::TextEncoded { seconds } => {
-                let _ = writeln!(err, "text encoder: {seconds:.2} s");
+        if self.terminal {
+            let _ = write!(err, "\r{line}   ");
+            if index == total {
+                let _ = writeln!(err);
             }
-            Progress::Step {
-                index,
-                total,
-                seconds,
-            } => {
-                let line = match seconds {
-                    Some(seconds) => {
-                        let rate = 1.0 / self.recent.push(*seconds).max(1e-9);
-                        format!("step {index}/{total}  {rate:.2} it/s")
-                    }
-                    None => format!("step {index}/{total}"),
-                };
-                if self.terminal {
-                    let _ = write!(err, "\r{line}   ");
-                    if index == total {
-                        let _ = writeln!(err);
-                    }
-                } else {
-                    let _ = writeln!(err, "{line}");
-                }
-            }
-            Progress::Decoded { seconds } => {
-                let _ = writeln!(err, "vae decode: {seconds:.2} s");
-            }
+        } else {
+            let _ = writeln!(err, "{line}");
         }
+    }
+
+    pub fn decoded(&mut self, seconds: f64) {
+        eprintln!("vae decode: {seconds:.2} s");
     }
 }
 

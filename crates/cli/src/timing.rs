@@ -46,9 +46,9 @@ pub struct TimingArgs {
 
 pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
-    for (name, side) in [("--width", args.width), ("--height", args.height)] {
-        if let Some(problem) = limits::side_problem(side) {
-            anyhow::bail!("{name} {problem}");
+    for (name, side) in [("width", args.width), ("height", args.height)] {
+        if let Some(problem) = limits::side_error(name, side) {
+            anyhow::bail!(problem);
         }
     }
     let precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;

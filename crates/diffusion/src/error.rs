@@ -47,6 +47,11 @@ pub enum DiffusionError {
     #[error("the {backend} backend failed: {message}")]
     Backend { backend: String, message: String },
 
+    /// The device ran out of memory while working (an allocation failed, or a tensor was larger
+    /// than its largest buffer); `message` says what to try.
+    #[error("the {backend} backend failed: {message}")]
+    OutOfMemory { backend: String, message: String },
+
     /// The placement needs more device memory than the device has (checked before any work).
     #[error("{0}")]
     DoesNotFit(String),

@@ -17,25 +17,38 @@ pub const MAX_BATCH: usize = 64;
 /// and each precision's own name.
 pub const PRECISION_CHOICES: [&str; 3] = ["auto", "f32", "f16"];
 
-/// Why `side` cannot be an image side ("must be ..."), or `None`.
-pub fn side_problem(side: usize) -> Option<String> {
+/// The largest classifier-free guidance scale a request may ask for (the usual is 3 to 10).
+pub const MAX_GUIDANCE: f64 = 50.0;
+
+/// Why `side` cannot be the image's `name` ("width", "height"), or `None`: the one message for
+/// this rule, which the engine, the CLI and the app all show.
+pub fn side_error(name: &str, side: usize) -> Option<String> {
     (side == 0 || !side.is_multiple_of(SIDE_MULTIPLE) || side > MAX_SIDE).then(|| {
         format!(
-            "must be a multiple of {SIDE_MULTIPLE} from {SIDE_MULTIPLE} to {MAX_SIDE} (got {side})"
+            "{name} must be a multiple of {SIDE_MULTIPLE} from {SIDE_MULTIPLE} to {MAX_SIDE} pixels (got {side})"
         )
     })
 }
 
 /// Why `steps` cannot be a step count, or `None`.
-pub fn steps_problem(steps: usize) -> Option<String> {
+pub fn steps_error(steps: usize) -> Option<String> {
     (steps == 0 || steps > MAX_STEPS)
-        .then(|| format!("must be from 1 to {MAX_STEPS} (got {steps})"))
+        .then(|| format!("steps must be from 1 to {MAX_STEPS} (got {steps})"))
 }
 
 /// Why `batch` cannot be a batch size, or `None`.
-pub fn batch_problem(batch: usize) -> Option<String> {
+pub fn batch_error(batch: usize) -> Option<String> {
     (batch == 0 || batch > MAX_BATCH)
-        .then(|| format!("must be from 1 to {MAX_BATCH} images (got {batch})"))
+        .then(|| format!("batch must be from 1 to {MAX_BATCH} images (got {batch})"))
+}
+
+/// Why `guidance` cannot be a guidance scale, or `None`.
+pub fn guidance_error(guidance: f64) -> Option<String> {
+    (!guidance.is_finite() || !(0.0..=MAX_GUIDANCE).contains(&guidance)).then(|| {
+        format!(
+            "guidance must be from 0 to {MAX_GUIDANCE} (got {guidance}; 1 or less turns it off)"
+        )
+    })
 }
 
 /// The precision a choice names: `None` for `auto`.
@@ -58,21 +71,31 @@ mod tests {
     #[test]
     fn sides_are_multiples_of_8_up_to_the_limit() {
         for side in [8, 512, 1024, MAX_SIDE] {
-            assert_eq!(side_problem(side), None, "{side}");
+            assert_eq!(side_error("width", side), None, "{side}");
         }
         for side in [0, 7, 12, 513, MAX_SIDE + 8] {
-            let problem = side_problem(side).expect("refused");
+            let problem = side_error("height", side).expect("refused");
+            assert!(problem.starts_with("height must be"), "{problem}");
             assert!(problem.contains(&format!("(got {side})")), "{problem}");
         }
     }
 
     #[test]
-    fn steps_and_batch_have_bounds() {
-        assert_eq!(steps_problem(1), None);
-        assert_eq!(steps_problem(MAX_STEPS), None);
-        assert!(steps_problem(0).is_some() && steps_problem(MAX_STEPS + 1).is_some());
-        assert_eq!(batch_problem(MAX_BATCH), None);
-        assert!(batch_problem(0).is_some() && batch_problem(MAX_BATCH + 1).is_some());
+    fn steps_batch_and_guidance_have_bounds() {
+        assert_eq!(steps_error(1), None);
+        assert_eq!(steps_error(MAX_STEPS), None);
+        assert!(steps_error(0).is_some() && steps_error(MAX_STEPS + 1).is_some());
+        assert_eq!(batch_error(MAX_BATCH), None);
+        assert!(batch_error(0).is_some() && batch_error(MAX_BATCH + 1).is_some());
+        for fine in [0.0, 1.0, 7.5, MAX_GUIDANCE] {
+            assert_eq!(guidance_error(fine), None, "{fine}");
+        }
+        for bad in [-1.0, MAX_GUIDANCE + 0.5, f64::NAN, f64::INFINITY] {
+            assert!(
+                guidance_error(bad).unwrap().starts_with("guidance must be"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -36,3 +36,19 @@ pub enum HistoryError {
 }
 
 pub type Result<T, E = HistoryError> = std::result::Result<T, E>;
+
+impl HistoryError {
+    pub fn kind(&self) -> sdbench_bench::error::ErrorKind {
+        use sdbench_bench::error::ErrorKind;
+        match self {
+            HistoryError::Database {
+                source: rusqlite::Error::SqliteFailure(failure, _),
+                ..
+            } if failure.code == rusqlite::ErrorCode::DiskFull => ErrorKind::DiskFull,
+            HistoryError::NotFound(_) => ErrorKind::NotFound,
+            HistoryError::Folder { source, .. } => ErrorKind::of_io(source),
+            HistoryError::Write(e) => e.kind(),
+            _ => ErrorKind::Internal,
+        }
+    }
+}

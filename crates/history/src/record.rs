@@ -8,7 +8,7 @@ use sdbench_bench::runner;
 use sdbench_bench::vram_report::VramReport;
 use sdbench_diffusion::{GenerateRequest, Generated, InitialNoise, MemoryProfile, Pipeline};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum RunKind {
     Benchmark,
@@ -33,7 +33,7 @@ impl RunKind {
 }
 
 /// One image made on the Create screen, with its parameters and timings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Generation {
     pub id: String,
     /// RFC 3339, UTC.
@@ -74,7 +74,7 @@ pub struct Generation {
 }
 
 /// The picture an image-to-image generation started from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct InitImageRecord {
     /// What the person picked: a path, or a file name in the app.
     pub source: String,
@@ -199,8 +199,9 @@ impl Generation {
 }
 
 /// A whole stored run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "kind", content = "run", rename_all = "lowercase")]
+#[ts(rename = "HistoryRecord")]
 pub enum Record {
     Benchmark(Box<BenchResult>),
     Generation(Box<Generation>),
@@ -261,7 +262,7 @@ impl Record {
 }
 
 /// One line of the history list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunSummary {
     pub id: String,
     pub kind: RunKind,
@@ -284,8 +285,9 @@ pub struct RunSummary {
 }
 
 /// Which runs the list shows; every set field must match. Newest first.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
+#[ts(rename = "HistoryFilter")]
 pub struct Filter {
     pub kind: Option<RunKind>,
     pub backend: Option<String>,

@@ -224,7 +224,7 @@ pub fn file_sha256(path: &Path) -> Result<String> {
 }
 
 /// One model in the cache.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, ts_rs::TS)]
 pub struct CachedModel {
     pub repo: String,
     pub path: PathBuf,

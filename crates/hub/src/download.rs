@@ -54,7 +54,8 @@ struct ApiLfs {
 }
 
 /// Progress of a download, over all files.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
 pub struct DownloadProgress {
     pub file: String,
     pub file_done: u64,
@@ -534,7 +535,17 @@ fn http_error(url: &str, e: ureq::Error) -> HubError {
             }
         }
         ureq::Error::Transport(t) => {
-            let reason = t.to_string();
+            // ureq's own text starts with the URL, which the error names already.
+            let reason = match t.url() {
+                Some(url) => {
+                    let text = t.to_string();
+                    let prefix = format!("{url}: ");
+                    text.strip_prefix(&prefix)
+                        .map(str::to_string)
+                        .unwrap_or(text)
+                }
+                None => t.to_string(),
+            };
             match t.kind() {
                 ureq::ErrorKind::Dns | ureq::ErrorKind::ConnectionFailed => HubError::Unreachable {
                     url: url.into(),

@@ -127,7 +127,8 @@ fn client_address(service: &crate::Service, peer: SocketAddr, headers: &HeaderMa
     peer.ip()
 }
 
-/// How `run` compares with the other runs of its GPU, workload, backend, precision and profile.
+/// How `run` compares with the other runs of its GPU, workload, backend, precision and profile
+/// (itself left out: a run is not faster or slower than itself).
 fn comparison(service: &crate::Service, run: &RunRow) -> crate::Result<Comparison> {
     let filter = Filter {
         workload: Some(run.workload.clone()),
@@ -138,6 +139,7 @@ fn comparison(service: &crate::Service, run: &RunRow) -> crate::Result<Compariso
     };
     let rates: Vec<f64> = store::runs(&service.db, &filter, Some(&run.gpu))?
         .iter()
+        .filter(|other| other.id != run.id)
         .map(|r| r.images_per_minute)
         .collect();
     Ok(Comparison {

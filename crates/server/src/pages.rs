@@ -5,6 +5,7 @@ use axum::extract::{Path, Query, RawQuery, State};
 use axum::response::{Html, IntoResponse, Response};
 
 use sdbench_bench::result::BenchResult;
+use sdbench_bench::submit::plural;
 use sdbench_bench::workload::WORKLOAD_NAMES;
 use sdbench_report::html::{comparison_body, escape, page, report_body};
 use sdbench_report::{charts, Run};
@@ -147,9 +148,11 @@ pub async fn leaderboard(State(service): State<Shared>, Query(q): Query<FilterQu
     let mut body = format!("{NAV}<h1>SD Bench leaderboard</h1>\n");
     body.push_str(&filter_form("/", &q));
     body.push_str(&format!(
-        "<p class=\"muted\" id=\"summary\">{} runs on {} devices. Runs of other memory profiles than full are not standard scores and are labelled so.</p>\n",
+        "<p class=\"muted\" id=\"summary\">{} {} on {} {}. Runs of other memory profiles than full are not standard scores and are labelled so.</p>\n",
         runs.len(),
-        rows.len()
+        plural(runs.len(), "run", "runs"),
+        rows.len(),
+        plural(rows.len(), "device", "devices")
     ));
     if rows.is_empty() {
         body.push_str("<p id=\"empty\">No runs match these filters yet.</p>\n");

@@ -12,7 +12,7 @@ use crate::reading::{Source, Vendor};
 use crate::sysfs::{drm_cards, read_trimmed};
 
 /// A figure SD Bench cannot read here, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Unavailable {
     pub vendor: Vendor,
     pub device: String,

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum Vendor {
     Nvidia,
@@ -42,7 +42,7 @@ impl Vendor {
 }
 
 /// What a source measures and how.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct SourceInfo {
     /// E.g. "nvml:0", "amdgpu:card1", "i915:card0", "rapl:package".
     pub id: String,
@@ -56,7 +56,7 @@ pub struct SourceInfo {
 }
 
 /// One sample; `None` where the source does not report that figure.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Reading {
     /// Instantaneous (or driver-averaged) board/package power.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -82,7 +82,7 @@ pub struct Reading {
 }
 
 /// A reading at `t` seconds after the sampler's epoch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Sample {
     pub t: f64,
     pub source: String,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::reading::Vendor;
 use crate::sysfs::{drm_cards, read_trimmed, read_u64, uevent};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct GpuInfo {
     pub name: String,
     pub vendor: String,
@@ -17,7 +17,7 @@ pub struct GpuInfo {
     pub pci_bus: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct SystemInfo {
     pub os: String,
     pub os_version: String,

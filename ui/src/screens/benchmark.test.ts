@@ -2,20 +2,22 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 import { mockShell, settle, stream } from "../test-support";
 import { setMessageArea } from "../ui";
 import { benchmarkScreen, setWorkloads } from "./benchmark";
-import type { BenchmarkOutput, JobEvent } from "../types";
+import type { BenchResult, BenchmarkOutput, JobEvent } from "../types";
 
 const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="5" height="5"/></svg>';
 
 export function output(valid = true): BenchmarkOutput {
-  return {
-    result: {
+  // Only the fields the screens read; the rest of a result is the report's rows below.
+  const result = {
       run_id: "run-1234abcd", created_at: "2026-11-22T10:00:00Z", valid,
       invalid_reasons: valid ? [] : ["image 2: 384 pixel values are NaN or infinite"],
       backend: { name: "cuda", device: "NVIDIA H100", precision: "f16" },
       workload: { name: "sd15-512-30", standard: true, steps: 30, width: 512, height: 512, prompts: [{ prompt: "a lighthouse", seed: 1 }] },
       scores: { score: valid ? 1234 : null, images_per_minute: 12.34 },
-      results: [{ seconds: 4.8, image: { check: { valid: true, reason: null } } }],
-    },
+      results: [{ seconds: 4.8, image: { valid: true, reason: null } }],
+  } as unknown as BenchResult;
+  return {
+    result,
     header: [["workload", "sd15-512-30 v1 (standard)"]],
     rows: [["score", valid ? "1234" : "none (invalid run)", ""], ["images per minute", "12.340", "img/min"], ["power (avg)", "301.2", "W"]],
     imageColumns: ["seed", "seconds"],
@@ -197,12 +199,12 @@ describe("Benchmark screen", () => {
     steps.value = "";
     root.querySelector<HTMLButtonElement>("#run-quick")!.click();
     await settle();
-    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Steps must be a whole number from 1 to 1000");
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Steps must be a whole number.");
     steps.value = "4";
     width.value = "256.5";
     root.querySelector<HTMLButtonElement>("#run-quick")!.click();
     await settle();
-    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Width must be a multiple of 8");
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Width must be a whole number.");
     expect(started).toBe(0);
     width.value = "256";
   });

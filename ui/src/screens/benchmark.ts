@@ -8,7 +8,7 @@ import { drawLiveChart } from "../livechart";
 import { ProgressTracker, type ProgressView } from "../progress";
 import type { BenchmarkOutput, JobEvent, JobStatus, ModelStatus, WorkloadCard } from "../types";
 import { showError, notify } from "../ui";
-import { boundFields, checkSide, checkSteps, checkWhole, limits } from "../validate";
+import { boundFields, checkWhole } from "../validate";
 import type { Screen } from "../main";
 import { renderResult } from "./result";
 
@@ -138,7 +138,7 @@ function renderProgress(v: ProgressView, tracker: ProgressTracker, cancel: HTMLB
  * to the full standard run, and a fraction is the person's mistake, not an internal error). */
 export function quickSettings(): { steps: number; width: number; height: number; images: number } | string {
   const q = { steps: quick.steps.valueAsNumber, width: quick.width.valueAsNumber, height: quick.height.valueAsNumber, images: quick.images.valueAsNumber };
-  return checkSteps(q.steps) ?? checkSide("Width", q.width) ?? checkSide("Height", q.height) ?? checkWhole("Images", q.images, 1, limits().maxImages) ?? q;
+  return checkWhole("Steps", q.steps) ?? checkWhole("Width", q.width) ?? checkWhole("Height", q.height) ?? checkWhole("Images", q.images) ?? q;
 }
 
 function startBenchmark(custom: boolean): void {

@@ -25,12 +25,14 @@ const generation = (seed: number) => ({
 });
 
 describe("Create screen", () => {
-  it("checks sizes, steps and seeds before sending", () => {
+  it("sends what it can carry and leaves the rules to the shell", () => {
     expect(checkRequest(base)).toBeNull();
-    expect(checkRequest({ ...base, width: 500 })).toContain("multiple of 8");
-    expect(checkRequest({ ...base, prompt: " " })).toContain("prompt");
-    expect(checkRequest({ ...base, steps: 0 })).toContain("Steps");
-    expect(checkRequest({ ...base, seed: 2 ** 60 })).toContain("seed");
+    expect(checkRequest({ ...base, width: Number.NaN })).toBe("Width must be a whole number.");
+    expect(checkRequest({ ...base, seed: 1.5 })).toBe("The seed must be a whole number.");
+    expect(checkRequest({ ...base, guidance: Number.NaN })).toContain("Guidance");
+    // The shell's rules, not the form's: sent, and refused there with the engine's words.
+    expect(checkRequest({ ...base, width: 500 })).toBeNull();
+    expect(checkRequest({ ...base, prompt: " " })).toBeNull();
     const seed = randomSeed();
     expect(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32).toBe(true);
   });
@@ -89,12 +91,11 @@ describe("Create screen", () => {
     expect(root.querySelector<HTMLButtonElement>("#create-generate")!.disabled).toBe(false);
   });
 
-  it("checks the strength of an image-to-image request", () => {
+  it("sends any strength that is a number: its bounds are the shell's", () => {
     const picture = { name: "barn.png", bytes: [1, 2, 3], strength: 0.5 };
     expect(checkRequest({ ...base, initImage: picture })).toBeNull();
-    expect(checkRequest({ ...base, initImage: { ...picture, strength: 0 } })).toContain("Strength");
-    expect(checkRequest({ ...base, initImage: { ...picture, strength: 1.2 } })).toContain("Strength");
-    expect(checkRequest({ ...base, steps: 1, initImage: picture })).toContain("Steps × strength");
+    expect(checkRequest({ ...base, initImage: { ...picture, strength: Number.NaN } })).toContain("Strength");
+    expect(checkRequest({ ...base, initImage: { ...picture, strength: 1.2 } })).toBeNull();
   });
 
   it("sends a picked picture with its strength, at the picture's size", async () => {
@@ -123,12 +124,23 @@ describe("Create screen", () => {
     expect(root.querySelector<HTMLInputElement>("#create-strength")!.disabled).toBe(true);
   });
 
-  it("refuses a bad size without calling the shell", async () => {
-    const calls = mockShell({});
+  it("shows the shell's refusal of a bad size as the engine words it", async () => {
+    const refusal = { kind: "badInput", message: "width must be a multiple of 8 from 8 to 2048 pixels (got 500)", hint: "Correct the value and try again." };
+    const calls = mockShell({ start_generation: () => { throw refusal; } });
     root.querySelector<HTMLInputElement>("#create-width")!.value = "500";
     root.querySelector<HTMLButtonElement>("#create-generate")!.click();
     await settle();
+    expect(calls.map((c) => c.cmd)).toEqual(["start_generation"]);
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain(refusal.message);
+  });
+
+  it("refuses an emptied field without calling the shell", async () => {
+    const calls = mockShell({});
+    root.querySelector<HTMLInputElement>("#create-width")!.value = "";
+    root.querySelector<HTMLButtonElement>("#create-generate")!.click();
+    await settle();
     expect(calls).toHaveLength(0);
-    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Width must be a multiple of 8");
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Width must be a whole number.");
+    root.querySelector<HTMLInputElement>("#create-width")!.value = "512";
   });
 });

@@ -7,7 +7,7 @@ import * as fmt from "../format";
 import { ProgressTracker } from "../progress";
 import type { CreateOutput, CreateRequest, Generation, JobEvent, JobStatus } from "../types";
 import { busy, notify, pickSavePath, showError } from "../ui";
-import { boundFields, checkSide, checkSteps } from "../validate";
+import { boundFields, checkWhole } from "../validate";
 import type { Screen } from "../main";
 
 /** Seeds stay below 2^32 when drawn at random (any seed up to 2^53 − 1 can be typed). */
@@ -20,22 +20,17 @@ export const SIZE_PRESETS: [string, number, number][] = [
   ["256 × 256 (fast)", 256, 256],
 ];
 
-/** Checks the form before anything is sent; returns the problem, or null. */
+/** The fields that hold no number the request can carry (empty, or a fraction where a whole
+ * number goes); null when it can be sent. The shell checks every rule on the values. */
 export function checkRequest(r: CreateRequest): string | null {
-  if (r.prompt.trim() === "") return "Enter a prompt.";
-  const problem = checkSide("Width", r.width) ?? checkSide("Height", r.height) ?? checkSteps(r.steps);
-  if (problem) return problem;
-  if (!Number.isFinite(r.guidance) || r.guidance < 0 || r.guidance > 50) return "Guidance must be 0 to 50.";
-  if (!Number.isSafeInteger(r.seed) || r.seed < 0) return "The seed must be a whole number from 0 to 9007199254740991.";
-  if (r.initImage) {
-    const s = r.initImage.strength;
-    if (!Number.isFinite(s) || s <= 0 || s > 1) return "Strength must be more than 0 and at most 1.";
-    if (Math.floor(r.steps * s) < 1) return "Steps × strength must be at least 1: raise the strength or the steps.";
-  }
+  const whole = checkWhole("Width", r.width) ?? checkWhole("Height", r.height) ?? checkWhole("Steps", r.steps) ?? checkWhole("The seed", r.seed);
+  if (whole) return whole;
+  if (!Number.isFinite(r.guidance)) return "Guidance must be a number.";
+  if (r.initImage && !Number.isFinite(r.initImage.strength)) return "Strength must be a number.";
   return null;
 }
 
-/** A picked picture as the request carries it, with its size (sides must be multiples of 8). */
+/** A picked picture as the request carries it, with its size (the shell checks the size). */
 export interface Picture { name: string; bytes: number[]; width: number; height: number }
 
 const form = {
@@ -104,11 +99,6 @@ async function pick(): Promise<void> {
     const bitmap = await createImageBitmap(file);
     const { width, height } = bitmap;
     bitmap.close();
-    if (width % 8 !== 0 || height % 8 !== 0) {
-      setPicture(null);
-      showError({ kind: "badInput", message: `The picture ${file.name} is ${width} × ${height} pixels`, hint: "Use a picture whose sides are multiples of 8 (crop or resize it)." });
-      return;
-    }
     setPicture({ name: file.name, bytes: Array.from(new Uint8Array(await file.arrayBuffer())), width, height });
   } catch {
     setPicture(null);

@@ -307,7 +307,7 @@ fn on_a_queueing_device_steps_are_timed_on_a_separate_diagnostic_image() {
     }
     let notes = events
         .iter()
-        .filter(|e| matches!(e, Event::Note(n) if n.contains("sync after every step")))
+        .filter(|e| matches!(e, Event::Note { text: n } if n.contains("sync after every step")))
         .count();
     assert_eq!(notes, 1);
     // The allocator after loading, then the diagnostic image's phases, each after a sync.
@@ -441,7 +441,7 @@ fn run_noting(o: &RunOptions) -> (runner::RunOutput, Vec<String>) {
     let output = runner::run(
         o,
         &mut |e| {
-            if let Event::Note(n) = e {
+            if let Event::Note { text: n } = e {
                 notes.push(n.clone())
             }
         },
@@ -624,7 +624,7 @@ fn a_memory_profile_is_recorded_and_is_never_standard() {
     let output = runner::run(
         &o,
         &mut |e| {
-            if let Event::Note(text) = e {
+            if let Event::Note { text } = e {
                 notes.push(text.clone())
             }
         },

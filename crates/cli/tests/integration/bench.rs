@@ -101,7 +101,8 @@ fn bench_on_a_local_folder_writes_result_images_and_summary() {
     validate(&result);
     assert_eq!(result["run_id"], summary["run_id"]);
     assert_eq!(result["backend"]["threads"], 1, "{}", result["backend"]);
-    assert_eq!(result["backend"]["device"], "CPU (1 thread)");
+    let device = format!("{} (1 thread)", sdbench_diffusion::device::cpu_model());
+    assert_eq!(result["backend"]["device"], device.as_str());
     assert_eq!(
         result["backend"]["device_index"], 0,
         "{}",
@@ -328,7 +329,7 @@ fn bench_refuses_bad_input_before_any_work() {
     for (args, needle) in [
         (
             vec!["bench", "--model", &model, "--width", "30"],
-            "--width must be a multiple of 8 from 8 to 2048 (got 30)",
+            "width must be a multiple of 8 from 8 to 2048 pixels (got 30)",
         ),
         (
             vec!["bench", "--model", &model, "--out", "result.txt"],
@@ -487,7 +488,7 @@ fn download_use_offline_list_and_clean_the_cache() {
     ok(&o);
     assert!(png.is_file());
     assert!(
-        text(&o.stderr).contains("cached copy"),
+        text(&o.stderr).contains("; using the cached test-org/tiny-sd at "),
         "{}",
         text(&o.stderr)
     );
@@ -644,8 +645,9 @@ fn a_benchmark_submitted_to_the_results_service_is_on_its_leaderboard() {
     ok(&o);
     let said = text(&o.stdout);
     assert!(said.contains("(HTTP 201)"), "{said}");
+    let device = format!("{} (1 thread)", sdbench_diffusion::device::cpu_model());
     assert!(
-        said.contains("the first run of CPU (1 thread) with this setup"),
+        said.contains(&format!("the first run of {device} with this setup")),
         "{said}"
     );
     assert!(said.contains("the images match the reference"), "{said}");
@@ -662,7 +664,7 @@ fn a_benchmark_submitted_to_the_results_service_is_on_its_leaderboard() {
         .unwrap()
         .into_string()
         .unwrap();
-    assert!(page.contains("CPU (1 thread)"), "{page}");
+    assert!(page.contains(&device), "{page}");
     let page = ureq::get(&format!("{service}/runs/{run_id}"))
         .call()
         .unwrap()

@@ -376,7 +376,9 @@ fn threads_are_set_shown_and_checked() {
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("CPU (1 thread)"), "{}", stderr(&o));
+    // The CPU device is named by its processor and threads.
+    let device = format!("{} (1 thread)", sdbench_diffusion::device::cpu_model());
+    assert!(stderr(&o).contains(&device), "{}", stderr(&o));
     std::fs::remove_file(&out).unwrap();
     let o = generate(&out, &["--threads", "0"]);
     assert_eq!(o.status.code(), Some(2), "usage errors exit 2");
@@ -410,7 +412,8 @@ fn a_device_number_the_backend_lacks_is_refused_with_what_it_has() {
     let out = dir.path().join("img.png");
     let o = generate(&out, &["--device", "1", "--steps", "1"]);
     assert_fails(&o, &out, "there is no cpu device 1");
-    assert!(stderr(&o).contains("0: CPU"), "{}", stderr(&o));
+    let listed = format!("0: {}", sdbench_diffusion::device::cpu_model());
+    assert!(stderr(&o).contains(&listed), "{}", stderr(&o));
 }
 
 #[test]

@@ -19,9 +19,14 @@ pub(crate) fn guard<T>(
         BackendKind::Cpu => Some(MemoryProfile::Cpu),
         _ => profile,
     };
-    let explain = |message: &str| DiffusionError::Backend {
-        backend: device.kind.name().into(),
-        message: explain(message, device.max_buffer_bytes(), profile),
+    let explain = |message: &str| {
+        let backend = device.kind.name().into();
+        let message = explain(message, device.max_buffer_bytes(), profile);
+        if is_out_of_memory(&message) {
+            DiffusionError::OutOfMemory { backend, message }
+        } else {
+            DiffusionError::Backend { backend, message }
+        }
     };
     match catch_unwind(AssertUnwindSafe(work)) {
         Ok(Err(DiffusionError::Backend { message, .. })) => Err(explain(&message)),
@@ -45,7 +50,7 @@ pub(crate) fn explain(
     max_buffer: Option<u64>,
     profile: Option<MemoryProfile>,
 ) -> String {
-    if message.starts_with(OUT_OF_MEMORY) || message.starts_with(TOO_BIG) {
+    if is_out_of_memory(message) {
         return message.to_string();
     }
     let lower = message.to_lowercase();
@@ -83,6 +88,11 @@ pub(crate) fn explain(
 }
 
 const OUT_OF_MEMORY: &str = "out of device memory";
+
+/// Whether `explain` made `message` an out-of-memory one.
+fn is_out_of_memory(message: &str) -> bool {
+    message.starts_with(OUT_OF_MEMORY) || message.starts_with(TOO_BIG)
+}
 const TOO_BIG: &str = "the device cannot hold";
 
 fn mib(bytes: u64) -> String {

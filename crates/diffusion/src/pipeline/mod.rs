@@ -549,8 +549,8 @@ pub(crate) fn check_request(
     latent_shape: &[usize],
 ) -> Result<()> {
     for (name, side) in [("width", request.width), ("height", request.height)] {
-        if let Some(problem) = limits::side_problem(side) {
-            return Err(DiffusionError::Request(format!("{name} {problem}")));
+        if let Some(problem) = limits::side_error(name, side) {
+            return Err(DiffusionError::Request(problem));
         }
         if side % multiple != 0 {
             return Err(DiffusionError::Request(format!(
@@ -558,16 +558,11 @@ pub(crate) fn check_request(
             )));
         }
     }
-    if let Some(problem) = limits::steps_problem(request.steps) {
-        return Err(DiffusionError::Request(format!("steps {problem}")));
-    }
-    if let Some(problem) = limits::batch_problem(request.batch) {
-        return Err(DiffusionError::Request(format!("batch {problem}")));
-    }
-    if !request.guidance_scale.is_finite() {
-        return Err(DiffusionError::Request(
-            "guidance must be a finite number".into(),
-        ));
+    let problem = limits::steps_error(request.steps)
+        .or_else(|| limits::batch_error(request.batch))
+        .or_else(|| limits::guidance_error(request.guidance_scale));
+    if let Some(problem) = problem {
+        return Err(DiffusionError::Request(problem));
     }
     if let InitialNoise::Latents { shape, data, .. } = &request.noise {
         if shape.as_slice() != latent_shape {

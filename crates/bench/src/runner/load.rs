@@ -1,0 +1,142 @@
+//! The run's loading phases: the device and memory profile, the pipeline on them, and what the
+//! loaded model means for the run's standing (a standard run needs the workload's architecture,
+//! real weights and the full profile).
+
+use std::time::Instant;
+
+use sdbench_diffusion::{
+    DeviceRequest, LoadOptions, MemoryProfile, ModelSource, Pipeline, Preset, RequestShape,
+};
+
+use super::model::{file_record, ResolvedModel};
+use super::RunOptions;
+use crate::device_memory::{place, MemoryChoice, Placement};
+use crate::error::Result;
+use crate::events::Event;
+use crate::kernels::KernelCounters;
+use crate::vram_report::VramPhase;
+
+/// The pipeline a run times, the profile it was loaded with, and the load's costs.
+pub(super) struct Loaded {
+    pub pipeline: Pipeline,
+    pub memory: MemoryProfile,
+    pub seconds: f64,
+    /// Kernels compiled from here to the end of the warm-up: the cold start's.
+    pub kernels: KernelCounters,
+    /// The allocator after loading, where the diagnostic image's VRAM report starts (`None`
+    /// without a device allocator).
+    pub vram_after_load: Option<VramPhase>,
+}
+
+/// The device and memory profile for the workload's requests (`auto` resolved, with a note).
+pub(super) fn choose_placement(
+    options: &RunOptions,
+    source: &ModelSource,
+    shape: &RequestShape,
+    observer: &mut dyn FnMut(&Event),
+) -> Result<Placement> {
+    let request = DeviceRequest {
+        backend: options.backend,
+        index: options.device_index,
+    };
+    let memory = MemoryChoice {
+        profile: options.memory,
+        auto: options.memory_auto,
+        limit: options.memory_limit,
+    };
+    let placement = place(
+        request,
+        memory,
+        source,
+        options.precision,
+        shape,
+        &options.sysfs_root,
+        options.use_nvml,
+    )?;
+    if let Some(reason) = &placement.auto_reason {
+        observer(&Event::note(format!(
+            "memory profile: auto chose {} ({reason})",
+            placement.profile
+        )));
+    }
+    Ok(placement)
+}
+
+pub(super) fn load(
+    options: &RunOptions,
+    model: &ResolvedModel,
+    placement: Placement,
+    shape: RequestShape,
+    observer: &mut dyn FnMut(&Event),
+) -> Result<Loaded> {
+    observer(&Event::Loading {
+        model: model.record.id.clone(),
+        backend: placement.device.kind.name().into(),
+    });
+    let kernels = KernelCounters::start(placement.device.kind);
+    let start = Instant::now();
+    let pipeline = Pipeline::load_with(
+        &model.source,
+        placement.device,
+        options.precision,
+        placement.profile.load_options(LoadOptions {
+            planned: Some(shape),
+            ..LoadOptions::default()
+        }),
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+    let dev = &pipeline.device;
+    let vram_after_load = dev
+        .allocator_memory()
+        .map(|memory| VramPhase::of("load", None, memory));
+    observer(&Event::Loaded {
+        seconds,
+        device: dev.info.name.clone(),
+        precision: pipeline.precision.name().into(),
+    });
+    Ok(Loaded {
+        pipeline,
+        memory: placement.profile,
+        seconds,
+        kernels,
+        vram_after_load,
+    })
+}
+
+/// Whether the loaded model can give the workload's standard score, with a note for each reason
+/// it cannot; fills in the model's architecture and weight files in its record.
+pub(super) fn standing(
+    options: &RunOptions,
+    loaded: &Loaded,
+    model: &mut ResolvedModel,
+    observer: &mut dyn FnMut(&Event),
+) -> Result<bool> {
+    let workload = &options.workload;
+    let info = &loaded.pipeline.info;
+    let record = &mut model.record;
+    record.sd15_architecture = info.preset == Some(Preset::Sd15);
+    record.family = Some(info.family.name().into());
+    record.preset = info.preset.map(|p| p.name().into());
+    record.files = info
+        .weight_files
+        .iter()
+        .map(|p| file_record(p))
+        .collect::<Result<_>>()?;
+    let architecture_matches = info.preset == Some(workload.preset);
+    let full_profile = loaded.memory == MemoryProfile::Full;
+    if workload.standard && !full_profile {
+        observer(&Event::note(format!(
+            "the {} memory profile is not the standard one (full), so this {} run is reported as custom",
+            loaded.memory, workload.name
+        )));
+    }
+    if workload.standard && !architecture_matches {
+        observer(&Event::note(format!(
+            "{} does not have {}'s architecture (its configs differ), so this {} run is reported as custom, not standard",
+            record.id,
+            workload.preset.repository(),
+            workload.name
+        )));
+    }
+    Ok(workload.standard && !record.synthetic && architecture_matches && full_profile)
+}

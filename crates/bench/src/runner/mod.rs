@@ -1,0 +1,200 @@
+//! Runs a workload: resolve the model, load it, sample an idle baseline, one untimed warm-up
+//! image, then every timed image with telemetry running, and assemble the result. `run` reads as
+//! the list of phases; each phase is a function in this folder.
+
+mod assemble;
+mod images;
+mod load;
+mod model;
+mod telemetry;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sdbench_diffusion::io::image::{write_png, RgbImage};
+use sdbench_diffusion::{BackendRequest, CancelToken, MemoryProfile, ModelSource, Precision};
+use sdbench_hub::{HubSettings, RepoId};
+
+use crate::error::{BenchError, Result};
+pub use crate::events::{Event, LIVE_TELEMETRY_INTERVAL};
+use crate::result::KernelColdStart;
+use crate::result::{AppInfo, BenchResult};
+use crate::workload::Workload;
+use telemetry::RunTelemetry;
+
+#[derive(Debug, Clone)]
+pub enum ModelChoice {
+    /// A Hub repository, downloaded into (or read from) the Hugging Face cache. With
+    /// `fallback_to_synthetic`, a machine with no network and no cached copy runs on synthetic
+    /// weights instead (and says so).
+    Hub {
+        id: RepoId,
+        revision: String,
+        fallback_to_synthetic: bool,
+    },
+    /// A model on this machine (folder or single-file checkpoint), or synthetic weights.
+    Local(ModelSource),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub workload: Workload,
+    pub model: ModelChoice,
+    pub backend: BackendRequest,
+    /// Which of the backend's devices (`--device N`); `None`: its best.
+    pub device_index: Option<usize>,
+    /// `None`: f16 where the device supports it.
+    pub precision: Option<Precision>,
+    /// How the pipeline is placed to save device memory; only `Full` runs are standard. `Cpu`
+    /// runs on the CPU backend whatever `backend` says.
+    pub memory: MemoryProfile,
+    /// `--memory auto`: `memory` is ignored and the fastest profile that fits the device is
+    /// chosen (`memory_need::choose_auto`); the result records the one chosen.
+    pub memory_auto: bool,
+    /// Device memory the fit check and auto assume instead of the driver's figure.
+    pub memory_limit: Option<u64>,
+    pub hub: HubSettings,
+    pub app: AppInfo,
+    /// `/` on a real machine; a recorded tree in tests.
+    pub sysfs_root: PathBuf,
+    pub use_nvml: bool,
+    pub sample_interval: Duration,
+    /// Idle sampling before the run.
+    pub baseline: Duration,
+}
+
+impl RunOptions {
+    pub fn new(workload: Workload, model: ModelChoice, app: AppInfo) -> RunOptions {
+        RunOptions {
+            workload,
+            model,
+            backend: BackendRequest::Auto,
+            device_index: None,
+            precision: None,
+            memory: MemoryProfile::Full,
+            memory_auto: false,
+            memory_limit: None,
+            hub: HubSettings::from_env(),
+            app,
+            sysfs_root: PathBuf::from("/"),
+            use_nvml: true,
+            sample_interval: sdbench_telemetry::sampler::DEFAULT_INTERVAL,
+            baseline: Duration::from_secs(1),
+        }
+    }
+}
+
+pub struct RunOutput {
+    pub result: BenchResult,
+    /// The timed images, in order.
+    pub images: Vec<RgbImage>,
+}
+
+/// Runs `options.workload`, phase by phase: find the model, choose the device and memory profile,
+/// load, judge the run's standing, start telemetry and sample an idle baseline, one untimed
+/// warm-up image, the timed images, per-step timing, then the result.
+pub fn run(
+    options: &RunOptions,
+    observer: &mut dyn FnMut(&Event),
+    cancel: &CancelToken,
+) -> Result<RunOutput> {
+    let workload = &options.workload;
+    let mut model = model::resolve(options, observer, cancel)?;
+    let shape = workload.request_shape();
+    let placement = load::choose_placement(options, &model.source, &shape, observer)?;
+    let mut loaded = load::load(options, &model, placement, shape, observer)?;
+    let standard = load::standing(options, &loaded, &mut model, observer)?;
+    let telemetry = RunTelemetry::start(options);
+    let baseline = telemetry.idle_baseline(options.baseline, observer, cancel)?;
+    let pipeline = &loaded.pipeline;
+    let warmup_seconds = images::warm_up(pipeline, workload, &telemetry, observer, cancel)?;
+    loaded.kernels.warmed_up();
+    let mut timed = images::timed_images(pipeline, workload, &telemetry, observer, cancel)?;
+    let (samples, telemetry) = telemetry.stop();
+    let kernels = loaded.kernels.cold_start();
+    note_late_kernels(kernels.as_ref(), observer);
+    let (step_timing, vram_report) = images::step_timing(
+        &loaded.pipeline,
+        workload,
+        timed.first_loop_seconds,
+        loaded.vram_after_load.take(),
+        observer,
+        cancel,
+    )?;
+    let measured = assemble::Measured {
+        model,
+        standard,
+        load_seconds: loaded.seconds,
+        warmup_seconds,
+        kernels,
+        baseline,
+        samples,
+        telemetry,
+        step_timing,
+        vram_report,
+    };
+    let result = assemble::result(options, &loaded, &mut timed, measured);
+    Ok(RunOutput {
+        result,
+        images: timed.images,
+    })
+}
+
+/// Kernels compiled while images were timed are inside the timed figures: say so.
+fn note_late_kernels(kernels: Option<&KernelColdStart>, observer: &mut dyn FnMut(&Event)) {
+    if let Some(late) = kernels.map(|k| k.compiled_while_timed).filter(|&n| n > 0) {
+        observer(&Event::note(format!(
+            "{late} GPU kernels were compiled during the timed images: their compilation is inside the timed figures"
+        )));
+    }
+}
+
+/// The time now, RFC 3339 in UTC, as results and the history record it.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// A new run id.
+pub fn new_run_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Saves the images beside `json_path` (`{stem}-1.png`, …) and then the result JSON, which names
+/// them. Returns the image paths.
+pub fn save(output: &mut RunOutput, json_path: &Path) -> Result<Vec<PathBuf>> {
+    let dir = json_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| BenchError::io(dir, e))?;
+    let stem = json_path
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_string();
+    let w = &output.result.workload;
+    let mut paths = Vec::new();
+    for (i, image) in output.images.iter().enumerate() {
+        let name = format!("{stem}-{}.png", i + 1);
+        let path = dir.join(&name);
+        let spec = &w.prompts[output.result.results[i].prompt_index];
+        let parameters = format!(
+            "{}\nNegative prompt: {}\nSteps: {}, Sampler: {}, CFG scale: {}, Seed: {}, Size: {}x{}, Model: {}",
+            spec.prompt, w.negative_prompt, w.steps, w.scheduler, w.guidance, spec.seed, w.width, w.height, w.model.id
+        );
+        write_png(
+            &path,
+            image,
+            &[
+                ("parameters", parameters),
+                ("sdbench_run_id", output.result.run_id.clone()),
+            ],
+        )?;
+        output.result.results[i].image.file = Some(name);
+        paths.push(path);
+    }
+    output.result.save(json_path)?;
+    Ok(paths)
+}

@@ -1,0 +1,105 @@
+//! The run's first phase: find the model (cache or download for Hub ids, synthetic weights when
+//! offline and allowed, a local folder as is) and start its record in the result.
+
+use std::path::Path;
+use std::time::Instant;
+
+use sdbench_diffusion::{CancelToken, ModelSource, Preset};
+use sdbench_hub::HubError;
+
+use super::{ModelChoice, RunOptions};
+use crate::error::{BenchError, Result};
+use crate::events::Event;
+use crate::model_name::fetch_from_hub;
+use crate::result::{FileRecord, ModelRecord};
+
+/// The model a run loads, what the result says of it so far, and what finding it cost.
+pub(super) struct ResolvedModel {
+    pub source: ModelSource,
+    pub record: ModelRecord,
+    pub downloaded_bytes: u64,
+    pub seconds: f64,
+}
+
+pub(super) fn resolve(
+    options: &RunOptions,
+    observer: &mut dyn FnMut(&Event),
+    cancel: &CancelToken,
+) -> Result<ResolvedModel> {
+    let start = Instant::now();
+    let resolved = |source: ModelSource, record, downloaded_bytes| ResolvedModel {
+        source,
+        record,
+        downloaded_bytes,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    match &options.model {
+        ModelChoice::Local(source) => Ok(resolved(source.clone(), local_record(source), 0)),
+        ModelChoice::Hub {
+            id,
+            revision,
+            fallback_to_synthetic,
+        } => match fetch_from_hub(&options.hub, id, revision, observer, cancel) {
+            Ok(r) => Ok(resolved(
+                ModelSource::Folder(r.path),
+                model_record(&id.to_string(), Some(r.commit), "hub"),
+                r.downloaded_bytes,
+            )),
+            Err(BenchError::Hub(e @ HubError::NotCached { .. })) if *fallback_to_synthetic => {
+                observer(&Event::note(format!(
+                    "{e}.\nRunning on synthetic weights instead: the timing is real, the images are noise, and the result is not a standard score."
+                )));
+                let source = ModelSource::Synthetic(options.workload.preset);
+                let record = local_record(&source);
+                Ok(resolved(source, record, 0))
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// The record of a model on this machine.
+fn local_record(source: &ModelSource) -> ModelRecord {
+    match source {
+        ModelSource::Folder(path) => model_record(&path.display().to_string(), None, "folder"),
+        ModelSource::Checkpoint { file, .. } => {
+            model_record(&file.display().to_string(), None, "checkpoint")
+        }
+        ModelSource::Synthetic(preset) => {
+            let id = match preset {
+                Preset::Sd15 => "synthetic".to_string(),
+                other => format!("synthetic-{}", other.name()),
+            };
+            ModelRecord {
+                synthetic: true,
+                ..model_record(&id, None, "synthetic")
+            }
+        }
+    }
+}
+
+/// What the result says of the model; its architecture and files are filled in once it is loaded.
+fn model_record(id: &str, revision: Option<String>, source: &str) -> ModelRecord {
+    ModelRecord {
+        id: id.into(),
+        revision,
+        source: source.into(),
+        synthetic: false,
+        sd15_architecture: false,
+        family: None,
+        preset: None,
+        files: Vec::new(),
+    }
+}
+
+/// Size and sha256 of a weights file (from the cache's blob name where it can).
+pub(super) fn file_record(path: &Path) -> Result<FileRecord> {
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| BenchError::io(path, e))?
+        .len();
+    Ok(FileRecord {
+        path: path.display().to_string(),
+        bytes,
+        sha256: sdbench_hub::cache::file_sha256(path)?,
+    })
+}

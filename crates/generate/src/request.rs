@@ -1,0 +1,174 @@
+//! What a person asks one generation for, checked before anything is loaded. Each rule's message
+//! comes from where the rule lives (`sdbench_diffusion::limits`, the engine's strength check) and
+//! reaches the person unchanged, whichever front end they use.
+
+use std::path::Path;
+
+use sdbench_diffusion::io::image::{decode_image, read_image, RgbImage};
+use sdbench_diffusion::limits;
+use sdbench_diffusion::pipeline::img2img_start;
+use sdbench_diffusion::{GenerateRequest, InitImage, InitialNoise, RequestShape, SchedulerKind};
+
+use crate::error::{GenerateError, Result};
+
+/// The image side without a picture or a size given.
+pub const DEFAULT_SIDE: usize = 512;
+/// How much of a picture is redrawn when no strength is given. diffusers' img2img pipelines
+/// default to 0.8 (SD) and 0.3 (SDXL); one default for every model.
+pub const DEFAULT_STRENGTH: f64 = 0.8;
+
+/// Image-to-image: the picture to start from, its name (a path or a file name, as recorded), and
+/// how much of it to redraw.
+#[derive(Debug, Clone)]
+pub struct InitPicture {
+    pub name: String,
+    pub image: RgbImage,
+    pub strength: f64,
+}
+
+impl InitPicture {
+    /// A PNG or JPEG file.
+    pub fn read(path: &Path, strength: f64) -> Result<InitPicture> {
+        let image = read_image(path).map_err(|e| GenerateError::Request(e.to_string()))?;
+        Ok(InitPicture {
+            name: path.display().to_string(),
+            image,
+            strength,
+        })
+    }
+
+    /// A PNG or JPEG file's bytes, named `name`.
+    pub fn decode(name: &str, bytes: &[u8], strength: f64) -> Result<InitPicture> {
+        let image = decode_image(bytes).map_err(|problem| {
+            GenerateError::Request(format!("cannot use image {name}: {problem}"))
+        })?;
+        Ok(InitPicture {
+            name: name.into(),
+            image,
+            strength,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GenerationRequest {
+    pub prompt: String,
+    pub negative_prompt: String,
+    pub steps: usize,
+    pub guidance: f64,
+    /// `None`: the model's own.
+    pub scheduler: Option<SchedulerKind>,
+    /// `None`: the picture's, or `DEFAULT_SIDE`.
+    pub width: Option<usize>,
+    pub height: Option<usize>,
+    pub batch: usize,
+    pub noise: InitialNoise,
+    /// Where given latents came from (recorded in the PNG's parameters).
+    pub latents_file: Option<String>,
+    pub init: Option<InitPicture>,
+    /// Record the allocator's memory after each phase (`Event::Vram`, and in the history).
+    pub vram_report: bool,
+}
+
+impl GenerationRequest {
+    /// A text-to-image request with the defaults: 30 steps, guidance 7.5, seed 0, 512x512.
+    pub fn new(prompt: impl Into<String>) -> GenerationRequest {
+        GenerationRequest {
+            prompt: prompt.into(),
+            negative_prompt: String::new(),
+            steps: 30,
+            guidance: 7.5,
+            scheduler: None,
+            width: None,
+            height: None,
+            batch: 1,
+            noise: InitialNoise::Seed(0),
+            latents_file: None,
+            init: None,
+            vram_report: false,
+        }
+    }
+
+    /// The image's size: the picture's (a size given must match it), else the one given, else
+    /// `DEFAULT_SIDE` square; each side checked.
+    pub fn size(&self) -> Result<(usize, usize)> {
+        let bad = |problem: String| Err(GenerateError::Request(problem));
+        let (width, height) = match &self.init {
+            Some(init) => {
+                let (w, h) = (init.image.width, init.image.height);
+                if self.width.is_some_and(|x| x != w) || self.height.is_some_and(|x| x != h) {
+                    return bad(format!(
+                        "the picture {} is {w}x{h}: leave out the width and height or give its size (resizing is not done for you)",
+                        init.name
+                    ));
+                }
+                let problem = limits::side_error("width", w).or(limits::side_error("height", h));
+                if let Some(problem) = problem {
+                    return bad(format!(
+                        "the picture {} is {w}x{h}: its {problem}; crop or resize it",
+                        init.name
+                    ));
+                }
+                (w, h)
+            }
+            None => (
+                self.width.unwrap_or(DEFAULT_SIDE),
+                self.height.unwrap_or(DEFAULT_SIDE),
+            ),
+        };
+        for (name, side) in [("width", width), ("height", height)] {
+            if let Some(problem) = limits::side_error(name, side) {
+                return bad(problem);
+            }
+        }
+        Ok((width, height))
+    }
+
+    /// Every check that needs no model: size, steps, batch, guidance, strength.
+    pub fn check(&self) -> Result<()> {
+        self.size()?;
+        let problem = limits::steps_error(self.steps)
+            .or_else(|| limits::batch_error(self.batch))
+            .or_else(|| limits::guidance_error(self.guidance));
+        if let Some(problem) = problem {
+            return Err(GenerateError::Request(problem));
+        }
+        if let Some(init) = &self.init {
+            img2img_start(self.steps, init.strength)
+                .map_err(|e| GenerateError::Request(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The shape the fit check and `auto` plan for.
+    pub fn shape(&self) -> Result<RequestShape> {
+        let (width, height) = self.size()?;
+        Ok(RequestShape {
+            width,
+            height,
+            batch: self.batch,
+            guided: self.guidance > 1.0,
+            image_to_image: self.init.is_some(),
+        })
+    }
+
+    /// The engine's request.
+    pub fn engine_request(&self) -> Result<GenerateRequest> {
+        let (width, height) = self.size()?;
+        Ok(GenerateRequest {
+            prompt: self.prompt.clone(),
+            negative_prompt: self.negative_prompt.clone(),
+            steps: self.steps,
+            guidance_scale: self.guidance,
+            scheduler: self.scheduler,
+            width,
+            height,
+            noise: self.noise.clone(),
+            batch: self.batch,
+            init_image: self.init.as_ref().map(|init| InitImage {
+                image: init.image.clone(),
+                strength: init.strength,
+            }),
+        })
+    }
+}

@@ -1,0 +1,734 @@
+// Generated from the Rust types by src-tauri/wire_types.rs (ts-rs); do not edit.
+// Rewrite: SDBENCH_WRITE_TYPES=1 cargo test -p sdbench-app --lib wire_types
+
+export type UiError = { kind: ErrorKind, message: string, hint: string, };
+
+export type ErrorKind = "noDevice" | "outOfMemory" | "network" | "diskFull" | "modelMissing" | "badModel" | "badInput" | "busy" | "notFound" | "cancelled" | "internal";
+
+export type JobEvent = RunEvent | JobNews;
+
+export type JobNews = { "event": "compiling", compiled: number, cacheHits: number, seconds: number, } | { "event": "finished", output: JsonValue, } | { "event": "failed", error: UiError, } | { "event": "cancelled" };
+
+export type RunEvent = { "event": "note", text: string, } | { "event": "download" } & DownloadProgress | { "event": "loading", model: string, backend: string, } | { "event": "loaded", seconds: number, device: string, precision: string, } | { "event": "baseline", seconds: number, } | { "event": "imageStarted", index: number, total: number, warmup: boolean, } | { "event": "step", index: number, total: number, step: number, steps: number, seconds: number | null, warmup: boolean, } | { "event": "imageFinished", index: number, total: number, seconds: number, valid: boolean, warmup: boolean, } | { "event": "textEncoded", seconds: number, } | { "event": "decoded", seconds: number, } | { "event": "vram", phase: VramPhase, } | { "event": "estimate", seconds: number, } | { "event": "telemetry", samples: Array<LiveSample>, };
+
+export type LiveSample = { source: string, 
+/**
+ * Seconds since the run's telemetry started.
+ */
+t: number, powerW: number | null, vramUsedBytes: number | null, vramTotalBytes: number | null, };
+
+export type DownloadProgress = { file: string, fileDone: number, fileTotal: number, done: number, total: number, };
+
+export type VramPhase = { 
+/**
+ * `load`, `text_encode`, `step` or `decode`.
+ */
+phase: string, 
+/**
+ * The step's number (from 1), for `step`.
+ */
+step?: number | null, in_use_bytes: number, reserved_bytes: number, };
+
+export type VramReport = { 
+/**
+ * Which generation was measured.
+ */
+generation: string, phases: Array<VramPhase>, };
+
+export type JobStatus = { id: number, kind: JobKind, 
+/**
+ * The latest progress event, for a view that attaches late.
+ */
+lastEvent: JobEvent | null, 
+/**
+ * Events sent so far.
+ */
+events: number, elapsedSeconds: number, } & ({ "state": "running" } | { "state": "finished", output: JsonValue, } | { "state": "failed", error: UiError, } | { "state": "cancelled" });
+
+export type JobKind = "download" | "benchmark" | "generation";
+
+export type JobState = { "state": "running" } | { "state": "finished", output: JsonValue, } | { "state": "failed", error: UiError, } | { "state": "cancelled" };
+
+export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
+
+export type Settings = { 
+/**
+ * A Hub id, a diffusers folder or .safetensors checkpoint on this machine, or `synthetic`.
+ */
+model: string, 
+/**
+ * For a checkpoint that is not SD1.5-shaped: a diffusers folder whose configs describe it.
+ */
+modelConfig: string | null, 
+/**
+ * A `BackendRequest` name: auto, cuda, rocm, vulkan, metal, dx12, cpu…
+ */
+backend: string, 
+/**
+ * Which of the backend's devices, by the number System lists (none: the best).
+ */
+device: number | null, 
+/**
+ * auto, f32 or f16.
+ */
+precision: string, 
+/**
+ * The memory profile: full, balanced, low, minimal, cpu (see `MemoryProfile`) or auto.
+ */
+memory: string, 
+/**
+ * The device memory in GiB that the fit check and `auto` assume instead of what the GPU
+ * has free (the CLI's `--memory-limit`): a smaller GPU's size, or one for a device that no
+ * telemetry reads (whose size is otherwise unknown, so `auto` keeps full).
+ */
+memoryLimitGib: number | null, 
+/**
+ * Where results are submitted (none: submission is off).
+ */
+submitEndpoint: string | null, 
+/**
+ * Where to look for updates instead of the endpoint built into the app.
+ */
+updateEndpoint: string | null, 
+/**
+ * Worker threads of the CPU backend (none: one per physical core). The pool is built once
+ * per process, so a change takes effect when the app next starts.
+ */
+cpuThreads: number | null, };
+
+export type SystemReport = { appVersion: string, system: SystemInfo, backends: Array<BackendReport>, auto: AutoChoice, backendNames: Array<string>, precisions: Array<string>, memoryProfiles: Array<string>, dataDir: string, cacheDir: string, 
+/**
+ * The CPU backend's worker threads in this process (a changed setting applies at the next
+ * start).
+ */
+cpuThreads: number, };
+
+export type BackendReport = { backend: string, usable: boolean, detail: string, devices: Array<DeviceReport>, };
+
+export type DeviceReport = { index: number, name: string, 
+/**
+ * Name, class, memory, driver and PCI bus on one line.
+ */
+description: string, };
+
+export type AutoChoice = { backend: string | null, device: string | null, 
+/**
+ * The device's number among its backend's.
+ */
+index: number | null, 
+/**
+ * None on a GPU: f16 where the device supports it, which only the initialised device tells.
+ */
+precision: string | null, 
+/**
+ * Why nothing could be chosen.
+ */
+error: string | null, };
+
+export type RequestLimits = { maxSide: number, sideMultiple: number, maxSteps: number, maxBatch: number, maxImages: number, };
+
+export type SystemInfo = { os: string, os_version: string, kernel: string, arch: string, cpu_model: string, cpu_physical_cores: number | null, cpu_logical_cores: number, ram_bytes: number, gpus: Array<GpuInfo>, };
+
+export type GpuInfo = { name: string, vendor: string, driver: string | null, vram_bytes: number | null, pci_bus: string | null, };
+
+export type WorkloadCard = { name: string, label: string, run: string, description: string, };
+
+export type ModelStatus = { 
+/**
+ * The model setting.
+ */
+model: string, 
+/**
+ * hub, folder, checkpoint or synthetic.
+ */
+source: string, 
+/**
+ * Whether a run can start without downloading.
+ */
+ready: boolean, 
+/**
+ * Where it is on disk, when it is.
+ */
+path: string | null, 
+/**
+ * For a Hub model that is not cached: the bytes a download fetches (when the Hub answered).
+ */
+downloadBytes: number | null, 
+/**
+ * Why the download size is unknown (no network…).
+ */
+problem: string | null, 
+/**
+ * E.g. a renamed Hub id.
+ */
+note: string | null, };
+
+export type Downloaded = { model: string, path: string, files: number, bytes: number, downloadedBytes: number, };
+
+export type ResultView = { result: BenchResult, 
+/**
+ * (what, value): workload, model, backend…
+ */
+header: Array<[string, string]>, 
+/**
+ * (metric, value, unit): score, images per minute, power…
+ */
+rows: Array<[string, string, string]>, imageColumns: Array<string>, imageCells: Array<Array<string>>, 
+/**
+ * The run's images on disk, in order (None where the file is gone).
+ */
+images: Array<string | null>, };
+
+export type BenchmarkOutput = { resultPath: string, 
+/**
+ * Set when the run could not be added to the history (the result file is still saved).
+ */
+historyWarning: string | null, result: BenchResult, 
+/**
+ * (what, value): workload, model, backend…
+ */
+header: Array<[string, string]>, 
+/**
+ * (metric, value, unit): score, images per minute, power…
+ */
+rows: Array<[string, string, string]>, imageColumns: Array<string>, imageCells: Array<Array<string>>, 
+/**
+ * The run's images on disk, in order (None where the file is gone).
+ */
+images: Array<string | null>, };
+
+export type SubmissionPreview = { endpoint: string, 
+/**
+ * Exactly the JSON that would be sent.
+ */
+payload: string, };
+
+export type Submitted = { "outcome": "sent", status: number, 
+/**
+ * The results service's comparison with the runs of the same GPU, and the run's page;
+ * absent from an endpoint that is not an SD Bench results service.
+ */
+comparison: string | null, } | { "outcome": "queued", path: string, reason: string, };
+
+export type BenchResult = { schema_version: number, run_id: string, 
+/**
+ * RFC 3339, UTC.
+ */
+created_at: string, app: AppInfo, system: SystemInfo, backend: BackendInfo, workload: WorkloadInfo, results: Array<ImageResult>, scores: Scores, cold_start: ColdStart, telemetry: Telemetry, valid: boolean, invalid_reasons: Array<string>, 
+/**
+ * How the per-step times were measured (absent in older results, whose images each carry
+ * per-step times taken with a device sync after every step).
+ */
+step_timing?: StepTiming | null, 
+/**
+ * The allocator's memory after each phase of one synced generation (GPU backends; absent on
+ * the CPU and in older results).
+ */
+vram_report?: VramReport | null, };
+
+export type AppInfo = { name: string, version: string, commit: string | null, };
+
+export type BackendInfo = { 
+/**
+ * cpu, cuda, rocm, vulkan, metal or dx12.
+ */
+name: string, device: string, 
+/**
+ * f16 or f32.
+ */
+precision: string, 
+/**
+ * A software implementation of a GPU API (e.g. Mesa lavapipe).
+ */
+software: boolean, 
+/**
+ * The CPU backend's worker threads (`--threads`); absent on a GPU. Runs on the CPU compare
+ * only at the same count.
+ */
+threads?: number | null, 
+/**
+ * The device's number among the backend's (`--device N`); absent in older results.
+ */
+device_index?: number | null, 
+/**
+ * Driver name and version as the backend's API reports them.
+ */
+driver?: string | null, 
+/**
+ * Device memory as the backend's API reports it (CUDA, HIP).
+ */
+device_memory_bytes?: number | null, 
+/**
+ * The card's PCI bus id: which of `system.gpus` ran, and whose telemetry was read.
+ */
+pci_bus?: string | null, 
+/**
+ * The memory profile (`full`, `balanced`, `low`, `minimal`, `cpu`); absent in older results, which ran
+ * as `full` does. Only `full` runs of a standard workload are standard.
+ */
+memory_profile?: string | null, 
+/**
+ * Where each component ran and how (what the profile chose).
+ */
+placement?: PlacementRecord | null, };
+
+export type PlacementRecord = { 
+/**
+ * `device` or `cpu`.
+ */
+text_encoders: string, 
+/**
+ * `device` or `cpu`.
+ */
+vae: string, 
+/**
+ * Classifier-free guidance: `batched` (one doubled batch) or `sequential`.
+ */
+cfg: string, 
+/**
+ * Tiled VAE decoding (and encoding) above the VAE's tile size was on; whether this run's
+ * size tiled is `vae_decode_tiles`.
+ */
+vae_tiling: boolean, 
+/**
+ * Tiles each image's VAE decode took at the workload's size (1: one piece), from tiling
+ * or from the device's largest buffer; absent in older results.
+ */
+vae_decode_tiles?: number | null, 
+/**
+ * The VAE's precision: the run's, or f32 where the VAE overflows in f16 (SDXL's own VAE,
+ * as diffusers upcasts it) or runs on the CPU; absent in older results.
+ */
+vae_precision?: string | null, 
+/**
+ * The UNet's weight storage: f16 or f32 (the run's precision), or int8 (W8A16: dequantized
+ * to the run's precision layer by layer).
+ */
+unet_weights: string, 
+/**
+ * Unused pooled memory handed back between denoising and decoding.
+ */
+release_between_stages: boolean, 
+/**
+ * The UNet's weights in host memory while the VAE decodes.
+ */
+unet_offload: boolean, 
+/**
+ * Tiled decoding and encoding in tiles of half the VAE's own (diffusers') side.
+ */
+small_vae_tiles: boolean, };
+
+export type WorkloadInfo = { 
+/**
+ * `sd15-512-30` or `custom`.
+ */
+name: string, version: number, 
+/**
+ * The unmodified standard workload on real weights: the only runs whose score is comparable.
+ */
+standard: boolean, model: ModelRecord, width: number, height: number, steps: number, scheduler: string, guidance: number, negative_prompt: string, prompts: Array<PromptSeed>, 
+/**
+ * Images per generation, made together (absent in older results: 1).
+ */
+batch: number, };
+
+export type PromptSeed = { prompt: string, seed: number, };
+
+export type ModelRecord = { 
+/**
+ * Hub id, local folder path, or `synthetic`.
+ */
+id: string, 
+/**
+ * The Hub commit, for Hub models.
+ */
+revision: string | null, 
+/**
+ * hub, folder, checkpoint or synthetic.
+ */
+source: string, synthetic: boolean, 
+/**
+ * The model's configs are SD1.5's (a fine-tune's weights differ, its cost does not); only
+ * such runs can be standard `sd15-512-30` runs.
+ */
+sd15_architecture: boolean, 
+/**
+ * The model family: sd1, sd2 or sdxl (absent in results from before SDXL).
+ */
+family?: string | null, 
+/**
+ * The built-in preset whose configs the model's equal (sd15, sd21, sdxl-base), if any: a
+ * standard run's model matches its workload's preset.
+ */
+preset?: string | null, 
+/**
+ * The weight files read, with their sha256.
+ */
+files: Array<FileRecord>, };
+
+export type FileRecord = { path: string, bytes: number, sha256: string, };
+
+export type ImageResult = { 
+/**
+ * Index into `workload.prompts`.
+ */
+prompt_index: number, seed: number, 
+/**
+ * This image's place in its batch (from 0; absent in older results: 0).
+ */
+batch_index: number, 
+/**
+ * Text encoder + UNet loop + VAE decode, bounded by device syncs; with a batch, the
+ * generation's seconds divided by the batch size (so the mean is the time per image).
+ */
+seconds: number, 
+/**
+ * The generation's stage seconds, divided by the batch size like `seconds`.
+ */
+stages: Stages, 
+/**
+ * The generation's step seconds (each step serves the whole batch); empty where the steps
+ * were queued without per-step syncs (see `step_timing`).
+ */
+step_seconds: Array<number>, 
+/**
+ * steps / UNet-loop seconds of the generation (a step serves the whole batch).
+ */
+steps_per_second: number, image: ImageRecord, };
+
+export type Stages = { text_encoder: number, unet_loop: number, vae_decode: number, };
+
+export type ImageRecord = { 
+/**
+ * File name beside the result JSON, once saved.
+ */
+file: string | null, 
+/**
+ * sha256 of the 8-bit RGB pixels, row-major (independent of PNG encoding and metadata).
+ */
+sha256: string, 
+/**
+ * 64-bit DCT perceptual hash, 16 hex digits: close images differ in few bits.
+ */
+phash: string, 
+/**
+ * Standard deviation of the 8-bit values.
+ */
+pixel_stdev: number, valid: boolean, reason: string | null, };
+
+export type ImageCheck = { 
+/**
+ * sha256 of the 8-bit RGB pixels, row-major (independent of PNG encoding and metadata).
+ */
+sha256: string, 
+/**
+ * 64-bit DCT perceptual hash, 16 hex digits: close images differ in few bits.
+ */
+phash: string, 
+/**
+ * Standard deviation of the 8-bit values.
+ */
+pixel_stdev: number, valid: boolean, reason: string | null, };
+
+export type Scores = { 
+/**
+ * round(100 x images per minute); absent for invalid runs.
+ */
+score: number | null, images_per_minute: number, seconds_per_image: Stats, 
+/**
+ * Median over images of steps / UNet-loop seconds.
+ */
+steps_per_second: number, 
+/**
+ * The largest of the allocator's peak and the device's used memory; absent when neither is known.
+ */
+vram_peak_bytes: number | null, vram: Vram, power: Power, throttled: boolean, throttle_reasons: Array<string>, };
+
+export type Stats = { mean: number, median: number, 
+/**
+ * Sample standard deviation (n - 1); 0 for a single value.
+ */
+stdev: number, min: number, max: number, };
+
+export type Vram = { 
+/**
+ * Peak bytes the backend's allocator reserved from the device, sampled after every step.
+ */
+allocator_peak_bytes: number | null, 
+/**
+ * Peak device memory in use (all processes) from telemetry.
+ */
+device_used_peak_bytes: number | null, device_source: string | null, 
+/**
+ * Why a figure is missing.
+ */
+reason: string | null, };
+
+export type Power = { available: boolean, reason: string | null, 
+/**
+ * The telemetry source id and what it reads.
+ */
+source: string | null, method: string | null, avg_w: number | null, min_w: number | null, max_w: number | null, 
+/**
+ * Average power during the idle baseline before the run.
+ */
+idle_w: number | null, energy_j_per_image: number | null, images_per_minute_per_watt: number | null, };
+
+export type ColdStart = { 
+/**
+ * Finding (and downloading) the model.
+ */
+resolve_seconds: number, downloaded_bytes: number, 
+/**
+ * Reading weights onto the device.
+ */
+load_seconds: number, 
+/**
+ * The untimed first image (kernel compilation, autotuning).
+ */
+warmup_seconds: number, 
+/**
+ * GPU kernels compiled, read from the kernel cache and tuned, where the backend counts them
+ * (CUDA and wgpu); absent elsewhere and in results from before they were counted.
+ */
+kernels?: KernelColdStart | null, };
+
+export type KernelColdStart = { 
+/**
+ * Kernels compiled, and the seconds until each could run: on CUDA code generation, NVRTC
+ * and loading the module (the whole cost); on wgpu code generation and creating the pipeline,
+ * after which a driver may still compile at first use (lavapipe does: most of its cost),
+ * which only `warmup_seconds` holds.
+ */
+compiled: number, compile_seconds: number, 
+/**
+ * Kernels read from the kernel cache instead, and the seconds that took (on wgpu the driver
+ * still builds the pipeline from the stored shader; its own cache, Mesa's say, may keep that).
+ */
+cache_hits: number, cache_load_seconds: number, 
+/**
+ * Autotune keys tuned (their seconds include compiling the candidates, also counted above)
+ * and choices read from the cache instead.
+ */
+tuned: number, tune_seconds: number, tune_cache_hits: number, 
+/**
+ * Kernels compiled during the timed images: each one's cost is inside the timed figures.
+ */
+compiled_while_timed: number, 
+/**
+ * `on`, `off` (not kept between runs), or `unwritable` (kept in memory only: one warning).
+ */
+cache: string, };
+
+export type Telemetry = { interval_ms: number, sources: Array<SourceInfo>, unavailable: Array<Unavailable>, 
+/**
+ * Seconds on the samples' clock.
+ */
+baseline: Window, timed: Window, samples: Array<Sample>, };
+
+export type Window = { start: number, end: number, };
+
+export type StepTiming = { 
+/**
+ * `every_step`: the backend runs each operation as it is called (the CPU), so the scored
+ * images' steps are timed one by one at no cost. `diagnostic_image`: the scored images were
+ * timed with device syncs only at stage edges (the host queues every step, as applications
+ * do); `step_seconds` come from one extra image of prompt 1, after the timed region, with a
+ * sync after every step.
+ */
+method: string, 
+/**
+ * The diagnostic image's step seconds (empty for `every_step`: see each image's).
+ */
+step_seconds: Array<number>, 
+/**
+ * The diagnostic image's UNet loop over timed image 1's (same prompt and seed): what a
+ * sync after every step costs on this device.
+ */
+sync_cost_ratio?: number | null, };
+
+export type SourceInfo = { 
+/**
+ * E.g. "nvml:0", "amdgpu:card1", "i915:card0", "rapl:package".
+ */
+id: string, vendor: Vendor, 
+/**
+ * The device it measures (GPU name, or "CPU package").
+ */
+device: string, 
+/**
+ * Where the numbers come from, for the report ("NVML nvmlDeviceGetTotalEnergyConsumption", a sysfs path…).
+ */
+method: string, 
+/**
+ * PCI bus id of the GPU, when known.
+ */
+pci_bus: string | null, };
+
+export type Vendor = "nvidia" | "amd" | "intel" | "apple" | "cpu";
+
+export type Unavailable = { vendor: Vendor, device: string, reason: string, };
+
+export type Sample = { t: number, source: string, 
+/**
+ * Instantaneous (or driver-averaged) board/package power.
+ */
+power_w: number | null, 
+/**
+ * A monotonic energy counter (wrap-arounds already unfolded).
+ */
+energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, gpu_clock_mhz: number | null, mem_clock_mhz: number | null, temperature_c: number | null, utilization_pct: number | null, 
+/**
+ * Active reasons the clocks are held down (power cap, thermal…); empty when none.
+ */
+throttle?: Array<string>, };
+
+export type Reading = { 
+/**
+ * Instantaneous (or driver-averaged) board/package power.
+ */
+power_w: number | null, 
+/**
+ * A monotonic energy counter (wrap-arounds already unfolded).
+ */
+energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, gpu_clock_mhz: number | null, mem_clock_mhz: number | null, temperature_c: number | null, utilization_pct: number | null, 
+/**
+ * Active reasons the clocks are held down (power cap, thermal…); empty when none.
+ */
+throttle?: Array<string>, };
+
+export type CreateRequest = { prompt: string, negativePrompt: string, steps: number, guidance: number, seed: number, width: number, height: number, 
+/**
+ * None: the model's own scheduler.
+ */
+scheduler?: string | null, 
+/**
+ * None: the backend in the settings.
+ */
+backend?: string | null, 
+/**
+ * Image-to-image: the picked picture (its size is the image's size).
+ */
+initImage?: InitImageInput | null, };
+
+export type InitImageInput = { name: string, bytes: Array<number>, strength: number, };
+
+export type CreateOutput = { generation: Generation, 
+/**
+ * Set when the image could not be added to the history (the PNG is still saved).
+ */
+historyWarning: string | null, };
+
+export type Generation = { id: string, 
+/**
+ * RFC 3339, UTC.
+ */
+created_at: string, prompt: string, negative_prompt: string, steps: number, guidance: number, 
+/**
+ * `None` when the run started from given latents.
+ */
+seed: number | null, width: number, height: number, scheduler: string, model: string, backend: string, device: string, precision: string, seconds: number, stages: Stages, step_seconds: Array<number>, 
+/**
+ * The saved PNG, when it was saved.
+ */
+image_path: string | null, 
+/**
+ * Image-to-image: the picture it started from and the strength.
+ */
+init_image?: InitImageRecord | null, 
+/**
+ * Images made together in one run, and this one's place among them (from 0); the timings
+ * are the whole run's.
+ */
+batch?: number, batch_index?: number, 
+/**
+ * The memory profile the pipeline was loaded with; absent in older records.
+ */
+memory_profile?: string | null, 
+/**
+ * The device allocator's memory after each phase (`generate --vram-report`).
+ */
+vram_report?: VramReport | null, };
+
+export type InitImageRecord = { 
+/**
+ * What the person picked: a path, or a file name in the app.
+ */
+source: string, strength: number, };
+
+export type RunSummary = { id: string, kind: RunKind, created_at: string, 
+/**
+ * The workload name for a benchmark, the prompt for a generation.
+ */
+title: string, model: string, backend: string, device: string, precision: string, score: number | null, images_per_minute: number | null, seconds_per_image: number | null, valid: boolean, standard: boolean, 
+/**
+ * The memory profile it ran with (`None` for runs from before profiles, which ran as
+ * `full`).
+ */
+memory_profile: string | null, };
+
+export type RunKind = "benchmark" | "generation";
+
+export type HistoryFilter = { kind: RunKind | null, backend: string | null, 
+/**
+ * Case-insensitive, in the title, model or device.
+ */
+text: string | null, standard_only: boolean, valid_only: boolean, 
+/**
+ * RFC 3339 bounds on `created_at`, inclusive.
+ */
+since: string | null, until: string | null, 
+/**
+ * At most this many (all when unset).
+ */
+limit: number | null, };
+
+export type HistoryRecord = { "kind": "benchmark", "run": BenchResult } | { "kind": "generation", "run": Generation };
+
+export type Chart = { svg: string | null, reason: string | null, };
+
+export type Charts = { labels: Array<string>, 
+/**
+ * Set when the runs did different work (workload, size, steps…), whose figures are not
+ * comparable: it says how.
+ */
+warning: string | null, 
+/**
+ * Set when the runs ran on different setups (precision, backend, device…): what the
+ * comparison is across.
+ */
+note: string | null, secondsPerImage: Chart, stageBreakdown: Chart, stepTimes: Chart, powerOverTime: Chart, };
+
+export type CacheInfo = { dir: string, models: Array<CachedModel>, totalBytes: number, 
+/**
+ * The compiled GPU kernels (`None`: SD Bench keeps none, `SDBENCH_KERNEL_CACHE=off`).
+ */
+kernels: KernelCacheInfo | null, };
+
+export type KernelCacheInfo = { dir: string, kernels: number, 
+/**
+ * Devices (per SD Bench build) with kernels compiled.
+ */
+devices: number, totalBytes: number, };
+
+export type Cleaned = { removed: Array<string>, freedBytes: number, };
+
+export type CachedModel = { repo: string, path: string, 
+/**
+ * Bytes on disk: blobs (partial downloads included) and any copied snapshot files.
+ */
+size_bytes: number, 
+/**
+ * Snapshot commits present.
+ */
+snapshots: Array<string>, 
+/**
+ * Whether a snapshot holds a complete pipeline SD Bench can run.
+ */
+runnable: boolean, 
+/**
+ * Bytes in unfinished downloads.
+ */
+partial_bytes: number, };
+
+export type UpdateInfo = { currentVersion: string, available: boolean, version: string | null, notes: string | null, date: string | null, };
