@@ -23,6 +23,7 @@ in one run, as the performance section of the README reports them.
 With --ops (and --sdbench) it compares single layers instead: it runs `BINARY timing --ops`, which
 prints SD1.5's convolutions, linears, attention and norms at the image size as `op <kind> k=v ...`
 lines, runs each of those cases in torch, and prints a table of both rates and the time ratio.
+With --model flux2-klein, FLUX.2 klein 4B's transformer layers (--size 1024 for its benchmark).
 
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --ops --sdbench target/release/sdbench
 
@@ -77,8 +78,8 @@ def main():
     torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)
     if a.ops:
-        if not a.sdbench or a.model != "sd15":
-            raise SystemExit("--ops needs --sdbench BINARY and SD1.5's layers (--model sd15)")
+        if not a.sdbench or a.model == "sdxl-base":
+            raise SystemExit("--ops needs --sdbench BINARY, and SD1.5's (--model sd15) or FLUX.2 klein's layers")
         return compare_ops(a)
     folder = flux2_timing_model(a.flux2_depth) if a.flux2_depth else None
     ours = run_sdbench(a, folder) if a.sdbench else None
@@ -209,7 +210,7 @@ def compare_ops(a):
     (threads), or on CUDA in the given precision (both sides synchronise around each call)."""
     on_gpu = a.device == "cuda"
     backend = ["--backend", "cuda", "--precision", a.dtype] if on_gpu else ["--backend", "cpu", "--threads", str(a.threads)]
-    cmd = [a.sdbench, "timing", "--ops", *backend,
+    cmd = [a.sdbench, "timing", "--ops", "--ops-of", a.model, *backend,
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
     print("$", " ".join(cmd), flush=True)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use sdbench_bench::vram_report::{VramPhase, VramReport};
 use sdbench_bench::Event;
 use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
@@ -131,7 +132,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         history: &default_path(),
         app_version: env!("CARGO_PKG_VERSION"),
     };
-    let mut view = GenerationView::new(args.vram_report);
+    let mut view = GenerationView::default();
     let outcome = Generator::default().generate(
         &setup,
         &request,
@@ -139,16 +140,13 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         &context,
         &mut |e| view.event(e),
         &crate::interrupt::token(),
-    )?;
+    );
+    // The table comes from the phases as they were reported: a generation that failed (a NaN
+    // image, out of memory) still shows what it held until then.
     if args.vram_report {
-        match &outcome.vram_report {
-            Some(report) => eprint!("{}", report.table()),
-            None => eprintln!(
-                "{}",
-                crate::bench::no_vram_report(&outcome.generations[0].backend)
-            ),
-        }
+        view.print_vram_table();
     }
+    let outcome = outcome?;
     if let Some(warning) = &outcome.history_warning {
         eprintln!("warning: {warning}");
     }
@@ -168,17 +166,29 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
 }
 
 /// A generation's progress on stderr.
+#[derive(Default)]
 struct GenerationView {
     steps: StepProgress,
     download: DownloadBar,
+    /// The backend loaded on, and the allocator's phases so far (with --vram-report).
+    backend: Option<String>,
+    vram: Vec<VramPhase>,
 }
 
 impl GenerationView {
-    fn new(_vram_report: bool) -> Self {
-        GenerationView {
-            steps: StepProgress::new(),
-            download: DownloadBar::new(),
+    fn print_vram_table(&self) {
+        let Some(backend) = &self.backend else {
+            return; // nothing was loaded
+        };
+        if self.vram.is_empty() {
+            eprintln!("{}", crate::bench::no_vram_report(backend));
+            return;
         }
+        let report = VramReport {
+            generation: "this generation".into(),
+            phases: self.vram.clone(),
+        };
+        eprint!("{}", report.table());
     }
 
     fn event(&mut self, event: &Event) {
@@ -188,7 +198,10 @@ impl GenerationView {
         match event {
             Event::Note { text } => eprintln!("note: {text}"),
             Event::Download(p) => self.download.update(p),
-            Event::Loading { backend, .. } => eprintln!("loading on {backend}…"),
+            Event::Loading { backend, .. } => {
+                eprintln!("loading on {backend}…");
+                self.backend = Some(backend.clone());
+            }
             Event::Loaded {
                 seconds,
                 device,
@@ -204,6 +217,7 @@ impl GenerationView {
             Event::Decoded { seconds } => self.steps.decoded(*seconds),
             // Each phase is printed as it ends: a slow device's figures are known before the end.
             Event::Vram { phase } => {
+                self.vram.push(phase.clone());
                 let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
                 eprintln!(
                     "vram after {}: {:.1} MiB in use, {:.1} MiB reserved",

@@ -27,6 +27,12 @@ pub struct StepProgress {
     recent: RecentSteps,
 }
 
+impl Default for StepProgress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StepProgress {
     pub fn new() -> Self {
         StepProgress {
@@ -70,6 +76,12 @@ pub struct DownloadBar {
     last_draw: Option<Instant>,
     first_done: Option<u64>,
     drew: bool,
+}
+
+impl Default for DownloadBar {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl DownloadBar {

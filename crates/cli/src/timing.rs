@@ -2,7 +2,8 @@
 //! guidance runs it; FLUX.2 klein's transformer at batch 1, as the distilled model runs) and one
 //! VAE decode at a given image size. One untimed warm-up call each, then `--repeat` timed calls
 //! bounded by device syncs; prints the median with min and max and every raw sample. With `--ops`,
-//! single layers at SD1.5's shapes instead (`sdbench_diffusion::op_timing`).
+//! single layers at SD1.5's (or, `--ops-of flux2-klein`, FLUX.2 klein's) shapes instead
+//! (`sdbench_diffusion::op_timing`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -42,6 +43,9 @@ pub struct TimingArgs {
     /// size), each with its GFLOP/s or GB/s; no model is loaded.
     #[arg(long, conflicts_with_all = ["model", "model_config"])]
     ops: bool,
+    /// With --ops: whose layers, SD1.5's or FLUX.2 klein 4B's transformer's.
+    #[arg(long, requires = "ops", default_value = "sd15", value_parser = ["sd15", "flux2-klein"])]
+    ops_of: String,
 }
 
 pub fn run(args: TimingArgs) -> anyhow::Result<()> {
@@ -204,8 +208,15 @@ fn time_ops(
         device.info.name,
         precision.name()
     );
+    let (whose, cases) = match args.ops_of.as_str() {
+        "flux2-klein" => (
+            "FLUX.2 klein 4B's transformer",
+            op_timing::flux2_klein_cases(args.height, args.width),
+        ),
+        _ => ("SD1.5's", op_timing::sd15_cases(args.height, args.width)),
+    };
     println!(
-        "backend {} on {}, {}: SD1.5's layers at {}x{}",
+        "backend {} on {}, {}: {whose} layers at {}x{}",
         device.kind,
         device.info.name,
         precision.name(),
@@ -213,7 +224,7 @@ fn time_ops(
         args.height
     );
     let kernels = sdbench_bench::kernels::KernelCounters::start(device.kind);
-    for case in op_timing::sd15_cases(args.height, args.width) {
+    for case in cases {
         let samples = op_timing::time_case(&device, precision, case, args.repeat)
             .with_context(|| format!("timing {case} failed"))?;
         let median = Stats::of(&samples).context("no samples")?.median;

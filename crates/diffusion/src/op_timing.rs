@@ -1,5 +1,5 @@
-//! Single layers timed at the shapes SD1.5 runs them (the op table of the README's performance
-//! section). Each case builds the engine's own layer (`nn`) on random inputs, runs it once to warm
+//! Single layers timed at the shapes SD1.5 (or FLUX.2 klein 4B) runs them (the op tables of the
+//! README's performance section). Each case builds the engine's own layer (`nn`) on random inputs, runs it once to warm
 //! up, then times `repeat` calls bounded by device syncs. `sdbench timing --ops` prints one line per
 //! case; `scripts/torch_reference_timing.py --ops` reads those lines and runs the same cases in
 //! PyTorch, so the list of cases lives here only.
@@ -194,6 +194,53 @@ pub fn sd15_cases(height: usize, width: usize) -> Vec<OpCase> {
         norm(1, 256, 32, true),
         norm(1, 128, 64, true),
         norm(1, 128, 64, false),
+    ]
+}
+
+/// FLUX.2 klein 4B's transformer layers for an image of `height` x `width` (multiples of 16): its
+/// 512 text tokens and the image's 2x2-patched latents, width 3072 (24 heads of 128), MLP 9216.
+/// The model's linears have no bias; these cases add one, a rounding error of the work.
+pub fn flux2_klein_cases(height: usize, width: usize) -> Vec<OpCase> {
+    let image = (height / 16) * (width / 16);
+    let tokens = image + 512;
+    let (d, mlp) = (3072, 9216);
+    vec![
+        // Single-stream block: q, k, v and the MLP's gate and value in one projection; then the
+        // attention's and MLP's outputs together back to the width.
+        OpCase::Linear {
+            rows: tokens,
+            inputs: d,
+            outputs: 3 * d + 2 * mlp,
+        },
+        OpCase::Linear {
+            rows: tokens,
+            inputs: d + mlp,
+            outputs: d,
+        },
+        // Double-stream block, image stream: q (k, v and out alike), the MLP in and out.
+        OpCase::Linear {
+            rows: image,
+            inputs: d,
+            outputs: d,
+        },
+        OpCase::Linear {
+            rows: image,
+            inputs: d,
+            outputs: 2 * mlp,
+        },
+        OpCase::Linear {
+            rows: image,
+            inputs: mlp,
+            outputs: d,
+        },
+        // Joint attention over text and image.
+        OpCase::Attention {
+            n: 1,
+            heads: 24,
+            queries: tokens,
+            keys: tokens,
+            dim: 128,
+        },
     ]
 }
 

@@ -1,5 +1,5 @@
 // Generated from the Rust types by src-tauri/wire_types.rs (ts-rs); do not edit.
-// Rewrite: SDBENCH_WRITE_TYPES=1 cargo test -p sdbench-app --lib wire_types
+// Rewrite: source scripts/build-env && SDBENCH_WRITE_TYPES=1 cargo test "${test_build[@]}" --lib wire_types
 
 export type UiError = { kind: ErrorKind, message: string, hint: string, };
 

@@ -470,9 +470,32 @@ fn timing_ops_prints_a_rate_for_every_layer() {
             "{line}"
         );
     }
-    // The layer list is SD1.5's: asking for another model is refused.
+    // The layer lists are SD1.5's and FLUX.2 klein's: a model is not an argument of --ops.
     let o = sdbench(&["timing", "--ops", "--model", "synthetic-sdxl-base"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = sdbench(&[
+        "timing",
+        "--ops",
+        "--ops-of",
+        "flux2-klein",
+        "--backend",
+        "cpu",
+        "--width",
+        "64",
+        "--height",
+        "32",
+        "--repeat",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let ops: Vec<&str> = out.lines().filter(|l| l.starts_with("op ")).collect();
+    assert_eq!(ops.len(), 6, "{out}");
+    // 4x2 patched image tokens and 512 text tokens.
+    assert!(
+        ops[0].starts_with("op linear rows=520 in=3072 out=27648: median "),
+        "{out}"
+    );
 }
 
 /// `sdbench parity` passes on the CPU and fails, exit 1, when diffusers' images are not what the
