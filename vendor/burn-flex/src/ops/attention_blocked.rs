@@ -15,8 +15,10 @@ use burn_std::Bytes;
 use crate::ops::vector_math::exp;
 use crate::{FlexTensor, Layout};
 
-/// Score elements one task holds (512 KiB of f32, which stays in L2 between the two GEMMs).
-const SCORE_BLOCK: usize = 128 * 1024;
+/// Score elements one task holds (4 MiB of f32). More rows per task means K and V are packed for
+/// the GEMMs once per more rows: with 128-wide heads over 4608 keys (FLUX.2 at 1024x1024), 32-row
+/// tasks spent as long packing as multiplying.
+const SCORE_BLOCK: usize = 1024 * 1024;
 
 /// Whether the blocked path takes this call: no mask, bias, softcap or causal mask, floating
 /// point inputs it computes in f32.
