@@ -39,7 +39,9 @@ impl SystemInfo {
         let cpu_model = sys
             .cpus()
             .first()
-            .map(|c| c.brand().trim().to_string())
+            // Whitespace collapsed as the engine's CPU device name has it
+            // (`sdbench_diffusion::device::cpu_model`), so the two read alike in a result.
+            .map(|c| c.brand().split_whitespace().collect::<Vec<_>>().join(" "))
             .filter(|b| !b.is_empty())
             .unwrap_or_else(|| "unknown CPU".into());
         let mut gpus = drm_gpus(root);
