@@ -184,6 +184,14 @@ mod tests {
                 .into(),
                 ErrorKind::DiskFull,
             ),
+            (
+                DiffusionError::ImageWrite {
+                    path: "/images/a.png".into(),
+                    source: std::io::Error::from(std::io::ErrorKind::StorageFull),
+                }
+                .into(),
+                ErrorKind::DiskFull,
+            ),
             // A backend's own failure that is not about memory stays what it is, even when its
             // words mention memory.
             (

@@ -4,10 +4,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use sdbench_bench::device_memory::{memory_limit_bytes, MAX_MEMORY_LIMIT_GIB};
+use sdbench_bench::device_memory::{memory_limit_bytes, MemoryChoice, MAX_MEMORY_LIMIT_GIB};
 use sdbench_bench::{ModelChoice, ModelName, Workload};
 use sdbench_diffusion::limits;
 use sdbench_diffusion::{BackendRequest, DeviceRequest, MemoryProfile, Precision};
+use sdbench_generate::ModelSetup;
 use sdbench_hub::DEFAULT_MODEL;
 
 use crate::errors::{ErrorKind, UiError, UiResult};
@@ -151,6 +152,31 @@ impl Settings {
             }
         }
         Ok(request)
+    }
+
+    /// The Create screen's model setup: the settings' model, memory and precision on the
+    /// backend `backend` names (None or empty: the settings' backend and device), held to the
+    /// memory profile.
+    pub fn model_setup(&self, backend: Option<&str>) -> UiResult<ModelSetup> {
+        let device = match backend.filter(|name| !name.is_empty()) {
+            Some(name) => {
+                let request = BackendRequest::from_name(name)
+                    .map_err(|e| UiError::bad_input(e.to_string(), "Choose a listed backend."))?;
+                self.for_memory_profile(DeviceRequest::from(request), name)?
+            }
+            None => self.device_request()?,
+        };
+        Ok(ModelSetup {
+            label: self.model.clone(),
+            model: self.model_name()?,
+            device,
+            memory: MemoryChoice {
+                profile: self.memory_profile()?,
+                auto: self.memory_auto(),
+                limit: self.memory_limit()?,
+            },
+            precision: self.precision()?,
+        })
     }
 
     /// The profile chosen; `full` stands in for `auto` until a run resolves it from the device's
@@ -324,14 +350,15 @@ mod tests {
         };
         assert_eq!(cpu.device_request().unwrap().backend, BackendRequest::Cpu);
         // A backend the Create screen names is held to the profile too.
-        let named = |backend| cpu.for_memory_profile(DeviceRequest::from(backend), "vulkan");
-        assert_eq!(
-            named(BackendRequest::Auto).unwrap().backend,
-            BackendRequest::Cpu
-        );
-        let e = named(BackendRequest::Vulkan).unwrap_err();
+        let named = |backend| cpu.model_setup(backend).map(|setup| setup.device.backend);
+        assert_eq!(named(Some("auto")).unwrap(), BackendRequest::Cpu);
+        assert_eq!(named(Some("")).unwrap(), BackendRequest::Cpu);
+        let e = named(Some("vulkan")).unwrap_err();
         assert_eq!(e.kind, ErrorKind::BadInput);
         assert!(e.message.contains("but the backend is vulkan"), "{e:?}");
+        let e = named(Some("warp-drive")).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadInput);
+        assert!(e.message.contains("warp-drive"), "{e:?}");
         check_endpoint("x", "http://127.0.0.1:8080/latest.json").unwrap();
         check_endpoint("x", "http://localhost/latest.json").unwrap();
     }

@@ -7,9 +7,8 @@ use serde::{Deserialize, Serialize};
 use tauri::ipc::{Channel, Response};
 use tauri::State;
 
-use sdbench_bench::device_memory::MemoryChoice;
-use sdbench_diffusion::{BackendRequest, DeviceRequest, InitialNoise, SchedulerKind};
-use sdbench_generate::{Context, Destination, GenerationRequest, InitPicture, ModelSetup};
+use sdbench_diffusion::{InitialNoise, SchedulerKind};
+use sdbench_generate::{Context, Destination, GenerationRequest, InitPicture};
 use sdbench_history::{Generation, Record};
 
 use crate::errors::{UiError, UiResult};
@@ -58,7 +57,7 @@ pub struct InitImageInput {
 impl CreateRequest {
     /// The library's request; what only the window needs checked (an empty prompt, a seed the
     /// window cannot hold, a name from a list) is checked here, everything else by the use case.
-    fn to_generation(&self) -> UiResult<(GenerationRequest, Option<BackendRequest>)> {
+    fn to_generation(&self) -> UiResult<GenerationRequest> {
         if self.prompt.trim().is_empty() {
             return Err(UiError::bad_input(
                 "The prompt is empty",
@@ -71,16 +70,11 @@ impl CreateRequest {
                 format!("Use 0 to {MAX_SEED}."),
             ));
         }
-        let chosen =
-            |name: &Option<String>| name.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
-        let scheduler = chosen(&self.scheduler)
-            .map(|name| SchedulerKind::from_name(&name))
+        let scheduler = (self.scheduler.as_deref())
+            .filter(|name| !name.is_empty())
+            .map(SchedulerKind::from_name)
             .transpose()
             .map_err(|e| UiError::bad_input(e.to_string(), "Choose a listed scheduler."))?;
-        let backend = chosen(&self.backend)
-            .map(|name| BackendRequest::from_name(&name))
-            .transpose()
-            .map_err(|e| UiError::bad_input(e.to_string(), "Choose a listed backend."))?;
         let init = self
             .init_image
             .as_ref()
@@ -100,7 +94,7 @@ impl CreateRequest {
             ..GenerationRequest::new(self.prompt.clone())
         };
         request.check()?;
-        Ok((request, backend))
+        Ok(request)
     }
 }
 
@@ -134,26 +128,8 @@ pub fn start_generation_job(
     request: CreateRequest,
     sink: Sink,
 ) -> UiResult<JobId> {
-    let (generation, backend) = request.to_generation()?;
-    let settings = state.settings();
-    // A backend named in the request runs on its best device; the settings' own on theirs.
-    let device = match (backend, request.backend.as_deref()) {
-        (Some(backend), Some(name)) => {
-            settings.for_memory_profile(DeviceRequest::from(backend), name)?
-        }
-        _ => settings.device_request()?,
-    };
-    let setup = ModelSetup {
-        label: settings.model.clone(),
-        model: settings.model_name()?,
-        device,
-        memory: MemoryChoice {
-            profile: settings.memory_profile()?,
-            auto: settings.memory_auto(),
-            limit: settings.memory_limit()?,
-        },
-        precision: settings.precision()?,
-    };
+    let generation = request.to_generation()?;
+    let setup = state.settings().model_setup(request.backend.as_deref())?;
     let state = state.clone();
     state
         .jobs

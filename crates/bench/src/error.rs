@@ -80,10 +80,8 @@ impl ErrorKind {
             | E::Weights { .. }
             | E::Tensor { .. }
             | E::Tokenizer { .. } => ErrorKind::BadModel,
-            E::Io { source, .. } => ErrorKind::of_io(source),
-            // The PNG encoder passes the OS's words through.
-            E::ImageWrite { problem, .. } if is_disk_full_text(problem) => ErrorKind::DiskFull,
-            E::ImageWrite { .. } | E::Backend { .. } => ErrorKind::Internal,
+            E::Io { source, .. } | E::ImageWrite { source, .. } => ErrorKind::of_io(source),
+            E::Backend { .. } => ErrorKind::Internal,
         }
     }
 

@@ -62,8 +62,14 @@ pub enum DiffusionError {
     #[error("cannot use image {path}: {problem}")]
     ImageRead { path: PathBuf, problem: String },
 
-    #[error("cannot write image {path}: {problem}")]
-    ImageWrite { path: PathBuf, problem: String },
+    /// Encoding problems come as `io::ErrorKind::Other`; the file's own errors keep the OS's kind
+    /// (a full disk is `StorageFull`).
+    #[error("cannot write image {path}: {source}")]
+    ImageWrite {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T, E = DiffusionError> = std::result::Result<T, E>;

@@ -96,12 +96,16 @@ impl Generator {
         cancel: &CancelToken,
     ) -> Result<Outcome> {
         // Cheap checks first: nothing is loaded when the request cannot succeed.
-        request.check()?;
-        destination.check()?;
-        let shape = request.shape()?;
-        let loaded = self.load_for(setup, &shape, context.hub, observer, cancel)?;
-        let pipeline = &loaded.pipeline;
         let engine_request = request.engine_request()?;
+        destination.check()?;
+        let loaded = self.load_for(
+            setup,
+            &engine_request.shape(),
+            context.hub,
+            observer,
+            cancel,
+        )?;
+        let pipeline = &loaded.pipeline;
         pipeline.validate(&engine_request)?;
         if pipeline.ignores_guidance() && request.guidance > 1.0 {
             observer(&Event::note(

@@ -7,7 +7,7 @@ use std::path::Path;
 use sdbench_diffusion::io::image::{decode_image, read_image, RgbImage};
 use sdbench_diffusion::limits;
 use sdbench_diffusion::pipeline::img2img_start;
-use sdbench_diffusion::{GenerateRequest, InitImage, InitialNoise, RequestShape, SchedulerKind};
+use sdbench_diffusion::{GenerateRequest, InitImage, InitialNoise, SchedulerKind};
 
 use crate::error::{GenerateError, Result};
 
@@ -140,20 +140,9 @@ impl GenerationRequest {
         Ok(())
     }
 
-    /// The shape the fit check and `auto` plan for.
-    pub fn shape(&self) -> Result<RequestShape> {
-        let (width, height) = self.size()?;
-        Ok(RequestShape {
-            width,
-            height,
-            batch: self.batch,
-            guided: self.guidance > 1.0,
-            image_to_image: self.init.is_some(),
-        })
-    }
-
-    /// The engine's request.
+    /// The engine's request, once every check that needs no model has passed.
     pub fn engine_request(&self) -> Result<GenerateRequest> {
+        self.check()?;
         let (width, height) = self.size()?;
         Ok(GenerateRequest {
             prompt: self.prompt.clone(),

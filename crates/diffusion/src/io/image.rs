@@ -159,10 +159,11 @@ pub fn postprocess(values: &[f32], height: usize, width: usize) -> (Vec<f32>, Rg
 /// Writes `image` as an RGB PNG with one UTF-8 `iTXt` chunk per (keyword, text) pair. The file appears
 /// complete or not at all: the PNG is written beside it and renamed into place.
 pub fn write_png(path: &Path, image: &RgbImage, text: &[(&str, String)]) -> Result<()> {
-    let fail = |problem: String| DiffusionError::ImageWrite {
+    let fail = |source: std::io::Error| DiffusionError::ImageWrite {
         path: path.to_path_buf(),
-        problem,
+        source,
     };
+    let encoding = |e: png::EncodingError| fail(std::io::Error::other(e));
     let mut encoded = Vec::new();
     {
         let mut encoder = png::Encoder::new(&mut encoded, image.width as u32, image.height as u32);
@@ -171,20 +172,22 @@ pub fn write_png(path: &Path, image: &RgbImage, text: &[(&str, String)]) -> Resu
         for (keyword, value) in text {
             encoder
                 .add_itxt_chunk(keyword.to_string(), value.clone())
-                .map_err(|e| fail(e.to_string()))?;
+                .map_err(encoding)?;
         }
-        let mut writer = encoder.write_header().map_err(|e| fail(e.to_string()))?;
-        writer
-            .write_image_data(&image.pixels)
-            .map_err(|e| fail(e.to_string()))?;
+        let mut writer = encoder.write_header().map_err(encoding)?;
+        writer.write_image_data(&image.pixels).map_err(encoding)?;
     }
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| fail("the path has no file name".into()))?;
+    let name = path.file_name().ok_or_else(|| {
+        let problem = "the path has no file name";
+        fail(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            problem,
+        ))
+    })?;
     let tmp = dir.join(format!(".{}.partial", name.to_string_lossy()));
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
@@ -194,7 +197,7 @@ pub fn write_png(path: &Path, image: &RgbImage, text: &[(&str, String)]) -> Resu
     };
     write().map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        fail(e.to_string())
+        fail(e)
     })
 }
 
@@ -209,6 +212,28 @@ mod tests {
         let (float, img) = postprocess(&planar, 1, 2);
         assert_eq!(img.pixels, vec![0, 128, 255, 255, 0, 191]);
         assert_eq!(float[0..3], [0.0, 0.5, 1.0]);
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_os_error_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = RgbImage {
+            width: 1,
+            height: 1,
+            pixels: vec![1, 2, 3],
+        };
+        let path = dir.path().join("missing").join("x.png");
+        match write_png(&path, &img, &[]) {
+            Err(DiffusionError::ImageWrite {
+                path: named,
+                source,
+            }) => {
+                assert_eq!(named, path);
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("expected ImageWrite, got {other:?}"),
+        }
+        assert!(!dir.path().join("missing").exists());
     }
 
     #[test]

@@ -1,0 +1,122 @@
+//! A generation request as every family takes it, and the checks every family makes of it.
+
+use crate::error::{DiffusionError, Result};
+use crate::io::image::RgbImage;
+use crate::limits;
+use crate::scheduler::SchedulerKind;
+
+use super::memory_need::RequestShape;
+
+/// How the initial latents are made.
+#[derive(Debug, Clone)]
+pub enum InitialNoise {
+    /// Drawn from `noise::NormalGenerator` on the CPU: the whole batch from one stream, image by
+    /// image (as one diffusers generator fills a batch), so image 0 of a batch is the single image.
+    /// Image-to-image adds this noise to the encoded picture.
+    Seed(u64),
+    /// Given latents, [batch, C, H/f, W/f], used like diffusers' `latents=` (scaled by the
+    /// scheduler's init noise sigma), or as the noise image-to-image adds. Ancestral samplers draw
+    /// their step noise from `step_seed`.
+    Latents {
+        shape: Vec<usize>,
+        data: Vec<f32>,
+        step_seed: u64,
+    },
+}
+
+/// Image-to-image: the picture to start from and how much of it to redraw.
+#[derive(Debug, Clone)]
+pub struct InitImage {
+    /// The request's width x height.
+    pub image: RgbImage,
+    /// In (0, 1], diffusers' `strength`: the picture is noised to this fraction of the schedule and
+    /// only the last `floor(steps * strength)` steps run; 1 starts from almost pure noise.
+    pub strength: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct GenerateRequest {
+    pub prompt: String,
+    pub negative_prompt: String,
+    pub steps: usize,
+    pub guidance_scale: f64,
+    /// `None`: the model folder's scheduler.
+    pub scheduler: Option<SchedulerKind>,
+    pub width: usize,
+    pub height: usize,
+    pub noise: InitialNoise,
+    /// Images per prompt, made in one UNet call per step (two with guidance: diffusers'
+    /// `num_images_per_prompt`).
+    pub batch: usize,
+    /// `Some`: image-to-image from this picture.
+    pub init_image: Option<InitImage>,
+}
+
+impl GenerateRequest {
+    /// SD1.5's usual settings for a prompt: 512x512, 30 steps, guidance 7.5, seed 0.
+    pub fn new(prompt: impl Into<String>) -> Self {
+        GenerateRequest {
+            prompt: prompt.into(),
+            negative_prompt: String::new(),
+            steps: 30,
+            guidance_scale: 7.5,
+            scheduler: None,
+            width: 512,
+            height: 512,
+            noise: InitialNoise::Seed(0),
+            batch: 1,
+            init_image: None,
+        }
+    }
+
+    /// What the memory estimate needs of this request (`LoadOptions::planned` for a load that
+    /// will serve it).
+    pub fn shape(&self) -> RequestShape {
+        RequestShape {
+            width: self.width,
+            height: self.height,
+            batch: self.batch,
+            guided: self.guidance_scale > 1.0,
+            image_to_image: self.init_image.is_some(),
+        }
+    }
+}
+
+/// The checks every family makes of a request: image sides (a multiple of `multiple` pixels),
+/// steps, batch, a finite guidance scale, and given latents of `latent_shape` with finite values.
+pub(crate) fn check_request(
+    request: &GenerateRequest,
+    multiple: usize,
+    latent_shape: &[usize],
+) -> Result<()> {
+    for (name, side) in [("width", request.width), ("height", request.height)] {
+        if let Some(problem) = limits::side_error(name, side) {
+            return Err(DiffusionError::Request(problem));
+        }
+        if side % multiple != 0 {
+            return Err(DiffusionError::Request(format!(
+                "{name} must be a multiple of {multiple} for this model (got {side})"
+            )));
+        }
+    }
+    let problem = limits::steps_error(request.steps)
+        .or_else(|| limits::batch_error(request.batch))
+        .or_else(|| limits::guidance_error(request.guidance_scale));
+    if let Some(problem) = problem {
+        return Err(DiffusionError::Request(problem));
+    }
+    if let InitialNoise::Latents { shape, data, .. } = &request.noise {
+        if shape.as_slice() != latent_shape {
+            return Err(DiffusionError::Request(format!(
+                "latents have shape {shape:?} but {}x{} needs {latent_shape:?}",
+                request.width, request.height
+            )));
+        }
+        if data.iter().any(|v| !v.is_finite()) {
+            return Err(DiffusionError::Request(
+                "latents contain NaN or infinite values".into(),
+            ));
+        }
+    }
+    Ok(())
+}
