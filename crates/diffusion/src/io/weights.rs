@@ -62,6 +62,27 @@ pub enum Values {
     F32(Vec<f32>),
 }
 
+impl Values {
+    /// Rows `rows` (in that order) of a row-major tensor of `row_count` rows.
+    fn select_rows(&self, row_count: usize, rows: &[usize]) -> Values {
+        fn pick<T: Copy>(values: &[T], row_count: usize, rows: &[usize]) -> Vec<T> {
+            let run = values.len() / row_count.max(1);
+            let mut out = Vec::with_capacity(rows.len() * run);
+            for &row in rows {
+                out.extend_from_slice(&values[row * run..(row + 1) * run]);
+            }
+            out
+        }
+        match self {
+            Values::F32(v) => Values::F32(pick(v, row_count, rows)),
+            Values::Stored(s) => Values::Stored(Stored {
+                dtype: s.dtype,
+                bytes: pick(&s.bytes, row_count, rows),
+            }),
+        }
+    }
+}
+
 /// A provider of named tensors.
 pub trait WeightSource {
     /// The tensor `name`. `shape` is what the model's config needs; a source that holds a
@@ -423,6 +444,21 @@ impl<'a, B: Backend> Loader<'a, B> {
         Ok(Param::from_tensor(self.tensor_f32(name, shape, init)?))
     }
 
+    /// The 1-D tensor `name` of `len` values with only the values at `order`, in that order.
+    pub fn tensor_picked(
+        &mut self,
+        name: &str,
+        len: usize,
+        order: &[usize],
+        init: Init,
+    ) -> Result<Tensor<B, 1>> {
+        let values = self
+            .source
+            .take(name, &[len], init)?
+            .select_rows(len, order);
+        Ok(self.upload(values, [order.len()], self.precision.dtype()))
+    }
+
     /// `nn.Linear(inputs, outputs)`, stored as PyTorch does ([out, in]), kept as [in, out]: the
     /// transpose is made on the device, into a contiguous tensor (a transposed view would make
     /// the CPU backend's matrix products 17% slower: they pack the weights on every call).
@@ -438,6 +474,64 @@ impl<'a, B: Backend> Loader<'a, B> {
             &[outputs, inputs],
             Init::FanIn(inputs),
         )?;
+        let bias = if bias {
+            Some(
+                self.source
+                    .take(&format!("{prefix}.bias"), &[outputs], Init::Zeros)?,
+            )
+        } else {
+            None
+        };
+        Ok(self.linear_from(w, bias, inputs, outputs))
+    }
+
+    /// One `nn.Linear(inputs, outputs)` as several: part `k` computes the outputs `parts[k]` (in
+    /// that order). For a fused projection whose outputs are used apart (each part's result is a
+    /// whole tensor, not a strided view of a wider one), or outputs reordered.
+    pub fn linear_parts(
+        &mut self,
+        prefix: &str,
+        inputs: usize,
+        outputs: usize,
+        bias: bool,
+        parts: &[Vec<usize>],
+    ) -> Result<Vec<Linear<B>>> {
+        let w = self.source.take(
+            &format!("{prefix}.weight"),
+            &[outputs, inputs],
+            Init::FanIn(inputs),
+        )?;
+        let b = if bias {
+            Some(
+                self.source
+                    .take(&format!("{prefix}.bias"), &[outputs], Init::Zeros)?,
+            )
+        } else {
+            None
+        };
+        let mut linears = Vec::with_capacity(parts.len());
+        for rows in parts {
+            if let Some(&bad) = rows.iter().find(|&&r| r >= outputs) {
+                return Err(DiffusionError::Tensor {
+                    path: PathBuf::from(prefix),
+                    tensor: format!("{prefix}.weight"),
+                    problem: format!("has {outputs} outputs, not an output {bad}"),
+                });
+            }
+            let part_w = w.select_rows(outputs, rows);
+            let part_b = b.as_ref().map(|b| b.select_rows(outputs, rows));
+            linears.push(self.linear_from(part_w, part_b, inputs, rows.len()));
+        }
+        Ok(linears)
+    }
+
+    fn linear_from(
+        &self,
+        w: Values,
+        bias: Option<Values>,
+        inputs: usize,
+        outputs: usize,
+    ) -> Linear<B> {
         let weight = if self.int8_weights {
             // Transposed on the host, so each output's scale is a column's.
             let w = Self::values_f32(w);
@@ -458,12 +552,8 @@ impl<'a, B: Backend> Loader<'a, B> {
                 .reshape([inputs, outputs]);
             Weight::Float(Param::from_tensor(weight))
         };
-        let bias = if bias {
-            Some(self.tensor(&format!("{prefix}.bias"), [outputs], Init::Zeros)?)
-        } else {
-            None
-        };
-        Ok(Linear::new(weight, bias))
+        let bias = bias.map(|b| self.upload(b, [outputs], self.precision.dtype()));
+        Linear::new(weight, bias)
     }
 
     /// `nn.Conv2d(inputs, outputs, kernel, stride, padding)` with a bias.
@@ -543,5 +633,54 @@ mod tests {
             .collect();
         assert_eq!(uniform(state, count, a), sequential);
         assert!(uniform(state, count, a).iter().all(|v| v.abs() <= a));
+    }
+
+    #[test]
+    fn a_linear_in_parts_computes_the_whole_ones_outputs_in_the_parts_order() {
+        type B = crate::pipeline::B;
+        let device = crate::device::cpu_device();
+        let (inputs, outputs) = (5, 7);
+        let load = |int8: bool, parts: Option<&[Vec<usize>]>| {
+            let mut source = SyntheticWeights::new(7);
+            let mut loader = Loader::<B>::new(&mut source, &device, Precision::F32);
+            loader.int8_weights = int8;
+            match parts {
+                None => vec![loader.linear("layer", inputs, outputs, true).unwrap()],
+                Some(parts) => loader
+                    .linear_parts("layer", inputs, outputs, true, parts)
+                    .unwrap(),
+            }
+        };
+        let x = Tensor::<B, 2>::from_data(
+            TensorData::new(
+                (0..2 * inputs).map(|v| v as f32 * 0.3 - 1.0).collect(),
+                [2, inputs],
+            ),
+            &device,
+        );
+        let values = |t: Tensor<B, 2>| t.into_data().to_vec::<f32>().unwrap();
+        let parts = [vec![6, 0, 3], vec![1, 2], vec![4, 5]];
+        for int8 in [false, true] {
+            let whole = values(load(int8, None)[0].forward(x.clone()));
+            let split = load(int8, Some(&parts));
+            for (layer, rows) in split.iter().zip(&parts) {
+                let got = values(layer.forward(x.clone()));
+                for sample in 0..2 {
+                    for (k, &row) in rows.iter().enumerate() {
+                        let (a, b) = (got[sample * rows.len() + k], whole[sample * outputs + row]);
+                        assert!(
+                            (a - b).abs() <= 1e-6,
+                            "int8 {int8}: output {row}: {a} vs {b}"
+                        );
+                    }
+                }
+            }
+        }
+        // A row the layer does not have is an error, not a panic.
+        let mut source = SyntheticWeights::new(7);
+        let mut loader = Loader::<B>::new(&mut source, &device, Precision::F32);
+        assert!(loader
+            .linear_parts("layer", inputs, outputs, false, &[vec![outputs]])
+            .is_err());
     }
 }

@@ -165,6 +165,47 @@ pub fn layer_norm_plain<B: Backend>(x: Tensor<B, 3>, eps: f64) -> Tensor<B, 3> {
     (centered / (var + eps).sqrt()).cast(dtype)
 }
 
+/// `layer_norm_plain(x) * (1 + scale) + shift` with `scale` and `shift` [N, 1, D] (one row per
+/// sample): a DiT's adaptive norm. On the CPU backend it is burn's fused `layer_norm` with the
+/// sample's rows as its weight and bias (one pass over the statistics and one to write, where the
+/// composed ops made eight passes); elsewhere the composed norm, then the modulation in the
+/// activations' dtype.
+pub fn modulated_layer_norm<B: Backend>(
+    x: Tensor<B, 3>,
+    shift: &Tensor<B, 3>,
+    scale: &Tensor<B, 3>,
+    eps: f64,
+) -> Tensor<B, 3> {
+    if !runs_on_cpu::<B>(&x.device()) {
+        return layer_norm_plain(x, eps) * (scale.clone() + 1.0) + shift.clone();
+    }
+    let [n, _, d] = x.dims();
+    let dtype = x.dtype();
+    let gamma = (scale.clone().cast(DType::F32) + 1.0).reshape([n, d]);
+    let beta = shift.clone().cast(DType::F32).reshape([n, d]);
+    let sample = |i: usize| {
+        let row = |t: &Tensor<B, 2>| {
+            t.clone()
+                .narrow(0, i, 1)
+                .reshape([d])
+                .into_primitive()
+                .tensor()
+        };
+        let x = x
+            .clone()
+            .narrow(0, i, 1)
+            .cast(DType::F32)
+            .into_primitive()
+            .tensor();
+        let y = B::layer_norm(x, row(&gamma), Some(row(&beta)), eps);
+        Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(y)).cast(dtype)
+    };
+    if n == 1 {
+        return sample(0);
+    }
+    Tensor::cat((0..n).map(sample).collect(), 0)
+}
+
 /// `nn.LayerNorm` over the last dimension of [N, S, D]; parameters and statistics in f32.
 #[derive(Module, Debug)]
 pub struct LayerNorm<B: Backend> {
@@ -232,10 +273,10 @@ pub fn weight_bytes<B: Backend, M: Module<B>>(module: &M) -> u64 {
 /// kernel (burn's GPU autotune can pick it): 2^26 f32 = 256 MiB.
 pub const SCORE_BUDGET: usize = 1 << 26;
 
-/// Whether the backend's attention kernel tiles over keys itself, so chunking the queries would
-/// only copy k and v once more per chunk. burn's CPU backend (flex) does (its flash path keeps
-/// one key tile per query row).
-fn backend_tiles_attention<B: Backend>(device: &B::Device) -> bool {
+/// Whether `device` is burn's CPU backend (flex). Its elementwise kernels are fast only on whole
+/// tensors of the same shape or simple broadcasts (strided views go through a scalar walk), and
+/// its attention tiles over keys itself, so some layers take another path there.
+pub fn runs_on_cpu<B: Backend>(device: &B::Device) -> bool {
     B::name(device).contains("flex")
 }
 
@@ -282,7 +323,9 @@ pub fn multi_head_attention_within<B: Backend>(
         is_causal: causal,
         ..Default::default()
     };
-    let tiled = backend_tiles_attention::<B>(&q.device());
+    // Chunking the queries would only copy k and v once more per chunk where the kernel tiles
+    // over keys itself (the CPU backend's keeps one key tile per query row).
+    let tiled = runs_on_cpu::<B>(&q.device());
     let (q, k, v) = (split(q, sq), split(k, sk), split(v, sk));
     let rows = (score_budget / (n * heads * sk).max(1)).max(1);
     // A causal mask is relative to the query's position, so causal inputs are never chunked

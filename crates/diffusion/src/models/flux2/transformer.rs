@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Loader;
 use crate::models::qwen3::RmsNorm;
-use crate::nn::{layer_norm_plain, multi_head_attention, silu, sinusoids, Linear};
+use crate::nn::{modulated_layer_norm, multi_head_attention, runs_on_cpu, silu, sinusoids, Linear};
 
 /// `transformer/config.json`, with diffusers' defaults.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -131,22 +131,42 @@ impl Flux2TransformerConfig {
     }
 }
 
+/// The SwiGLU MLP: `linear_out(silu(gate) * value)`, where diffusers' `linear_in` makes gate and
+/// value as the two halves of one output. They are two layers here, so each is a whole tensor.
 #[derive(Module, Debug)]
 struct FeedForward<B: Backend> {
-    linear_in: Linear<B>,
+    gate: Linear<B>,
+    value: Linear<B>,
     linear_out: Linear<B>,
 }
 
 impl<B: Backend> FeedForward<B> {
+    fn load(loader: &mut Loader<B>, prefix: &str, d: usize, mlp: usize) -> Result<Self> {
+        let [gate, value] = parts(loader.linear_parts(
+            &format!("{prefix}.linear_in"),
+            d,
+            2 * mlp,
+            false,
+            &[(0..mlp).collect(), (mlp..2 * mlp).collect()],
+        )?);
+        Ok(FeedForward {
+            gate,
+            value,
+            linear_out: loader.linear(&format!("{prefix}.linear_out"), mlp, d, false)?,
+        })
+    }
+
     fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        self.linear_out.forward(swiglu(self.linear_in.forward(x)))
+        let gate = silu(self.gate.forward(x.clone()));
+        self.linear_out.forward(gate * self.value.forward(x))
     }
 }
 
-/// `silu(first half) * second half` of the last dimension.
-fn swiglu<B: Backend>(x: Tensor<B, 3>) -> Tensor<B, 3> {
-    let half = x.dims()[2] / 2;
-    silu(x.clone().narrow(2, 0, half)) * x.narrow(2, half, half)
+/// The layers `linear_parts` made, as an array.
+fn parts<B: Backend, const K: usize>(layers: Vec<Linear<B>>) -> [Linear<B>; K] {
+    layers
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("linear_parts makes one layer per part"))
 }
 
 #[derive(Module, Debug)]
@@ -167,9 +187,14 @@ struct DoubleBlock<B: Backend> {
     ff_context: FeedForward<B>,
 }
 
+/// diffusers' `to_qkv_mlp_proj` is held as its five parts: q, k, v, the MLP's gate and value.
 #[derive(Module, Debug)]
 struct SingleBlock<B: Backend> {
-    to_qkv_mlp_proj: Linear<B>,
+    to_q: Linear<B>,
+    to_k: Linear<B>,
+    to_v: Linear<B>,
+    mlp_gate: Linear<B>,
+    mlp_value: Linear<B>,
     norm_q: RmsNorm<B>,
     norm_k: RmsNorm<B>,
     to_out: Linear<B>,
@@ -203,8 +228,10 @@ pub const IGNORED_PREFIXES: &[&str] = &["time_guidance_embed.guidance_embedder."
 /// A token's position: (t, h, w, l), as the pipeline's `txt_ids` / `img_ids` rows.
 pub type Position = [f32; 4];
 
-/// The RoPE tables of a sequence's positions, [1, S, 1, head_dim] each: made once per generation
-/// (every step has the same positions), not once per call.
+/// The RoPE tables of a sequence's positions, in the heads' channel order (`half_split`): made
+/// once per generation (every step has the same positions), not once per call. [1, S, 1,
+/// head_dim] each, broadcast over the heads; [1, S, heads, head_dim] on the CPU backend, whose
+/// broadcast of a table with a stride in the middle is a scalar walk.
 pub struct Rope<B: Backend> {
     cos: Tensor<B, 4>,
     sin: Tensor<B, 4>,
@@ -247,46 +274,64 @@ impl<B: Backend> Flux2Transformer<B> {
                 l.linear("context_embedder", config.joint_attention_dim, d, false)?,
             ))
         })?;
-        let rms = |l: &mut Loader<B>, name: String| RmsNorm::load(l, &name, dh, eps);
+        // q and k come out of their projections with each head's channels in `half_split`
+        // order, and their norms read their weights in that order.
+        let head_order = half_split(dh);
+        let qk_order = |start: usize| -> Vec<usize> {
+            (0..config.num_attention_heads)
+                .flat_map(|h| head_order.iter().map(move |&c| start + h * dh + c))
+                .collect()
+        };
+        let rms =
+            |l: &mut Loader<B>, name: String| RmsNorm::load_reordered(l, &name, &head_order, eps);
+        let qk = |l: &mut Loader<B>, name: String| -> Result<Linear<B>> {
+            let [layer] = parts(l.linear_parts(&name, d, d, false, &[qk_order(0)])?);
+            Ok(layer)
+        };
         let mut double = Vec::with_capacity(config.num_layers);
         for i in 0..config.num_layers {
             let p = format!("transformer_blocks.{i}");
-            let lin = |l: &mut Loader<B>, name: &str, i: usize, o: usize| {
-                l.linear(&format!("{p}.{name}"), i, o, false)
-            };
+            let lin = |l: &mut Loader<B>, name: &str| l.linear(&format!("{p}.{name}"), d, d, false);
             double.push(DoubleBlock {
-                to_q: lin(loader, "attn.to_q", d, d)?,
-                to_k: lin(loader, "attn.to_k", d, d)?,
-                to_v: lin(loader, "attn.to_v", d, d)?,
+                to_q: qk(loader, format!("{p}.attn.to_q"))?,
+                to_k: qk(loader, format!("{p}.attn.to_k"))?,
+                to_v: lin(loader, "attn.to_v")?,
                 norm_q: rms(loader, format!("{p}.attn.norm_q.weight"))?,
                 norm_k: rms(loader, format!("{p}.attn.norm_k.weight"))?,
-                to_out: lin(loader, "attn.to_out.0", d, d)?,
-                add_q_proj: lin(loader, "attn.add_q_proj", d, d)?,
-                add_k_proj: lin(loader, "attn.add_k_proj", d, d)?,
-                add_v_proj: lin(loader, "attn.add_v_proj", d, d)?,
+                to_out: lin(loader, "attn.to_out.0")?,
+                add_q_proj: qk(loader, format!("{p}.attn.add_q_proj"))?,
+                add_k_proj: qk(loader, format!("{p}.attn.add_k_proj"))?,
+                add_v_proj: lin(loader, "attn.add_v_proj")?,
                 norm_added_q: rms(loader, format!("{p}.attn.norm_added_q.weight"))?,
                 norm_added_k: rms(loader, format!("{p}.attn.norm_added_k.weight"))?,
-                to_add_out: lin(loader, "attn.to_add_out", d, d)?,
-                ff: FeedForward {
-                    linear_in: lin(loader, "ff.linear_in", d, 2 * mlp)?,
-                    linear_out: lin(loader, "ff.linear_out", mlp, d)?,
-                },
-                ff_context: FeedForward {
-                    linear_in: lin(loader, "ff_context.linear_in", d, 2 * mlp)?,
-                    linear_out: lin(loader, "ff_context.linear_out", mlp, d)?,
-                },
+                to_add_out: lin(loader, "attn.to_add_out")?,
+                ff: FeedForward::load(loader, &format!("{p}.ff"), d, mlp)?,
+                ff_context: FeedForward::load(loader, &format!("{p}.ff_context"), d, mlp)?,
             });
         }
         let mut single = Vec::with_capacity(config.num_single_layers);
         for i in 0..config.num_single_layers {
             let p = format!("single_transformer_blocks.{i}.attn");
+            let range = |start: usize, len: usize| (start..start + len).collect::<Vec<_>>();
+            let [to_q, to_k, to_v, mlp_gate, mlp_value] = parts(loader.linear_parts(
+                &format!("{p}.to_qkv_mlp_proj"),
+                d,
+                3 * d + 2 * mlp,
+                false,
+                &[
+                    qk_order(0),
+                    qk_order(d),
+                    range(2 * d, d),
+                    range(3 * d, mlp),
+                    range(3 * d + mlp, mlp),
+                ],
+            )?);
             single.push(SingleBlock {
-                to_qkv_mlp_proj: loader.linear(
-                    &format!("{p}.to_qkv_mlp_proj"),
-                    d,
-                    3 * d + 2 * mlp,
-                    false,
-                )?,
+                to_q,
+                to_k,
+                to_v,
+                mlp_gate,
+                mlp_value,
                 norm_q: rms(loader, format!("{p}.norm_q.weight"))?,
                 norm_k: rms(loader, format!("{p}.norm_k.weight"))?,
                 to_out: loader.linear(&format!("{p}.to_out"), d + mlp, d, false)?,
@@ -375,8 +420,8 @@ impl<B: Backend> Flux2Transformer<B> {
         let h = h.narrow(1, s_txt, s_img);
         let out = chunks(rows(self.norm_out.forward(silu(temb))), 2);
         let (scale, shift) = (&out[0], &out[1]);
-        let h = layer_norm_plain(h, self.eps) * (scale.clone() + 1.0) + shift.clone();
-        self.proj_out.forward(h)
+        self.proj_out
+            .forward(modulated_layer_norm(h, shift, scale, self.eps))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -392,8 +437,8 @@ impl<B: Backend> Flux2Transformer<B> {
     ) -> (Tensor<B, 3>, Tensor<B, 3>) {
         let s_txt = c.dims()[1];
         let s_img = x.dims()[1];
-        let nx = modulate(layer_norm_plain(x.clone(), self.eps), &m[0], &m[1]);
-        let nc = modulate(layer_norm_plain(c.clone(), self.eps), &mc[0], &mc[1]);
+        let nx = modulated_layer_norm(x.clone(), &m[0], &m[1], self.eps);
+        let nc = modulated_layer_norm(c.clone(), &mc[0], &mc[1], self.eps);
         let q = Tensor::cat(
             vec![
                 self.heads_normed(b.add_q_proj.forward(nc.clone()), &b.norm_added_q),
@@ -413,13 +458,15 @@ impl<B: Backend> Flux2Transformer<B> {
         let attn_c = b.to_add_out.forward(attn.clone().narrow(1, 0, s_txt));
         let attn_x = b.to_out.forward(attn.narrow(1, s_txt, s_img));
 
-        let x = x + m[2].clone() * attn_x;
-        let nx = modulate(layer_norm_plain(x.clone(), self.eps), &m[3], &m[4]);
-        let x = x + m[5].clone() * b.ff.forward(nx);
+        // Gates multiply from the right: the CPU backend's fast broadcast needs the whole
+        // tensor on the left.
+        let x = x + attn_x * m[2].clone();
+        let nx = modulated_layer_norm(x.clone(), &m[3], &m[4], self.eps);
+        let x = x + b.ff.forward(nx) * m[5].clone();
 
-        let c = c + mc[2].clone() * attn_c;
-        let nc = modulate(layer_norm_plain(c.clone(), self.eps), &mc[3], &mc[4]);
-        let c = c + mc[5].clone() * b.ff_context.forward(nc);
+        let c = c + attn_c * mc[2].clone();
+        let nc = modulated_layer_norm(c.clone(), &mc[3], &mc[4], self.eps);
+        let c = c + b.ff_context.forward(nc) * mc[5].clone();
         (clamp_f16(c), x)
     }
 
@@ -431,17 +478,14 @@ impl<B: Backend> Flux2Transformer<B> {
         cos: &Tensor<B, 4>,
         sin: &Tensor<B, 4>,
     ) -> Tensor<B, 3> {
-        let d = self.inner_dim();
-        let normed = modulate(layer_norm_plain(h.clone(), self.eps), &m[0], &m[1]);
-        let proj = b.to_qkv_mlp_proj.forward(normed);
-        let width = proj.dims()[2];
-        let q = self.heads_normed(proj.clone().narrow(2, 0, d), &b.norm_q);
-        let k = self.heads_normed(proj.clone().narrow(2, d, d), &b.norm_k);
-        let v = proj.clone().narrow(2, 2 * d, d);
-        let mlp = swiglu(proj.narrow(2, 3 * d, width - 3 * d));
+        let normed = modulated_layer_norm(h.clone(), &m[0], &m[1], self.eps);
+        let q = self.heads_normed(b.to_q.forward(normed.clone()), &b.norm_q);
+        let k = self.heads_normed(b.to_k.forward(normed.clone()), &b.norm_k);
+        let v = b.to_v.forward(normed.clone());
+        let mlp = silu(b.mlp_gate.forward(normed.clone())) * b.mlp_value.forward(normed);
         let attn = self.attention(q, k, v, cos, sin);
         let out = b.to_out.forward(Tensor::cat(vec![attn, mlp], 2));
-        clamp_f16(h + m[2].clone() * out)
+        clamp_f16(h + out * m[2].clone())
     }
 
     /// [N, S, heads*dh] -> [N, S, heads, dh] with the per-head RMSNorm applied.
@@ -460,46 +504,49 @@ impl<B: Backend> Flux2Transformer<B> {
         sin: &Tensor<B, 4>,
     ) -> Tensor<B, 3> {
         let [n, s, heads, dh] = q.dims();
-        let q = rotate_pairs(q, cos, sin).reshape([n, s, heads * dh]);
-        let k = rotate_pairs(k, cos, sin).reshape([n, s, heads * dh]);
+        let q = rotate_halves(q, cos, sin).reshape([n, s, heads * dh]);
+        let k = rotate_halves(k, cos, sin).reshape([n, s, heads * dh]);
         multi_head_attention(q, k, v, self.heads, false, false)
     }
 
-    /// `Flux2PosEmbed`: per axis, frequencies `theta^(-2i/dim)` in f64, each angle's cos and sin
-    /// repeated for the two members of its pair; the axes side by side. -> [1, S, 1, head_dim] each
+    /// `Flux2PosEmbed`: per axis, frequencies `theta^(-2i/dim)` in f64, the axes side by side,
+    /// one angle per pair of channels. In `half_split` order pair `j` is channels `j` and
+    /// `j + head_dim/2`: cos for both, sin negated for the first (see `rotate_halves`).
     pub fn rope(&self, positions: &[Position], dtype: DType, device: &B::Device) -> Rope<B> {
         let s = positions.len();
-        let dh = self.head_dim;
-        let mut cos = Vec::with_capacity(s * dh);
-        let mut sin = Vec::with_capacity(s * dh);
-        for pos in positions {
-            for (axis, &dim) in self.axes.iter().enumerate() {
-                for i in 0..dim / 2 {
-                    let freq = 1.0 / self.rope_theta.powf((2 * i) as f64 / dim as f64);
-                    let angle = pos[axis] as f64 * freq;
-                    let (c, s) = (angle.cos() as f32, angle.sin() as f32);
-                    cos.extend([c, c]);
-                    sin.extend([s, s]);
-                }
+        let (dh, half) = (self.head_dim, self.head_dim / 2);
+        let mut cos = vec![0f32; s * dh];
+        let mut sin = vec![0f32; s * dh];
+        for (row, pos) in positions.iter().enumerate() {
+            let pairs = self
+                .axes
+                .iter()
+                .enumerate()
+                .flat_map(|(axis, &dim)| (0..dim / 2).map(move |i| (axis, dim, i)));
+            for (j, (axis, dim, i)) in pairs.enumerate() {
+                let freq = 1.0 / self.rope_theta.powf((2 * i) as f64 / dim as f64);
+                let angle = pos[axis] as f64 * freq;
+                let (c, sn) = (angle.cos() as f32, angle.sin() as f32);
+                let at = row * dh + j;
+                (cos[at], cos[at + half]) = (c, c);
+                (sin[at], sin[at + half]) = (-sn, sn);
             }
         }
+        let heads = if runs_on_cpu::<B>(device) {
+            self.heads
+        } else {
+            1
+        };
         let table = |v: Vec<f32>| {
-            Tensor::<B, 4>::from_data(TensorData::new(v, [1, s, 1, dh]), device).cast(dtype)
+            let rows = v.chunks_exact(dh);
+            let v: Vec<f32> = rows.flat_map(|row| row.repeat(heads)).collect();
+            Tensor::<B, 4>::from_data(TensorData::new(v, [1, s, heads, dh]), device).cast(dtype)
         };
         Rope {
             cos: table(cos),
             sin: table(sin),
         }
     }
-}
-
-/// `x * (1 + scale) + shift`, the modulation broadcast over tokens.
-fn modulate<B: Backend>(
-    x: Tensor<B, 3>,
-    shift: &Tensor<B, 3>,
-    scale: &Tensor<B, 3>,
-) -> Tensor<B, 3> {
-    x * (scale.clone() + 1.0) + shift.clone()
 }
 
 /// [N, W] -> [N, 1, W]: one modulation row per image, broadcast over its tokens.
@@ -514,19 +561,34 @@ fn chunks<B: Backend>(t: Tensor<B, 3>, count: usize) -> Vec<Tensor<B, 3>> {
     (0..count).map(|i| t.clone().narrow(2, i * d, d)).collect()
 }
 
-/// diffusers' `apply_rotary_emb` with `use_real_unbind_dim=-1`: pairs (x[2j], x[2j+1]) rotate as
-/// complex numbers. `x`: [N, S, H, dh]; tables [1, S, 1, dh].
-fn rotate_pairs<B: Backend>(
+/// A head's channels with the even ones first, then the odd ones: diffusers rotates the pairs
+/// (2j, 2j+1), and in this order pair `j` is (j, j + head_dim/2), so the rotation needs no
+/// stride-2 views. q and k are made in this order (their weights' rows reordered at load);
+/// attention sums over the channels, so its result is the same; v keeps the stored order.
+fn half_split(head_dim: usize) -> Vec<usize> {
+    (0..head_dim)
+        .step_by(2)
+        .chain((1..head_dim).step_by(2))
+        .collect()
+}
+
+/// diffusers' `apply_rotary_emb` with `use_real_unbind_dim=-1` (pairs rotated as complex
+/// numbers) on channels in `half_split` order: `x * cos + [second half | first half] * sin`,
+/// the sign in the sin table. `x`: [N, S, H, dh]; tables as `Rope` holds them.
+fn rotate_halves<B: Backend>(
     x: Tensor<B, 4>,
     cos: &Tensor<B, 4>,
     sin: &Tensor<B, 4>,
 ) -> Tensor<B, 4> {
-    let [n, s, h, dh] = x.dims();
-    let pairs = x.clone().reshape([n, s, h, dh / 2, 2]);
-    let real = pairs.clone().narrow(4, 0, 1);
-    let imag = pairs.narrow(4, 1, 1);
-    let rotated = Tensor::cat(vec![imag.neg(), real], 4).reshape([n, s, h, dh]);
-    x * cos.clone() + rotated * sin.clone()
+    let half = x.dims()[3] / 2;
+    let swapped = Tensor::cat(
+        vec![
+            x.clone().narrow(3, half, half),
+            x.clone().narrow(3, 0, half),
+        ],
+        3,
+    );
+    x * cos.clone() + swapped * sin.clone()
 }
 
 /// diffusers clips f16 activations to the largest finite f16 after each block.
