@@ -56,7 +56,7 @@ pub struct StepTiming {
     /// The diagnostic image's step seconds (empty for `every_step`: see each image's).
     #[serde(default)]
     pub step_seconds: Vec<f64>,
-    /// The diagnostic image's UNet loop over timed image 1's (same prompt and seed): what a
+    /// The diagnostic image's denoising loop over timed image 1's (same prompt and seed): what a
     /// sync after every step costs on this device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_cost_ratio: Option<f64>,
@@ -229,7 +229,7 @@ pub struct ImageResult {
     /// This image's place in its batch (from 0; absent in older results: 0).
     #[serde(default)]
     pub batch_index: usize,
-    /// Text encoder + UNet loop + VAE decode, bounded by device syncs; with a batch, the
+    /// Text encoder + denoising loop + VAE decode, bounded by device syncs; with a batch, the
     /// generation's seconds divided by the batch size (so the mean is the time per image).
     pub seconds: f64,
     /// The generation's stage seconds, divided by the batch size like `seconds`.

@@ -135,7 +135,7 @@ pub fn rows(r: &BenchResult) -> Vec<(String, String, String)> {
     if let Some(ratio) = r.step_timing.as_ref().and_then(|t| t.sync_cost_ratio) {
         // The scored images queued their steps; one more image synced after every step.
         rows.push((
-            "UNet loop with a sync after every step".into(),
+            "denoising loop with a sync after every step".into(),
             format!("{ratio:.3}"),
             "x queued".into(),
         ));
@@ -313,7 +313,7 @@ fn table(r: &BenchResult) -> String {
     for (k, v) in &all {
         out.push_str(&format!("  {k:<width$}  {v}\n"));
     }
-    out.push_str("\n  image  seconds  text enc  UNet loop  VAE     it/s    valid\n");
+    out.push_str("\n  image  seconds  text enc  denoising  VAE     it/s    valid\n");
     for (i, c) in image_cells(r).iter().enumerate() {
         out.push_str(&format!(
             "  {:<5}  {:>7}  {:>8}  {:>9}  {:>6}  {:>6}  {}\n",
@@ -338,7 +338,7 @@ fn markdown(r: &BenchResult) -> String {
     for (m, v, u) in rows(r) {
         out.push_str(&format!("| {m} | {} | {u} |\n", v.replace('|', "\\|")));
     }
-    out.push_str("\n| image | seed | seconds | text encoder | UNet loop | VAE decode | it/s | valid |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    out.push_str("\n| image | seed | seconds | text encoder | denoising loop | VAE decode | it/s | valid |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
     for (i, c) in image_cells(r).iter().enumerate() {
         out.push_str(&format!("| {} | {} |\n", i + 1, c.join(" | ")));
     }
@@ -350,13 +350,13 @@ pub const IMAGE_COLUMNS: [&str; 7] = [
     "seed",
     "seconds",
     "text encoder",
-    "UNet loop",
+    "denoising loop",
     "VAE decode",
     "it/s",
     "valid",
 ];
 
-/// Per image: seed, seconds, text encoder, UNet loop, VAE decode, it/s, valid.
+/// Per image: seed, seconds, text encoder, denoising loop (UNet or transformer), VAE decode, it/s, valid.
 pub fn image_cells(r: &BenchResult) -> Vec<[String; 7]> {
     r.results
         .iter()

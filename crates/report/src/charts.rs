@@ -21,10 +21,10 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(0x8c, 0x56, 0x4b),
 ];
 
-/// Stage colours: text encoder, UNet loop, VAE decode.
+/// Stage colours: text encoder, denoising loop (UNet or transformer), VAE decode.
 const STAGES: [(&str, RGBColor); 3] = [
     ("text encoder", RGBColor(0x9e, 0xc5, 0xe8)),
-    ("UNet loop", RGBColor(0x1f, 0x77, 0xb4)),
+    ("denoising loop", RGBColor(0x1f, 0x77, 0xb4)),
     ("VAE decode", RGBColor(0xff, 0xbb, 0x78)),
 ];
 

@@ -140,7 +140,7 @@ fn stage_breakdown_stacks_three_stages_per_run() {
         assert_eq!(n, 3, "{colour}");
     }
     let labels = texts(&doc);
-    for needle in ["a", "b", "UNet loop", "VAE decode", "text encoder"] {
+    for needle in ["a", "b", "denoising loop", "VAE decode", "text encoder"] {
         assert!(
             labels.iter().any(|t| t == needle),
             "{needle} missing in {labels:?}"

@@ -272,7 +272,7 @@ fn check_scores(r: &BenchResult) -> Result<()> {
         let steps_per_second = r.workload.steps as f64 / (s.unet_loop * batch);
         if !close(image.steps_per_second, steps_per_second) {
             return Err(unprocessable(format!(
-                "image {n}: {} steps in {:.4} s of UNet loop is {steps_per_second:.4} steps/s, not the {:.4} claimed",
+                "image {n}: {} steps in {:.4} s of denoising loop is {steps_per_second:.4} steps/s, not the {:.4} claimed",
                 r.workload.steps,
                 s.unet_loop * batch,
                 image.steps_per_second

@@ -378,7 +378,7 @@ prompt_index: number, seed: number,
  */
 batch_index: number, 
 /**
- * Text encoder + UNet loop + VAE decode, bounded by device syncs; with a batch, the
+ * Text encoder + denoising loop + VAE decode, bounded by device syncs; with a batch, the
  * generation's seconds divided by the batch size (so the mean is the time per image).
  */
 seconds: number, 
@@ -542,7 +542,7 @@ method: string,
  */
 step_seconds: Array<number>, 
 /**
- * The diagnostic image's UNet loop over timed image 1's (same prompt and seed): what a
+ * The diagnostic image's denoising loop over timed image 1's (same prompt and seed): what a
  * sync after every step costs on this device.
  */
 sync_cost_ratio?: number | null, };

@@ -118,7 +118,7 @@ async function show(g: Generation, url: string): Promise<void> {
     h("dl", { class: "pairs inline", id: "create-timing" },
       h("dt", {}, "total"), h("dd", {}, `${fmt.fixed(g.seconds)} s`),
       h("dt", {}, "text encoder"), h("dd", {}, `${fmt.fixed(g.stages.text_encoder)} s`),
-      h("dt", {}, "UNet"), h("dd", {}, `${fmt.fixed(g.stages.unet_loop)} s (${fmt.fixed(rate)} it/s)`),
+      h("dt", {}, "Denoising"), h("dd", {}, `${fmt.fixed(g.stages.unet_loop)} s (${fmt.fixed(rate)} it/s)`),
       h("dt", {}, "VAE"), h("dd", {}, `${fmt.fixed(g.stages.vae_decode)} s`),
       h("dt", {}, "seed"), h("dd", {}, String(g.seed)),
       ...(g.init_image ? [h("dt", {}, "from"), h("dd", {}, `${g.init_image.source} (strength ${g.init_image.strength})`)] : []),

@@ -103,7 +103,7 @@ async function showDetail(r: RunSummary): Promise<void> {
         ["steps / guidance / scheduler", `${g.steps} / ${g.guidance} / ${g.scheduler}`],
         ["seed", g.seed === null ? "given latents" : String(g.seed)], ["size", `${g.width}×${g.height}`],
         ["model", g.model], ["on", `${g.device} (${g.backend}, ${g.precision})`],
-        ["seconds", `${fmt.fixed(g.seconds)} (text encoder ${fmt.fixed(g.stages.text_encoder)}, UNet ${fmt.fixed(g.stages.unet_loop)}, VAE ${fmt.fixed(g.stages.vae_decode)})`],
+        ["seconds", `${fmt.fixed(g.seconds)} (text encoder ${fmt.fixed(g.stages.text_encoder)}, denoising ${fmt.fixed(g.stages.unet_loop)}, VAE ${fmt.fixed(g.stages.vae_decode)})`],
         ["file", g.image_path ?? "not kept"],
       ], "history-generation"));
     if (g.image_path) {

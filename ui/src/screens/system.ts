@@ -221,7 +221,7 @@ export const systemScreen: Screen = {
         field("Device", settingsForm.device, "on a machine with several GPUs, which one runs (numbered as listed above)"),
         field("Precision", settingsForm.precision, "auto is f16 where the device supports it"),
         field("Memory profile", settingsForm.memory,
-          "full: everything on the GPU (the standard score's); balanced: text encoders on the CPU; low: also sequential guidance, the UNet off the GPU while decoding, tiled VAE, for small GPUs; minimal: also 8-bit UNet weights and smaller attention chunks, for the smallest; cpu: everything on the CPU; auto: the fastest that fits the GPU's memory"),
+          "full: everything on the GPU (the standard score's); balanced: text encoders on the CPU; low: also sequential guidance, the UNet or transformer off the GPU while decoding, tiled VAE, for small GPUs; minimal: also 8-bit UNet or transformer weights and smaller attention chunks, for the smallest; cpu: everything on the CPU; auto: the fastest that fits the GPU's memory"),
         field("GPU memory (GiB)", settingsForm.memoryLimit,
           "what the memory check and auto assume the GPU holds; empty: what it has free (read on NVIDIA and AMD; other GPUs are not checked unless this is set)"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
