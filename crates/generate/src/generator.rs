@@ -105,8 +105,9 @@ impl Generator {
             observer,
             cancel,
         )?;
+        // The pipeline checks what its family needs of the request (sides a multiple of its
+        // patch) before any work.
         let pipeline = &loaded.pipeline;
-        pipeline.validate(&engine_request)?;
         if pipeline.ignores_guidance() && request.guidance > 1.0 {
             observer(&Event::note(
                 "this model is step-distilled (FLUX.2 klein): it runs without classifier-free guidance, whatever the guidance says",

@@ -126,7 +126,12 @@ impl GenerationRequest {
 
     /// Every check that needs no model: size, steps, batch, guidance, strength.
     pub fn check(&self) -> Result<()> {
-        self.size()?;
+        self.checked_size().map(|_| ())
+    }
+
+    /// `size`, once every other check has passed too.
+    fn checked_size(&self) -> Result<(usize, usize)> {
+        let size = self.size()?;
         let problem = limits::steps_error(self.steps)
             .or_else(|| limits::batch_error(self.batch))
             .or_else(|| limits::guidance_error(self.guidance));
@@ -137,13 +142,12 @@ impl GenerationRequest {
             img2img_start(self.steps, init.strength)
                 .map_err(|e| GenerateError::Request(e.to_string()))?;
         }
-        Ok(())
+        Ok(size)
     }
 
     /// The engine's request, once every check that needs no model has passed.
     pub fn engine_request(&self) -> Result<GenerateRequest> {
-        self.check()?;
-        let (width, height) = self.size()?;
+        let (width, height) = self.checked_size()?;
         Ok(GenerateRequest {
             prompt: self.prompt.clone(),
             negative_prompt: self.negative_prompt.clone(),

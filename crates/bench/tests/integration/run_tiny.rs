@@ -328,7 +328,8 @@ fn on_a_queueing_device_steps_are_timed_on_a_separate_diagnostic_image() {
     let rows = sdbench_bench::summary::rows(r);
     assert!(
         rows.iter()
-            .any(|(m, v, _)| m.starts_with("denoising loop with a sync") && v == &format!("{ratio:.3}")),
+            .any(|(m, v, _)| m.starts_with("denoising loop with a sync")
+                && v == &format!("{ratio:.3}")),
         "{rows:?}"
     );
 }
