@@ -43,6 +43,7 @@ const running: JobEvent[] = [
 setWorkloads([
   { name: "sd15-512-30", label: "SD1.5 · 512×512 · 30 steps", run: "5 images, 512x512, 30 steps", description: "Stable Diffusion 1.5, 512×512, 30 steps." },
   { name: "sdxl-1024-20", label: "SDXL · 1024×1024 · 20 steps", run: "5 images, 1024x1024, 20 steps", description: "Stable Diffusion XL base 1.0, 1024×1024, 20 steps." },
+  { name: "flux2-klein-1024-4", label: "FLUX.2 klein · 1024×1024 · 4 steps", run: "16 images, 1024x1024, 4 steps", description: "FLUX.2 [klein] 4B, 1024×1024, 4 steps of flow_euler, guidance 1 (step-distilled: no guidance; MLPerf Client 2.0's settings)." },
 ]);
 
 let root: HTMLElement;
@@ -255,7 +256,7 @@ describe("Benchmark screen", () => {
     benchmarkScreen.show?.();
     await settle();
     const select = root.querySelector<HTMLSelectElement>("#workload")!;
-    expect([...select.options].map((o) => o.value)).toEqual(["sd15-512-30", "sdxl-1024-20"]);
+    expect([...select.options].map((o) => o.value)).toEqual(["sd15-512-30", "sdxl-1024-20", "flux2-klein-1024-4"]);
     select.value = "sdxl-1024-20";
     select.dispatchEvent(new Event("change"));
     await settle();
@@ -277,6 +278,33 @@ describe("Benchmark screen", () => {
     const bench = calls.find((c) => c.cmd === "start_benchmark")!.args;
     expect(bench.request).toEqual({ workload: "sdxl-1024-20" });
     expect(root.querySelector("#bench-progress")!.textContent).toContain("1024x1024, 20 steps");
+    stream(bench, [{ event: "cancelled" }]);
+    await settle(40);
+    select.value = "sd15-512-30";
+    select.dispatchEvent(new Event("change"));
+    await settle();
+  });
+
+  it("the FLUX.2 klein workload names its own model and runs as itself", async () => {
+    const klein = { ...ready, model: "black-forest-labs/FLUX.2-klein-4B", path: "/hub/klein" };
+    const calls = mockShell({
+      model_status: (a) => (a.workload === "flux2-klein-1024-4" ? klein : ready),
+      start_benchmark: () => 10,
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    const select = root.querySelector<HTMLSelectElement>("#workload")!;
+    select.value = "flux2-klein-1024-4";
+    select.dispatchEvent(new Event("change"));
+    await settle();
+    expect(root.querySelector("#workload-description")!.textContent).toContain("step-distilled");
+    expect(root.querySelector("#model-card")!.textContent).toContain("black-forest-labs/FLUX.2-klein-4B");
+    expect(root.querySelector<HTMLButtonElement>("#run-standard")!.disabled).toBe(false);
+    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+    await settle();
+    const bench = calls.find((c) => c.cmd === "start_benchmark")!.args;
+    expect(bench.request).toEqual({ workload: "flux2-klein-1024-4" });
+    expect(root.querySelector("#bench-progress")!.textContent).toContain("1024x1024, 4 steps");
     stream(bench, [{ event: "cancelled" }]);
     await settle(40);
     select.value = "sd15-512-30";
