@@ -61,6 +61,28 @@ beforeEach(() => {
   URL.createObjectURL = vi.fn(() => "blob:image");
 });
 
+/// Picks `workload` in the screen's list.
+async function choose(workload: string) {
+  const select = root.querySelector<HTMLSelectElement>("#workload")!;
+  select.value = workload;
+  select.dispatchEvent(new Event("change"));
+  await settle();
+  return select;
+}
+
+/// Runs the chosen standard workload, checks what is asked for and shown, cancels it and goes
+/// back to SD1.5 for the next test.
+async function runThenCancel(calls: { cmd: string; args: Record<string, unknown> }[], workload: string, progress: string) {
+  root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+  await settle();
+  const bench = calls.find((c) => c.cmd === "start_benchmark")!.args;
+  expect(bench.request).toEqual({ workload });
+  expect(root.querySelector("#bench-progress")!.textContent).toContain(progress);
+  stream(bench, [{ event: "cancelled" }]);
+  await settle(40);
+  await choose("sd15-512-30");
+}
+
 const ready = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", source: "hub", ready: true, path: "/hub/snap", downloadBytes: null, problem: null, note: null };
 
 describe("Benchmark screen", () => {
@@ -255,11 +277,8 @@ describe("Benchmark screen", () => {
     });
     benchmarkScreen.show?.();
     await settle();
-    const select = root.querySelector<HTMLSelectElement>("#workload")!;
+    const select = await choose("sdxl-1024-20");
     expect([...select.options].map((o) => o.value)).toEqual(["sd15-512-30", "sdxl-1024-20", "flux2-klein-1024-4"]);
-    select.value = "sdxl-1024-20";
-    select.dispatchEvent(new Event("change"));
-    await settle();
     expect(root.querySelector("#workload-description")!.textContent).toContain("1024×1024");
     expect(root.querySelector("#model-card")!.textContent).toContain("stabilityai/stable-diffusion-xl-base-1.0");
     expect(root.querySelector<HTMLButtonElement>("#run-standard")!.disabled).toBe(true);
@@ -273,16 +292,7 @@ describe("Benchmark screen", () => {
     stream(download, [{ event: "finished", output: { path: "/hub/xl", bytes: 1 } }]);
     await settle(40);
     expect(select.disabled).toBe(false);
-    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
-    await settle();
-    const bench = calls.find((c) => c.cmd === "start_benchmark")!.args;
-    expect(bench.request).toEqual({ workload: "sdxl-1024-20" });
-    expect(root.querySelector("#bench-progress")!.textContent).toContain("1024x1024, 20 steps");
-    stream(bench, [{ event: "cancelled" }]);
-    await settle(40);
-    select.value = "sd15-512-30";
-    select.dispatchEvent(new Event("change"));
-    await settle();
+    await runThenCancel(calls, "sdxl-1024-20", "1024x1024, 20 steps");
   });
 
   it("the FLUX.2 klein workload names its own model and runs as itself", async () => {
@@ -293,23 +303,11 @@ describe("Benchmark screen", () => {
     });
     benchmarkScreen.show?.();
     await settle();
-    const select = root.querySelector<HTMLSelectElement>("#workload")!;
-    select.value = "flux2-klein-1024-4";
-    select.dispatchEvent(new Event("change"));
-    await settle();
+    await choose("flux2-klein-1024-4");
     expect(root.querySelector("#workload-description")!.textContent).toContain("step-distilled");
     expect(root.querySelector("#model-card")!.textContent).toContain("black-forest-labs/FLUX.2-klein-4B");
     expect(root.querySelector<HTMLButtonElement>("#run-standard")!.disabled).toBe(false);
-    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
-    await settle();
-    const bench = calls.find((c) => c.cmd === "start_benchmark")!.args;
-    expect(bench.request).toEqual({ workload: "flux2-klein-1024-4" });
-    expect(root.querySelector("#bench-progress")!.textContent).toContain("1024x1024, 4 steps");
-    stream(bench, [{ event: "cancelled" }]);
-    await settle(40);
-    select.value = "sd15-512-30";
-    select.dispatchEvent(new Event("change"));
-    await settle();
+    await runThenCancel(calls, "flux2-klein-1024-4", "1024x1024, 4 steps");
   });
 
   it("shows a failed run's message and next step", async () => {

@@ -444,27 +444,28 @@ fn a_closed_stdout_ends_the_run_quietly() {
 
 #[test]
 fn timing_ops_prints_a_rate_for_every_layer() {
-    let o = sdbench(&[
-        "timing",
-        "--ops",
-        "--backend",
-        "cpu",
-        "--width",
-        "64",
-        "--height",
-        "32",
-        "--repeat",
-        "1",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    let ops: Vec<&str> = out.lines().filter(|l| l.starts_with("op ")).collect();
-    assert_eq!(ops.len(), 17, "{out}");
+    // The `op ` lines of `sdbench timing --ops` on the CPU at 64x32, one call per layer.
+    let ops = |extra: &[&str]| -> (Vec<String>, String) {
+        let mut args = vec!["timing", "--ops"];
+        args.extend_from_slice(extra);
+        args.extend(["--backend", "cpu", "--width", "64", "--height", "32"]);
+        args.extend(["--repeat", "1"]);
+        let o = sdbench(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let lines = out
+            .lines()
+            .filter(|l| l.starts_with("op "))
+            .map(String::from);
+        (lines.collect(), out)
+    };
+    let (sd15, out) = ops(&[]);
+    assert_eq!(sd15.len(), 17, "{out}");
     assert!(
-        ops[0].starts_with("op conv3x3 n=2 c=320 h=4 w=8: median "),
+        sd15[0].starts_with("op conv3x3 n=2 c=320 h=4 w=8: median "),
         "{out}"
     );
-    for line in &ops {
+    for line in &sd15 {
         assert!(
             line.contains(" GFLOP/s (n=1)") || line.contains(" GB/s (n=1)"),
             "{line}"
@@ -473,27 +474,11 @@ fn timing_ops_prints_a_rate_for_every_layer() {
     // The layer lists are SD1.5's and FLUX.2 klein's: a model is not an argument of --ops.
     let o = sdbench(&["timing", "--ops", "--model", "synthetic-sdxl-base"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let o = sdbench(&[
-        "timing",
-        "--ops",
-        "--ops-of",
-        "flux2-klein",
-        "--backend",
-        "cpu",
-        "--width",
-        "64",
-        "--height",
-        "32",
-        "--repeat",
-        "1",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    let ops: Vec<&str> = out.lines().filter(|l| l.starts_with("op ")).collect();
-    assert_eq!(ops.len(), 6, "{out}");
+    let (flux2, out) = ops(&["--ops-of", "flux2-klein"]);
+    assert_eq!(flux2.len(), 6, "{out}");
     // 4x2 patched image tokens and 512 text tokens.
     assert!(
-        ops[0].starts_with("op linear rows=520 in=3072 out=27648: median "),
+        flux2[0].starts_with("op linear rows=520 in=3072 out=27648: median "),
         "{out}"
     );
 }

@@ -469,19 +469,7 @@ impl<'a, B: Backend> Loader<'a, B> {
         outputs: usize,
         bias: bool,
     ) -> Result<Linear<B>> {
-        let w = self.source.take(
-            &format!("{prefix}.weight"),
-            &[outputs, inputs],
-            Init::FanIn(inputs),
-        )?;
-        let bias = if bias {
-            Some(
-                self.source
-                    .take(&format!("{prefix}.bias"), &[outputs], Init::Zeros)?,
-            )
-        } else {
-            None
-        };
+        let (w, bias) = self.take_linear(prefix, inputs, outputs, bias)?;
         Ok(self.linear_from(w, bias, inputs, outputs))
     }
 
@@ -496,19 +484,7 @@ impl<'a, B: Backend> Loader<'a, B> {
         bias: bool,
         parts: &[Vec<usize>],
     ) -> Result<Vec<Linear<B>>> {
-        let w = self.source.take(
-            &format!("{prefix}.weight"),
-            &[outputs, inputs],
-            Init::FanIn(inputs),
-        )?;
-        let b = if bias {
-            Some(
-                self.source
-                    .take(&format!("{prefix}.bias"), &[outputs], Init::Zeros)?,
-            )
-        } else {
-            None
-        };
+        let (w, b) = self.take_linear(prefix, inputs, outputs, bias)?;
         let mut linears = Vec::with_capacity(parts.len());
         for rows in parts {
             if let Some(&bad) = rows.iter().find(|&&r| r >= outputs) {
@@ -523,6 +499,25 @@ impl<'a, B: Backend> Loader<'a, B> {
             linears.push(self.linear_from(part_w, part_b, inputs, rows.len()));
         }
         Ok(linears)
+    }
+
+    /// A linear layer's stored weight ([outputs, inputs]) and bias.
+    fn take_linear(
+        &mut self,
+        prefix: &str,
+        inputs: usize,
+        outputs: usize,
+        bias: bool,
+    ) -> Result<(Values, Option<Values>)> {
+        let name = format!("{prefix}.weight");
+        let w = (self.source).take(&name, &[outputs, inputs], Init::FanIn(inputs))?;
+        let b = if bias {
+            let name = format!("{prefix}.bias");
+            Some(self.source.take(&name, &[outputs], Init::Zeros)?)
+        } else {
+            None
+        };
+        Ok((w, b))
     }
 
     fn linear_from(
