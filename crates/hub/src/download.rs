@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use sha2::Digest as _;
 
-use crate::cache::{cached_snapshot, is_shard, shard_index, DownloadLock, PipelineLayout};
+use crate::cache::{
+    cached_snapshot, is_shard, missing_pipeline_files, shard_index, DownloadLock, PipelineLayout,
+};
 use crate::error::{HubError, Result};
 use crate::repo::{HubSettings, RepoId};
 
@@ -296,6 +298,18 @@ impl Hub {
                 total,
             });
             link_into_snapshot(&blob, &snapshot, &file.path)?;
+        }
+        // A shard index is read only now: a shard it names that the listing lacks would leave a
+        // snapshot that never loads.
+        let missing = missing_pipeline_files(&snapshot);
+        if !missing.is_empty() {
+            return Err(HubError::NotAPipeline {
+                repo: repo.to_string(),
+                problem: format!(
+                    "its files name {}, which the repository does not have",
+                    missing.join(", ")
+                ),
+            });
         }
         if revision != listing.commit {
             let refs = model_dir.join("refs");

@@ -126,15 +126,6 @@ fn dead_endpoint() -> String {
     format!("http://{addr}")
 }
 
-fn downloads(server: &TestServer) -> Vec<(String, Option<String>)> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path.contains("/resolve/"))
-        .map(|r| (r.path.clone(), r.headers.get("range").cloned()))
-        .collect()
-}
-
 #[test]
 fn downloads_only_the_pipeline_files_into_the_hf_layout() {
     let server = TestServer::start();
@@ -154,7 +145,7 @@ fn downloads_only_the_pipeline_files_into_the_hf_layout() {
         COMMIT
     );
     let repo = fake_pipeline();
-    let mut fetched: Vec<String> = downloads(&server).into_iter().map(|(p, _)| p).collect();
+    let mut fetched: Vec<String> = server.downloads().into_iter().map(|(p, _)| p).collect();
     fetched.sort();
     let mut expected: Vec<String> = EXPECTED_FILES
         .iter()
@@ -189,12 +180,12 @@ fn downloads_only_the_pipeline_files_into_the_hf_layout() {
     assert!(cache::missing_pipeline_files(&snapshot.path).is_empty());
 
     // A second download finds everything cached and fetches nothing.
-    let before = downloads(&server).len();
+    let before = server.downloads().len();
     let again = hub
         .download(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
     assert_eq!(again.downloaded_bytes, 0);
-    assert_eq!(downloads(&server).len(), before);
+    assert_eq!(server.downloads().len(), before);
 }
 
 #[test]
@@ -211,7 +202,8 @@ fn a_dropped_connection_is_resumed_with_a_range_request() {
         .path
         .join("unet/diffusion_pytorch_model.fp16.safetensors");
     assert_eq!(fs::read(unet).unwrap(), payload(4, 40_000));
-    let unet_requests: Vec<Option<String>> = downloads(&server)
+    let unet_requests: Vec<Option<String>> = server
+        .downloads()
         .into_iter()
         .filter(|(p, _)| p.ends_with("unet/diffusion_pytorch_model.fp16.safetensors"))
         .map(|(_, r)| r)
@@ -252,7 +244,8 @@ fn an_interrupted_download_keeps_no_broken_file_and_resumes_next_time() {
         .path
         .join("unet/diffusion_pytorch_model.fp16.safetensors");
     assert_eq!(fs::read(unet).unwrap(), payload(4, 40_000));
-    assert!(downloads(&server)
+    assert!(server
+        .downloads()
         .iter()
         .any(|(_, r)| r.as_deref() == Some("bytes=5000-")));
 }

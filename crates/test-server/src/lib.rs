@@ -156,6 +156,15 @@ impl TestServer {
         self.state.lock().unwrap().requests.clone()
     }
 
+    /// Each file download (`resolve`) the server saw: its path and its Range header.
+    pub fn downloads(&self) -> Vec<(String, Option<String>)> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.contains("/resolve/"))
+            .map(|r| (r.path, r.headers.get("range").cloned()))
+            .collect()
+    }
+
     pub fn posted(&self) -> Vec<Vec<u8>> {
         self.state.lock().unwrap().posted.clone()
     }

@@ -528,6 +528,100 @@ fn download_use_offline_list_and_clean_the_cache() {
     assert!(text(&o.stdout).contains("(no models)"));
 }
 
+/// FLUX.2 klein as the Hub serves it: the text encoder in shards with their index (seven in the
+/// tiny fixture), the tokenizer as `tokenizer.json` with its chat template. A dropped connection
+/// in the middle of a shard is resumed; the cached copy generates with the network gone. A
+/// repository whose index names a shard it does not have is refused by name, not cached as ready.
+#[test]
+fn a_sharded_flux2_repository_downloads_and_generates_offline() {
+    let fixture = tiny().join("../tiny-flux2-klein");
+    let repo = FakeRepo::from_folder("test-org/tiny-klein", &"c0de".repeat(10), &fixture).unwrap();
+    let shard = "text_encoder/model-00003-of-00007.safetensors";
+    let server = TestServer::start();
+    server.add_repo(repo.clone());
+    server.drop_next_download(shard, 100);
+    let home = tempfile::tempdir().unwrap();
+
+    let o = sdbench(
+        home.path(),
+        &server.url(),
+        &["download", "--model", "test-org/tiny-klein"],
+    );
+    ok(&o);
+    let snapshot = home
+        .path()
+        .join("hub/models--test-org--tiny-klein/snapshots")
+        .join("c0de".repeat(10));
+    for part in 1..=7 {
+        let name = format!("text_encoder/model-0000{part}-of-00007.safetensors");
+        assert_eq!(
+            std::fs::read(snapshot.join(&name)).unwrap(),
+            std::fs::read(fixture.join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+    for file in ["tokenizer/tokenizer.json", "tokenizer/chat_template.jinja"] {
+        assert!(snapshot.join(file).is_file(), "{file}");
+    }
+    let resumed = server
+        .downloads()
+        .iter()
+        .any(|(path, range)| path.ends_with(shard) && range.is_some());
+    assert!(resumed, "the dropped shard was not resumed with a range");
+
+    let png = home.path().join("klein.png");
+    let png_s = png.display().to_string();
+    let mut args = vec![
+        "generate",
+        "--model",
+        "test-org/tiny-klein",
+        "--prompt",
+        "a cube",
+    ];
+    args.extend([
+        "--backend",
+        "cpu",
+        "--width",
+        "32",
+        "--height",
+        "32",
+        "--steps",
+        "1",
+    ]);
+    args.extend(["--out", png_s.as_str()]);
+    let o = sdbench(home.path(), &dead_endpoint(), &args);
+    ok(&o);
+    assert!(png.is_file());
+
+    // The same repository without one of its shards.
+    let mut broken = repo;
+    broken.id = "test-org/klein-missing-a-shard".into();
+    broken
+        .files
+        .retain(|f| !f.path.ends_with("model-00005-of-00007.safetensors"));
+    server.add_repo(broken);
+    let o = sdbench(
+        home.path(),
+        &server.url(),
+        &["download", "--model", "test-org/klein-missing-a-shard"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr)
+            .contains("model-00005-of-00007.safetensors, which the repository does not have"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = sdbench(home.path(), &server.url(), &["cache", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let broken = listed["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["repo"] == "test-org/klein-missing-a-shard");
+    assert!(broken.is_none_or(|m| m["runnable"] == false), "{listed}");
+}
+
 #[test]
 fn submit_dry_run_send_and_outbox() {
     let server = TestServer::start();

@@ -9,6 +9,7 @@ mod checkpoint;
 mod cpu_attention;
 mod cpu_conv;
 mod cpu_group_norm;
+mod cpu_layer_norm;
 mod flux2;
 mod observer;
 mod parity;

@@ -506,8 +506,8 @@ softmax_last_dtype!(
 // `burn::nn::LayerNorm::forward` decomposes into ~6 primitive tensor ops
 // with intermediate allocations, and there is no backend trait hook for
 // layer_norm. This module provides a fused alternative users can opt into
-// directly. Two-pass row kernel (sum+sumsq sweep, then normalize+affine
-// sweep), both vectorized via macerator.
+// directly. Row kernel (SD Bench: a mean sweep, a centred-squares sweep,
+// then the normalize+affine sweep), vectorized via macerator.
 
 /// Fused layer normalization along the last axis.
 ///
@@ -516,9 +516,9 @@ softmax_last_dtype!(
 /// `gamma` and `beta` are 1-D tensors of length `input.shape()[-1]`;
 /// `beta` is optional (set to `None` for a bias-free layer norm).
 ///
-/// Two-pass row kernel (mean/variance via a single sum+sum-of-squares
-/// sweep, then one normalize+affine sweep). Both passes are SIMD via
-/// macerator; each row stays cache-hot across both passes.
+/// Row kernel (SD Bench): the mean, then the variance from the centred
+/// squares, then one normalize+affine sweep. All passes are SIMD via
+/// macerator; each row stays cache-hot across them.
 ///
 /// Supports `f32` (SIMD-vectorized), `f64` (scalar + LLVM autovec), and
 /// `f16`/`bf16` (via an f32 cast-fuse-cast shell; the f32 row kernel
@@ -875,7 +875,7 @@ fn layer_norm_row_f32_scalar(
     epsilon: f32,
 ) {
     // Welford's online algorithm for mean and variance, rather than the
-    // `sumsq / n - mean * mean` identity the SIMD path uses. The identity
+    // `sumsq / n - mean * mean` identity (which upstream's SIMD path used). The identity
     // is vulnerable to catastrophic cancellation when the two terms are
     // close in magnitude (large mean relative to variance). Welford's
     // single-pass formulation avoids that by tracking the running mean
@@ -943,7 +943,7 @@ fn layer_norm_rows_f32_no_beta_simd<S: macerator::Simd>(
     }
 }
 
-/// Single-row layer_norm kernel. Two vectorized passes.
+/// Single-row layer_norm kernel. Three vectorized passes (mean, variance, output).
 #[cfg(feature = "simd")]
 #[inline(always)]
 fn layer_norm_row_f32_simd<S: macerator::Simd>(
@@ -958,46 +958,62 @@ fn layer_norm_row_f32_simd<S: macerator::Simd>(
     let len = input.len();
     let simd_len = len / lanes * lanes;
 
-    // Pass 1: compute sum and sum-of-squares in one sweep, then derive
-    // mean and variance. Two independent SIMD accumulators (sum, sumsq)
-    // expose ILP to the two FMA ports.
-    let (sum, sumsq) = if simd_len >= lanes {
-        let mut acc_sum = 0.0f32.splat::<S>();
-        let mut acc_sumsq = 0.0f32.splat::<S>();
+    // (SD Bench) Two passes for the statistics: the mean, then the centred squares. Upstream took
+    // the variance as E[x^2] - E[x]^2 from one sweep, which loses every digit of the variance
+    // when a row's mean is large against its spread (a row offset by 300 with a spread of 0.01
+    // came out as garbage or NaN). A row of a few thousand f32 stays in L1 between the passes.
+    // Two independent SIMD accumulators per pass expose ILP to the two FMA ports.
+    let n = len as f32;
+    let sum = if simd_len >= lanes {
+        let (mut a, mut b) = (0.0f32.splat::<S>(), 0.0f32.splat::<S>());
         let mut i = 0;
-        while i < simd_len {
+        while i + 2 * lanes <= simd_len {
             unsafe {
-                let v = vload_unaligned::<S, _>(input.as_ptr().add(i));
-                acc_sum += v;
-                // acc_sumsq += v * v; Vector::mul_add(self, a, b) = self*a + b,
-                // so v.mul_add(v, acc_sumsq) = v*v + acc_sumsq.
-                acc_sumsq = v.mul_add(v, acc_sumsq);
+                a += vload_unaligned::<S, _>(input.as_ptr().add(i));
+                b += vload_unaligned::<S, _>(input.as_ptr().add(i + lanes));
             }
-            i += lanes;
+            i += 2 * lanes;
         }
-        let mut s = acc_sum.reduce_add();
-        let mut sq = acc_sumsq.reduce_add();
+        if i < simd_len {
+            a += unsafe { vload_unaligned::<S, _>(input.as_ptr().add(i)) };
+        }
+        let mut s = (a + b).reduce_add();
         for &x in &input[simd_len..] {
             s += x;
-            sq += x * x;
         }
-        (s, sq)
+        s
     } else {
-        let mut s = 0.0f32;
-        let mut sq = 0.0f32;
-        for &x in input {
-            s += x;
-            sq += x * x;
-        }
-        (s, sq)
+        input.iter().sum::<f32>()
     };
-
-    let n = len as f32;
     let mean = sum / n;
-    // Biased variance: E[x^2] - E[x]^2. Matches burn::nn::LayerNorm which
-    // uses var_mean_bias (the biased estimator) rather than Bessel's
-    // correction.
-    let var = (sumsq / n) - mean * mean;
+    let centred_squares = if simd_len >= lanes {
+        let mean_vec = mean.splat::<S>();
+        let (mut a, mut b) = (0.0f32.splat::<S>(), 0.0f32.splat::<S>());
+        let mut i = 0;
+        // d.mul_add(d, acc) = d*d + acc.
+        while i + 2 * lanes <= simd_len {
+            unsafe {
+                let d = vload_unaligned::<S, _>(input.as_ptr().add(i)) - mean_vec;
+                let e = vload_unaligned::<S, _>(input.as_ptr().add(i + lanes)) - mean_vec;
+                a = d.mul_add(d, a);
+                b = e.mul_add(e, b);
+            }
+            i += 2 * lanes;
+        }
+        if i < simd_len {
+            let d = unsafe { vload_unaligned::<S, _>(input.as_ptr().add(i)) } - mean_vec;
+            a = d.mul_add(d, a);
+        }
+        let mut sq = (a + b).reduce_add();
+        for &x in &input[simd_len..] {
+            sq += (x - mean) * (x - mean);
+        }
+        sq
+    } else {
+        input.iter().map(|&x| (x - mean) * (x - mean)).sum::<f32>()
+    };
+    // Biased variance, as burn::nn::LayerNorm (var_mean_bias) and torch.
+    let var = centred_squares / n;
     let inv_std = 1.0f32 / (var + epsilon).sqrt();
 
     // Pass 2: normalize and affine transform.
