@@ -237,6 +237,16 @@ class GpuCheckAgainstAFake(unittest.TestCase):
         self.assertRegex(out.split("Failures:\n")[1], r"- timing synthetic vulkan f16 cold: timed out after \d+ s")
         self.assertLess(seconds, budget + 1.5)
 
+    def test_bf16_parity_runs_only_where_the_backend_has_bf16(self):
+        code, out, _ = self.check("--budget", "30", "--reserve", "1", "--parts", "paritybf16", backends="vulkan")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(section(out, "Parity with diffusers in bf16")[1][:3],
+                         ["vulkan", "bf16", "not run: this backend has no bf16"])
+        self.assertFalse([c for c in self.calls() if c["args"][0] == "parity"])
+        code, out, _ = self.check("--budget", "30", "--reserve", "1", "--parts", "paritybf16", backends="cuda")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(section(out, "Parity with diffusers in bf16")[1][:3], ["cuda", "bf16", "ok"])
+
     def test_a_failing_parity_fails_the_run(self):
         code, out, _ = self.check("--budget", "30", "--reserve", "1", "--parts", "parity16,parity32", parity_ok=False)
         self.assertEqual(code, 1, out)

@@ -77,7 +77,7 @@ pub struct BackendInfo {
     /// cpu, cuda, rocm, vulkan, metal or dx12.
     pub name: String,
     pub device: String,
-    /// f16 or f32.
+    /// f16, bf16 or f32.
     pub precision: String,
     /// A software implementation of a GPU API (e.g. Mesa lavapipe).
     pub software: bool,
@@ -122,11 +122,11 @@ pub struct PlacementRecord {
     /// or from the device's largest buffer; absent in older results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vae_decode_tiles: Option<usize>,
-    /// The VAE's precision: the run's, or f32 where the VAE overflows in f16 (SDXL's own VAE,
-    /// as diffusers upcasts it) or runs on the CPU; absent in older results.
+    /// The VAE's precision: the run's, or f32 where the VAE overflows in f16 (SDXL's own VAE in an
+    /// f16 run, as diffusers upcasts it) or runs on the CPU; absent in older results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vae_precision: Option<String>,
-    /// The UNet's weight storage: f16 or f32 (the run's precision), or int8 (W8A16: dequantized
+    /// The UNet's weight storage: f16, bf16 or f32 (the run's precision), or int8 (W8A16: dequantized
     /// to the run's precision layer by layer).
     pub unet_weights: String,
     /// Unused pooled memory handed back between denoising and decoding.

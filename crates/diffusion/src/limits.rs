@@ -15,7 +15,7 @@ pub const MAX_STEPS: usize = 1000;
 pub const MAX_BATCH: usize = 64;
 /// The precision names a person can choose: `auto` (f16 where the device supports it, else f32)
 /// and each precision's own name.
-pub const PRECISION_CHOICES: [&str; 3] = ["auto", "f32", "f16"];
+pub const PRECISION_CHOICES: [&str; 4] = ["auto", "f32", "f16", "bf16"];
 
 /// The largest classifier-free guidance scale a request may ask for (the usual is 3 to 10).
 pub const MAX_GUIDANCE: f64 = 50.0;
@@ -57,6 +57,7 @@ pub fn precision_choice(name: &str) -> Result<Option<Precision>, String> {
         "auto" => Ok(None),
         "f32" => Ok(Some(Precision::F32)),
         "f16" => Ok(Some(Precision::F16)),
+        "bf16" => Ok(Some(Precision::Bf16)),
         other => Err(format!(
             "unknown precision {other:?}: choose {}",
             PRECISION_CHOICES.join(", ")
@@ -104,7 +105,7 @@ mod tests {
             let parsed = precision_choice(name).expect(name);
             assert_eq!(parsed.map_or("auto", Precision::name), name);
         }
-        let problem = precision_choice("bf16").unwrap_err();
-        assert!(problem.contains("auto, f32, f16"), "{problem}");
+        let problem = precision_choice("fp8").unwrap_err();
+        assert!(problem.contains("auto, f32, f16, bf16"), "{problem}");
     }
 }

@@ -117,13 +117,7 @@ impl OpCase {
             } => Work::Flops(4.0 * f(n * heads * queries * keys * dim)),
             OpCase::GroupNorm {
                 n, channels, h, w, ..
-            } => {
-                let element = match precision {
-                    Precision::F32 => 4,
-                    Precision::F16 => 2,
-                };
-                Work::Bytes(2.0 * f(n * channels * h * w * element))
-            }
+            } => Work::Bytes(2.0 * f(n * channels * h * w * precision.bytes() as usize)),
         }
     }
 }

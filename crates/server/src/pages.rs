@@ -86,7 +86,7 @@ fn filter_form(action: &str, q: &FilterQuery) -> String {
     form.push_str(&select(
         "precision",
         "Precision",
-        &[any, ("f16", "f16"), ("f32", "f32")],
+        &[any, ("f16", "f16"), ("bf16", "bf16"), ("f32", "f32")],
         q.precision.as_deref(),
     ));
     form.push_str(&select(

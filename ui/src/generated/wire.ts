@@ -234,7 +234,7 @@ export type BackendInfo = {
  */
 name: string, device: string, 
 /**
- * f16 or f32.
+ * f16, bf16 or f32.
  */
 precision: string, 
 /**
@@ -296,12 +296,12 @@ vae_tiling: boolean,
  */
 vae_decode_tiles?: number | null, 
 /**
- * The VAE's precision: the run's, or f32 where the VAE overflows in f16 (SDXL's own VAE,
- * as diffusers upcasts it) or runs on the CPU; absent in older results.
+ * The VAE's precision: the run's, or f32 where the VAE overflows in f16 (SDXL's own VAE in an
+ * f16 run, as diffusers upcasts it) or runs on the CPU; absent in older results.
  */
 vae_precision?: string | null, 
 /**
- * The UNet's weight storage: f16 or f32 (the run's precision), or int8 (W8A16: dequantized
+ * The UNet's weight storage: f16, bf16 or f32 (the run's precision), or int8 (W8A16: dequantized
  * to the run's precision layer by layer).
  */
 unet_weights: string, 

@@ -9,7 +9,6 @@
 
 use std::fmt;
 
-use burn::tensor::DType;
 use burn::{Dispatch, DispatchDevice};
 
 use crate::error::{DiffusionError, Result};
@@ -199,10 +198,10 @@ impl SelectedDevice {
     pub fn supports(&self, precision: Precision) -> bool {
         match precision {
             Precision::F32 => true,
-            Precision::F16 => {
+            Precision::F16 | Precision::Bf16 => {
                 let usage = <Dispatch as burn::tensor::backend::Backend>::dtype_usage(
                     &self.device,
-                    DType::F16,
+                    precision.dtype(),
                 );
                 !usage.is_empty()
             }

@@ -27,6 +27,9 @@ const _: () = assert!(
 pub enum Precision {
     F32,
     F16,
+    /// bfloat16: f32's range with 8 significant bits (f16 has 11), the dtype FLUX.2's weights are
+    /// published in.
+    Bf16,
 }
 
 impl Precision {
@@ -34,6 +37,7 @@ impl Precision {
         match self {
             Precision::F32 => DType::F32,
             Precision::F16 => DType::F16,
+            Precision::Bf16 => DType::BF16,
         }
     }
 
@@ -41,6 +45,15 @@ impl Precision {
         match self {
             Precision::F32 => "f32",
             Precision::F16 => "f16",
+            Precision::Bf16 => "bf16",
+        }
+    }
+
+    /// Bytes per value.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Precision::F32 => 4,
+            Precision::F16 | Precision::Bf16 => 2,
         }
     }
 }
@@ -93,13 +106,14 @@ pub trait WeightSource {
 }
 
 /// Picks a component's weights file: the `.fp16` variant first when running in f16, the plain file
-/// first otherwise, falling back to the other when only one exists.
+/// first otherwise (f16 values would lose bf16's range), falling back to the other when only one
+/// exists.
 pub fn choose_weights_file(folder: &Path, stem: &str, precision: Precision) -> Result<PathBuf> {
     let plain = folder.join(format!("{stem}.safetensors"));
     let fp16 = folder.join(format!("{stem}.fp16.safetensors"));
     let order = match precision {
         Precision::F16 => [&fp16, &plain],
-        Precision::F32 => [&plain, &fp16],
+        Precision::F32 | Precision::Bf16 => [&plain, &fp16],
     };
     if let Some(found) = order.iter().find(|p| p.is_file()) {
         return Ok((*found).clone());
@@ -390,10 +404,24 @@ impl<'a, B: Backend> Loader<'a, B> {
             (Values::Stored(s), DType::F32) if s.dtype == StDtype::F32 => {
                 TensorData::from_bytes_vec(s.bytes, shape, DType::F32)
             }
+            (Values::Stored(s), DType::BF16) if s.dtype == StDtype::BF16 => {
+                TensorData::from_bytes_vec(s.bytes, shape, DType::BF16)
+            }
             (Values::Stored(s), DType::F16) => TensorData::new(s.to_f16(), shape),
+            (Values::Stored(s), DType::BF16) => TensorData::new(
+                s.to_f32()
+                    .into_iter()
+                    .map(half::bf16::from_f32)
+                    .collect::<Vec<_>>(),
+                shape,
+            ),
             (Values::Stored(s), _) => TensorData::new(s.to_f32(), shape),
             (Values::F32(v), DType::F16) => TensorData::new(
                 v.into_iter().map(half::f16::from_f32).collect::<Vec<_>>(),
+                shape,
+            ),
+            (Values::F32(v), DType::BF16) => TensorData::new(
+                v.into_iter().map(half::bf16::from_f32).collect::<Vec<_>>(),
                 shape,
             ),
             (Values::F32(v), _) => TensorData::new(v, shape),
@@ -612,70 +640,5 @@ impl<'a, B: Backend> Loader<'a, B> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn synthetic_values_made_in_parallel_are_the_sequential_draws() {
-        let (state, a) = (0x1234_5678_9abc_def0, 0.25);
-        // Three chunks and a part: every chunk edge is crossed.
-        let count = 3 * (1 << 16) + 1000;
-        let mut sequential_state = state;
-        let sequential: Vec<f32> = (0..count)
-            .map(|_| {
-                ((splitmix64(&mut sequential_state) >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * a
-            })
-            .collect();
-        assert_eq!(uniform(state, count, a), sequential);
-        assert!(uniform(state, count, a).iter().all(|v| v.abs() <= a));
-    }
-
-    #[test]
-    fn a_linear_in_parts_computes_the_whole_ones_outputs_in_the_parts_order() {
-        type B = crate::pipeline::B;
-        let device = crate::device::cpu_device();
-        let (inputs, outputs) = (5, 7);
-        let load = |int8: bool, parts: Option<&[Vec<usize>]>| {
-            let mut source = SyntheticWeights::new(7);
-            let mut loader = Loader::<B>::new(&mut source, &device, Precision::F32);
-            loader.int8_weights = int8;
-            match parts {
-                None => vec![loader.linear("layer", inputs, outputs, true).unwrap()],
-                Some(parts) => loader
-                    .linear_parts("layer", inputs, outputs, true, parts)
-                    .unwrap(),
-            }
-        };
-        let x = Tensor::<B, 2>::from_data(
-            TensorData::new(
-                (0..2 * inputs).map(|v| v as f32 * 0.3 - 1.0).collect(),
-                [2, inputs],
-            ),
-            &device,
-        );
-        let values = |t: Tensor<B, 2>| t.into_data().to_vec::<f32>().unwrap();
-        let parts = [vec![6, 0, 3], vec![1, 2], vec![4, 5]];
-        for int8 in [false, true] {
-            let whole = values(load(int8, None)[0].forward(x.clone()));
-            let split = load(int8, Some(&parts));
-            for (layer, rows) in split.iter().zip(&parts) {
-                let got = values(layer.forward(x.clone()));
-                for sample in 0..2 {
-                    for (k, &row) in rows.iter().enumerate() {
-                        let (a, b) = (got[sample * rows.len() + k], whole[sample * outputs + row]);
-                        assert!(
-                            (a - b).abs() <= 1e-6,
-                            "int8 {int8}: output {row}: {a} vs {b}"
-                        );
-                    }
-                }
-            }
-        }
-        // A row the layer does not have is an error, not a panic.
-        let mut source = SyntheticWeights::new(7);
-        let mut loader = Loader::<B>::new(&mut source, &device, Precision::F32);
-        assert!(loader
-            .linear_parts("layer", inputs, outputs, false, &[vec![outputs]])
-            .is_err());
-    }
-}
+#[path = "weights_tests.rs"]
+mod tests;

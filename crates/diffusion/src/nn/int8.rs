@@ -156,13 +156,15 @@ impl<B: Backend> Int8Matrix<B> {
             .narrow(0, 0, self.rows)
             .sub_scalar(128.0);
         match dtype {
-            DType::F32 => q.mul(self.scale.val()),
-            // q / 127 times the channel's largest magnitude (the scale times 127), not q times
-            // the scale: a scale under 2^-14 (a channel whose weights are all below 0.0078) is
-            // subnormal in f16 and loses its precision there, and one under 2^-24 would be 0.
-            _ => q
+            // In f16, q / 127 times the channel's largest magnitude (the scale times 127), not q
+            // times the scale: a scale under 2^-14 (a channel whose weights are all below 0.0078)
+            // is subnormal in f16 and loses its precision there, and one under 2^-24 would be 0.
+            DType::F16 => q
                 .div_scalar(127.0)
                 .mul(self.scale.val().mul_scalar(127.0).cast(dtype)),
+            // f32 and bf16 have f32's range: q (exact in either) times the scale, rounded once
+            // each.
+            _ => q.mul(self.scale.val().cast(dtype)),
         }
     }
 }
@@ -242,11 +244,17 @@ mod tests {
             let expected = host.dequantize();
             let matrix = Int8Matrix::<B>::upload(host, &device);
             assert_eq!(matrix.dims(), [rows, cols]);
-            for dtype in [DType::F32, DType::F16] {
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
                 let got = matrix.dequantize(dtype);
                 assert_eq!(got.dtype(), dtype);
                 let got: Vec<f32> = got.into_data().convert::<f32>().into_vec().unwrap();
-                let tolerance = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+                let tolerance = match dtype {
+                    DType::F16 => 2e-3,
+                    // Seven stored mantissa bits: each rounding (the scale, the product) is
+                    // within 2^-8 of the value.
+                    DType::BF16 => 8e-3,
+                    _ => 1e-6,
+                };
                 for (g, e) in got.iter().zip(&expected) {
                     assert!((g - e).abs() <= tolerance * e.abs().max(1.0), "{g} vs {e}");
                 }

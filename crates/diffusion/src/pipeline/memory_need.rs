@@ -124,7 +124,8 @@ const FLUX2_INT8_DEQUANTIZE_BYTES: u64 = 4 * 3072 * 27_648;
 fn flux2_step_bytes(work: &RequestShape, rows: u64, placement: &Placement) -> u64 {
     let tokens =
         (work.width / 16 * (work.height / 16) + crate::models::flux2::PROMPT_TOKENS) as u64;
-    let mut step = FLUX2_STEP_BYTES_PER_TOKEN * tokens * rows * bytes(placement.unet) / 2
+    let mut step = FLUX2_STEP_BYTES_PER_TOKEN * tokens * rows * Precision::bytes(placement.unet)
+        / 2
         + SDXL_UNET_POOL_BYTES;
     if placement.unet_int8 {
         step += FLUX2_INT8_DEQUANTIZE_BYTES;
@@ -188,26 +189,19 @@ impl MemoryNeed {
     }
 }
 
-fn bytes(precision: Precision) -> u64 {
-    match precision {
-        Precision::F32 => 4,
-        Precision::F16 => 2,
-    }
-}
-
 /// The device memory `placement` needs for `work` on a model of `size`.
 pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) -> MemoryNeed {
     let family = size.family;
     let text = if placement.text_encoders_on_cpu {
         0
     } else {
-        size.text_encoder_params * bytes(placement.text_encoders)
+        size.text_encoder_params * Precision::bytes(placement.text_encoders)
     };
     // Int8: a byte per weight, plus the layers kept in the run's precision and the scales (2%).
     let unet = if placement.unet_int8 {
         size.unet_params * 102 / 100
     } else {
-        size.unet_params * bytes(placement.unet)
+        size.unet_params * Precision::bytes(placement.unet)
     };
     let vae = if placement.vae_on_cpu {
         0
@@ -216,7 +210,7 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
             true => size.vae_encoder_params,
             false => 0,
         };
-        (size.vae_decoder_params + encoder) * bytes(placement.vae)
+        (size.vae_decoder_params + encoder) * Precision::bytes(placement.vae)
     };
     let latent_pixels = (work.width / 8 * (work.height / 8)) as u64;
     let rows = work.batch as u64
@@ -237,7 +231,7 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         ),
     };
     let mut unet_activations =
-        (per_step + per_row * rows) * latent_pixels * bytes(placement.unet) / 2;
+        (per_step + per_row * rows) * latent_pixels * Precision::bytes(placement.unet) / 2;
     if placement.unet_int8 {
         unet_activations += INT8_DEQUANTIZE_BYTES;
     }
@@ -264,7 +258,9 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         0
     } else {
         match placement.vae {
-            Precision::F16 => VAE_F16_POOL_BYTES + vae_pixels * VAE_F16_BYTES_PER_PIXEL,
+            Precision::F16 | Precision::Bf16 => {
+                VAE_F16_POOL_BYTES + vae_pixels * VAE_F16_BYTES_PER_PIXEL
+            }
             Precision::F32 => VAE_F32_POOL_BYTES + vae_pixels * VAE_F32_BYTES_PER_PIXEL,
         }
     };

@@ -323,10 +323,15 @@ impl Pipeline {
     ) -> Result<Self> {
         let precision = precision.unwrap_or_else(|| device.default_precision());
         if !device.supports(precision) {
+            let instead = if device.supports(Precision::F16) {
+                "f16 or f32"
+            } else {
+                "f32"
+            };
             return Err(DiffusionError::BackendUnavailable {
                 backend: device.kind.name().into(),
                 reason: format!(
-                    "{} does not support {}; use --precision f32",
+                    "{} does not support {}; use --precision {instead}",
                     device.info.name,
                     precision.name()
                 ),

@@ -73,7 +73,9 @@ impl Placement {
         precision: Precision,
         options: &LoadOptions,
     ) -> Self {
-        let vae_precision = if options.vae_on_cpu || (family == Family::Sdxl && vae.force_upcast) {
+        // diffusers upcasts SDXL's own VAE only from f16, whose range it overflows; bf16 has f32's.
+        let upcast = family == Family::Sdxl && vae.force_upcast && precision != Precision::Bf16;
+        let vae_precision = if options.vae_on_cpu || upcast {
             Precision::F32
         } else {
             precision

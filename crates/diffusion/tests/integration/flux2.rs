@@ -3,7 +3,7 @@
 //! tokenizer with Qwen's special tokens): tokenizer ids, the stacked text-encoder hidden states
 //! (a prompt cut at 512 tokens and one not), one transformer call, one VAE decode, the
 //! flow-matching schedules, and whole generations (2 and 4 steps, square and not), on the CPU
-//! and on wgpu through Vulkan, in f32 and f16.
+//! and on wgpu through Vulkan, in f32 and f16, and in bf16 on the CPU.
 //!
 //! Tolerances: the SD families' (`COMPONENT_ATOL` on values of order 1, scaled by the reference's
 //! largest magnitude where that is larger: the transformer's outputs reach 9; and
@@ -212,6 +212,42 @@ fn generations_match_diffusers_on_the_cpu_in_f16() {
         select(BackendRequest::Cpu).unwrap(),
         Precision::F16,
         Some(only),
+    );
+}
+
+/// The fixture's bf16 weights reach a bf16 run unconverted.
+#[test]
+fn generations_match_diffusers_on_the_cpu_in_bf16() {
+    check_generations(select(BackendRequest::Cpu).unwrap(), Precision::Bf16, None);
+}
+
+/// A device without bf16 (wgpu has no bf16 shaders) refuses a bf16 run by name, before loading.
+#[test]
+fn bf16_runs_where_the_device_has_it_and_is_refused_by_name_elsewhere() {
+    let Some(device) = common::vulkan_device() else {
+        return;
+    };
+    if device.supports(Precision::Bf16) {
+        check_generations(device, Precision::Bf16, Some(&["generate.square2"]));
+        return;
+    }
+    let name = device.info.name.clone();
+    let instead = if device.supports(Precision::F16) {
+        "--precision f16 or f32"
+    } else {
+        "--precision f32"
+    };
+    let error = Pipeline::load_with(
+        &ModelSource::Folder(common::fixtures().join(NAME)),
+        device,
+        Some(Precision::Bf16),
+        LoadOptions::default(),
+    )
+    .err()
+    .expect("bf16 on a device without it");
+    common::assert_mentions(
+        &error.to_string(),
+        &[&name, "does not support bf16", instead],
     );
 }
 

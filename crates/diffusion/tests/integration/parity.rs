@@ -22,6 +22,7 @@ use sdbench_diffusion::{
 const COMPONENT_ATOL: f32 = 5e-5;
 const IMAGE_ATOL: f32 = parity::image_tolerance(Precision::F32);
 const F16_IMAGE_ATOL: f32 = parity::image_tolerance(Precision::F16);
+const BF16_IMAGE_ATOL: f32 = parity::image_tolerance(Precision::Bf16);
 
 fn load(name: &str, backend: BackendRequest) -> Pipeline {
     load_in(name, backend, Precision::F32)
@@ -410,6 +411,22 @@ fn img2img_matches_diffusers_on_vulkan() {
 
 /// SDXL's VAE overflows in f16: an f16 run decodes in f32 (its config's `force_upcast`), as
 /// diffusers' SDXL pipeline does, while SD1.x keeps the run's precision.
+/// bf16 on the CPU: every scheduler of SD1 and SDXL. SDXL's own VAE stays in bf16, whose range
+/// is f32's: diffusers upcasts it from f16 only.
+#[test]
+fn bf16_generations_track_diffusers_on_cpu() {
+    for name in ["tiny-sd", "tiny-sdxl"] {
+        let pipe = load_in(name, BackendRequest::Cpu, Precision::Bf16);
+        let p = pipe.info.placement;
+        assert_eq!(
+            (p.unet, p.vae),
+            (Precision::Bf16, Precision::Bf16),
+            "{name}"
+        );
+        check_generations_of(&pipe, name, BF16_IMAGE_ATOL, None);
+    }
+}
+
 #[test]
 fn sdxl_decodes_in_f32_when_its_vae_asks_for_it() {
     if vulkan_or_skip() {
@@ -719,18 +736,11 @@ fn check_int8_unet(backend: BackendRequest, precision: Precision, models: &[&str
         // A byte per quantized weight, instead of 2 (f16) or 4 (f32); the kept layers, norms
         // (f32 always) and per-channel f32 scales make up the rest, a larger share in the tiny
         // models than in real ones.
-        let per_weight = precision_bytes(precision);
+        let per_weight = precision.bytes();
         assert!(
             q * per_weight * 10 <= p * 13,
             "{name}: the int8 UNet holds {q} bytes, the plain one {p}"
         );
-    }
-}
-
-fn precision_bytes(precision: Precision) -> u64 {
-    match precision {
-        Precision::F32 => 4,
-        Precision::F16 => 2,
     }
 }
 

@@ -1,0 +1,105 @@
+//! Unit tests of weights.rs: synthetic values, uploads in each precision, linears in parts.
+
+use super::*;
+
+#[test]
+fn synthetic_values_made_in_parallel_are_the_sequential_draws() {
+    let (state, a) = (0x1234_5678_9abc_def0, 0.25);
+    // Three chunks and a part: every chunk edge is crossed.
+    let count = 3 * (1 << 16) + 1000;
+    let mut sequential_state = state;
+    let sequential: Vec<f32> = (0..count)
+        .map(|_| ((splitmix64(&mut sequential_state) >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * a)
+        .collect();
+    assert_eq!(uniform(state, count, a), sequential);
+    assert!(uniform(state, count, a).iter().all(|v| v.abs() <= a));
+}
+
+/// bf16 file values reach a bf16 run bit for bit; f32 and f16 ones are rounded to bf16 once.
+#[test]
+fn values_are_uploaded_in_bf16_as_stored_or_rounded_once() {
+    type B = crate::pipeline::B;
+    let device = crate::device::cpu_device();
+    let mut source = SyntheticWeights::new(1);
+    let loader = Loader::<B>::new(&mut source, &device, Precision::Bf16);
+    let wanted = [1.0f32, -3.140625, 1e30, 7.2e-3];
+    let bits = |t: Tensor<B, 1>| -> Vec<u16> {
+        assert_eq!(t.dtype(), DType::BF16);
+        let values = t.into_data().to_vec::<half::bf16>().unwrap();
+        values.iter().map(|v| v.to_bits()).collect()
+    };
+    let expected: Vec<u16> = wanted
+        .iter()
+        .map(|&v| half::bf16::from_f32(v).to_bits())
+        .collect();
+    let stored = |dtype: StDtype, bytes: Vec<u8>| Values::Stored(Stored { dtype, bytes });
+    let as_bf16: Vec<u8> = expected.iter().flat_map(|b| b.to_le_bytes()).collect();
+    let as_f32: Vec<u8> = wanted.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let upload = |values: Values| bits(loader.upload(values, [4], DType::BF16));
+    assert_eq!(upload(stored(StDtype::BF16, as_bf16)), expected);
+    assert_eq!(upload(stored(StDtype::F32, as_f32)), expected);
+    assert_eq!(upload(Values::F32(wanted.to_vec())), expected);
+    // An f16 file holds 1e30 as infinity: bf16 keeps what f16 gave it.
+    let halves = [1.0f32, -3.140625, 7.2e-3];
+    let as_f16: Vec<u8> = halves
+        .iter()
+        .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+        .collect();
+    let via_f16: Vec<u16> = halves
+        .iter()
+        .map(|&v| half::bf16::from_f32(half::f16::from_f32(v).to_f32()).to_bits())
+        .collect();
+    assert_eq!(
+        bits(loader.upload(stored(StDtype::F16, as_f16), [3], DType::BF16)),
+        via_f16
+    );
+}
+
+#[test]
+fn a_linear_in_parts_computes_the_whole_ones_outputs_in_the_parts_order() {
+    type B = crate::pipeline::B;
+    let device = crate::device::cpu_device();
+    let (inputs, outputs) = (5, 7);
+    let load = |int8: bool, parts: Option<&[Vec<usize>]>| {
+        let mut source = SyntheticWeights::new(7);
+        let mut loader = Loader::<B>::new(&mut source, &device, Precision::F32);
+        loader.int8_weights = int8;
+        match parts {
+            None => vec![loader.linear("layer", inputs, outputs, true).unwrap()],
+            Some(parts) => loader
+                .linear_parts("layer", inputs, outputs, true, parts)
+                .unwrap(),
+        }
+    };
+    let x = Tensor::<B, 2>::from_data(
+        TensorData::new(
+            (0..2 * inputs).map(|v| v as f32 * 0.3 - 1.0).collect(),
+            [2, inputs],
+        ),
+        &device,
+    );
+    let values = |t: Tensor<B, 2>| t.into_data().to_vec::<f32>().unwrap();
+    let parts = [vec![6, 0, 3], vec![1, 2], vec![4, 5]];
+    for int8 in [false, true] {
+        let whole = values(load(int8, None)[0].forward(x.clone()));
+        let split = load(int8, Some(&parts));
+        for (layer, rows) in split.iter().zip(&parts) {
+            let got = values(layer.forward(x.clone()));
+            for sample in 0..2 {
+                for (k, &row) in rows.iter().enumerate() {
+                    let (a, b) = (got[sample * rows.len() + k], whole[sample * outputs + row]);
+                    assert!(
+                        (a - b).abs() <= 1e-6,
+                        "int8 {int8}: output {row}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+    // A row the layer does not have is an error, not a panic.
+    let mut source = SyntheticWeights::new(7);
+    let mut loader = Loader::<B>::new(&mut source, &device, Precision::F32);
+    assert!(loader
+        .linear_parts("layer", inputs, outputs, false, &[vec![outputs]])
+        .is_err());
+}
