@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{Preset, RequestShape, SchedulerKind};
+use sdbench_diffusion::{Family, Preset, RequestShape, SchedulerKind};
 
 use crate::error::{BenchError, Result};
 
@@ -230,6 +230,13 @@ impl Workload {
         }
     }
 
+    /// The standard workload defined on a model of `family` (SD2 has none).
+    pub fn names_for(family: Family) -> Option<&'static str> {
+        WORKLOAD_NAMES
+            .into_iter()
+            .find(|name| Workload::named(name).is_ok_and(|w| w.preset.family() == family))
+    }
+
     /// This workload with `overrides` applied (any override makes it custom; the preset stays).
     /// `--images N` cycles through the prompts; a repeated prompt gets its seed plus the round
     /// number, so every image differs.
@@ -312,6 +319,17 @@ mod tests {
         assert_eq!(w.scheduler, SchedulerKind::Euler);
         let seeds: Vec<u64> = w.prompts.iter().map(|p| p.seed).collect();
         assert_eq!(seeds, [42, 1234, 2718, 31415, 8080]);
+    }
+
+    #[test]
+    fn each_family_with_a_standard_workload_names_it() {
+        assert_eq!(Workload::names_for(Family::Sd1), Some(STANDARD_NAME));
+        assert_eq!(Workload::names_for(Family::Sdxl), Some(SDXL_NAME));
+        assert_eq!(
+            Workload::names_for(Family::Flux2Klein),
+            Some(FLUX2_KLEIN_NAME)
+        );
+        assert_eq!(Workload::names_for(Family::Sd2), None);
     }
 
     #[test]

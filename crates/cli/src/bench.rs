@@ -19,13 +19,15 @@ use crate::progress::{format_duration, DownloadBar, RecentSteps};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// The standard workload: sd15-512-30 (SD1.5, 512x512, 30 steps) or sdxl-1024-20 (SDXL base,
-    /// 1024x1024, 20 steps, guidance 8). Scores of different workloads are never compared.
+    /// The standard workload: sd15-512-30 (SD1.5, 512x512, 30 steps), sdxl-1024-20 (SDXL base,
+    /// 1024x1024, 20 steps, guidance 8) or flux2-klein-1024-4 (FLUX.2 klein 4B, 1024x1024, 4
+    /// steps). Scores of different workloads are never compared.
     #[arg(long, default_value = STANDARD_NAME, value_parser = clap::builder::PossibleValuesParser::new(WORKLOAD_NAMES))]
     workload: String,
     /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a
     /// single-file SD1.x checkpoint (.safetensors), or `synthetic`. Default: the workload's model
-    /// (stable-diffusion-v1-5/stable-diffusion-v1-5 or stabilityai/stable-diffusion-xl-base-1.0).
+    /// (stable-diffusion-v1-5/stable-diffusion-v1-5, stabilityai/stable-diffusion-xl-base-1.0 or
+    /// black-forest-labs/FLUX.2-klein-4B).
     #[arg(long)]
     model: Option<String>,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler

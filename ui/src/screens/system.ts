@@ -219,7 +219,7 @@ export const systemScreen: Screen = {
         h("h2", {}, "Settings"),
         field("Backend", settingsForm.backend, "auto picks the best usable device"),
         field("Device", settingsForm.device, "on a machine with several GPUs, which one runs (numbered as listed above)"),
-        field("Precision", settingsForm.precision, "auto is f16 where the device supports it"),
+        field("Precision", settingsForm.precision, "auto is f16 where the device supports it; bf16 runs on CUDA, ROCm and the CPU"),
         field("Memory profile", settingsForm.memory,
           "full: everything on the GPU (the standard score's); balanced: text encoders on the CPU; low: also sequential guidance, the UNet or transformer off the GPU while decoding, tiled VAE, for small GPUs; minimal: also 8-bit UNet or transformer weights and smaller attention chunks, for the smallest; cpu: everything on the CPU; auto: the fastest that fits the GPU's memory"),
         field("GPU memory (GiB)", settingsForm.memoryLimit,

@@ -28,6 +28,28 @@ pub(super) fn needs_diagnostic_image(pipeline: &Pipeline) -> bool {
     StepSync::for_timing(&pipeline.device) == StepSync::StageEdges
 }
 
+/// Whether the loaded model can run the workload's images at all (its family's scheduler, sizes
+/// and options), before the baseline and the warm-up spend time: a FLUX.2 model under an SD
+/// workload is refused here with the workload made for its family.
+pub(super) fn check_fits_model(
+    pipeline: &Pipeline,
+    workload: &Workload,
+    model: &str,
+) -> Result<()> {
+    let Err(problem) = pipeline.validate(&request(workload, 0)) else {
+        return Ok(());
+    };
+    let family = pipeline.info.family;
+    let own = Workload::names_for(family)
+        .map(|name| format!("; its family's is --workload {name}"))
+        .unwrap_or_default();
+    Err(BenchError::Workload(format!(
+        "the {} workload cannot run on {model}, a {} model: {problem}{own}",
+        workload.name,
+        family.name()
+    )))
+}
+
 /// One untimed image of prompt 1, synced after every step: it compiles kernels and settles
 /// autotuning, and its second settled step gives the run's estimate. Returns its seconds.
 pub(super) fn warm_up(
@@ -268,17 +290,10 @@ fn remaining_seconds(step: usize, steps: usize, seconds: f64, images: usize) -> 
 }
 
 /// Prompt `index` of the workload, with its seed.
-fn generate(
-    pipeline: &Pipeline,
-    workload: &Workload,
-    index: usize,
-    sync: StepSync,
-    cancel: &CancelToken,
-    on_step: &mut dyn FnMut(usize, usize, Option<f64>),
-    on_event: &mut dyn FnMut(&Progress),
-) -> Result<Generated> {
+/// The workload's request for its prompt `index`.
+fn request(workload: &Workload, index: usize) -> GenerateRequest {
     let spec = &workload.prompts[index];
-    let request = GenerateRequest {
+    GenerateRequest {
         prompt: spec.prompt.clone(),
         negative_prompt: workload.negative_prompt.clone(),
         steps: workload.steps,
@@ -289,7 +304,19 @@ fn generate(
         noise: InitialNoise::Seed(spec.seed),
         batch: workload.batch,
         init_image: None,
-    };
+    }
+}
+
+fn generate(
+    pipeline: &Pipeline,
+    workload: &Workload,
+    index: usize,
+    sync: StepSync,
+    cancel: &CancelToken,
+    on_step: &mut dyn FnMut(usize, usize, Option<f64>),
+    on_event: &mut dyn FnMut(&Progress),
+) -> Result<Generated> {
+    let request = request(workload, index);
     let mut progress = |p: &Progress| {
         on_event(p);
         if let Progress::Step {

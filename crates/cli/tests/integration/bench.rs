@@ -571,14 +571,12 @@ fn a_sharded_flux2_repository_downloads_and_generates_offline() {
 
     let png = home.path().join("klein.png");
     let png_s = png.display().to_string();
-    let mut args = vec![
+    let args = [
         "generate",
         "--model",
         "test-org/tiny-klein",
         "--prompt",
         "a cube",
-    ];
-    args.extend([
         "--backend",
         "cpu",
         "--width",
@@ -587,11 +585,39 @@ fn a_sharded_flux2_repository_downloads_and_generates_offline() {
         "32",
         "--steps",
         "1",
-    ]);
-    args.extend(["--out", png_s.as_str()]);
+        "--out",
+        &png_s,
+    ];
     let o = sdbench(home.path(), &dead_endpoint(), &args);
     ok(&o);
     assert!(png.is_file());
+    // And benchmarks from the cache in bf16, the dtype its files hold: the result is the schema's.
+    // The default workload (SD1.5's, its scheduler Euler) is refused right after loading, naming
+    // the FLUX.2 one, before the baseline and the warm-up spend time.
+    let out = home.path().join("klein.json");
+    let out_s = out.display().to_string();
+    let mut args = vec!["bench", "--model", "test-org/tiny-klein"];
+    args.extend(["--precision", "bf16", "--out", out_s.as_str()]);
+    args.extend(SMALL);
+    let o = sdbench(home.path(), &dead_endpoint(), &args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let stderr = text(&o.stderr);
+    let refused = "the custom workload cannot run on test-org/tiny-klein, a flux2-klein model";
+    assert!(stderr.contains(refused), "{stderr}");
+    assert!(
+        stderr.contains("its family's is --workload flux2-klein-1024-4"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("warm-up") && !out.exists(), "{stderr}");
+    args.extend(["--workload", "flux2-klein-1024-4"]);
+    let o = sdbench(home.path(), &dead_endpoint(), &args);
+    ok(&o);
+    let result: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    validate(&result);
+    assert_eq!(result["backend"]["precision"], "bf16");
+    let placement = &result["backend"]["placement"];
+    assert_eq!(placement["unet_weights"], "bf16", "{placement}");
+    assert_eq!(placement["vae_precision"], "bf16", "{placement}");
 
     // The same repository without one of its shards.
     let mut broken = repo;

@@ -39,7 +39,7 @@ fn values_are_uploaded_in_bf16_as_stored_or_rounded_once() {
     assert_eq!(upload(stored(StDtype::BF16, as_bf16)), expected);
     assert_eq!(upload(stored(StDtype::F32, as_f32)), expected);
     assert_eq!(upload(Values::F32(wanted.to_vec())), expected);
-    // An f16 file holds 1e30 as infinity: bf16 keeps what f16 gave it.
+    // From an f16 file, bf16 keeps what f16 held (1e30 is left out: f16 holds it as infinity).
     let halves = [1.0f32, -3.140625, 7.2e-3];
     let as_f16: Vec<u8> = halves
         .iter()
