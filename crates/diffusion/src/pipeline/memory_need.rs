@@ -451,6 +451,16 @@ mod tests {
         RequestShape::image(side, side)
     }
 
+    /// The target for FLUX.2 klein 4B at 1024x1024 in `minimal`: under 8 GB of device
+    /// memory. Estimated (5.6 GB; the README's table), until a GPU measures it.
+    #[test]
+    fn flux2_klein_minimal_is_estimated_under_8_gb_at_1024() {
+        let family = Family::Flux2Klein;
+        let minimal = placement(family, MemoryProfile::Minimal, Precision::F16);
+        let peak = need(family, &minimal, &work(1024)).peak();
+        assert!(peak < 8_000_000_000, "{peak}");
+    }
+
     #[test]
     fn each_device_profile_needs_less_than_the_one_before() {
         for family in [Family::Sd1, Family::Sd2, Family::Sdxl, Family::Flux2Klein] {
