@@ -162,7 +162,9 @@ class GpuCheckAgainstAFake(unittest.TestCase):
         self.assertEqual(code, 0, out)
         for heading in ["Parity with diffusers in f16", "SD1.5 at 512x512", "Synthetic benchmark, standard",
                         "SDXL base at 1024x1024", "FLUX.2 klein 4B at 1024x1024", "Parity with diffusers in f32", "Layers on vulkan",
-                        "Memory profiles: synthetic at 512x512", "Memory profiles: synthetic-sdxl-base at 1024x1024"]:
+                        "Parity with diffusers in bf16", "Memory profiles: synthetic at 512x512",
+                        "Memory profiles: synthetic-flux2-klein at 1024x1024",
+                        "Memory profiles: synthetic-sdxl-base at 1024x1024"]:
             self.assertTrue(section(out, heading), f"no table under {heading!r}:\n{out}")
         self.assertEqual(section(out, "Parity with diffusers in f16")[1][:3], ["vulkan", "f16", "ok"])
         bench = section(out, "Synthetic benchmark")[1]
