@@ -41,6 +41,7 @@ pub(super) fn check_fits_model(
     };
     let family = pipeline.info.family;
     let own = Workload::names_for(family)
+        .filter(|_| workload.preset.family() != family)
         .map(|name| format!("; its family's is --workload {name}"))
         .unwrap_or_default();
     Err(BenchError::Workload(format!(
@@ -289,8 +290,7 @@ fn remaining_seconds(step: usize, steps: usize, seconds: f64, images: usize) -> 
     seconds * ((steps - step) + images * steps) as f64
 }
 
-/// Prompt `index` of the workload, with its seed.
-/// The workload's request for its prompt `index`.
+/// The workload's request for its prompt `index`, with its seed.
 fn request(workload: &Workload, index: usize) -> GenerateRequest {
     let spec = &workload.prompts[index];
     GenerateRequest {
@@ -307,6 +307,7 @@ fn request(workload: &Workload, index: usize) -> GenerateRequest {
     }
 }
 
+/// Prompt `index` of the workload.
 fn generate(
     pipeline: &Pipeline,
     workload: &Workload,
