@@ -31,7 +31,7 @@ pub(super) fn needs_diagnostic_image(pipeline: &Pipeline) -> bool {
 /// Whether the loaded model can run the workload's images at all (its family's scheduler, sizes
 /// and options), before the baseline and the warm-up spend time: a FLUX.2 model under an SD
 /// workload is refused here with the workload made for its family.
-pub(super) fn check_fits_model(
+pub(super) fn check_model_can_run(
     pipeline: &Pipeline,
     workload: &Workload,
     model: &str,

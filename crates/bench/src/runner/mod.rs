@@ -104,7 +104,7 @@ pub fn run(
     let placement = load::choose_placement(options, &model.source, &shape, observer)?;
     let mut loaded = load::load(options, &model, placement, shape, observer)?;
     let standard = load::standing(options, &loaded, &mut model, observer)?;
-    images::check_fits_model(&loaded.pipeline, workload, &model.record.id)?;
+    images::check_model_can_run(&loaded.pipeline, workload, &model.record.id)?;
     let telemetry = RunTelemetry::start(options);
     let baseline = telemetry.idle_baseline(options.baseline, observer, cancel)?;
     let pipeline = &loaded.pipeline;

@@ -538,7 +538,9 @@ impl<'a, B: Backend> Loader<'a, B> {
         bias: bool,
     ) -> Result<(Values, Option<Values>)> {
         let name = format!("{prefix}.weight");
-        let w = (self.source).take(&name, &[outputs, inputs], Init::FanIn(inputs))?;
+        let w = self
+            .source
+            .take(&name, &[outputs, inputs], Init::FanIn(inputs))?;
         let b = if bias {
             let name = format!("{prefix}.bias");
             Some(self.source.take(&name, &[outputs], Init::Zeros)?)

@@ -124,8 +124,7 @@ const FLUX2_INT8_DEQUANTIZE_BYTES: u64 = 4 * 3072 * 27_648;
 fn flux2_step_bytes(work: &RequestShape, rows: u64, placement: &Placement) -> u64 {
     let tokens =
         (work.width / 16 * (work.height / 16) + crate::models::flux2::PROMPT_TOKENS) as u64;
-    let mut step = FLUX2_STEP_BYTES_PER_TOKEN * tokens * rows * Precision::bytes(placement.unet)
-        / 2
+    let mut step = FLUX2_STEP_BYTES_PER_TOKEN * tokens * rows * placement.unet.bytes() / 2
         + SDXL_UNET_POOL_BYTES;
     if placement.unet_int8 {
         step += FLUX2_INT8_DEQUANTIZE_BYTES;
@@ -195,13 +194,13 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
     let text = if placement.text_encoders_on_cpu {
         0
     } else {
-        size.text_encoder_params * Precision::bytes(placement.text_encoders)
+        size.text_encoder_params * placement.text_encoders.bytes()
     };
     // Int8: a byte per weight, plus the layers kept in the run's precision and the scales (2%).
     let unet = if placement.unet_int8 {
         size.unet_params * 102 / 100
     } else {
-        size.unet_params * Precision::bytes(placement.unet)
+        size.unet_params * placement.unet.bytes()
     };
     let vae = if placement.vae_on_cpu {
         0
@@ -210,7 +209,7 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
             true => size.vae_encoder_params,
             false => 0,
         };
-        (size.vae_decoder_params + encoder) * Precision::bytes(placement.vae)
+        (size.vae_decoder_params + encoder) * placement.vae.bytes()
     };
     let latent_pixels = (work.width / 8 * (work.height / 8)) as u64;
     let rows = work.batch as u64
@@ -231,7 +230,7 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         ),
     };
     let mut unet_activations =
-        (per_step + per_row * rows) * latent_pixels * Precision::bytes(placement.unet) / 2;
+        (per_step + per_row * rows) * latent_pixels * placement.unet.bytes() / 2;
     if placement.unet_int8 {
         unet_activations += INT8_DEQUANTIZE_BYTES;
     }
