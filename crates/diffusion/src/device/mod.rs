@@ -15,12 +15,14 @@ use crate::error::{DiffusionError, Result};
 use crate::io::weights::Precision;
 
 mod cpu;
+mod cpu_heap;
 mod native;
 mod probe;
 mod request;
 mod wgpu_adapters;
 
 pub use cpu::{cpu_device, cpu_model, cpu_threads, default_cpu_threads, set_cpu_threads};
+pub use cpu_heap::return_freed as return_freed_heap;
 pub use probe::{probe, probe_all};
 pub use request::{BackendRequest, DeviceRequest};
 pub use wgpu_adapters::quiet_vulkan_without_desktop_session;
@@ -304,6 +306,7 @@ pub fn select(request: impl Into<DeviceRequest>) -> Result<SelectedDevice> {
     if kind == BackendKind::Cpu {
         // Fixes the thread count now (the default unless set before), so the name tells the truth.
         set_cpu_threads(None)?;
+        cpu_heap::keep_freed();
         selected.info.name = cpu_name();
     }
     Ok(selected)

@@ -252,6 +252,28 @@ impl Stored {
             StDtype::Other(_) => Vec::new(),
         }
     }
+
+    /// bf16 values, each rounded once from what the file holds (f16 values convert exactly).
+    pub fn to_bf16(&self) -> Vec<half::bf16> {
+        match self.dtype {
+            StDtype::BF16 => self
+                .bytes
+                .chunks_exact(2)
+                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]))
+                .collect(),
+            StDtype::F32 => self
+                .bytes
+                .chunks_exact(4)
+                .map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+                .collect(),
+            StDtype::F16 => self
+                .bytes
+                .chunks_exact(2)
+                .map(|c| half::bf16::from_f32(half::f16::from_le_bytes([c[0], c[1]]).to_f32()))
+                .collect(),
+            StDtype::Other(_) => Vec::new(),
+        }
+    }
 }
 
 fn parse_entry(entry: &serde_json::Value) -> Option<(TensorInfo, usize)> {

@@ -408,13 +408,7 @@ impl<'a, B: Backend> Loader<'a, B> {
                 TensorData::from_bytes_vec(s.bytes, shape, DType::BF16)
             }
             (Values::Stored(s), DType::F16) => TensorData::new(s.to_f16(), shape),
-            (Values::Stored(s), DType::BF16) => TensorData::new(
-                s.to_f32()
-                    .into_iter()
-                    .map(half::bf16::from_f32)
-                    .collect::<Vec<_>>(),
-                shape,
-            ),
+            (Values::Stored(s), DType::BF16) => TensorData::new(s.to_bf16(), shape),
             (Values::Stored(s), _) => TensorData::new(s.to_f32(), shape),
             (Values::F32(v), DType::F16) => TensorData::new(
                 v.into_iter().map(half::f16::from_f32).collect::<Vec<_>>(),

@@ -250,6 +250,18 @@ pub struct Pipeline {
     pub precision: Precision,
     pub info: ModelInfo,
     model: Box<dyn FamilyPipeline>,
+    /// Declared after `model`, so it drops after the weights are freed.
+    _heap: ReturnFreedOnDrop,
+}
+
+/// Hands the host heap's free pages back to the OS when a pipeline is dropped: the CPU backend
+/// keeps freed blocks for reuse while a model runs (device/cpu_heap.rs).
+struct ReturnFreedOnDrop;
+
+impl Drop for ReturnFreedOnDrop {
+    fn drop(&mut self) {
+        crate::device::return_freed_heap();
+    }
 }
 
 /// A diffusers model folder's `model_index.json`, after checking the folder is one.
@@ -368,6 +380,7 @@ impl Pipeline {
             precision: model.info().placement.unet,
             info: model.info().clone(),
             model,
+            _heap: ReturnFreedOnDrop,
         })
     }
 
