@@ -10,6 +10,7 @@ mod cpu_attention;
 mod cpu_conv;
 mod cpu_group_norm;
 mod cpu_layer_norm;
+mod cpu_silu;
 mod flux2;
 mod observer;
 mod parity;

@@ -1,0 +1,50 @@
+//! SiLU on the CPU backend (FLUX.2's SwiGLU gates and modulation, the UNet's and VAE's
+//! activations) against `x / (1 + e^-x)` in f64. vendor/burn-flex computes f32 sigmoids in chunks
+//! on the worker threads with its own vectorised `exp`: lengths across several chunks with a
+//! tail, the saturated ends, NaN, and a transposed (non-contiguous) input.
+
+use burn::tensor::DType;
+use sdbench_diffusion::nn::silu;
+use sdbench_diffusion::noise::NormalGenerator;
+
+use crate::common::kernels::{tensor, values, worst_error};
+
+fn direct(x: &[f32]) -> Vec<f64> {
+    x.iter()
+        .map(|&v| {
+            let v = v as f64;
+            v / (1.0 + (-v).exp())
+        })
+        .collect()
+}
+
+#[test]
+fn cpu_silu_matches_the_definition() {
+    // Three 64K chunks and a tail, spread wide enough to reach both saturated ends.
+    let mut x: Vec<f32> = NormalGenerator::new(5)
+        .normals(200_003)
+        .into_iter()
+        .map(|v| 12.0 * v)
+        .collect();
+    x.extend([
+        -1e4, -100.0, -88.5, -87.0, -20.0, -1e-30, 0.0, 1e-30, 20.0, 88.5, 100.0, 1e4,
+    ]);
+    let n = x.len();
+    let worst = worst_error(silu(tensor(&x, [n], DType::F32)), &direct(&x));
+    assert!(worst <= 1e-6, "SiLU of {n} values: error {worst:e}");
+
+    let got = values(silu(tensor(&[f32::NAN, 1.0], [2], DType::F32)));
+    assert!(got[0].is_nan(), "SiLU(NaN) gave {}", got[0]);
+
+    // A [3, 5] view of a [5, 3] tensor: each value where the transpose puts it.
+    let m: Vec<f32> = (0..15).map(|i| i as f32 - 7.0).collect();
+    let transposed = silu(tensor(&m, [5, 3], DType::F32).transpose());
+    let mut expected = Vec::new();
+    for col in 0..3 {
+        for row in 0..5 {
+            expected.push(m[row * 3 + col]);
+        }
+    }
+    let worst = worst_error(transposed, &direct(&expected));
+    assert!(worst <= 1e-6, "SiLU of a transposed view: error {worst:e}");
+}
