@@ -204,75 +204,70 @@ pub struct Stored {
 
 impl Stored {
     pub fn to_f32(&self) -> Vec<f32> {
-        match self.dtype {
-            StDtype::F32 => self
-                .bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-            StDtype::F16 => match bytemuck::try_cast_slice::<u8, half::f16>(&self.bytes) {
-                // The vectorised conversion (F16C where the CPU has it).
-                Ok(halves) => {
-                    let mut out = vec![0f32; halves.len()];
-                    halves.convert_to_f32_slice(&mut out);
-                    out
-                }
-                Err(_) => self
-                    .bytes
-                    .chunks_exact(2)
-                    .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-                    .collect(),
-            },
-            StDtype::BF16 => self
-                .bytes
-                .chunks_exact(2)
-                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
-                .collect(),
-            StDtype::Other(_) => Vec::new(),
+        if self.dtype == StDtype::F16 {
+            // The vectorised conversion (F16C where the CPU has it), when the bytes are aligned.
+            if let Ok(halves) = bytemuck::try_cast_slice::<u8, half::f16>(&self.bytes) {
+                let mut out = vec![0f32; halves.len()];
+                halves.convert_to_f32_slice(&mut out);
+                return out;
+            }
         }
+        self.convert()
     }
 
     pub fn to_f16(&self) -> Vec<half::f16> {
-        match self.dtype {
-            StDtype::F16 => self
-                .bytes
-                .chunks_exact(2)
-                .map(|c| half::f16::from_le_bytes([c[0], c[1]]))
-                .collect(),
-            StDtype::F32 => self
-                .bytes
-                .chunks_exact(4)
-                .map(|c| half::f16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-                .collect(),
-            StDtype::BF16 => self
-                .bytes
-                .chunks_exact(2)
-                .map(|c| half::f16::from_f32(half::bf16::from_le_bytes([c[0], c[1]]).to_f32()))
-                .collect(),
-            StDtype::Other(_) => Vec::new(),
-        }
+        self.convert()
     }
 
     /// bf16 values, each rounded once from what the file holds (f16 values convert exactly).
     pub fn to_bf16(&self) -> Vec<half::bf16> {
+        self.convert()
+    }
+
+    /// Each stored value as `T`, rounded once (through f32, which holds f16 and bf16 exactly).
+    /// An unsupported dtype gives no values (`read` refuses those before reading).
+    fn convert<T: FromStored>(&self) -> Vec<T> {
         match self.dtype {
-            StDtype::BF16 => self
-                .bytes
-                .chunks_exact(2)
-                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]))
-                .collect(),
             StDtype::F32 => self
                 .bytes
                 .chunks_exact(4)
-                .map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+                .map(|c| T::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
                 .collect(),
             StDtype::F16 => self
                 .bytes
                 .chunks_exact(2)
-                .map(|c| half::bf16::from_f32(half::f16::from_le_bytes([c[0], c[1]]).to_f32()))
+                .map(|c| T::from_f32(half::f16::from_le_bytes([c[0], c[1]]).to_f32()))
+                .collect(),
+            StDtype::BF16 => self
+                .bytes
+                .chunks_exact(2)
+                .map(|c| T::from_f32(half::bf16::from_le_bytes([c[0], c[1]]).to_f32()))
                 .collect(),
             StDtype::Other(_) => Vec::new(),
         }
+    }
+}
+
+/// The element types a stored tensor converts to.
+trait FromStored {
+    fn from_f32(x: f32) -> Self;
+}
+
+impl FromStored for f32 {
+    fn from_f32(x: f32) -> Self {
+        x
+    }
+}
+
+impl FromStored for half::f16 {
+    fn from_f32(x: f32) -> Self {
+        half::f16::from_f32(x)
+    }
+}
+
+impl FromStored for half::bf16 {
+    fn from_f32(x: f32) -> Self {
+        half::bf16::from_f32(x)
     }
 }
 
