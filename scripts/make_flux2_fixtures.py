@@ -9,6 +9,12 @@ tokenizer ids and masks (a prompt cut at 512 tokens and some that are not), the 
 hidden states, one transformer call, one VAE decode, the flow-matching schedules, and whole
 generations (2 and 4 steps, square and not) from the engine's seeded noise.
 
+`--reference-images` reads the saved pipeline back instead of building it and writes only
+tiny-flux2-klein-references.reference.*: reference-image conditioning (pictures cropped to the token
+grid, encoded, normalised and appended as tokens with T = 10, 20, ...) as one encoded reference's
+tokens and whole generations with one and two references, and PIL's Lanczos resampling (which the
+pipeline applies to pictures over 1024x1024 pixels) on small sizes, with the area rule's sizes.
+
 Usage (torch and diffusers are needed only here, never by the tests):
     ~/.cache/sdbench/venv/bin/pip install torch diffusers transformers safetensors numpy
     ~/.cache/sdbench/venv/bin/python scripts/make_flux2_fixtures.py
@@ -204,7 +210,94 @@ def to_np(t):
     return t.detach().to(torch.float32).cpu().contiguous()
 
 
+def generated(pipe, prompt, steps, height, width, seed, **kwargs):
+    """One unguided generation from the engine's seeded noise, as [H, W, 3] float32."""
+    # Patched latent grid: the size over 8 (the tiny VAE's factor 4, then 2x2 patches).
+    noise = SdBenchNormal(seed).tensor((1, 128, height // 8, width // 8))
+    with torch.no_grad():
+        result = pipe(
+            prompt=prompt,
+            height=height,
+            width=width,
+            num_inference_steps=steps,
+            guidance_scale=1.0,
+            latents=noise,
+            output_type="np",
+            **kwargs,
+        ).images[0]
+    return torch.from_numpy(np.ascontiguousarray(result, dtype=np.float32))
+
+
+def pattern_image(width, height):
+    """A picture with detail at every scale, made the same way by the Rust tests
+    (`pattern_image` in tests/integration/flux2_reference.rs)."""
+    y, x = np.mgrid[0:height, 0:width]
+    channels = [((x * 37 + y * 91 + c * 53) ^ (x * y)) % 256 for c in range(3)]
+    return np.stack(channels, axis=-1).astype(np.uint8)
+
+
+def reference_images():
+    """Reference-image conditioning and the resampling its preparation uses."""
+    from PIL import Image
+
+    pipe = Flux2KleinPipeline.from_pretrained(OUT / NAME, torch_dtype=torch.float32)
+    refs = {}
+    meta = {"diffusers_version": diffusers.__version__, "torch_version": torch.__version__}
+
+    # PIL's Lanczos on small sizes, down and up (the pipeline resizes only pictures over 1024x1024
+    # pixels, too large to commit; the resampler is the same at every size).
+    meta["resample"] = []
+    for key, (w, h), (ow, oh) in (("down", (70, 50), (45, 33)), ("up", (20, 15), (37, 29)), ("wide", (64, 40), (31, 40))):
+        out = np.asarray(Image.fromarray(pattern_image(w, h)).resize((ow, oh), Image.Resampling.LANCZOS))
+        refs[f"resample.{key}"] = torch.from_numpy(out.astype(np.float32))
+        meta["resample"].append({"key": f"resample.{key}", "input": [w, h], "output": [ow, oh]})
+    # The area rule: the size a picture over 1024x1024 pixels is resized to.
+    from diffusers.pipelines.flux2.image_processor import Flux2ImageProcessor
+    meta["target_area"] = []
+    for w, h in ((1100, 1000), (2000, 600), (1025, 1024), (4000, 3000), (1030, 1030)):
+        resized = Flux2ImageProcessor._resize_to_target_area(Image.new("RGB", (w, h)), 1024 * 1024)
+        meta["target_area"].append({"input": [w, h], "output": list(resized.size)})
+
+    # One reference's tokens: 75x66 is cropped to 72x64 (multiples of 8 for the tiny VAE's factor 4
+    # and 2x2 patches), encoded, patched, normalised and packed; positions (10, row, column, 0).
+    picture = Image.fromarray(pattern_image(75, 66))
+    processed = pipe.image_processor.preprocess(picture, height=64, width=72, resize_mode="crop")
+    with torch.no_grad():
+        tokens, ids = pipe.prepare_image_latents([processed], 1, None, "cpu", torch.float32)
+    refs["reference.tokens"] = to_np(tokens[0])
+    refs["reference.ids"] = to_np(ids[0].to(torch.float32))
+    meta["reference"] = {"picture": [75, 66], "prepared": [72, 64]}
+
+    # Whole generations conditioned on one and on two pictures.
+    meta["generate"] = []
+    for key, prompt_key, pictures, steps, height, width, seed in (
+        ("one2", "short", [(75, 66)], 2, 32, 48, 51),
+        ("two2", "unicode", [(64, 64), (66, 81)], 2, 40, 32, 52),
+    ):
+        images = [Image.fromarray(pattern_image(w, h)) for w, h in pictures]
+        prompt = TOKENIZER_PROMPTS[prompt_key]
+        refs[f"generate.{key}"] = generated(pipe, prompt, steps, height, width, seed, image=images)
+        meta["generate"].append(
+            {
+                "key": f"generate.{key}",
+                "prompt": TOKENIZER_PROMPTS[prompt_key],
+                "pictures": [list(p) for p in pictures],
+                "steps": steps,
+                "height": height,
+                "width": width,
+                "seed": seed,
+            }
+        )
+
+    name = f"{NAME}-references"
+    save_file({k: v.contiguous() for k, v in refs.items()}, str(OUT / f"{name}.reference.safetensors"))
+    (OUT / f"{name}.reference.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+    print(f"references: {(OUT / f'{name}.reference.safetensors').stat().st_size / 1024:.0f} KiB")
+
+
 def main():
+    if "--reference-images" in sys.argv[1:]:
+        return reference_images()
     folder = OUT / NAME
     pipe = build(folder)
     refs = {}
@@ -281,19 +374,7 @@ def main():
         ("wide4", "long", 4, 32, 48, 43),
         ("tall4", "unicode", 4, 48, 32, 44),
     ):
-        # Patched latent grid: the size over 8 (the tiny VAE's factor 4, then 2x2 patches).
-        noise = SdBenchNormal(seed).tensor((1, 128, height // 8, width // 8))
-        with torch.no_grad():
-            result = pipe(
-                prompt=TOKENIZER_PROMPTS[prompt_key],
-                height=height,
-                width=width,
-                num_inference_steps=steps,
-                guidance_scale=1.0,
-                latents=noise,
-                output_type="np",
-            ).images[0]
-        refs[f"generate.{key}"] = torch.from_numpy(np.ascontiguousarray(result, dtype=np.float32))
+        refs[f"generate.{key}"] = generated(pipe, TOKENIZER_PROMPTS[prompt_key], steps, height, width, seed)
         meta["generate"].append(
             {
                 "key": f"generate.{key}",
@@ -345,6 +426,7 @@ def main():
     (OUT / f"{NAME}.reference.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     print(f"{folder}: {size / 1024:.0f} KiB; references: {(OUT / f'{NAME}.reference.safetensors').stat().st_size / 1024:.0f} KiB")
+    reference_images()
 
 
 if __name__ == "__main__":

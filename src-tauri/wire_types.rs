@@ -92,6 +92,7 @@ fn wire_types() -> Vec<Declared> {
         // Create.
         declared::<create::CreateRequest>(),
         declared::<create::InitImageInput>(),
+        declared::<create::PictureInput>(),
         declared::<create::CreateOutput>(),
         declared::<sdbench_history::Generation>(),
         declared::<sdbench_history::InitImageRecord>(),

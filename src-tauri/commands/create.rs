@@ -8,7 +8,7 @@ use tauri::ipc::{Channel, Response};
 use tauri::State;
 
 use sdbench_diffusion::{InitialNoise, SchedulerKind};
-use sdbench_generate::{Context, Destination, GenerationRequest, InitPicture};
+use sdbench_generate::{Context, Destination, GenerationRequest, InitPicture, Picture};
 use sdbench_history::{Generation, Record};
 
 use crate::errors::{UiError, UiResult};
@@ -43,6 +43,17 @@ pub struct CreateRequest {
     /// Image-to-image: the picked picture (its size is the image's size).
     #[serde(default)]
     pub init_image: Option<InitImageInput>,
+    /// FLUX.2 klein: pictures to condition the image on (other models refuse them).
+    #[serde(default)]
+    pub reference_images: Vec<PictureInput>,
+}
+
+/// A reference picture picked on the Create screen: its file name and bytes (PNG or JPEG).
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+pub struct PictureInput {
+    pub name: String,
+    pub bytes: Vec<u8>,
 }
 
 /// A picture picked on the Create screen: its file name, bytes (PNG or JPEG) and strength.
@@ -80,6 +91,11 @@ impl CreateRequest {
             .as_ref()
             .map(|i| InitPicture::decode(&i.name, &i.bytes, i.strength))
             .transpose()?;
+        let references = self
+            .reference_images
+            .iter()
+            .map(|p| Picture::decode(&p.name, &p.bytes))
+            .collect::<Result<Vec<_>, _>>()?;
         // The picture's size is the image's (the window sends the picture's).
         let sized = init.is_none();
         let request = GenerationRequest {
@@ -91,6 +107,7 @@ impl CreateRequest {
             height: sized.then_some(self.height),
             noise: InitialNoise::Seed(self.seed),
             init,
+            references,
             ..GenerationRequest::new(self.prompt.clone())
         };
         request.check()?;

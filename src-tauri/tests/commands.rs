@@ -497,6 +497,18 @@ fn create_makes_a_png_with_its_parameters_and_keeps_the_model_loaded() {
             "{what}"
         );
     }
+    // Reference pictures are read before the job starts: one that is not a picture is refused by
+    // name.
+    let mut bad = request.clone();
+    bad["referenceImages"] = json!([{ "name": "notes.txt", "bytes": [1, 2, 3] }]);
+    let e = app
+        .invoke(
+            "start_generation",
+            json!({ "request": bad, "onEvent": "__CHANNEL__:8" }),
+        )
+        .unwrap_err();
+    assert_eq!(e["kind"], "badInput", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("notes.txt"), "{e}");
 }
 
 /// Whether a Vulkan device is usable; without one, fails where CI requires it

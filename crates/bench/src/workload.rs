@@ -117,6 +117,7 @@ impl Workload {
             batch: self.batch,
             guided: self.guidance > 1.0,
             image_to_image: false,
+            reference_pixels: 0,
         }
     }
 

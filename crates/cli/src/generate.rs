@@ -8,7 +8,8 @@ use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
 use sdbench_diffusion::{InitialNoise, SchedulerKind};
 use sdbench_generate::{
-    Context, Destination, GenerationRequest, Generator, InitPicture, ModelSetup, DEFAULT_STRENGTH,
+    Context, Destination, GenerationRequest, Generator, InitPicture, ModelSetup, Picture,
+    DEFAULT_STRENGTH,
 };
 use sdbench_history::default_path;
 use sdbench_hub::HubSettings;
@@ -41,10 +42,12 @@ pub struct GenerateArgs {
     /// Scheduler; default: the model folder's own.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES))]
     scheduler: Option<String>,
-    /// Image width in pixels (a multiple of 8, at most 2048); default 512, or the init image's.
+    /// Image width in pixels (a multiple of 8, at most 2048; 16 for FLUX.2); default 512, the init
+    /// image's, or the first reference picture's (cropped to a multiple of 16).
     #[arg(long)]
     width: Option<usize>,
-    /// Image height in pixels (a multiple of 8, at most 2048); default 512, or the init image's.
+    /// Image height in pixels (a multiple of 8, at most 2048; 16 for FLUX.2); default 512, the init
+    /// image's, or the first reference picture's (cropped to a multiple of 16).
     #[arg(long)]
     height: Option<usize>,
     /// Image-to-image: start from this picture (PNG or JPEG, sides multiples of 8).
@@ -54,6 +57,11 @@ pub struct GenerateArgs {
     /// only the last steps x strength steps run.
     #[arg(long, requires = "init_image")]
     strength: Option<f64>,
+    /// FLUX.2 klein: a picture to condition the image on (PNG or JPEG, sides at least 64 pixels;
+    /// over 1024x1024 pixels it is resized, then cropped to multiples of 16). Give it up to 4
+    /// times for several pictures.
+    #[arg(long, value_name = "FILE", conflicts_with = "init_image")]
+    reference_image: Vec<PathBuf>,
     /// Images per prompt, made together (one UNet call per step for all of them); with more than
     /// one, --out NAME.png writes NAME-1.png, NAME-2.png, ...
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_BATCH as i64))]
@@ -89,6 +97,11 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(|path| InitPicture::read(path, args.strength.unwrap_or(DEFAULT_STRENGTH)))
         .transpose()?;
+    let references = args
+        .reference_image
+        .iter()
+        .map(|path| Picture::read(path))
+        .collect::<Result<Vec<_>, _>>()?;
     let noise = match &args.latents {
         Some(path) => {
             let array = npy::read_f32(path)?;
@@ -116,6 +129,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         noise,
         latents_file: args.latents.as_ref().map(|p| p.display().to_string()),
         init,
+        references,
         vram_report: args.vram_report,
     };
     let setup = ModelSetup {

@@ -181,6 +181,8 @@ impl Generator {
                     init_name,
                 );
                 record.vram_report = vram_report.clone();
+                record.reference_images =
+                    request.references.iter().map(|p| p.name.clone()).collect();
                 record
             })
             .collect();

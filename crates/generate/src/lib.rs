@@ -12,7 +12,7 @@ mod request;
 pub use error::{GenerateError, Result};
 pub use generator::{Context, Generator, ModelSetup, Outcome};
 pub use output::Destination;
-pub use request::{GenerationRequest, InitPicture, DEFAULT_SIDE, DEFAULT_STRENGTH};
+pub use request::{GenerationRequest, InitPicture, Picture, DEFAULT_SIDE, DEFAULT_STRENGTH};
 
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use sdbench_diffusion::io::image::{decode_image, read_image, RgbImage};
 use sdbench_diffusion::limits;
+use sdbench_diffusion::models::flux2::reference;
 use sdbench_diffusion::pipeline::img2img_start;
 use sdbench_diffusion::{GenerateRequest, InitImage, InitialNoise, SchedulerKind};
 
@@ -17,8 +18,36 @@ pub const DEFAULT_SIDE: usize = 512;
 /// default to 0.8 (SD) and 0.3 (SDXL); one default for every model.
 pub const DEFAULT_STRENGTH: f64 = 0.8;
 
-/// Image-to-image: the picture to start from, its name (a path or a file name, as recorded), and
-/// how much of it to redraw.
+/// A picture a person gave, and its name (a path or a file name, as recorded).
+#[derive(Debug, Clone)]
+pub struct Picture {
+    pub name: String,
+    pub image: RgbImage,
+}
+
+impl Picture {
+    /// A PNG or JPEG file.
+    pub fn read(path: &Path) -> Result<Picture> {
+        let image = read_image(path).map_err(|e| GenerateError::Request(e.to_string()))?;
+        Ok(Picture {
+            name: path.display().to_string(),
+            image,
+        })
+    }
+
+    /// A PNG or JPEG file's bytes, named `name`.
+    pub fn decode(name: &str, bytes: &[u8]) -> Result<Picture> {
+        let image = decode_image(bytes).map_err(|problem| {
+            GenerateError::Request(format!("cannot use image {name}: {problem}"))
+        })?;
+        Ok(Picture {
+            name: name.into(),
+            image,
+        })
+    }
+}
+
+/// Image-to-image: the picture to start from, its name, and how much of it to redraw.
 #[derive(Debug, Clone)]
 pub struct InitPicture {
     pub name: String,
@@ -29,24 +58,22 @@ pub struct InitPicture {
 impl InitPicture {
     /// A PNG or JPEG file.
     pub fn read(path: &Path, strength: f64) -> Result<InitPicture> {
-        let image = read_image(path).map_err(|e| GenerateError::Request(e.to_string()))?;
-        Ok(InitPicture {
-            name: path.display().to_string(),
-            image,
-            strength,
-        })
+        Picture::read(path).map(|p| p.with_strength(strength))
     }
 
     /// A PNG or JPEG file's bytes, named `name`.
     pub fn decode(name: &str, bytes: &[u8], strength: f64) -> Result<InitPicture> {
-        let image = decode_image(bytes).map_err(|problem| {
-            GenerateError::Request(format!("cannot use image {name}: {problem}"))
-        })?;
-        Ok(InitPicture {
-            name: name.into(),
-            image,
+        Picture::decode(name, bytes).map(|p| p.with_strength(strength))
+    }
+}
+
+impl Picture {
+    fn with_strength(self, strength: f64) -> InitPicture {
+        InitPicture {
+            name: self.name,
+            image: self.image,
             strength,
-        })
+        }
     }
 }
 
@@ -66,6 +93,8 @@ pub struct GenerationRequest {
     /// Where given latents came from (recorded in the PNG's parameters).
     pub latents_file: Option<String>,
     pub init: Option<InitPicture>,
+    /// Pictures the image is conditioned on (FLUX.2 klein; other models refuse them).
+    pub references: Vec<Picture>,
     /// Record the allocator's memory after each phase (`Event::Vram`, and in the history).
     pub vram_report: bool,
 }
@@ -85,12 +114,14 @@ impl GenerationRequest {
             noise: InitialNoise::Seed(0),
             latents_file: None,
             init: None,
+            references: Vec::new(),
             vram_report: false,
         }
     }
 
     /// The image's size: the picture's (a size given must match it), else the one given, else
-    /// `DEFAULT_SIDE` square; each side checked.
+    /// the first reference picture's as FLUX.2 prepares it (about 1024x1024 pixels at most, sides
+    /// cut to multiples of 16: diffusers' default), else `DEFAULT_SIDE` square; each side checked.
     pub fn size(&self) -> Result<(usize, usize)> {
         let bad = |problem: String| Err(GenerateError::Request(problem));
         let (width, height) = match &self.init {
@@ -111,10 +142,15 @@ impl GenerationRequest {
                 }
                 (w, h)
             }
-            None => (
-                self.width.unwrap_or(DEFAULT_SIDE),
-                self.height.unwrap_or(DEFAULT_SIDE),
-            ),
+            None => {
+                let (w, h) = match self.references.first() {
+                    Some(first) => {
+                        reference::prepared_size(first.image.width, first.image.height, 16)
+                    }
+                    None => (DEFAULT_SIDE, DEFAULT_SIDE),
+                };
+                (self.width.unwrap_or(w), self.height.unwrap_or(h))
+            }
         };
         for (name, side) in [("width", width), ("height", height)] {
             if let Some(problem) = limits::side_error(name, side) {
@@ -162,6 +198,7 @@ impl GenerationRequest {
                 image: init.image.clone(),
                 strength: init.strength,
             }),
+            reference_images: self.references.iter().map(|p| p.image.clone()).collect(),
         })
     }
 }

@@ -337,3 +337,32 @@ fn a_cancelled_generation_writes_nothing() {
         }
     );
 }
+
+/// Without a size, an image conditioned on reference pictures takes the first one's as FLUX.2
+/// prepares it (diffusers' default): over 1024x1024 pixels resized to about that area, then cut
+/// to multiples of 16; a size given still wins, side by side.
+#[test]
+fn reference_pictures_size_an_image_given_no_size() {
+    let picture = |width, height| crate::Picture {
+        name: format!("{width}x{height}.png"),
+        image: sdbench_diffusion::io::image::RgbImage {
+            width,
+            height,
+            pixels: vec![0; width * height * 3],
+        },
+    };
+    let with = |pictures: Vec<crate::Picture>| GenerationRequest {
+        references: pictures,
+        ..GenerationRequest::new("the same cat")
+    };
+    assert_eq!(with(vec![picture(75, 66)]).size().unwrap(), (64, 64));
+    // 1100x1000 is resized to 1073x976 (the area rule), then cut to 1072x976.
+    let two = with(vec![picture(1100, 1000), picture(64, 64)]);
+    assert_eq!(two.size().unwrap(), (1072, 976));
+    let sized = GenerationRequest {
+        width: Some(512),
+        ..two
+    };
+    assert_eq!(sized.size().unwrap(), (512, 976));
+    assert_eq!(with(Vec::new()).size().unwrap(), (512, 512));
+}

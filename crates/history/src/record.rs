@@ -59,6 +59,9 @@ pub struct Generation {
     /// Image-to-image: the picture it started from and the strength.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_image: Option<InitImageRecord>,
+    /// The pictures the image was conditioned on (FLUX.2 klein's reference pictures), as named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_images: Vec<String>,
     /// Images made together in one run, and this one's place among them (from 0); the timings
     /// are the whole run's.
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -136,6 +139,10 @@ impl Generation {
                 source: init_source.unwrap_or("an image").to_string(),
                 strength: init.strength,
             }),
+            // Named by the front end (`Generation::reference_images`); counted here.
+            reference_images: (1..=request.reference_images.len())
+                .map(|i| format!("reference picture {i}"))
+                .collect(),
             batch: request.batch,
             batch_index,
             memory_profile: Some(memory.name().to_string()),
@@ -190,6 +197,7 @@ impl Generation {
             "precision": self.precision,
             "init_image": self.init_image.as_ref().map(|i| &i.source),
             "strength": self.init_image.as_ref().map(|i| i.strength),
+            "reference_images": self.reference_images,
             "batch": self.batch,
             "batch_index": self.batch_index,
             "sdbench_version": version,

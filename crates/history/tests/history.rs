@@ -49,6 +49,7 @@ fn generation(id: &str, created_at: &str, prompt: &str) -> Generation {
         step_seconds: vec![0.09; 20],
         image_path: Some("/tmp/a.png".into()),
         init_image: None,
+        reference_images: Vec::new(),
         batch: 1,
         batch_index: 0,
         memory_profile: Some("low".into()),

@@ -609,9 +609,15 @@ backend?: string | null,
 /**
  * Image-to-image: the picked picture (its size is the image's size).
  */
-initImage?: InitImageInput | null, };
+initImage?: InitImageInput | null, 
+/**
+ * FLUX.2 klein: pictures to condition the image on (other models refuse them).
+ */
+referenceImages: Array<PictureInput>, };
 
 export type InitImageInput = { name: string, bytes: Array<number>, strength: number, };
+
+export type PictureInput = { name: string, bytes: Array<number>, };
 
 export type CreateOutput = { generation: Generation, 
 /**
@@ -636,6 +642,10 @@ image_path: string | null,
  * Image-to-image: the picture it started from and the strength.
  */
 init_image?: InitImageRecord | null, 
+/**
+ * The pictures the image was conditioned on (FLUX.2 klein's reference pictures), as named.
+ */
+reference_images?: Array<string>, 
 /**
  * Images made together in one run, and this one's place among them (from 0); the timings
  * are the whole run's.

@@ -1,10 +1,10 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { mockShell, settle, stream } from "../test-support";
 import { setMessageArea } from "../ui";
-import { checkRequest, createScreen, randomSeed, setPicture } from "./create";
+import { checkRequest, createScreen, randomSeed, setPicture, setReferences } from "./create";
 import type { CreateRequest } from "../types";
 
-const base: CreateRequest = { prompt: "a lighthouse", negativePrompt: "", steps: 30, guidance: 7.5, seed: 1, width: 512, height: 512, scheduler: null, backend: null };
+const base: CreateRequest = { prompt: "a lighthouse", negativePrompt: "", steps: 30, guidance: 7.5, seed: 1, width: 512, height: 512, scheduler: null, backend: null, referenceImages: [] };
 const messages = document.createElement("div");
 let root: HTMLElement;
 
@@ -122,6 +122,41 @@ describe("Create screen", () => {
     root.querySelector<HTMLButtonElement>("#create-clear-image")!.click();
     expect(width.disabled).toBe(false);
     expect(root.querySelector<HTMLInputElement>("#create-strength")!.disabled).toBe(true);
+  });
+
+  it("sends reference pictures with the size the fields hold, and clears them", async () => {
+    const requests: CreateRequest[] = [];
+    mockShell({
+      start_generation: (a) => {
+        requests.push(a.request as CreateRequest);
+        const out = generation(8);
+        stream(a, [{ event: "finished", output: { ...out, generation: { ...out.generation, reference_images: ["cat.png", "hat.jpg"] } } }]);
+        return 1;
+      },
+      read_image: () => new ArrayBuffer(8),
+    });
+    root.querySelector<HTMLTextAreaElement>("#create-prompt")!.value = "the cat wearing the hat";
+    setReferences([
+      { name: "cat.png", bytes: [137, 80], width: 96, height: 64 },
+      { name: "hat.jpg", bytes: [255, 216], width: 64, height: 64 },
+    ]);
+    const width = root.querySelector<HTMLInputElement>("#create-width")!;
+    expect(width.disabled).toBe(false);
+    expect(root.querySelector("#create-references-note")!.textContent).toBe("cat.png, 96 × 64; hat.jpg, 64 × 64");
+    root.querySelector<HTMLButtonElement>("#create-generate")!.click();
+    await settle(40);
+    expect(requests[0]).toMatchObject({
+      width: width.valueAsNumber,
+      initImage: null,
+      referenceImages: [{ name: "cat.png", bytes: [137, 80] }, { name: "hat.jpg", bytes: [255, 216] }],
+    });
+    expect(root.querySelector("#create-timing")!.textContent).toContain("cat.png, hat.jpg");
+
+    root.querySelector<HTMLButtonElement>("#create-clear-references")!.click();
+    expect(root.querySelector("#create-references-note")!.textContent).toBe("none");
+    root.querySelector<HTMLButtonElement>("#create-generate")!.click();
+    await settle(40);
+    expect(requests[1].referenceImages).toEqual([]);
   });
 
   it("shows the shell's refusal of a bad size as the engine words it", async () => {

@@ -1,5 +1,6 @@
-// The Create screen: a person's own prompt (and, for image-to-image, a picture to start from), the
-// image with its timing, save as PNG (parameters inside), and a strip of this session's images.
+// The Create screen: a person's own prompt (and, for image-to-image, a picture to start from; for
+// FLUX.2 klein, pictures to condition on), the image with its timing, save as PNG (parameters
+// inside), and a strip of this session's images.
 
 import { api, attachJob, imageUrl, type JobHandle } from "../api";
 import { fill, h } from "../dom";
@@ -47,10 +48,14 @@ const form = {
   backend: h("select", { id: "create-backend" }, h("option", { value: "" }, "as in System")),
   picture: h("input", { type: "file", id: "create-init-image", accept: "image/png,image/jpeg" }),
   strength: h("input", { type: "number", id: "create-strength", min: 0.05, max: 1, step: 0.05, value: 0.8 }),
+  references: h("input", { type: "file", id: "create-reference-images", accept: "image/png,image/jpeg", multiple: true }),
 };
 const clearPicture = h("button", { id: "create-clear-image", hidden: true }, "Remove picture");
 const pictureNote = h("span", { class: "muted", id: "create-picture-note" }, "none: text to image");
 let picture: Picture | null = null;
+const clearReferences = h("button", { id: "create-clear-references", hidden: true }, "Remove references");
+const referencesNote = h("span", { class: "muted", id: "create-references-note" }, "none");
+let references: Picture[] = [];
 const generateButton = h("button", { class: "primary", id: "create-generate" }, "Generate");
 const cancelButton = h("button", { id: "create-cancel", hidden: true }, "Cancel");
 const reuseButton = h("button", { id: "create-reuse-seed", disabled: true }, "Reuse last seed");
@@ -72,6 +77,7 @@ function request(): CreateRequest {
     scheduler: form.scheduler.value || null,
     backend: form.backend.value || null,
     initImage: picture ? { name: picture.name, bytes: picture.bytes, strength: form.strength.valueAsNumber } : null,
+    referenceImages: references.map((p) => ({ name: p.name, bytes: p.bytes })),
   };
 }
 
@@ -92,18 +98,36 @@ export function setPicture(p: Picture | null): void {
   }
 }
 
-async function pick(): Promise<void> {
-  const file = form.picture.files?.[0];
-  if (!file) return setPicture(null);
+/** FLUX.2 klein's reference pictures: the image is conditioned on them (the shell refuses them for
+ * other models, and checks their sizes and number). The size fields stay the person's. */
+export function setReferences(ps: Picture[]): void {
+  references = ps;
+  clearReferences.hidden = ps.length === 0;
+  if (ps.length === 0) form.references.value = "";
+  referencesNote.textContent = ps.length ? ps.map((p) => `${p.name}, ${p.width} × ${p.height}`).join("; ") : "none";
+}
+
+/** A picked file as a `Picture`, or null (with the error shown) when it is not one. */
+async function readPicture(file: File): Promise<Picture | null> {
   try {
     const bitmap = await createImageBitmap(file);
     const { width, height } = bitmap;
     bitmap.close();
-    setPicture({ name: file.name, bytes: Array.from(new Uint8Array(await file.arrayBuffer())), width, height });
+    return { name: file.name, bytes: Array.from(new Uint8Array(await file.arrayBuffer())), width, height };
   } catch {
-    setPicture(null);
     showError({ kind: "badInput", message: `${file.name} is not a picture this app can read`, hint: "Pick a PNG or JPEG picture." });
+    return null;
   }
+}
+
+async function pick(): Promise<void> {
+  const file = form.picture.files?.[0];
+  setPicture(file ? await readPicture(file) : null);
+}
+
+async function pickReferences(): Promise<void> {
+  const read = await Promise.all(Array.from(form.references.files ?? []).map(readPicture));
+  setReferences(read.every((p) => p !== null) ? (read as Picture[]) : []);
 }
 
 async function show(g: Generation, url: string): Promise<void> {
@@ -122,6 +146,7 @@ async function show(g: Generation, url: string): Promise<void> {
       h("dt", {}, "VAE"), h("dd", {}, `${fmt.fixed(g.stages.vae_decode)} s`),
       h("dt", {}, "seed"), h("dd", {}, String(g.seed)),
       ...(g.init_image ? [h("dt", {}, "from"), h("dd", {}, `${g.init_image.source} (strength ${g.init_image.strength})`)] : []),
+      ...(g.reference_images?.length ? [h("dt", {}, "references"), h("dd", {}, g.reference_images.join(", "))] : []),
       h("dt", {}, "on"), h("dd", {}, `${g.device} (${g.backend}, ${g.precision})`)),
     save);
 }
@@ -221,6 +246,8 @@ export const createScreen: Screen = {
     generateButton.addEventListener("click", generate);
     form.picture.addEventListener("change", () => { pick(); });
     clearPicture.addEventListener("click", () => setPicture(null));
+    form.references.addEventListener("change", () => { pickReferences(); });
+    clearReferences.addEventListener("click", () => setReferences([]));
     form.strength.disabled = true;
     form.prompt.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) generate();
@@ -237,6 +264,8 @@ export const createScreen: Screen = {
         h("div", { class: "row" }, field("Scheduler", form.scheduler), field("Backend", form.backend)),
         h("div", { class: "row" }, field("Start from a picture", form.picture), field("Strength", form.strength), clearPicture),
         pictureNote,
+        h("div", { class: "row" }, field("Reference pictures (FLUX.2 klein)", form.references), clearReferences),
+        referencesNote,
         h("div", { class: "row" }, generateButton, cancelButton, h("span", { class: "muted" }, "Ctrl+Enter")),
         status),
       h("div", { class: "card" }, viewer, strip)));

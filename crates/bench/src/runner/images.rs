@@ -304,6 +304,7 @@ fn request(workload: &Workload, index: usize) -> GenerateRequest {
         noise: InitialNoise::Seed(spec.seed),
         batch: workload.batch,
         init_image: None,
+        reference_images: Vec::new(),
     }
 }
 

@@ -835,6 +835,51 @@ fn a_flux2_klein_model_generates_benchmarks_and_times() {
     args.extend(common);
     assert_fails(&sdbench(&args), &bad, "multiple of 8");
 
+    // A reference picture: without a size the image takes the picture's, cropped to multiples of
+    // 16 (75x66 -> 64x64), and the PNG's parameters name the picture.
+    let picture = dir.path().join("ref.png");
+    let pixels = (0..75 * 66 * 3).map(|i| (i * 7 % 256) as u8).collect();
+    let image = sdbench_diffusion::io::image::RgbImage {
+        width: 75,
+        height: 66,
+        pixels,
+    };
+    sdbench_diffusion::io::image::write_png(&picture, &image, &[]).unwrap();
+    let picture_arg = picture.display().to_string();
+    let referenced = dir.path().join("referenced.png");
+    let referenced_png = referenced.display().to_string();
+    let mut args = vec!["generate", "--prompt", "the same cube", "--steps", "1"];
+    args.extend(["--reference-image", picture_arg.as_str()]);
+    args.extend(["--out", referenced_png.as_str()]);
+    args.extend(common);
+    let o = sdbench(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (size, text) = png_info(&referenced);
+    assert_eq!(size, (64, 64));
+    assert!(
+        text.contains(&format!("\"reference_images\":[\"{picture_arg}\"]")),
+        "{text}"
+    );
+    // FLUX.2 takes no picture to start from (here the 48x32 image above), and Stable Diffusion no
+    // reference.
+    let mut args = vec!["generate", "--prompt", "a red cube", "--steps", "2"];
+    args.extend(["--init-image", png.as_str(), "--out", bad_png.as_str()]);
+    args.extend(common);
+    assert_fails(&sdbench(&args), &bad, "--reference-image");
+    let sd = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../diffusion/tests/fixtures/tiny-sd")
+        .display()
+        .to_string();
+    let mut args = vec!["generate", "--prompt", "a red cube", "--steps", "1"];
+    args.extend([
+        "--reference-image",
+        picture_arg.as_str(),
+        "--out",
+        bad_png.as_str(),
+    ]);
+    args.extend(["--model", sd.as_str(), "--backend", "cpu"]);
+    assert_fails(&sdbench(&args), &bad, "take no reference pictures");
+
     let result = dir.path().join("klein.json");
     let result_arg = result.display().to_string();
     let mut args = vec!["bench", "--workload", "flux2-klein-1024-4", "--steps", "2"];

@@ -4,6 +4,7 @@
 pub mod checkpoint;
 pub mod image;
 pub mod npy;
+pub mod resample;
 pub mod safetensors;
 pub mod sharded;
 pub mod weights;

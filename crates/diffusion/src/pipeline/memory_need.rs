@@ -122,8 +122,9 @@ const FLUX2_INT8_DEQUANTIZE_BYTES: u64 = 4 * 3072 * 27_648;
 
 /// FLUX.2 klein's activations for one step of `work` at `rows` transformer rows.
 fn flux2_step_bytes(work: &RequestShape, rows: u64, placement: &Placement) -> u64 {
-    let tokens =
-        (work.width / 16 * (work.height / 16) + crate::models::flux2::PROMPT_TOKENS) as u64;
+    let tokens = (work.width / 16 * (work.height / 16)
+        + work.reference_pixels / 256
+        + crate::models::flux2::PROMPT_TOKENS) as u64;
     let mut step = FLUX2_STEP_BYTES_PER_TOKEN * tokens * rows * placement.unet.bytes() / 2
         + SDXL_UNET_POOL_BYTES;
     if placement.unet_int8 {
@@ -142,6 +143,9 @@ pub struct RequestShape {
     pub guided: bool,
     /// Image-to-image: the VAE encoder runs on the picture before denoising.
     pub image_to_image: bool,
+    /// Reference pictures' pixels, all together (FLUX.2 klein: each 16x16 is one more token in
+    /// every transformer call).
+    pub reference_pixels: usize,
 }
 
 impl RequestShape {
@@ -153,6 +157,7 @@ impl RequestShape {
             batch: 1,
             guided: true,
             image_to_image: false,
+            reference_pixels: 0,
         }
     }
 
@@ -243,7 +248,9 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
     // Images decode one at a time, and image-to-image encodes its one picture; a tiled pass
     // holds one tile's activations. The encoder's are taken as the decoder's, which bound them:
     // at every resolution it has at most the decoder's channels and fewer layers.
-    let mut vae_pixels = (work.width * work.height) as u64;
+    // FLUX.2's reference pictures encode one at a time, each at most about 1024x1024; their sum
+    // bounds the largest.
+    let mut vae_pixels = (work.width * work.height).max(work.reference_pixels) as u64;
     if placement.vae_tiling {
         let side = match placement.small_vae_tiles {
             true => size.vae_tile / 2,
@@ -458,6 +465,33 @@ mod tests {
         let minimal = placement(family, MemoryProfile::Minimal, Precision::F16);
         let peak = need(family, &minimal, &work(1024)).peak();
         assert!(peak < 8_000_000_000, "{peak}");
+    }
+
+    /// A 1024x1024 reference picture adds its 4096 tokens to every step's sequence (4608 ->
+    /// 8704 tokens) and the VAE encoder to the device.
+    #[test]
+    fn flux2_reference_pictures_count_their_tokens_and_the_encoder() {
+        let family = Family::Flux2Klein;
+        let full = placement(family, MemoryProfile::Full, Precision::F16);
+        // klein 4B is step-distilled: one transformer row per image.
+        let base = RequestShape {
+            guided: false,
+            ..work(1024)
+        };
+        let plain = need(family, &full, &base);
+        let referenced = need(
+            family,
+            &full,
+            &RequestShape {
+                image_to_image: true,
+                reference_pixels: 1024 * 1024,
+                ..base
+            },
+        );
+        let extra_tokens = FLUX2_STEP_BYTES_PER_TOKEN * 4096;
+        let encoder = upstream(family).vae_encoder_params * 2;
+        assert_eq!(referenced.denoise - plain.denoise, extra_tokens + encoder);
+        assert!(referenced.encode > 0 && plain.encode == 0);
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub struct GenerateRequest {
     pub batch: usize,
     /// `Some`: image-to-image from this picture.
     pub init_image: Option<InitImage>,
+    /// Pictures the image is conditioned on, as given (FLUX.2 klein's `image=`; its pipeline
+    /// prepares them). Empty: none.
+    pub reference_images: Vec<RgbImage>,
 }
 
 impl GenerateRequest {
@@ -66,6 +69,7 @@ impl GenerateRequest {
             noise: InitialNoise::Seed(0),
             batch: 1,
             init_image: None,
+            reference_images: Vec::new(),
         }
     }
 
@@ -77,9 +81,17 @@ impl GenerateRequest {
             height: self.height,
             batch: self.batch,
             guided: self.guidance_scale > 1.0,
-            image_to_image: self.init_image.is_some(),
+            image_to_image: self.init_image.is_some() || !self.reference_images.is_empty(),
+            reference_pixels: self.reference_images.iter().map(reference_pixels).sum(),
         }
     }
+}
+
+/// The pixels a reference picture reaches the model with (at most about 1024x1024: larger
+/// pictures are resized), for the memory estimate.
+fn reference_pixels(image: &RgbImage) -> usize {
+    let (w, h) = crate::models::flux2::reference::area_limited_size(image.width, image.height);
+    w * h
 }
 
 /// The checks every family makes of a request: image sides (a multiple of `multiple` pixels),

@@ -12,6 +12,7 @@ mod cpu_group_norm;
 mod cpu_layer_norm;
 mod cpu_silu;
 mod flux2;
+mod flux2_reference;
 mod observer;
 mod parity;
 mod schedulers;

@@ -8,6 +8,7 @@ use burn::tensor::DType;
 
 use crate::error::Result;
 use crate::io::weights::{Init, Loader};
+use crate::models::flux2::reference::TIME_STEP;
 use crate::models::flux2::transformer::Position;
 
 /// The VAE's `bn` running statistics over patched channels: latents are stored as
@@ -37,6 +38,23 @@ impl<B: Backend> LatentNorm<B> {
         let x = (x.cast(DType::F32) * std + mean).cast(dtype);
         unpatchify(x, n, c4 / 4, h, w)
     }
+
+    /// The VAE's latents [N, C, 2h, 2w] -> patched, normalised latents [N, C*4, h, w] (a
+    /// reference picture's; diffusers' `_patchify_latents`, then `(x - mean) / std`), in f32.
+    pub fn patchify_normalize(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let [n, c, h2, w2] = x.dims();
+        let x = patchify(x.cast(DType::F32), n, c, h2 / 2, w2 / 2);
+        let std = self.std.val().reshape([1, 4 * c, 1, 1]);
+        let mean = self.mean.val().reshape([1, 4 * c, 1, 1]);
+        (x - mean) / std
+    }
+}
+
+/// [N, C, 2h, 2w] -> [N, C*4, h, w]: pixel (2y+dy, 2x+dx) goes to channel `c*4 + 2*dy + dx`.
+fn patchify<B: Backend>(x: Tensor<B, 4>, n: usize, c: usize, h: usize, w: usize) -> Tensor<B, 4> {
+    x.reshape([n * c, h, 2, w, 2])
+        .permute([0, 2, 4, 1, 3])
+        .reshape([n, 4 * c, h, w])
 }
 
 /// [N, C*4, h, w] -> [N, C, 2h, 2w]: channel `c*4 + 2*dy + dx` goes to pixel (2y+dy, 2x+dx).
@@ -65,7 +83,17 @@ pub fn text_positions(tokens: usize) -> Vec<Position> {
 
 /// The image tokens' positions on an `h` x `w` grid: (0, row, column, 0).
 pub fn image_positions(h: usize, w: usize) -> Vec<Position> {
+    grid_positions(0.0, h, w)
+}
+
+/// Reference picture `index`'s token positions on its `h` x `w` grid: (10 (index + 1), row,
+/// column, 0), diffusers' `_prepare_image_ids`.
+pub fn reference_positions(index: usize, h: usize, w: usize) -> Vec<Position> {
+    grid_positions(TIME_STEP * (index + 1) as f32, h, w)
+}
+
+fn grid_positions(time: f32, h: usize, w: usize) -> Vec<Position> {
     (0..h)
-        .flat_map(|y| (0..w).map(move |x| [0.0, y as f32, x as f32, 0.0]))
+        .flat_map(|y| (0..w).map(move |x| [time, y as f32, x as f32, 0.0]))
         .collect()
 }

@@ -5,6 +5,7 @@
 
 pub mod latents;
 pub mod pipeline;
+pub mod reference;
 pub mod spec;
 pub mod transformer;
 

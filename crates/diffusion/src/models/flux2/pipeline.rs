@@ -1,7 +1,8 @@
 //! `Flux2KleinPipeline`: encode the prompt (Qwen3, hidden states 9/18/27 per token), prepare
 //! packed noise and the token positions, run the flow-matching Euler loop on the transformer
 //! (classifier-free guidance only for models that are not step-distilled), then un-normalise,
-//! unpatchify and decode the latents.
+//! unpatchify and decode the latents. Reference pictures (`reference.rs`) are encoded once and
+//! ride along as extra tokens in every transformer call.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -12,17 +13,19 @@ use burn::DispatchDevice;
 use serde_json::{Map, Value};
 
 use super::latents::{self, LatentNorm};
+use super::reference;
 use super::spec::{component_weights, Spec};
 use super::transformer::{Flux2Transformer, Position, IGNORED_PREFIXES};
 use super::{klein_vae, HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
+use crate::io::image::{preprocess, RgbImage};
 use crate::io::sharded;
 use crate::io::weights::{Precision, SyntheticWeights, WeightSource};
 use crate::models::config::VaeConfig;
 use crate::models::qwen3::prompt::QwenPrompt;
 use crate::models::qwen3::Qwen3TextEncoder;
-use crate::models::vae::{self, VaeDecoder};
+use crate::models::vae::{self, VaeDecoder, VaeEncoder};
 use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
@@ -48,6 +51,8 @@ pub struct Flux2Pipeline {
     in_channels: usize,
     context_dim: usize,
     vae: VaeDecoder<B>,
+    /// Loaded with `LoadOptions::vae_encoder`: reference pictures need it.
+    vae_encoder: Option<VaeEncoder<B>>,
     latent_norm: LatentNorm<B>,
     scheduler: FlowMatchConfig,
     /// Step-distilled (klein 4B): one transformer call per step, guidance ignored.
@@ -86,8 +91,10 @@ impl Flux2Pipeline {
             placement.unet,
             IGNORED_PREFIXES,
         )?;
-        let mut vae_ignored = vae::ENCODER_PREFIXES.to_vec();
-        vae_ignored.push("bn.num_batches_tracked");
+        let mut vae_ignored = vec!["bn.num_batches_tracked"];
+        if !options.vae_encoder {
+            vae_ignored.extend(vae::ENCODER_PREFIXES);
+        }
         let (mut va, vae_files) = component_weights(
             &folder.join("vae"),
             "diffusion_pytorch_model",
@@ -243,11 +250,15 @@ impl Flux2Pipeline {
             Flux2Transformer::load(&spec.transformer, &spec.transformer_path, l)
         })?;
         let channels = 4 * spec.vae.latent_channels;
-        let (vae, latent_norm) =
+        let (vae, vae_encoder, latent_norm) =
             load_component(va, &on(placement.vae_on_cpu), placement.vae, |l| {
                 let decoder = VaeDecoder::load(&spec.vae, &spec.vae_path, l)?;
+                let encoder = match options.vae_encoder {
+                    true => Some(VaeEncoder::load(&spec.vae, &spec.vae_path, l)?),
+                    false => None,
+                };
                 let norm = LatentNorm::load(l, channels, spec.vae_extras.batch_norm_eps)?;
-                Ok((decoder, norm))
+                Ok((decoder, encoder, norm))
             })?;
         let pipeline = Flux2Pipeline {
             info: ModelInfo {
@@ -268,6 +279,7 @@ impl Flux2Pipeline {
             context_dim: transformer.context_dim(),
             transformer: Offloadable::new(transformer),
             vae,
+            vae_encoder,
             latent_norm,
             scheduler: spec.scheduler,
             is_distilled: spec.is_distilled,
@@ -354,6 +366,42 @@ impl Flux2Pipeline {
         let mut positions = latents::text_positions(text);
         positions.extend(latents::image_positions(h, w));
         positions
+    }
+
+    /// A reference picture's tokens [1, h*w, 4 x latent channels] (f32, on the transformer's
+    /// device) and their grid: prepared (`reference::prepare`), encoded to its latents' mean,
+    /// patched and normalised.
+    fn reference_tokens(&self, image: &RgbImage) -> Result<(Tensor<B, 3>, (usize, usize))> {
+        let encoder = self.vae_encoder.as_ref().ok_or_else(|| {
+            DiffusionError::Request(
+                "reference pictures need the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
+            )
+        })?;
+        let image = reference::prepare(image, self.pixels_per_token())?;
+        let pixels = Tensor::<B, 4>::from_data(
+            TensorData::new(preprocess(&image), [1, 3, image.height, image.width]),
+            (self.vae_device(), DType::F32),
+        );
+        let plan = DecodePlan::of(&self.vae, &self.info.placement, &self.device);
+        let mean = match plan.tiles {
+            Some(tiles) => encoder.encode_tiled(pixels, tiles),
+            None => encoder.encode(pixels),
+        };
+        let patched = self.latent_norm.patchify_normalize(mean);
+        let [_, _, h, w] = patched.dims();
+        Ok((
+            latents::pack(patched).to_device(&self.device.device),
+            (h, w),
+        ))
+    }
+
+    /// Component access for parity tests: a reference picture's tokens [h*w, 4 x latent
+    /// channels] as f32 values, and their grid (h, w).
+    pub fn run_reference_tokens(&self, image: &RgbImage) -> Result<(Vec<f32>, (usize, usize))> {
+        guard(&self.device, self.memory_profile(), || {
+            let (tokens, grid) = self.reference_tokens(image)?;
+            Ok((tensor_to_vec(tokens)?, grid))
+        })
     }
 
     /// The VAE decode of unpatched latents [1, C, h, w] -> image [1, 3, H, W] in about [-1, 1].
@@ -461,9 +509,23 @@ impl Flux2Pipeline {
         let noise = Tensor::<B, 4>::from_data(TensorData::new(noise, shape), (dev, DType::F32));
         let mut latents = latents::pack(noise);
         let (gh, gw) = (shape[2], shape[3]);
-        let positions = self.positions(PROMPT_TOKENS, (gh, gw));
+        let mut positions = self.positions(PROMPT_TOKENS, (gh, gw));
         let dtype = self.info.placement.unet.dtype();
         let repeat = |t: Tensor<B, 3>| t.repeat_dim(0, request.batch);
+        // Reference pictures: their tokens follow the image's in every call, unchanged by the
+        // steps; only the image's tokens are read back.
+        let encode_start = Instant::now();
+        let mut references = Vec::with_capacity(request.reference_images.len());
+        for (i, image) in request.reference_images.iter().enumerate() {
+            let (tokens, (h, w)) = self.reference_tokens(image)?;
+            positions.extend(latents::reference_positions(i, h, w));
+            references.push(repeat(tokens.cast(dtype)));
+        }
+        if !references.is_empty() {
+            self.device.sync()?;
+            timings.vae_encode = encode_start.elapsed().as_secs_f64();
+        }
+        let image_tokens = gh * gw;
         let context = repeat(context);
         let negative = negative.map(repeat);
         let schedule = self
@@ -475,14 +537,15 @@ impl Flux2Pipeline {
         let rope = transformer.rope(&positions, dtype, dev);
         let loop_times = run_steps(&self.device, sync, request.steps, progress, cancel, |i| {
             let t = schedule.model_timestep(i);
-            let input = latents.clone().cast(dtype);
-            let mut velocity = transformer
-                .forward(input.clone(), context.clone(), t, &rope)
-                .cast(DType::F32);
+            let mut input = latents.clone().cast(dtype);
+            if !references.is_empty() {
+                input = Tensor::cat([vec![input], references.clone()].concat(), 1);
+            }
+            let image_part = |out: Tensor<B, 3>| out.narrow(1, 0, image_tokens).cast(DType::F32);
+            let mut velocity =
+                image_part(transformer.forward(input.clone(), context.clone(), t, &rope));
             if let Some(negative) = &negative {
-                let uncond = transformer
-                    .forward(input, negative.clone(), t, &rope)
-                    .cast(DType::F32);
+                let uncond = image_part(transformer.forward(input, negative.clone(), t, &rope));
                 velocity = uncond.clone() + (velocity - uncond) * request.guidance_scale;
             }
             latents = latents.clone() + velocity * schedule.step_size(i);
@@ -539,7 +602,22 @@ impl FamilyPipeline for Flux2Pipeline {
         )?;
         if request.init_image.is_some() {
             return Err(DiffusionError::Request(
-                "FLUX.2 klein runs text-to-image only here: image-to-image is not supported for this model".into(),
+                "FLUX.2 klein does not start from a picture (--init-image, strength); give it as a reference picture instead (--reference-image), which the image is conditioned on".into(),
+            ));
+        }
+        if request.reference_images.len() > reference::MAX_PICTURES {
+            return Err(DiffusionError::Request(format!(
+                "{} reference pictures given; FLUX.2 klein takes at most {} here",
+                request.reference_images.len(),
+                reference::MAX_PICTURES
+            )));
+        }
+        for image in &request.reference_images {
+            reference::check(image)?;
+        }
+        if !request.reference_images.is_empty() && self.vae_encoder.is_none() {
+            return Err(DiffusionError::Request(
+                "reference pictures need the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
             ));
         }
         if let Some(kind) = request
@@ -591,7 +669,7 @@ impl FamilyPipeline for Flux2Pipeline {
             text_encoders: self.text_encoder.num_params(),
             unet: self.transformer.lock().module.num_params(),
             vae: self.vae.num_params(),
-            vae_encoder: 0,
+            vae_encoder: self.vae_encoder.as_ref().map_or(0, |e| e.num_params()),
         }
     }
 
@@ -604,7 +682,7 @@ impl FamilyPipeline for Flux2Pipeline {
     }
 
     fn has_vae_encoder(&self) -> bool {
-        false
+        self.vae_encoder.is_some()
     }
 
     fn decode_tile_count(&self, width: usize, height: usize) -> usize {

@@ -450,6 +450,11 @@ impl FamilyPipeline for SdPipeline {
             self.info.vae_scale_factor,
             &self.latent_shape(request),
         )?;
+        if !request.reference_images.is_empty() {
+            return Err(DiffusionError::Request(
+                "Stable Diffusion models take no reference pictures (--reference-image conditions FLUX.2 klein); start from a picture with --init-image instead".into(),
+            ));
+        }
         self.check_fits(&request.shape())?;
         if let Some(init) = &request.init_image {
             let image = &init.image;
