@@ -229,8 +229,8 @@ def generated(pipe, prompt, steps, height, width, seed, **kwargs):
 
 
 def pattern_image(width, height):
-    """A picture with detail at every scale, made the same way by the Rust tests
-    (`pattern_image` in tests/integration/flux2_reference.rs)."""
+    """A picture with detail at every scale, made the same way by the engine's parity code
+    (`parity::pattern_picture`)."""
     y, x = np.mgrid[0:height, 0:width]
     channels = [((x * 37 + y * 91 + c * 53) ^ (x * y)) % 256 for c in range(3)]
     return np.stack(channels, axis=-1).astype(np.uint8)
@@ -286,8 +286,24 @@ def reference_images():
                 "height": height,
                 "width": width,
                 "seed": seed,
+                "guidance": 1.0,
             }
         )
+
+    # f16: a bound of the fixture's own, as for the pipeline's text-to-image references.
+    pipe16 = Flux2KleinPipeline.from_pretrained(OUT / NAME, torch_dtype=torch.float16)
+    worst = 0.0
+    for run in meta["generate"]:
+        images = [Image.fromarray(pattern_image(w, h)) for w, h in run["pictures"]]
+        noise = SdBenchNormal(run["seed"]).tensor((1, 128, run["height"] // 8, run["width"] // 8))
+        with torch.no_grad():
+            image = pipe16(image=images, prompt=run["prompt"], height=run["height"], width=run["width"],
+                           num_inference_steps=run["steps"], guidance_scale=1.0, latents=noise.to(torch.float16),
+                           output_type="np").images[0]
+        error = float(np.abs(image.astype(np.float32) - refs[run["key"]].numpy()).max())
+        run["diffusers_f16_error"] = error
+        worst = max(worst, error)
+    meta["f16_tolerance"] = float(f"{max(2 * worst, 3e-2):.2g}")
 
     name = f"{NAME}-references"
     save_file({k: v.contiguous() for k, v in refs.items()}, str(OUT / f"{name}.reference.safetensors"))

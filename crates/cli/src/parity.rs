@@ -7,7 +7,7 @@ use anyhow::Context;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::limits;
 use sdbench_diffusion::parity::{self, FIXTURES};
-use sdbench_diffusion::{LoadOptions, ModelSource, Pipeline};
+use sdbench_diffusion::{ModelSource, Pipeline};
 
 #[derive(clap::Args, Debug)]
 pub struct ParityArgs {
@@ -56,9 +56,10 @@ pub fn run(args: ParityArgs) -> anyhow::Result<()> {
         let tolerance = parity::fixture_tolerance(&args.fixtures, name, precision)?;
         let device = select(backend)?;
         (device_name, backend_name) = (device.info.name.clone(), device.kind.name().to_string());
-        let source = ModelSource::Folder(args.fixtures.join(name));
+        let (model, options) = parity::fixture_model(name);
+        let source = ModelSource::Folder(args.fixtures.join(model));
         // A fixture that cannot load or run is reported and fails the check; the others still run.
-        let diffs = Pipeline::load_with(&source, device, Some(precision), LoadOptions::default())
+        let diffs = Pipeline::load_with(&source, device, Some(precision), options)
             .with_context(|| format!("loading {name}"))
             .and_then(|pipe| {
                 parity::generations(&pipe, &args.fixtures, name, None)

@@ -9,21 +9,61 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::error::{DiffusionError, Result};
+use crate::io::image::RgbImage;
 use crate::io::safetensors::SafeTensors;
 use crate::io::weights::Precision;
-use crate::pipeline::{GenerateRequest, InitialNoise, Pipeline};
+use crate::pipeline::{GenerateRequest, InitialNoise, LoadOptions, Pipeline};
 use crate::scheduler::SchedulerKind;
 use crate::CancelToken;
 
 /// The tiny pipelines: SD1.x-like, a variant of every option, SD2.x-like (v-prediction),
-/// SDXL-like (scripts/make_fixtures.py) and FLUX.2 klein-like (scripts/make_flux2_fixtures.py).
-pub const FIXTURES: [&str; 5] = [
+/// SDXL-like (scripts/make_fixtures.py) and FLUX.2 klein-like (scripts/make_flux2_fixtures.py),
+/// and the FLUX.2 one's generations with reference pictures (`REFERENCES_SUFFIX`).
+pub const FIXTURES: [&str; 6] = [
     SD_FIXTURES[0],
     SD_FIXTURES[1],
     SD_FIXTURES[2],
     SD_FIXTURES[3],
     "tiny-flux2-klein",
+    "tiny-flux2-klein-references",
 ];
+
+/// A fixture named `MODEL-references` holds generations of fixture `MODEL`'s pipeline conditioned
+/// on reference pictures (`pattern_picture`s of the sizes each run lists).
+const REFERENCES_SUFFIX: &str = "-references";
+
+/// The model folder fixture `name`'s generations run on, and how it is loaded: a references
+/// fixture's pipeline with its VAE encoder.
+pub fn fixture_model(name: &str) -> (&str, LoadOptions) {
+    match name.strip_suffix(REFERENCES_SUFFIX) {
+        Some(model) => (
+            model,
+            LoadOptions {
+                vae_encoder: true,
+                ..LoadOptions::default()
+            },
+        ),
+        None => (name, LoadOptions::default()),
+    }
+}
+
+/// The reference pictures of the fixtures: detail at every scale, the same bytes as
+/// scripts/make_flux2_fixtures.py's `pattern_image` (`((x*37 + y*91 + c*53) ^ (x*y)) mod 256`).
+pub fn pattern_picture(width: usize, height: usize) -> RgbImage {
+    let mut pixels = Vec::with_capacity(width * height * 3);
+    for y in 0..height {
+        for x in 0..width {
+            for c in 0..3 {
+                pixels.push((((x * 37 + y * 91 + c * 53) ^ (x * y)) % 256) as u8);
+            }
+        }
+    }
+    RgbImage {
+        width,
+        height,
+        pixels,
+    }
+}
 
 /// The Stable Diffusion ones.
 pub const SD_FIXTURES: [&str; 4] = ["tiny-sd", "tiny-variant", "tiny-sd2", "tiny-sdxl"];
@@ -156,7 +196,8 @@ pub fn listed_generations(
 }
 
 /// Reference generations that each name their prompt, size, steps, guidance and seed (the
-/// engine's documented noise), as scripts/make_flux2_fixtures.py writes them.
+/// engine's documented noise), and any reference pictures' sizes, as
+/// scripts/make_flux2_fixtures.py writes them.
 fn seeded_generations(
     pipe: &Pipeline,
     r: &mut Reference,
@@ -175,6 +216,16 @@ fn seeded_generations(
                 DiffusionError::Request(format!("{name} {key}: `{what}` is not a number"))
             })
         };
+        let mut reference_images = Vec::new();
+        for size in run["pictures"].as_array().into_iter().flatten() {
+            let side = |i: usize| size[i].as_u64().map(|s| s as usize);
+            let (Some(w), Some(h)) = (side(0), side(1)) else {
+                return Err(DiffusionError::Request(format!(
+                    "{name} {key}: a picture's size is not [width, height]: {size}"
+                )));
+            };
+            reference_images.push(pattern_picture(w, h));
+        }
         let request = GenerateRequest {
             steps: number("steps")? as usize,
             guidance_scale: number("guidance")?,
@@ -182,6 +233,7 @@ fn seeded_generations(
             width: number("width")? as usize,
             height: number("height")? as usize,
             noise: InitialNoise::Seed(number("seed")? as u64),
+            reference_images,
             ..GenerateRequest::new(run["prompt"].as_str().unwrap_or_default())
         };
         diffs.push(compare(pipe, r, name, key, &request)?);

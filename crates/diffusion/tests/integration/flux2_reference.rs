@@ -1,11 +1,13 @@
 //! FLUX.2 klein's reference pictures against diffusers' `Flux2KleinPipeline(image=...)`, from
 //! `scripts/make_flux2_fixtures.py --reference-images`: PIL's Lanczos resampling (which the
 //! pipeline applies to pictures over 1024x1024 pixels) and its area rule, one picture's encoded
-//! tokens and positions, and whole generations conditioned on one and on two pictures, on the CPU
-//! and on wgpu through Vulkan; and the refusals around them.
+//! tokens and positions, and whole generations conditioned on one and on two pictures (as
+//! `sdbench parity` runs them), on the CPU in f32 and f16 and on wgpu through Vulkan; and the
+//! refusals around them.
 //!
 //! Tolerances: exact bytes for the resampling; the SD families' component tolerance for the
-//! tokens and `parity::image_tolerance` for images, as in flux2.rs.
+//! tokens and `parity::fixture_tolerance` for images, as in flux2.rs (in f16 the fixture's own,
+//! twice the most diffusers' own f16 images of it differ from its f32 ones).
 
 use crate::common;
 
@@ -15,7 +17,7 @@ use sdbench_diffusion::io::image::RgbImage;
 use sdbench_diffusion::io::resample::resize_lanczos;
 use sdbench_diffusion::models::flux2::latents::reference_positions;
 use sdbench_diffusion::models::flux2::reference::area_limited_size;
-use sdbench_diffusion::parity;
+use sdbench_diffusion::parity::{self, pattern_picture};
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions,
     ModelSource, Pipeline, Precision, SelectedDevice,
@@ -23,23 +25,6 @@ use sdbench_diffusion::{
 
 const NAME: &str = "tiny-flux2-klein";
 const REFERENCES: &str = "tiny-flux2-klein-references";
-
-/// The fixture script's `pattern_image`: detail at every scale, the same bytes on both sides.
-fn pattern_image(width: usize, height: usize) -> RgbImage {
-    let mut pixels = Vec::with_capacity(width * height * 3);
-    for y in 0..height {
-        for x in 0..width {
-            for c in 0..3 {
-                pixels.push((((x * 37 + y * 91 + c * 53) ^ (x * y)) % 256) as u8);
-            }
-        }
-    }
-    RgbImage {
-        width,
-        height,
-        pixels,
-    }
-}
 
 fn pair(value: &serde_json::Value) -> (usize, usize) {
     let v = value.as_array().unwrap();
@@ -49,11 +34,11 @@ fn pair(value: &serde_json::Value) -> (usize, usize) {
     )
 }
 
-fn load(device: SelectedDevice, vae_encoder: bool) -> Pipeline {
+fn load(device: SelectedDevice, precision: Precision, vae_encoder: bool) -> Pipeline {
     Pipeline::load_with(
         &ModelSource::Folder(common::fixtures().join(NAME)),
         device,
-        Some(Precision::F32),
+        Some(precision),
         LoadOptions {
             vae_encoder,
             ..LoadOptions::default()
@@ -70,7 +55,7 @@ fn lanczos_resampling_matches_pil_byte_for_byte() {
     for case in &cases {
         let (w, h) = pair(&case["input"]);
         let (ow, oh) = pair(&case["output"]);
-        let out = resize_lanczos(&pattern_image(w, h), ow, oh);
+        let out = resize_lanczos(&pattern_picture(w, h), ow, oh);
         assert_eq!((out.width, out.height), (ow, oh));
         let got: Vec<f32> = out.pixels.iter().map(|&b| f32::from(b)).collect();
         let key = case["key"].as_str().unwrap();
@@ -89,11 +74,11 @@ fn pictures_over_the_area_are_sized_as_diffusers_sizes_them() {
 }
 
 fn check_tokens(device: SelectedDevice) {
-    let pipe = load(device, true);
+    let pipe = load(device, Precision::F32, true);
     let f = pipe.flux2().unwrap();
     let mut r = Reference::open(REFERENCES);
     let (w, h) = pair(&r.meta["reference"]["picture"]);
-    let (tokens, (gh, gw)) = f.run_reference_tokens(&pattern_image(w, h)).unwrap();
+    let (tokens, (gh, gw)) = f.run_reference_tokens(&pattern_picture(w, h)).unwrap();
     // 75x66 is cropped to 72x64: 18x16 latents at the tiny VAE's factor 4, 9x8 patches.
     assert_eq!((gh, gw), (8, 9));
     let expected = r.get("reference.tokens");
@@ -115,51 +100,65 @@ fn reference_tokens_match_diffusers_on_vulkan() {
     }
 }
 
-fn check_generations(device: SelectedDevice, only: Option<&str>) {
-    let pipe = load(device, true);
-    let mut r = Reference::open(REFERENCES);
-    let runs = r.meta["generate"].as_array().unwrap().clone();
-    let tolerance = parity::image_tolerance(Precision::F32);
-    let cancel = CancelToken::new();
-    for run in runs
-        .iter()
-        .filter(|run| only.is_none_or(|key| run["key"] == key))
-    {
-        let key = run["key"].as_str().unwrap();
-        let pictures = run["pictures"].as_array().unwrap();
-        let request = GenerateRequest {
-            steps: run["steps"].as_u64().unwrap() as usize,
-            guidance_scale: 1.0,
-            width: run["width"].as_u64().unwrap() as usize,
-            height: run["height"].as_u64().unwrap() as usize,
-            noise: InitialNoise::Seed(run["seed"].as_u64().unwrap()),
-            reference_images: pictures
-                .iter()
-                .map(|p| {
-                    let (w, h) = pair(p);
-                    pattern_image(w, h)
-                })
-                .collect(),
-            ..GenerateRequest::new(run["prompt"].as_str().unwrap())
-        };
-        let generated = pipe.generate(&request, &mut |_| {}, &cancel).unwrap();
-        assert!(generated.timings.vae_encode > 0.0, "{key}: encode timed");
-        let (diff, _) = common::max_abs_diff(&generated.images[0].float_image, &r.get(key));
-        eprintln!("{key}: max |diff| = {diff:.3e} (tolerance {tolerance:.1e})");
-        assert!(diff <= tolerance, "{key}: {diff:e}");
+/// The fixture's generations as `sdbench parity` runs them (`parity::fixture_model`).
+fn check_generations(device: SelectedDevice, precision: Precision, only: Option<&[&str]>) {
+    let (model, options) = parity::fixture_model(REFERENCES);
+    assert_eq!((model, options.vae_encoder), (NAME, true));
+    let pipe = Pipeline::load_with(
+        &ModelSource::Folder(common::fixtures().join(model)),
+        device,
+        Some(precision),
+        options,
+    )
+    .unwrap();
+    let diffs = parity::generations(&pipe, &common::fixtures(), REFERENCES, only).unwrap();
+    assert_eq!(diffs.len(), only.map_or(2, <[_]>::len));
+    let tolerance = parity::fixture_tolerance(&common::fixtures(), REFERENCES, precision).unwrap();
+    for d in diffs {
+        let what = format!("{REFERENCES} {} {}", d.key, precision.name());
+        eprintln!(
+            "{what}: max |diff| = {:.3e} (tolerance {tolerance:.1e})",
+            d.max_abs_diff
+        );
+        assert!(d.max_abs_diff <= tolerance, "{what}: {:e}", d.max_abs_diff);
     }
 }
 
 #[test]
 fn generations_with_reference_pictures_match_diffusers_on_the_cpu() {
-    check_generations(select(BackendRequest::Cpu).unwrap(), None);
+    check_generations(select(BackendRequest::Cpu).unwrap(), Precision::F32, None);
+    let only: &[&str] = &["generate.one2"];
+    check_generations(
+        select(BackendRequest::Cpu).unwrap(),
+        Precision::F16,
+        Some(only),
+    );
 }
 
 #[test]
 fn generations_with_reference_pictures_match_diffusers_on_vulkan() {
     if let Some(device) = common::vulkan_device() {
-        check_generations(device, Some("generate.one2"));
+        check_generations(device, Precision::F32, Some(&["generate.one2"]));
     }
+}
+
+/// The pictures are encoded before the steps, timed as the run's `vae_encode` stage.
+#[test]
+fn reference_pictures_are_encoded_and_timed_apart() {
+    let pipe = load(select(BackendRequest::Cpu).unwrap(), Precision::F32, true);
+    let request = GenerateRequest {
+        width: 32,
+        height: 32,
+        steps: 2,
+        noise: InitialNoise::Seed(3),
+        reference_images: vec![pattern_picture(64, 64)],
+        ..GenerateRequest::new("a cat")
+    };
+    let generated = pipe
+        .generate(&request, &mut |_| {}, &CancelToken::new())
+        .unwrap();
+    let t = &generated.timings;
+    assert!(t.vae_encode > 0.0 && t.vae_encode < t.total, "{t:?}");
 }
 
 #[test]
@@ -175,23 +174,23 @@ fn reference_pictures_are_refused_where_they_cannot_be_used() {
         reference_images: pictures,
         ..base.clone()
     };
-    let pipe = load(cpu(), true);
+    let pipe = load(cpu(), Precision::F32, true);
     let err = |request: &GenerateRequest| pipe.validate(request).unwrap_err().to_string();
     common::assert_mentions(
-        &err(&with(vec![pattern_image(64, 64); 5])),
+        &err(&with(vec![pattern_picture(64, 64); 5])),
         &["5 reference pictures", "at most 4"],
     );
     common::assert_mentions(
-        &err(&with(vec![pattern_image(40, 200)])),
+        &err(&with(vec![pattern_picture(40, 200)])),
         &["40x200", "at least 64"],
     );
     common::assert_mentions(
-        &err(&with(vec![pattern_image(600, 64)])),
+        &err(&with(vec![pattern_picture(600, 64)])),
         &["600x64", "8 times"],
     );
     let init = GenerateRequest {
         init_image: Some(InitImage {
-            image: pattern_image(32, 32),
+            image: pattern_picture(32, 32),
             strength: 0.5,
         }),
         ..base.clone()
@@ -199,9 +198,9 @@ fn reference_pictures_are_refused_where_they_cannot_be_used() {
     common::assert_mentions(&err(&init), &["--init-image", "--reference-image"]);
 
     // Without the VAE encoder there is nothing to encode the pictures with.
-    let plain = load(cpu(), false);
+    let plain = load(cpu(), Precision::F32, false);
     let e = plain
-        .validate(&with(vec![pattern_image(64, 64)]))
+        .validate(&with(vec![pattern_picture(64, 64)]))
         .unwrap_err()
         .to_string();
     common::assert_mentions(&e, &["VAE encoder", "vae_encoder: true"]);
@@ -214,7 +213,7 @@ fn reference_pictures_are_refused_where_they_cannot_be_used() {
     )
     .unwrap();
     let e = sd
-        .validate(&with(vec![pattern_image(64, 64)]))
+        .validate(&with(vec![pattern_picture(64, 64)]))
         .unwrap_err()
         .to_string();
     common::assert_mentions(
