@@ -142,15 +142,33 @@ impl GenerationRequest {
                 }
                 (w, h)
             }
-            None => {
-                let (w, h) = match self.references.first() {
-                    Some(first) => {
-                        reference::prepared_size(first.image.width, first.image.height, 16)
+            None => match self.references.first() {
+                Some(first) => {
+                    let (w, h) = (first.image.width, first.image.height);
+                    let (pw, ph) = reference::prepared_size(w, h, 16);
+                    let size = (self.width.unwrap_or(pw), self.height.unwrap_or(ph));
+                    // A side taken from the picture that no image may have is the picture's fault.
+                    let problem = (self.width.is_none())
+                        .then(|| limits::side_error("width", size.0))
+                        .flatten()
+                        .or_else(|| {
+                            (self.height.is_none())
+                                .then(|| limits::side_error("height", size.1))
+                                .flatten()
+                        });
+                    if let Some(problem) = problem {
+                        return bad(format!(
+                            "the reference picture {} ({w}x{h}) would make a {}x{} image: its {problem}; give --width and --height",
+                            first.name, size.0, size.1
+                        ));
                     }
-                    None => (DEFAULT_SIDE, DEFAULT_SIDE),
-                };
-                (self.width.unwrap_or(w), self.height.unwrap_or(h))
-            }
+                    size
+                }
+                None => (
+                    self.width.unwrap_or(DEFAULT_SIDE),
+                    self.height.unwrap_or(DEFAULT_SIDE),
+                ),
+            },
         };
         for (name, side) in [("width", width), ("height", height)] {
             if let Some(problem) = limits::side_error(name, side) {

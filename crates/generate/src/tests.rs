@@ -365,4 +365,22 @@ fn reference_pictures_size_an_image_given_no_size() {
     };
     assert_eq!(sized.size().unwrap(), (512, 976));
     assert_eq!(with(Vec::new()).size().unwrap(), (512, 512));
+    // 3000x500 is resized to 2508x418, cut to 2496x416: wider than any image may be.
+    let e = with(vec![picture(3000, 500)])
+        .size()
+        .unwrap_err()
+        .to_string();
+    for needle in [
+        "3000x500.png (3000x500)",
+        "2496x416",
+        "width",
+        "--width and --height",
+    ] {
+        assert!(e.contains(needle), "{needle}: {e}");
+    }
+    let given = GenerationRequest {
+        width: Some(1024),
+        ..with(vec![picture(3000, 500)])
+    };
+    assert_eq!(given.size().unwrap(), (1024, 416));
 }
