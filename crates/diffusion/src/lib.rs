@@ -26,6 +26,7 @@ pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
 pub use pipeline::{
     CancelToken, Family, GenerateRequest, Generated, GeneratedImage, InitImage, InitialNoise,
-    LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress, StepSync,
+    LoadOptions, ModelSource, ParameterCounts, Pipeline, PipelineKind, Placement, Preset, Progress,
+    StepSync,
 };
 pub use scheduler::{PredictionType, SchedulerKind};

@@ -12,8 +12,8 @@ use sdbench_bench::ModelName;
 use sdbench_diffusion::device::AllocatorMemory;
 use sdbench_diffusion::pipeline::StageTimings;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, DeviceRequest, LoadOptions, MemoryProfile, Pipeline, Precision,
-    Progress, RequestShape,
+    BackendRequest, CancelToken, DeviceRequest, GenerateRequest, LoadOptions, MemoryProfile,
+    Pipeline, PipelineKind, Precision, Progress, RequestShape,
 };
 use sdbench_history::Generation;
 use sdbench_hub::HubSettings;
@@ -98,13 +98,7 @@ impl Generator {
         // Cheap checks first: nothing is loaded when the request cannot succeed.
         let engine_request = request.engine_request()?;
         destination.check()?;
-        let loaded = self.load_for(
-            setup,
-            &engine_request.shape(),
-            context.hub,
-            observer,
-            cancel,
-        )?;
+        let loaded = self.load_for(setup, &engine_request, context.hub, observer, cancel)?;
         // The pipeline checks what its family needs of the request (sides a multiple of its
         // patch) before any work.
         let pipeline = &loaded.pipeline;
@@ -206,43 +200,46 @@ impl Generator {
         })
     }
 
-    /// The loaded model where it serves a request of `shape`, or a newly loaded one that does.
+    /// The loaded model where it serves `request`, or a newly loaded one that does.
     fn load_for(
         &mut self,
         setup: &ModelSetup,
-        shape: &RequestShape,
+        request: &GenerateRequest,
         hub: &HubSettings,
         observer: &mut dyn FnMut(&Event),
         cancel: &CancelToken,
     ) -> Result<&Loaded> {
         let loaded = match self.loaded.take() {
-            Some(loaded) => match loaded.serves(setup, shape) {
+            Some(loaded) => match loaded.serves(setup, &request.shape()) {
                 Ok(true) => loaded,
                 Ok(false) => {
                     // Free the old model's memory before loading the new one.
                     drop(loaded);
-                    load(setup, shape, hub, observer, cancel)?
+                    load(setup, request, hub, observer, cancel)?
                 }
                 Err(e) => {
                     self.loaded = Some(loaded);
                     return Err(e);
                 }
             },
-            None => load(setup, shape, hub, observer, cancel)?,
+            None => load(setup, request, hub, observer, cancel)?,
         };
         Ok(self.loaded.insert(loaded))
     }
 }
 
-/// Finds the model, places it for requests of `shape`, and loads it.
+/// Finds the model, checks that its family can serve `request` at all (before its weights are
+/// read), places it for requests of that shape, and loads it.
 fn load(
     setup: &ModelSetup,
-    shape: &RequestShape,
+    request: &GenerateRequest,
     hub: &HubSettings,
     observer: &mut dyn FnMut(&Event),
     cancel: &CancelToken,
 ) -> Result<Loaded> {
     let source = setup.model.resolve(hub, observer, cancel)?;
+    PipelineKind::of(&source)?.check_request(request)?;
+    let shape = &request.shape();
     let placement = place_for(setup, &source, shape)?;
     if let Some(reason) = &placement.auto_reason {
         observer(&Event::note(format!(

@@ -3,8 +3,8 @@
 
 use sdbench_diffusion::io::image::RgbImage;
 use sdbench_diffusion::{
-    CancelToken, DiffusionError, GenerateRequest, Generated, InitialNoise, Pipeline, Progress,
-    StepSync,
+    CancelToken, DiffusionError, Family, GenerateRequest, Generated, InitialNoise, ModelSource,
+    Pipeline, PipelineKind, Progress, StepSync,
 };
 
 use super::telemetry::{LiveTelemetry, RunTelemetry};
@@ -26,6 +26,34 @@ const VRAM_REPORT_GENERATION: &str =
 /// times need the diagnostic image.
 pub(super) fn needs_diagnostic_image(pipeline: &Pipeline) -> bool {
     StepSync::for_timing(&pipeline.device) == StepSync::StageEdges
+}
+
+/// Whether a model of `source`'s family can run the workload's images at all, known before its
+/// weights are read: a FLUX.2 model under an SD workload (or the other way round) is refused
+/// before loading, naming the standard workloads made for its family.
+pub(super) fn check_family_can_run(
+    source: &ModelSource,
+    workload: &Workload,
+    model: &str,
+) -> Result<()> {
+    let kind = PipelineKind::of(source)?;
+    let Err(problem) = kind.check_request(&request(workload, 0)) else {
+        return Ok(());
+    };
+    let families: &[Family] = match kind {
+        PipelineKind::Flux2Klein => &[Family::Flux2Klein],
+        PipelineKind::StableDiffusion => &[Family::Sd1, Family::Sdxl],
+    };
+    let own: Vec<&str> = families
+        .iter()
+        .filter_map(|&f| Workload::names_for(f))
+        .collect();
+    Err(BenchError::Workload(format!(
+        "the {} workload cannot run on {model}, a {} model: {problem}; its family's: --workload {}",
+        workload.name,
+        kind.name(),
+        own.join(" or --workload ")
+    )))
 }
 
 /// Whether the loaded model can run the workload's images at all (its family's scheduler, sizes

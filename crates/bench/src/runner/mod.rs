@@ -100,6 +100,7 @@ pub fn run(
 ) -> Result<RunOutput> {
     let workload = &options.workload;
     let mut model = model::resolve(options, observer, cancel)?;
+    images::check_family_can_run(&model.source, workload, &model.record.id)?;
     let shape = workload.request_shape();
     let placement = load::choose_placement(options, &model.source, &shape, observer)?;
     let mut loaded = load::load(options, &model, placement, shape, observer)?;

@@ -475,6 +475,36 @@ fn the_standard_workload_on_another_architecture_is_not_called_standard() {
     validate(&serde_json::to_value(r).unwrap()).unwrap();
 }
 
+/// FLUX.2 klein's workload on a Stable Diffusion model is refused before the model is loaded
+/// (its scheduler is not an SD one), naming the SD workloads.
+#[test]
+fn another_familys_workload_is_refused_before_loading() {
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 1);
+    o.baseline = Duration::ZERO;
+    let klein = Workload::flux2_klein();
+    o.workload.name = klein.name.clone();
+    o.workload.preset = klein.preset;
+    o.workload.scheduler = klein.scheduler;
+    let mut events = Vec::new();
+    let err = runner::run(&o, &mut |e| events.push(e.clone()), &CancelToken::new())
+        .err()
+        .expect("refused");
+    assert!(matches!(err, BenchError::Workload(_)), "{err:?}");
+    let message = err.to_string();
+    for needle in [
+        "a Stable Diffusion model",
+        "flow_euler",
+        "--workload sd15-512-30 or --workload sdxl-1024-20",
+    ] {
+        assert!(message.contains(needle), "{needle}: {message}");
+    }
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Loading { .. })),
+        "{events:?}"
+    );
+}
+
 /// The SDXL workload's identity at a small size on the tiny SDXL model: it runs the SDXL
 /// pipeline, records the family, and (its configs not being SDXL base's) is not standard.
 #[test]

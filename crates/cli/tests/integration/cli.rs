@@ -861,11 +861,17 @@ fn a_flux2_klein_model_generates_benchmarks_and_times() {
         "{text}"
     );
     // FLUX.2 takes no picture to start from (here the 48x32 image above), and Stable Diffusion no
-    // reference.
+    // reference: both refused before the weights are read.
     let mut args = vec!["generate", "--prompt", "a red cube", "--steps", "2"];
     args.extend(["--init-image", png.as_str(), "--out", bad_png.as_str()]);
     args.extend(common);
-    assert_fails(&sdbench(&args), &bad, "--reference-image");
+    let o = sdbench(&args);
+    assert_fails(&o, &bad, "--reference-image");
+    assert!(
+        !stderr(&o).contains("loading"),
+        "before loading: {}",
+        stderr(&o)
+    );
     let sd = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../diffusion/tests/fixtures/tiny-sd")
         .display()
@@ -878,7 +884,13 @@ fn a_flux2_klein_model_generates_benchmarks_and_times() {
         bad_png.as_str(),
     ]);
     args.extend(["--model", sd.as_str(), "--backend", "cpu"]);
-    assert_fails(&sdbench(&args), &bad, "take no reference pictures");
+    let o = sdbench(&args);
+    assert_fails(&o, &bad, "take no reference pictures");
+    assert!(
+        !stderr(&o).contains("loading"),
+        "before loading: {}",
+        stderr(&o)
+    );
 
     let result = dir.path().join("klein.json");
     let result_arg = result.display().to_string();

@@ -5,6 +5,10 @@
 
 use std::fmt;
 
+use super::{registered, GenerateRequest, ModelSource};
+use crate::error::Result;
+use crate::models::{flux2, sd};
+
 /// How a model turns a prompt into an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Family {
@@ -50,6 +54,46 @@ impl Family {
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// The family pipeline that loads a model, known without loading it: what a request can be
+/// checked against before the weights are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipelineKind {
+    /// SD1.x, SD2.x and SDXL.
+    StableDiffusion,
+    Flux2Klein,
+}
+
+impl PipelineKind {
+    /// `source`'s: a folder's by its `model_index.json`, a preset's by its family; single-file
+    /// checkpoints are Stable Diffusion's.
+    pub fn of(source: &ModelSource) -> Result<PipelineKind> {
+        Ok(match source {
+            ModelSource::Folder(folder) => registered(folder)?.0,
+            ModelSource::Checkpoint { .. } => PipelineKind::StableDiffusion,
+            ModelSource::Synthetic(preset) => match preset.family() {
+                Family::Flux2Klein => PipelineKind::Flux2Klein,
+                _ => PipelineKind::StableDiffusion,
+            },
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PipelineKind::StableDiffusion => "Stable Diffusion",
+            PipelineKind::Flux2Klein => "FLUX.2 klein",
+        }
+    }
+
+    /// What the family cannot do for any request (the pipelines' `validate` makes these checks
+    /// too, with those that need the loaded model).
+    pub fn check_request(self, request: &GenerateRequest) -> Result<()> {
+        match self {
+            PipelineKind::StableDiffusion => sd::pipeline::check_family_request(request),
+            PipelineKind::Flux2Klein => flux2::check_family_request(request),
+        }
     }
 }
 

@@ -34,7 +34,7 @@ use crate::models::flux2::pipeline::Flux2Pipeline;
 use crate::models::sd::pipeline::SdPipeline;
 use crate::models::sd::spec::SD_CLASS_NAMES;
 use crate::scheduler::SchedulerKind;
-pub use family::{Family, Preset};
+pub use family::{Family, PipelineKind, Preset};
 use memory_need::{ModelSize, RequestShape};
 pub use placement::{LoadOptions, Placement};
 pub(crate) use request::check_request;
@@ -287,21 +287,15 @@ pub(crate) fn folder_index(folder: &Path) -> Result<Map<String, Value>> {
     read_json(&index)
 }
 
-/// The family pipelines, by the `_class_name` their folders' `model_index.json` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Registered {
-    StableDiffusion,
-    Flux2Klein,
-}
-
-/// Which family pipeline loads `folder` (the registry), and its `model_index.json`.
-fn registered(folder: &Path) -> Result<(Registered, Map<String, Value>)> {
+/// Which family pipeline loads `folder` (the registry, by the `_class_name` its
+/// `model_index.json` names), and that `model_index.json`.
+pub(crate) fn registered(folder: &Path) -> Result<(PipelineKind, Map<String, Value>)> {
     let index = folder_index(folder)?;
     let class = index.get("_class_name").and_then(Value::as_str);
     let family = match class {
-        None => Registered::StableDiffusion,
-        Some(c) if SD_CLASS_NAMES.contains(&c) => Registered::StableDiffusion,
-        Some(c) if Flux2Pipeline::CLASS_NAMES.contains(&c) => Registered::Flux2Klein,
+        None => PipelineKind::StableDiffusion,
+        Some(c) if SD_CLASS_NAMES.contains(&c) => PipelineKind::StableDiffusion,
+        Some(c) if Flux2Pipeline::CLASS_NAMES.contains(&c) => PipelineKind::Flux2Klein,
         Some(other) => {
             return Err(DiffusionError::ModelFolder {
                 path: folder.to_path_buf(),
@@ -364,7 +358,7 @@ impl Pipeline {
                         options,
                     )?) as Box<dyn FamilyPipeline>
                 }
-                (ModelSource::Folder(folder), Some((Registered::Flux2Klein, index))) => Box::new(
+                (ModelSource::Folder(folder), Some((PipelineKind::Flux2Klein, index))) => Box::new(
                     Flux2Pipeline::load_folder(folder, &index, device.clone(), precision, options)?,
                 ),
                 _ => Box::new(SdPipeline::load(
@@ -391,7 +385,7 @@ impl Pipeline {
         precision: Precision,
     ) -> Result<(ModelSize, VaeConfig)> {
         if let ModelSource::Folder(folder) = source {
-            if registered(folder)?.0 == Registered::Flux2Klein {
+            if registered(folder)?.0 == PipelineKind::Flux2Klein {
                 return Flux2Pipeline::model_size(folder, precision);
             }
         }

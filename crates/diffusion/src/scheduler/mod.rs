@@ -210,12 +210,15 @@ pub fn build<B: Backend>(
         SchedulerKind::DpmSolverPP2M { karras } => {
             Box::new(dpm_solver::DpmSolverPP2M::new(&cfg, steps, karras)?)
         }
-        SchedulerKind::FlowMatchEuler => {
-            return Err(DiffusionError::Request(
-                "flow_euler is the flow-matching models' scheduler (FLUX.2); Stable Diffusion models take one of: pndm, ddim, euler, euler_a, dpmpp_2m, dpmpp_2m_karras".into(),
-            ))
-        }
+        SchedulerKind::FlowMatchEuler => return Err(flow_match_on_stable_diffusion()),
     })
+}
+
+/// The refusal of `flow_euler` for a Stable Diffusion model.
+pub(crate) fn flow_match_on_stable_diffusion() -> DiffusionError {
+    DiffusionError::Request(
+        "flow_euler is the flow-matching models' scheduler (FLUX.2); Stable Diffusion models take one of: pndm, ddim, euler, euler_a, dpmpp_2m, dpmpp_2m_karras".into(),
+    )
 }
 
 /// Typed access to the config map with diffusers' per-scheduler defaults.

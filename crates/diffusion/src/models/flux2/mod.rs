@@ -15,11 +15,44 @@ use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
 use crate::models::config::VaeConfig;
+use crate::pipeline::GenerateRequest;
+use crate::scheduler::SchedulerKind;
 
 /// The tokens every prompt is padded or cut to (the pipeline's `max_sequence_length`).
 pub const PROMPT_TOKENS: usize = 512;
 /// The text encoder's hidden states the transformer is conditioned on (`text_encoder_out_layers`).
 pub const HIDDEN_STATE_LAYERS: [usize; 3] = [9, 18, 27];
+
+/// What FLUX.2 klein cannot do for any request, checked before a model is loaded: start from a
+/// picture, take more than `reference::MAX_PICTURES` reference pictures or one too small or too
+/// narrow, or step with another family's scheduler.
+pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
+    if request.init_image.is_some() {
+        return Err(DiffusionError::Request(
+            "FLUX.2 klein does not start from a picture (--init-image, strength); give it as a reference picture instead (--reference-image), which the image is conditioned on".into(),
+        ));
+    }
+    if request.reference_images.len() > reference::MAX_PICTURES {
+        return Err(DiffusionError::Request(format!(
+            "{} reference pictures given; FLUX.2 klein takes at most {} here",
+            request.reference_images.len(),
+            reference::MAX_PICTURES
+        )));
+    }
+    for image in &request.reference_images {
+        reference::check(image)?;
+    }
+    if let Some(kind) = request
+        .scheduler
+        .filter(|k| *k != SchedulerKind::FlowMatchEuler)
+    {
+        return Err(DiffusionError::Request(format!(
+            "FLUX.2 klein steps with its flow-matching Euler scheduler; --scheduler {} applies to Stable Diffusion models",
+            kind.name()
+        )));
+    }
+    Ok(())
+}
 
 /// The text encoder's layers the pipeline runs (up to the last hidden state it reads).
 pub fn text_layers() -> usize {

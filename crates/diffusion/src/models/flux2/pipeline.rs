@@ -600,34 +600,11 @@ impl FamilyPipeline for Flux2Pipeline {
             self.pixels_per_token(),
             &self.latent_shape(request),
         )?;
-        if request.init_image.is_some() {
-            return Err(DiffusionError::Request(
-                "FLUX.2 klein does not start from a picture (--init-image, strength); give it as a reference picture instead (--reference-image), which the image is conditioned on".into(),
-            ));
-        }
-        if request.reference_images.len() > reference::MAX_PICTURES {
-            return Err(DiffusionError::Request(format!(
-                "{} reference pictures given; FLUX.2 klein takes at most {} here",
-                request.reference_images.len(),
-                reference::MAX_PICTURES
-            )));
-        }
-        for image in &request.reference_images {
-            reference::check(image)?;
-        }
+        super::check_family_request(request)?;
         if !request.reference_images.is_empty() && self.vae_encoder.is_none() {
             return Err(DiffusionError::Request(
                 "reference pictures need the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
             ));
-        }
-        if let Some(kind) = request
-            .scheduler
-            .filter(|k| *k != SchedulerKind::FlowMatchEuler)
-        {
-            return Err(DiffusionError::Request(format!(
-                "FLUX.2 klein steps with its flow-matching Euler scheduler; --scheduler {} applies to Stable Diffusion models",
-                kind.name()
-            )));
         }
         self.check_fits(&request.shape())
     }

@@ -30,6 +30,7 @@ use crate::pipeline::{
     GenerateRequest, Generated, LoadOptions, ModelInfo, ModelSource, ParameterCounts, Placement,
     Preset, Progress, StepSync, B,
 };
+use crate::scheduler::SchedulerKind;
 
 pub struct SdPipeline {
     /// The device the UNet runs on (and every component the placement does not put on the CPU).
@@ -435,6 +436,20 @@ impl SdPipeline {
     }
 }
 
+/// What Stable Diffusion cannot do for any request, checked before a model is loaded: take
+/// reference pictures, or step with the flow-matching models' scheduler.
+pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
+    if !request.reference_images.is_empty() {
+        return Err(DiffusionError::Request(
+            "Stable Diffusion models take no reference pictures (--reference-image conditions FLUX.2 klein); start from a picture with --init-image instead".into(),
+        ));
+    }
+    if request.scheduler == Some(SchedulerKind::FlowMatchEuler) {
+        return Err(crate::scheduler::flow_match_on_stable_diffusion());
+    }
+    Ok(())
+}
+
 impl FamilyPipeline for SdPipeline {
     fn info(&self) -> &ModelInfo {
         &self.info
@@ -450,11 +465,7 @@ impl FamilyPipeline for SdPipeline {
             self.info.vae_scale_factor,
             &self.latent_shape(request),
         )?;
-        if !request.reference_images.is_empty() {
-            return Err(DiffusionError::Request(
-                "Stable Diffusion models take no reference pictures (--reference-image conditions FLUX.2 klein); start from a picture with --init-image instead".into(),
-            ));
-        }
+        check_family_request(request)?;
         self.check_fits(&request.shape())?;
         if let Some(init) = &request.init_image {
             let image = &init.image;
