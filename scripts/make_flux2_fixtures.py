@@ -10,7 +10,7 @@ hidden states, one transformer call, one VAE decode, the flow-matching schedules
 generations (2 and 4 steps, square and not) from the engine's seeded noise.
 
 `--reference-images` reads the saved pipeline back instead of building it and writes only
-tiny-flux2-klein-references.reference.*: reference-image conditioning (pictures cropped to the token
+tiny-flux2-klein-references.reference.* (and oriented-6.jpg, a JPEG with EXIF orientation 6): reference-image conditioning (pictures cropped to the token
 grid, encoded, normalised and appended as tokens with T = 10, 20, ...) as one encoded reference's
 tokens and whole generations with one and two references, and PIL's Lanczos resampling (which the
 pipeline applies to pictures over 1024x1024 pixels) on small sizes, with the area rule's sizes.
@@ -304,6 +304,17 @@ def reference_images():
         run["diffusers_f16_error"] = error
         worst = max(worst, error)
     meta["f16_tolerance"] = float(f"{max(2 * worst, 3e-2):.2g}")
+
+    # A JPEG phone photos are like: stored sideways with EXIF orientation 6 (turn 90 degrees
+    # clockwise). Stored 16x8, red on the left half and blue on the right; upright it is 8x16, red
+    # on top. The engine's picture reader turns it as `ImageOps.exif_transpose` does.
+    stored = np.zeros((8, 16, 3), np.uint8)
+    stored[:, :8, 0] = 255
+    stored[:, 8:, 2] = 255
+    photo = Image.fromarray(stored)
+    exif = photo.getexif()
+    exif[0x0112] = 6
+    photo.save(OUT / "oriented-6.jpg", quality=95, exif=exif.tobytes())
 
     name = f"{NAME}-references"
     save_file({k: v.contiguous() for k, v in refs.items()}, str(OUT / f"{name}.reference.safetensors"))

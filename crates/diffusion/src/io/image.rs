@@ -1,4 +1,5 @@
-//! Images in and out: PNG and JPEG files read as 8-bit RGB (image-to-image), conversion of decoded
+//! Images in and out: PNG and JPEG files read as 8-bit RGB and turned upright by their EXIF
+//! orientation (image-to-image, reference pictures), conversion of decoded
 //! latents to 8-bit RGB exactly as diffusers' postprocessing does, and PNG files that carry the
 //! generation parameters in text chunks, written atomically.
 
@@ -19,7 +20,9 @@ pub struct RgbImage {
 const MAX_SIDE: usize = 8192;
 
 /// Reads a PNG or JPEG file as 8-bit RGB (alpha dropped, grey expanded, 16-bit reduced), as PIL's
-/// `Image.open(path).convert("RGB")` gives it to diffusers.
+/// `Image.open(path).convert("RGB")` gives it to diffusers, turned as its EXIF orientation says
+/// (diffusers' `load_image` applies `ImageOps.exif_transpose`: a phone's portrait photo is stored
+/// sideways with a tag).
 pub fn read_image(path: &Path) -> Result<RgbImage> {
     let bytes = std::fs::read(path).map_err(|e| DiffusionError::ImageRead {
         path: path.to_path_buf(),
@@ -31,14 +34,63 @@ pub fn read_image(path: &Path) -> Result<RgbImage> {
     })
 }
 
-/// Decodes PNG or JPEG bytes as 8-bit RGB; the error says what is wrong with them.
+/// Decodes PNG or JPEG bytes as 8-bit RGB, upright by their EXIF orientation; the error says
+/// what is wrong with them.
 pub fn decode_image(bytes: &[u8]) -> std::result::Result<RgbImage, String> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        decode_png(bytes)
+    let stored = if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        decode_png(bytes)?
     } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        decode_jpeg(bytes)
+        decode_jpeg(bytes)?
     } else {
-        Err("is not a PNG or JPEG image".into())
+        return Err("is not a PNG or JPEG image".into());
+    };
+    Ok(oriented(stored, exif_orientation(bytes)))
+}
+
+/// The EXIF orientation tag of a PNG's or JPEG's metadata: 1 (as stored) to 8; 1 without one, or
+/// when the metadata cannot be read (the picture is then used as stored, as PIL does).
+fn exif_orientation(bytes: &[u8]) -> u32 {
+    exif::Reader::new()
+        .read_from_container(&mut std::io::Cursor::new(bytes))
+        .ok()
+        .and_then(|e| {
+            e.get_field(exif::Tag::Orientation, exif::In::PRIMARY)
+                .and_then(|f| f.value.get_uint(0))
+        })
+        .unwrap_or(1)
+}
+
+/// `image` turned upright for EXIF `orientation`, as PIL's `exif_transpose`: 2 mirrors, 3 turns
+/// 180 degrees, 4 flips, 5 transposes, 6 turns 90 degrees clockwise, 7 transverses, 8 turns 90
+/// degrees anticlockwise; other values leave it.
+fn oriented(image: RgbImage, orientation: u32) -> RgbImage {
+    if !(2..=8).contains(&orientation) {
+        return image;
+    }
+    let (w, h) = (image.width, image.height);
+    let (ow, oh) = if orientation >= 5 { (h, w) } else { (w, h) };
+    // The stored pixel that lands at (x, y) of the upright picture.
+    let source = |x: usize, y: usize| match orientation {
+        2 => (w - 1 - x, y),
+        3 => (w - 1 - x, h - 1 - y),
+        4 => (x, h - 1 - y),
+        5 => (y, x),
+        6 => (y, h - 1 - x),
+        7 => (w - 1 - y, h - 1 - x),
+        _ => (w - 1 - y, x),
+    };
+    let mut pixels = Vec::with_capacity(image.pixels.len());
+    for y in 0..oh {
+        for x in 0..ow {
+            let (sx, sy) = source(x, y);
+            let i = (sy * w + sx) * 3;
+            pixels.extend_from_slice(&image.pixels[i..i + 3]);
+        }
+    }
+    RgbImage {
+        width: ow,
+        height: oh,
+        pixels,
     }
 }
 
@@ -275,6 +327,62 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("missing.png"), "{err}");
+    }
+
+    /// A 3x2 PNG carrying each EXIF orientation in an `eXIf` chunk reads upright, pixel for pixel
+    /// as PIL's `ImageOps.exif_transpose` gives it (red = stored index x + 3y; the expected
+    /// orders printed by PIL 12 for orientations 1 to 8).
+    #[test]
+    fn exif_orientation_turns_pictures_as_pil_does() {
+        let expected: [&[u8]; 8] = [
+            &[0, 1, 2, 3, 4, 5],
+            &[2, 1, 0, 5, 4, 3],
+            &[5, 4, 3, 2, 1, 0],
+            &[3, 4, 5, 0, 1, 2],
+            &[0, 3, 1, 4, 2, 5],
+            &[3, 0, 4, 1, 5, 2],
+            &[5, 2, 4, 1, 3, 0],
+            &[2, 5, 1, 4, 0, 3],
+        ];
+        let stored: Vec<u8> = (0..6u8).flat_map(|i| [i, 100, 200]).collect();
+        for (orientation, order) in (1u16..=8).zip(expected) {
+            // Big-endian TIFF: header, one IFD entry (0x0112, SHORT, 1 value), no next IFD.
+            let mut tiff = b"MM\0\x2a\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01".to_vec();
+            tiff.extend_from_slice(&orientation.to_be_bytes());
+            tiff.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+            let mut bytes = Vec::new();
+            let mut encoder = png::Encoder::new(&mut bytes, 3, 2);
+            encoder.set_color(png::ColorType::Rgb);
+            encoder.set_depth(png::BitDepth::Eight);
+            let mut writer = encoder.write_header().unwrap();
+            writer
+                .write_chunk(png::chunk::ChunkType(*b"eXIf"), &tiff)
+                .unwrap();
+            writer.write_image_data(&stored).unwrap();
+            writer.finish().unwrap();
+            let image = decode_image(&bytes).unwrap();
+            let size = if orientation >= 5 { (2, 3) } else { (3, 2) };
+            assert_eq!((image.width, image.height), size, "{orientation}");
+            let red: Vec<u8> = image.pixels.iter().step_by(3).copied().collect();
+            assert_eq!(red, order, "orientation {orientation}");
+            assert!(image.pixels.chunks(3).all(|p| p[1..] == [100, 200]));
+        }
+    }
+
+    /// A JPEG stored sideways (16x8, red left, blue right) with EXIF orientation 6, from
+    /// scripts/make_flux2_fixtures.py: read upright, 8x16, red on top and blue below (PIL reads
+    /// (254, 0, 0) and (0, 0, 254) at the two ends).
+    #[test]
+    fn a_sideways_jpeg_reads_upright() {
+        let bytes = include_bytes!("../../tests/fixtures/oriented-6.jpg");
+        let image = decode_image(bytes).unwrap();
+        assert_eq!((image.width, image.height), (8, 16));
+        let pixel = |x: usize, y: usize| &image.pixels[(y * 8 + x) * 3..(y * 8 + x) * 3 + 3];
+        let near = |p: &[u8], q: [u8; 3]| p.iter().zip(q).all(|(&a, b)| a.abs_diff(b) <= 12);
+        for x in 0..8 {
+            assert!(near(pixel(x, 1), [255, 0, 0]), "{x}: {:?}", pixel(x, 1));
+            assert!(near(pixel(x, 14), [0, 0, 255]), "{x}: {:?}", pixel(x, 14));
+        }
     }
 
     #[test]
