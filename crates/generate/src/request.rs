@@ -45,6 +45,14 @@ impl Picture {
             image,
         })
     }
+
+    fn with_strength(self, strength: f64) -> InitPicture {
+        InitPicture {
+            name: self.name,
+            image: self.image,
+            strength,
+        }
+    }
 }
 
 /// Image-to-image: the picture to start from, its name, and how much of it to redraw.
@@ -64,16 +72,6 @@ impl InitPicture {
     /// A PNG or JPEG file's bytes, named `name`.
     pub fn decode(name: &str, bytes: &[u8], strength: f64) -> Result<InitPicture> {
         Picture::decode(name, bytes).map(|p| p.with_strength(strength))
-    }
-}
-
-impl Picture {
-    fn with_strength(self, strength: f64) -> InitPicture {
-        InitPicture {
-            name: self.name,
-            image: self.image,
-            strength,
-        }
     }
 }
 
@@ -148,14 +146,14 @@ impl GenerationRequest {
                     let (pw, ph) = reference::prepared_size(w, h, 16);
                     let size = (self.width.unwrap_or(pw), self.height.unwrap_or(ph));
                     // A side taken from the picture that no image may have is the picture's fault.
-                    let problem = (self.width.is_none())
-                        .then(|| limits::side_error("width", size.0))
-                        .flatten()
-                        .or_else(|| {
-                            (self.height.is_none())
-                                .then(|| limits::side_error("height", size.1))
-                                .flatten()
-                        });
+                    let taken = [
+                        ("width", size.0, self.width.is_none()),
+                        ("height", size.1, self.height.is_none()),
+                    ];
+                    let problem = taken
+                        .into_iter()
+                        .filter(|&(_, _, taken)| taken)
+                        .find_map(|(name, side, _)| limits::side_error(name, side));
                     if let Some(problem) = problem {
                         return bad(format!(
                             "the reference picture {} ({w}x{h}) would make a {}x{} image: its {problem}; give --width and --height",
