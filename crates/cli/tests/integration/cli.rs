@@ -862,16 +862,16 @@ fn a_flux2_klein_model_generates_benchmarks_and_times() {
     );
     // FLUX.2 takes no picture to start from (here the 48x32 image above), and Stable Diffusion no
     // reference: both refused before the weights are read.
+    let refused_before_loading = |args: &[&str], needle: &str| {
+        let o = sdbench(args);
+        assert_fails(&o, &bad, needle);
+        let said = stderr(&o);
+        assert!(!said.contains("loading"), "before loading: {said}");
+    };
     let mut args = vec!["generate", "--prompt", "a red cube", "--steps", "2"];
     args.extend(["--init-image", png.as_str(), "--out", bad_png.as_str()]);
     args.extend(common);
-    let o = sdbench(&args);
-    assert_fails(&o, &bad, "--reference-image");
-    assert!(
-        !stderr(&o).contains("loading"),
-        "before loading: {}",
-        stderr(&o)
-    );
+    refused_before_loading(&args, "--reference-image");
     let sd = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../diffusion/tests/fixtures/tiny-sd")
         .display()
@@ -884,13 +884,7 @@ fn a_flux2_klein_model_generates_benchmarks_and_times() {
         bad_png.as_str(),
     ]);
     args.extend(["--model", sd.as_str(), "--backend", "cpu"]);
-    let o = sdbench(&args);
-    assert_fails(&o, &bad, "take no reference pictures");
-    assert!(
-        !stderr(&o).contains("loading"),
-        "before loading: {}",
-        stderr(&o)
-    );
+    refused_before_loading(&args, "take no reference pictures");
 
     let result = dir.path().join("klein.json");
     let result_arg = result.display().to_string();

@@ -3,6 +3,7 @@
 //! on the worker threads with its own vectorised `exp`: lengths across several chunks with a
 //! tail, the saturated ends, NaN, and a transposed (non-contiguous) input.
 
+use burn::tensor::activation::sigmoid;
 use burn::tensor::DType;
 use sdbench_diffusion::nn::silu;
 use sdbench_diffusion::noise::NormalGenerator;
@@ -47,4 +48,22 @@ fn cpu_silu_matches_the_definition() {
     }
     let worst = worst_error(transposed, &direct(&expected));
     assert!(worst <= 1e-6, "SiLU of a transposed view: error {worst:e}");
+
+    // A sigmoid of a buffer another tensor still holds leaves that tensor as it was (the buffer is
+    // overwritten in place only when no other tensor holds it).
+    let shared = tensor(&m, [15], DType::F32);
+    let s = values(sigmoid(shared.clone()));
+    assert_eq!(values(shared), m);
+    let alone = values(sigmoid(tensor(&m, [15], DType::F32)));
+    assert_eq!(s, alone);
+    let logistic: Vec<f64> = m
+        .iter()
+        .map(|&v| 1.0 / (1.0 + (-(v as f64)).exp()))
+        .collect();
+    let worst = s
+        .iter()
+        .zip(&logistic)
+        .map(|(&a, &e)| (a as f64 - e).abs())
+        .fold(0.0, f64::max);
+    assert!(worst <= 1e-6, "sigmoid: error {worst:e}");
 }

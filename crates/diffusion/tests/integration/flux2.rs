@@ -189,15 +189,7 @@ fn check_generations(device: SelectedDevice, precision: Precision, only: Option<
     let pipe = load(device, precision);
     let diffs = parity::generations(&pipe, &common::fixtures(), NAME, only).unwrap();
     assert!(!diffs.is_empty());
-    let tolerance = parity::fixture_tolerance(&common::fixtures(), NAME, precision).unwrap();
-    for d in diffs {
-        let what = format!("{NAME} {} {}", d.key, precision.name());
-        eprintln!(
-            "{what}: max |diff| = {:.3e} (tolerance {tolerance:.1e})",
-            d.max_abs_diff
-        );
-        assert!(d.max_abs_diff <= tolerance, "{what}: {:e}", d.max_abs_diff);
-    }
+    common::assert_generations_within(NAME, precision, &diffs);
 }
 
 #[test]

@@ -113,15 +113,7 @@ fn check_generations(device: SelectedDevice, precision: Precision, only: Option<
     .unwrap();
     let diffs = parity::generations(&pipe, &common::fixtures(), REFERENCES, only).unwrap();
     assert_eq!(diffs.len(), only.map_or(2, <[_]>::len));
-    let tolerance = parity::fixture_tolerance(&common::fixtures(), REFERENCES, precision).unwrap();
-    for d in diffs {
-        let what = format!("{REFERENCES} {} {}", d.key, precision.name());
-        eprintln!(
-            "{what}: max |diff| = {:.3e} (tolerance {tolerance:.1e})",
-            d.max_abs_diff
-        );
-        assert!(d.max_abs_diff <= tolerance, "{what}: {:e}", d.max_abs_diff);
-    }
+    common::assert_generations_within(REFERENCES, precision, &diffs);
 }
 
 #[test]

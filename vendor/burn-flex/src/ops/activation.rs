@@ -166,40 +166,37 @@ impl ActivationOps<Flex> for Flex {
 /// (SD Bench) f32 sigmoid in chunks on the worker threads, each through a loop built for the
 /// CPU's vector unit with `vector_math::exp`. The generic `unary_op` ran on one thread with
 /// libm's scalar `expf`, while SiLU (`x * sigmoid(x)`) gates FLUX.2's MLPs: 42 million values a
-/// block at 1024x1024.
+/// block at 1024x1024. As `unary_op`, a buffer no other tensor holds is overwritten in place;
+/// a shared one is copied first (`storage_mut` copies on write).
 fn sigmoid_f32_tensor(tensor: FlexTensor) -> FlexTensor {
-    let tensor = tensor.to_contiguous();
-    let shape = tensor.layout().shape().clone();
-    let input: &[f32] = tensor.storage();
-    let mut output: Vec<f32> = vec![0.0; input.len()];
+    // The whole buffer, contiguous from offset 0 (a view is copied into one).
+    let mut tensor = {
+        let contiguous = tensor.to_contiguous();
+        drop(tensor);
+        contiguous
+    };
+    let values: &mut [f32] = tensor.storage_mut();
     #[cfg(feature = "rayon")]
     {
         use rayon::prelude::*;
         const CHUNK: usize = 64 * 1024;
-        output
-            .par_chunks_mut(CHUNK)
-            .zip(input.par_chunks(CHUNK))
-            .for_each(|(o, i)| sigmoid_slice_f32(i, o));
+        values.par_chunks_mut(CHUNK).for_each(sigmoid_in_place_f32);
     }
     #[cfg(not(feature = "rayon"))]
-    sigmoid_slice_f32(input, &mut output);
-    FlexTensor::new(
-        Bytes::from_elems(output),
-        Layout::contiguous(shape),
-        DType::F32,
-    )
+    sigmoid_in_place_f32(values);
+    tensor
 }
 
 crate::ops::vector_math::multiversion! {
-    /// (SD Bench) `output[i] = 1 / (1 + e^-input[i])`. `exp` saturates, so the ends are 0 and 1
+    /// (SD Bench) `x = 1 / (1 + e^-x)` for each value. `exp` saturates, so the ends are 0 and 1
     /// (within 4e-39) and NaN stays NaN.
-    pub fn sigmoid_slice_f32(input: &[f32], output: &mut [f32]) -> () => sigmoid_slice_f32_portable
+    pub fn sigmoid_in_place_f32(values: &mut [f32]) -> () => sigmoid_in_place_f32_portable
 }
 
 #[inline(always)]
-fn sigmoid_slice_f32_portable(input: &[f32], output: &mut [f32]) {
-    for (o, &x) in output.iter_mut().zip(input) {
-        *o = 1.0 / (1.0 + crate::ops::vector_math::exp(-x));
+fn sigmoid_in_place_f32_portable(values: &mut [f32]) {
+    for x in values.iter_mut() {
+        *x = 1.0 / (1.0 + crate::ops::vector_math::exp(-*x));
     }
 }
 

@@ -515,13 +515,15 @@ impl Flux2Pipeline {
         // Reference pictures: their tokens follow the image's in every call, unchanged by the
         // steps; only the image's tokens are read back.
         let encode_start = Instant::now();
-        let mut references = Vec::with_capacity(request.reference_images.len());
+        let mut pictures = Vec::with_capacity(request.reference_images.len());
         for (i, image) in request.reference_images.iter().enumerate() {
             let (tokens, (h, w)) = self.reference_tokens(image)?;
             positions.extend(latents::reference_positions(i, h, w));
-            references.push(repeat(tokens.cast(dtype)));
+            pictures.push(repeat(tokens.cast(dtype)));
         }
-        if !references.is_empty() {
+        // All pictures' tokens in one tensor, joined to the image's at each step.
+        let references = (!pictures.is_empty()).then(|| Tensor::cat(pictures, 1));
+        if references.is_some() {
             self.device.sync()?;
             timings.vae_encode = encode_start.elapsed().as_secs_f64();
         }
@@ -538,8 +540,8 @@ impl Flux2Pipeline {
         let loop_times = run_steps(&self.device, sync, request.steps, progress, cancel, |i| {
             let t = schedule.model_timestep(i);
             let mut input = latents.clone().cast(dtype);
-            if !references.is_empty() {
-                input = Tensor::cat([vec![input], references.clone()].concat(), 1);
+            if let Some(references) = &references {
+                input = Tensor::cat(vec![input, references.clone()], 1);
             }
             let image_part = |out: Tensor<B, 3>| out.narrow(1, 0, image_tokens).cast(DType::F32);
             let mut velocity =

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::parity;
-use sdbench_diffusion::{BackendRequest, SelectedDevice};
+use sdbench_diffusion::{BackendRequest, Precision, SelectedDevice};
 
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -54,6 +54,20 @@ pub fn assert_close(what: &str, actual: &[f32], expected: &[f32], atol: f32) {
         "{what}: max |diff| = {diff:.3e} (reference max |x| = {scale:.3e}, tolerance {atol:.1e})"
     );
     assert!(diff <= atol, "{what}: max |diff| {diff:e} exceeds {atol:e}");
+}
+
+/// Asserts each of fixture `name`'s generation `diffs` is within the fixture's tolerance in
+/// `precision` (`parity::fixture_tolerance`).
+pub fn assert_generations_within(name: &str, precision: Precision, diffs: &[parity::RunDiff]) {
+    let tolerance = parity::fixture_tolerance(&fixtures(), name, precision).unwrap();
+    for d in diffs {
+        let what = format!("{name} {} {}", d.key, precision.name());
+        eprintln!(
+            "{what}: max |diff| = {:.3e} (tolerance {tolerance:.1e})",
+            d.max_abs_diff
+        );
+        assert!(d.max_abs_diff <= tolerance, "{what}: {:e}", d.max_abs_diff);
+    }
 }
 
 /// The Vulkan device (Mesa lavapipe in CI), or `None` with a message when there is none; with
