@@ -79,17 +79,19 @@ impl ModelName {
 
 impl ModelName {
     /// The model on this machine: a Hub id from the cache, or downloaded (with `Event::Download`
-    /// progress, and a note when the Hub was not reachable and the cache served it).
+    /// progress, and a note when the Hub was not reachable and the cache served it). A download
+    /// stops before the weights when `check` refuses the model its configs describe.
     pub fn resolve(
         &self,
         hub: &HubSettings,
         observer: &mut dyn FnMut(&Event),
         cancel: &CancelToken,
+        check: &mut dyn FnMut(&ModelSource) -> Result<()>,
     ) -> Result<ModelSource> {
         match self {
             ModelName::Local(source) => Ok(source.clone()),
             ModelName::Hub { id, .. } => {
-                let resolved = fetch_from_hub(hub, id, "main", observer, cancel)?;
+                let resolved = fetch_from_hub(hub, id, "main", observer, cancel, check)?;
                 Ok(ModelSource::Folder(resolved.path))
             }
         }
@@ -110,19 +112,22 @@ impl ModelName {
 }
 
 /// `id` at `revision` from the cache or the Hub, with download progress and a note when the Hub
-/// was not reachable and the cache served it.
+/// was not reachable and the cache served it. A download runs `check` on the model its configs
+/// describe before it fetches the weights, and stops there when `check` refuses it.
 pub(crate) fn fetch_from_hub(
     hub: &HubSettings,
     id: &RepoId,
     revision: &str,
     observer: &mut dyn FnMut(&Event),
     cancel: &CancelToken,
+    check: &mut dyn FnMut(&ModelSource) -> Result<()>,
 ) -> Result<Resolved> {
-    let resolved = Hub::new(hub.clone()).resolve(
+    let resolved = Hub::new(hub.clone()).resolve_checked(
         id,
         revision,
         &mut |p| observer(&Event::Download(p.clone())),
         &|| cancel.is_cancelled(),
+        &mut |configs: &Path| check(&ModelSource::Folder(configs.to_path_buf())),
     );
     match resolved {
         Ok(r) => {
@@ -134,8 +139,8 @@ pub(crate) fn fetch_from_hub(
             }
             Ok(r)
         }
-        Err(HubError::Cancelled) => Err(BenchError::Cancelled),
-        Err(e) => Err(e.into()),
+        Err(BenchError::Hub(HubError::Cancelled)) => Err(BenchError::Cancelled),
+        Err(e) => Err(e),
     }
 }
 

@@ -40,6 +40,7 @@ pub fn resolve(text: &str, config: Option<&Path>) -> anyhow::Result<ModelSource>
                 _ => {}
             },
             &cancel,
+            &mut |_| Ok(()),
         )
         .with_context(|| format!("getting {text} failed"))?;
     bar.finish();

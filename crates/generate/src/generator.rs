@@ -13,7 +13,7 @@ use sdbench_diffusion::device::AllocatorMemory;
 use sdbench_diffusion::pipeline::StageTimings;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, DeviceRequest, GenerateRequest, LoadOptions, MemoryProfile,
-    Pipeline, PipelineKind, Precision, Progress, RequestShape,
+    ModelSource, Pipeline, PipelineKind, Precision, Progress, RequestShape,
 };
 use sdbench_history::Generation;
 use sdbench_hub::HubSettings;
@@ -229,7 +229,7 @@ impl Generator {
 }
 
 /// Finds the model, checks that its family can serve `request` at all (before its weights are
-/// read), places it for requests of that shape, and loads it.
+/// downloaded or read), places it for requests of that shape, and loads it.
 fn load(
     setup: &ModelSetup,
     request: &GenerateRequest,
@@ -237,8 +237,11 @@ fn load(
     observer: &mut dyn FnMut(&Event),
     cancel: &CancelToken,
 ) -> Result<Loaded> {
-    let source = setup.model.resolve(hub, observer, cancel)?;
-    PipelineKind::of(&source)?.check_request(request)?;
+    let check = |source: &ModelSource| PipelineKind::of(source)?.check_request(request);
+    let source = setup
+        .model
+        .resolve(hub, observer, cancel, &mut |s| Ok(check(s)?))?;
+    check(&source)?;
     let shape = &request.shape();
     let placement = place_for(setup, &source, shape)?;
     if let Some(reason) = &placement.auto_reason {
@@ -325,11 +328,7 @@ impl<Q: FnMut() -> Option<AllocatorMemory>> VramPhases<Q> {
     }
 }
 
-fn place_for(
-    setup: &ModelSetup,
-    source: &sdbench_diffusion::ModelSource,
-    shape: &RequestShape,
-) -> Result<Placement> {
+fn place_for(setup: &ModelSetup, source: &ModelSource, shape: &RequestShape) -> Result<Placement> {
     Ok(place(
         setup.device,
         setup.memory,

@@ -156,7 +156,7 @@ impl GenerationRequest {
                         .find_map(|(name, side, _)| limits::side_error(name, side));
                     if let Some(problem) = problem {
                         return bad(format!(
-                            "the reference picture {} ({w}x{h}) would make a {}x{} image: its {problem}; give --width and --height",
+                            "the reference picture {} ({w}x{h}) would make a {}x{} image: its {problem}; give --width and --height (the app's Width and Height)",
                             first.name, size.0, size.1
                         ));
                     }

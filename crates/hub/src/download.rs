@@ -199,6 +199,21 @@ impl Hub {
         progress: &mut dyn FnMut(&DownloadProgress),
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Resolved> {
+        self.resolve_checked(repo, revision, progress, cancelled, &mut |_| Ok(()))
+    }
+
+    /// `resolve`, where a download first fetches the configs and tokenizer files and hands their
+    /// snapshot folder to `before_weights`: an error from it stops the download before any
+    /// weights are fetched (a model that cannot serve the request costs no gigabytes). A cached
+    /// model is returned without the call; its caller checks the folder as it checks any other.
+    pub fn resolve_checked<E: From<HubError>>(
+        &self,
+        repo: &RepoId,
+        revision: &str,
+        progress: &mut dyn FnMut(&DownloadProgress),
+        cancelled: &dyn Fn() -> bool,
+        before_weights: &mut dyn FnMut(&Path) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Resolved, E> {
         let cached = cached_snapshot(&self.settings, repo, revision);
         let offline = |reason: String| match &cached {
             Some(c) => Ok(Resolved {
@@ -211,7 +226,8 @@ impl Hub {
                 repo: repo.to_string(),
                 cache: self.settings.cache_dir.clone(),
                 reason,
-            }),
+            }
+            .into()),
         };
         if self.settings.offline {
             return offline("HF_HUB_OFFLINE is set".into());
@@ -221,9 +237,16 @@ impl Hub {
             Err(HubError::Network { reason, .. } | HubError::Unreachable { reason, .. }) => {
                 return offline(reason)
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
-        let snapshot = self.download_listing(repo, revision, &listing, progress, cancelled)?;
+        let snapshot = self.download_listing(
+            repo,
+            revision,
+            &listing,
+            progress,
+            cancelled,
+            before_weights,
+        )?;
         Ok(Resolved {
             path: snapshot.path,
             commit: snapshot.commit,
@@ -247,17 +270,23 @@ impl Hub {
             });
         }
         let listing = self.listing(repo, revision)?;
-        self.download_listing(repo, revision, &listing, progress, cancelled)
+        self.download_listing(repo, revision, &listing, progress, cancelled, &mut |_| {
+            Ok(())
+        })
     }
 
-    fn download_listing(
+    /// Fetches the listing's pipeline files in `pipeline_files`' order (configs and tokenizer
+    /// files, then weights), calling `before_weights` on the snapshot folder before the first
+    /// weights file.
+    fn download_listing<E: From<HubError>>(
         &self,
         repo: &RepoId,
         revision: &str,
         listing: &Listing,
         progress: &mut dyn FnMut(&DownloadProgress),
         cancelled: &dyn Fn() -> bool,
-    ) -> Result<Snapshot> {
+        before_weights: &mut dyn FnMut(&Path) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Snapshot, E> {
         let files = pipeline_files(repo, listing)?;
         let _lock = DownloadLock::acquire(&self.settings, repo)?;
         let model_dir = self.settings.model_dir(repo);
@@ -268,7 +297,12 @@ impl Hub {
         let total: u64 = files.iter().map(|f| f.size).sum();
         let mut done = 0;
         let mut downloaded = 0;
+        let mut checked = false;
         for file in &files {
+            if !checked && is_weights(&file.path) {
+                before_weights(&snapshot)?;
+                checked = true;
+            }
             let blob = blobs.join(&file.blob_id);
             let complete = fs::metadata(&blob)
                 .map(|m| m.len() == file.size)
@@ -309,7 +343,8 @@ impl Hub {
                     "its files name {}, which the repository does not have",
                     missing.join(", ")
                 ),
-            });
+            }
+            .into());
         }
         if revision != listing.commit {
             let refs = model_dir.join("refs");
@@ -522,6 +557,12 @@ pub fn pipeline_files(repo: &RepoId, listing: &Listing) -> Result<Vec<RemoteFile
         });
     }
     Ok(files)
+}
+
+/// A weights file (a whole component's or a shard), as opposed to the small files that say what
+/// the pipeline is.
+fn is_weights(path: &str) -> bool {
+    path.ends_with(".safetensors")
 }
 
 fn is_retryable(e: &HubError) -> bool {

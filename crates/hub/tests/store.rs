@@ -274,6 +274,46 @@ fn a_corrupt_file_is_refused_and_removed() {
     assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main").is_none());
 }
 
+/// `resolve_checked` shows the caller the configs before the weights: a refusal there fetches no
+/// weights, and the same call that accepts them downloads the rest.
+#[test]
+fn a_check_on_the_configs_can_stop_a_download_before_the_weights() {
+    let server = TestServer::start();
+    server.add_repo(fake_pipeline());
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let mut seen = Vec::new();
+    let err = hub
+        .resolve_checked(&repo_id(), "main", &mut |_| {}, &never, &mut |configs| {
+            seen.push(fs::read_to_string(configs.join("model_index.json")).unwrap());
+            assert!(configs.join("tokenizer/vocab.json").is_file());
+            Err(HubError::Cancelled)
+        })
+        .unwrap_err();
+    assert!(matches!(err, HubError::Cancelled), "{err}");
+    assert_eq!(seen, [r#"{"_class_name":"StableDiffusionPipeline"}"#]);
+    let weights: Vec<_> = server
+        .downloads()
+        .into_iter()
+        .filter(|(path, _)| path.ends_with(".safetensors"))
+        .collect();
+    assert!(weights.is_empty(), "{weights:?}");
+    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main").is_none());
+
+    let mut calls = 0;
+    let resolved = hub
+        .resolve_checked(&repo_id(), "main", &mut |_| {}, &never, &mut |_| {
+            calls += 1;
+            Ok::<_, HubError>(())
+        })
+        .unwrap();
+    assert_eq!(calls, 1);
+    assert!(resolved
+        .path
+        .join("unet/diffusion_pytorch_model.fp16.safetensors")
+        .is_file());
+}
+
 #[test]
 fn a_cached_model_works_with_no_network_and_a_missing_one_says_what_to_do() {
     let server = TestServer::start();

@@ -1,5 +1,6 @@
 //! The run's first phase: find the model (cache or download for Hub ids, synthetic weights when
-//! offline and allowed, a local folder as is) and start its record in the result.
+//! offline and allowed, a local folder as is) and start its record in the result. A download
+//! whose configs describe a model of another family than the workload's stops before the weights.
 
 use std::path::Path;
 use std::time::Instant;
@@ -39,7 +40,16 @@ pub(super) fn resolve(
             id,
             revision,
             fallback_to_synthetic,
-        } => match fetch_from_hub(&options.hub, id, revision, observer, cancel) {
+        } => match fetch_from_hub(
+            &options.hub,
+            id,
+            revision,
+            observer,
+            cancel,
+            &mut |source| {
+                super::images::check_family_can_run(source, &options.workload, &id.to_string())
+            },
+        ) {
             Ok(r) => Ok(resolved(
                 ModelSource::Folder(r.path),
                 model_record(&id.to_string(), Some(r.commit), "hub"),

@@ -648,6 +648,69 @@ fn a_sharded_flux2_repository_downloads_and_generates_offline() {
     assert!(broken.is_none_or(|m| m["runnable"] == false), "{listed}");
 }
 
+/// A Hub model whose family cannot serve the request is refused once its configs are in, before
+/// any weights are fetched; a request it can serve then downloads them.
+#[test]
+fn a_model_that_cannot_serve_the_request_stops_before_its_weights_download() {
+    let fixture = tiny().join("../tiny-flux2-klein");
+    let repo = FakeRepo::from_folder("test-org/tiny-klein", &"beef".repeat(10), &fixture).unwrap();
+    let server = TestServer::start();
+    server.add_repo(repo);
+    let home = tempfile::tempdir().unwrap();
+    let weights_fetched = || {
+        server
+            .downloads()
+            .iter()
+            .filter(|(path, _)| path.ends_with(".safetensors"))
+            .count()
+    };
+
+    // SD1.5's workload (the default) on a FLUX.2 model.
+    let mut args = vec!["bench", "--model", "test-org/tiny-klein"];
+    args.extend(SMALL);
+    let o = sdbench(home.path(), &server.url(), &args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.contains("cannot run on test-org/tiny-klein, a FLUX.2 klein model"),
+        "{stderr}"
+    );
+    let configs_fetched = server
+        .downloads()
+        .iter()
+        .any(|(path, _)| path.ends_with("model_index.json"));
+    assert!(configs_fetched, "{:?}", server.downloads());
+    assert_eq!(weights_fetched(), 0, "{:?}", server.downloads());
+
+    // A picture to start from, which FLUX.2 klein does not take.
+    let picture = tiny().with_file_name("tiny-sd.init.png");
+    let png = home.path().join("klein.png");
+    let (picture_s, png_s) = (picture.display().to_string(), png.display().to_string());
+    let mut args = vec![
+        "generate",
+        "--model",
+        "test-org/tiny-klein",
+        "--prompt",
+        "a cube",
+    ];
+    args.extend(["--backend", "cpu", "--steps", "2", "--out", &png_s]);
+    let with_picture = [args.as_slice(), &["--init-image", &picture_s]].concat();
+    let o = sdbench(home.path(), &server.url(), &with_picture);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--reference-image"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(weights_fetched(), 0, "{:?}", server.downloads());
+    assert!(!png.exists());
+
+    args.extend(["--width", "32", "--height", "32"]);
+    let o = sdbench(home.path(), &server.url(), &args);
+    ok(&o);
+    assert!(weights_fetched() > 0 && png.is_file());
+}
+
 #[test]
 fn submit_dry_run_send_and_outbox() {
     let server = TestServer::start();

@@ -29,7 +29,7 @@ pub const HIDDEN_STATE_LAYERS: [usize; 3] = [9, 18, 27];
 pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
     if request.init_image.is_some() {
         return Err(DiffusionError::Request(
-            "FLUX.2 klein does not start from a picture (--init-image, strength); give it as a reference picture instead (--reference-image), which the image is conditioned on".into(),
+            "FLUX.2 klein does not start from a picture (--init-image and strength; the app's \"Start from a picture\"); give it as a reference picture instead (--reference-image; the app's \"Reference pictures\"), which the image is conditioned on".into(),
         ));
     }
     if request.reference_images.len() > reference::MAX_PICTURES {

@@ -441,7 +441,7 @@ impl SdPipeline {
 pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
     if !request.reference_images.is_empty() {
         return Err(DiffusionError::Request(
-            "Stable Diffusion models take no reference pictures (--reference-image conditions FLUX.2 klein); start from a picture with --init-image instead".into(),
+            "Stable Diffusion models take no reference pictures (--reference-image, the app's \"Reference pictures\", conditions FLUX.2 klein); start from a picture with --init-image (the app's \"Start from a picture\") instead".into(),
         ));
     }
     if request.scheduler == Some(SchedulerKind::FlowMatchEuler) {
