@@ -2,7 +2,8 @@
 //! query rows with a vectorised exp) against softmax(q k^T / sqrt(d)) v computed in f64, through
 //! the engine's own `multi_head_attention` (heads split from the channels, so the inputs arrive as
 //! strided views). Shapes the models do not use: head dims 40, 64, 80 and 160, batch 1 to 3, query
-//! counts that leave a partial last block, one key, more keys than a block holds; f32 and f16.
+//! counts that leave a partial last block, one key, more keys than a block holds and than a tile
+//! of keys holds; f32 and f16.
 //! The causal text-encoder path is covered by the parity suite.
 
 use burn::tensor::DType;
@@ -102,8 +103,11 @@ fn cpu_attention_matches_the_definition() {
         // Cross-attention shape: 77 keys, 300 queries in blocks of 512 (one partial block).
         case(2, 3, 40, 300, 77),
         // Self-attention with more keys (1100) than a 128K-score block holds 512 rows of:
-        // blocks of 119 query rows, the last partial.
+        // blocks of 119 query rows, the last partial; keys in tiles of 512, 512 and 76, so rows
+        // whose maximum a later tile raises are rescaled.
         case(1, 2, 64, 1100, 1100),
+        // Three whole tiles of keys and a one-key fourth.
+        case(2, 1, 40, 40, 1537),
         case(3, 1, 80, 33, 5),
         case(1, 2, 160, 70, 200),
         // One key: every weight is 1.
@@ -131,21 +135,30 @@ fn vectorised_exp_matches_the_library_exp() {
 }
 
 #[test]
-fn softmax_numerators_subtract_the_scaled_row_maximum() {
+fn softmax_numerators_subtract_the_larger_of_the_floor_and_the_scaled_row_maximum() {
     // 37 values: two 16-lane chunks and a remainder of 5, maximum in the remainder.
-    let mut row: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin()).collect();
-    row[35] = 3.0;
-    let original = row.clone();
-    let sum = softmax_numerators(&mut row, 0.5);
-    let expected: Vec<f64> = original
-        .iter()
-        .map(|&s| ((s as f64 - 3.0) * 0.5).exp())
-        .collect();
-    for (got, want) in row.iter().zip(&expected) {
-        assert!((*got as f64 - want).abs() < 1e-6, "{got} against {want}");
+    let mut original: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin()).collect();
+    original[35] = 3.0;
+    // The row's own maximum (scaled: 1.5) over a lower floor, then a higher floor (a key tile
+    // before this one had a larger score).
+    for (floor, max) in [(f32::NEG_INFINITY, 1.5), (1.0, 1.5), (2.5, 2.5)] {
+        let mut row = original.clone();
+        let (got_max, sum) = softmax_numerators(&mut row, 0.5, floor);
+        assert_eq!(got_max, max);
+        let expected: Vec<f64> = original
+            .iter()
+            .map(|&s| (s as f64 * 0.5 - max as f64).exp())
+            .collect();
+        for (got, want) in row.iter().zip(&expected) {
+            assert!((*got as f64 - want).abs() < 1e-6, "{got} against {want}");
+        }
+        assert!((sum as f64 - expected.iter().sum::<f64>()).abs() < 1e-5);
     }
-    assert!((sum as f64 - expected.iter().sum::<f64>()).abs() < 1e-5);
-    // A row with nothing to attend to says so.
+    // A row with nothing to attend to, and no earlier tile that had: no weight at all.
     let mut empty = [f32::NEG_INFINITY; 3];
-    assert!(softmax_numerators(&mut empty, 1.0).is_nan());
+    assert_eq!(
+        softmax_numerators(&mut empty, 1.0, f32::NEG_INFINITY),
+        (f32::NEG_INFINITY, 0.0)
+    );
+    assert_eq!(empty, [0.0; 3]);
 }

@@ -1,11 +1,15 @@
 //! (SD Bench) Attention without mask, bias, softcap or causality, the kind Stable Diffusion's
-//! UNet and VAE run at thousands of positions: exact softmax over blocks of query rows.
+//! UNet and VAE and FLUX.2's transformer run at thousands of positions: exact softmax over blocks
+//! of query rows.
 //!
-//! For each (batch, head, block of query rows), one GEMM makes the block's whole score rows,
-//! a vectorised pass turns each row into `exp(s * scale - max)` and its sum, a second GEMM
-//! multiplies by V, and each output row is divided by its sum. The blocks are independent tasks
-//! (rayon), so a single head (the VAE's) still uses every core. Upstream's flash path walks keys
-//! in tiles of 64 with a scalar `exp` per score, which left it at a third of PyTorch's speed.
+//! For each (batch, head, block of query rows), the keys are taken 512 at a time: one GEMM makes
+//! the block's scores against the tile, a vectorised pass turns each row into
+//! `exp(s * scale - max)` with the row's running maximum, and a second GEMM adds those
+//! numerators times the tile's values into the output rows, which are rescaled when a tile raises
+//! a row's maximum and divided by the row's sum at the end (online softmax). The blocks are
+//! independent tasks (rayon), so a single head (the VAE's) still uses every core. Upstream's
+//! flash path walks keys in tiles of 64 with a scalar `exp` per score, which left it at a third
+//! of PyTorch's speed.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -15,9 +19,9 @@ use burn_std::Bytes;
 use crate::ops::vector_math::exp;
 use crate::{FlexTensor, Layout};
 
-/// Score elements one task holds (4 MiB of f32). More rows per task means K and V are packed for
-/// the GEMMs once per more rows: with 128-wide heads over 4608 keys (FLUX.2 at 1024x1024), 32-row
-/// tasks spent as long packing as multiplying.
+/// Sizes a task's block of query rows: as many as make this many scores against all the keys.
+/// More rows per task means K and V are packed for the GEMMs once per more rows: with 128-wide
+/// heads over 4608 keys (FLUX.2 at 1024x1024), 32-row tasks spent as long packing as multiplying.
 const SCORE_BLOCK: usize = 1024 * 1024;
 
 /// Whether the blocked path takes this call: no mask, bias, softcap or causal mask, floating
@@ -238,8 +242,14 @@ impl SharedOut {
 #[derive(Default)]
 struct Scratch {
     scores: Vec<f32>,
-    inverse_sums: Vec<f32>,
+    sums: Vec<f32>,
+    maxes: Vec<f32>,
 }
+
+/// Keys per tile: a task takes its rows' scores a tile of keys at a time (online softmax), so a
+/// tile's scores stay in the core's L2 cache from the first GEMM through the exp pass to the
+/// second (a whole row of 4608 keys made 4 MiB per task and went through L3 each time).
+const KV_TILE: usize = 512;
 
 struct Head {
     seq_kv: usize,
@@ -251,6 +261,9 @@ struct Head {
 impl Head {
     /// `rows` output rows = softmax(q k^T * scale) v, for `rows` query rows of one head against
     /// all its keys; each matrix is given by its first row and row stride (unit inner stride).
+    /// The keys are taken `KV_TILE` at a time with a running maximum and sum per row (online
+    /// softmax): the output rows accumulate each tile's numerators times its values, rescaled
+    /// when a later tile raises a row's maximum, and are divided by their sums at the end.
     ///
     /// # Safety
     /// Every pointer must cover the rows its stride and count describe, and `out` must be
@@ -270,76 +283,98 @@ impl Head {
         scratch: &mut Scratch,
     ) {
         let (n, d, dv) = (self.seq_kv, self.head_dim, self.val_dim);
-        scratch.scores.resize(rows * n, 0.0);
-        scratch.inverse_sums.resize(rows, 0.0);
-        // scores [rows, n] = q [rows, d] k^T (k read as [n, d] with its row stride).
-        unsafe {
-            gemm::gemm(
-                rows,
-                n,
-                d,
-                scratch.scores.as_mut_ptr(),
-                1,
-                n as isize,
-                false,
-                q,
-                1,
-                q_stride as isize,
-                k,
-                k_stride as isize,
-                1,
-                0.0f32,
-                1.0f32,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            );
-        }
-        for (row, inverse) in scratch
-            .scores
-            .chunks_exact_mut(n)
-            .zip(scratch.inverse_sums.iter_mut())
-        {
-            *inverse = 1.0 / softmax_numerators(row, self.scale);
-        }
-        // out [rows, dv] = numerators [rows, n] v [n, dv], then each row over its sum.
-        unsafe {
-            gemm::gemm(
-                rows,
-                dv,
-                n,
-                out,
-                1,
-                out_stride as isize,
-                false,
-                scratch.scores.as_ptr(),
-                1,
-                n as isize,
-                v,
-                1,
-                v_stride as isize,
-                0.0f32,
-                1.0f32,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            );
-            for (r, inverse) in scratch.inverse_sums.iter().enumerate() {
-                let row = core::slice::from_raw_parts_mut(out.add(r * out_stride), dv);
-                for x in row {
-                    *x *= inverse;
+        let tile = KV_TILE.min(n);
+        scratch.scores.resize(rows * tile, 0.0);
+        scratch.sums.clear();
+        scratch.sums.resize(rows, 0.0);
+        scratch.maxes.clear();
+        scratch.maxes.resize(rows, f32::NEG_INFINITY);
+        let mut first = 0;
+        while first < n {
+            let cols = tile.min(n - first);
+            let scores = &mut scratch.scores[..rows * cols];
+            // scores [rows, cols] = q [rows, d] k[first..first + cols]^T
+            unsafe {
+                gemm::gemm(
+                    rows,
+                    cols,
+                    d,
+                    scores.as_mut_ptr(),
+                    1,
+                    cols as isize,
+                    false,
+                    q,
+                    1,
+                    q_stride as isize,
+                    k.add(first * k_stride),
+                    k_stride as isize,
+                    1,
+                    0.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+            for (r, row) in scores.chunks_exact_mut(cols).enumerate() {
+                let before = scratch.maxes[r];
+                let (max, sum) = softmax_numerators(row, self.scale, before);
+                if first > 0 && max > before {
+                    // SAFETY: row r of the task's output, which it alone writes.
+                    let out_row = unsafe { core::slice::from_raw_parts_mut(out.add(r * out_stride), dv) };
+                    let correction = crate::ops::vector_math::exp(before - max);
+                    for x in out_row {
+                        *x *= correction;
+                    }
+                    scratch.sums[r] *= correction;
                 }
+                scratch.sums[r] += sum;
+                scratch.maxes[r] = max;
+            }
+            // out [rows, dv] (+)= numerators [rows, cols] v[first..first + cols]
+            unsafe {
+                gemm::gemm(
+                    rows,
+                    dv,
+                    cols,
+                    out,
+                    1,
+                    out_stride as isize,
+                    first > 0,
+                    scores.as_ptr(),
+                    1,
+                    cols as isize,
+                    v.add(first * v_stride),
+                    1,
+                    v_stride as isize,
+                    1.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+            first += cols;
+        }
+        for (r, sum) in scratch.sums.iter().enumerate() {
+            // A row whose every score was -inf has no weight anywhere: NaN says so rather than
+            // dividing by zero silently.
+            let inverse = if *sum > 0.0 { 1.0 / sum } else { f32::NAN };
+            let row = unsafe { core::slice::from_raw_parts_mut(out.add(r * out_stride), dv) };
+            for x in row {
+                *x *= inverse;
             }
         }
     }
 }
 
 crate::ops::vector_math::multiversion! {
-    /// Replaces each score `s` of a row by `exp(s * scale - max)` (max over the scaled row) and
-    /// returns their sum.
-    pub fn softmax_numerators(row: &mut [f32], scale: f32) -> f32 => softmax_numerators_portable
+    /// Replaces each score `s` of a row by `exp(s * scale - m)`, where `m` is the larger of
+    /// `floor` and the scaled row's maximum, and returns `(m, sum)`. A row that is all -inf
+    /// under a -inf floor becomes zeros with sum 0.
+    pub fn softmax_numerators(row: &mut [f32], scale: f32, floor: f32) -> (f32, f32) => softmax_numerators_portable
 }
 
 /// Independent accumulators per lane, so the reductions vectorise without reassociating a
@@ -347,8 +382,8 @@ crate::ops::vector_math::multiversion! {
 const LANES: usize = 16;
 
 #[inline(always)]
-fn softmax_numerators_portable(row: &mut [f32], scale: f32) -> f32 {
-    let mut maxes = [f32::NEG_INFINITY; LANES];
+fn softmax_numerators_portable(row: &mut [f32], scale: f32, floor: f32) -> (f32, f32) {
+    let mut maxes = [floor; LANES];
     let mut chunks = row.chunks_exact_mut(LANES);
     for chunk in &mut chunks {
         for (m, x) in maxes.iter_mut().zip(chunk.iter_mut()) {
@@ -356,7 +391,7 @@ fn softmax_numerators_portable(row: &mut [f32], scale: f32) -> f32 {
             *m = if *x > *m { *x } else { *m };
         }
     }
-    let mut max = f32::NEG_INFINITY;
+    let mut max = floor;
     for x in chunks.into_remainder() {
         *x *= scale;
         max = if *x > max { *x } else { max };
@@ -365,10 +400,8 @@ fn softmax_numerators_portable(row: &mut [f32], scale: f32) -> f32 {
         max = if m > max { m } else { max };
     }
     if max == f32::NEG_INFINITY {
-        // Every score is -inf (or the row is empty): no weight anywhere; a NaN sum says so
-        // rather than dividing by zero silently.
         row.fill(0.0);
-        return f32::NAN;
+        return (max, 0.0);
     }
     let mut sums = [0.0f32; LANES];
     let mut chunks = row.chunks_exact_mut(LANES);
@@ -383,5 +416,6 @@ fn softmax_numerators_portable(row: &mut [f32], scale: f32) -> f32 {
         *x = exp(*x - max);
         sum += *x;
     }
-    sum + sums.iter().sum::<f32>()
+    (max, sum + sums.iter().sum::<f32>())
 }
+
