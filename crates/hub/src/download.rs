@@ -204,8 +204,9 @@ impl Hub {
 
     /// `resolve`, where a download first fetches the configs and tokenizer files and hands their
     /// snapshot folder to `before_weights`: an error from it stops the download before any
-    /// weights are fetched (a model that cannot serve the request costs no gigabytes). A cached
-    /// model is returned without the call; its caller checks the folder as it checks any other.
+    /// weights are fetched (a model that cannot serve the request costs no gigabytes). A model
+    /// the cache serves offline is returned without the call; the caller checks that folder as
+    /// it checks any other.
     pub fn resolve_checked<E: From<HubError>>(
         &self,
         repo: &RepoId,

@@ -362,6 +362,7 @@ impl Head {
             // A row whose every score was -inf has no weight anywhere: NaN says so rather than
             // dividing by zero silently.
             let inverse = if *sum > 0.0 { 1.0 / sum } else { f32::NAN };
+            // SAFETY: row r of the task's output, which it alone writes.
             let row = unsafe { core::slice::from_raw_parts_mut(out.add(r * out_stride), dv) };
             for x in row {
                 *x *= inverse;
@@ -418,4 +419,3 @@ fn softmax_numerators_portable(row: &mut [f32], scale: f32, floor: f32) -> (f32,
     }
     (max, sum + sums.iter().sum::<f32>())
 }
-
