@@ -323,7 +323,7 @@ impl Head {
                 if first > 0 && max > before {
                     // SAFETY: row r of the task's output, which it alone writes.
                     let out_row = unsafe { core::slice::from_raw_parts_mut(out.add(r * out_stride), dv) };
-                    let correction = crate::ops::vector_math::exp(before - max);
+                    let correction = exp(before - max);
                     for x in out_row {
                         *x *= correction;
                     }
