@@ -185,6 +185,7 @@ impl Flux2Pipeline {
             unet_params: params("transformer", weights, &|name| {
                 !IGNORED_PREFIXES.iter().any(|p| name.starts_with(p))
             })?,
+            unet_full_precision_params: spec.transformer.full_precision_parameters(),
             vae_decoder_params: params("vae", weights, &|n| !encoder(n) && !n.starts_with("bn."))?,
             vae_encoder_params: params("vae", weights, &encoder)?,
             ..upstream
