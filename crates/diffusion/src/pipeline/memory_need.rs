@@ -122,9 +122,10 @@ const VAE_F32_BYTES_PER_PIXEL: u64 = 6_700;
 /// step's activations do not grow with depth) as the step's peak reserved bytes less the in-use
 /// bytes after loading: in `minimal`, 623 MiB at 512x512 (1,536 tokens) and 815 MiB at 1024x1024
 /// (4,608 tokens), 64 KiB per token and 527 MiB besides; in `low` (f16 weights), 593 MiB at
-/// 512x512, 497 MiB besides the tokens. Taken as 80 KB per token and 512 MiB.
+/// 512x512 and 881 MiB at 1024x1024, 96 KiB per token and 497 MiB besides. Taken as 100 KB per
+/// token and 512 MiB.
 const FLUX2_STEP_POOL_BYTES: u64 = 512 << 20;
-const FLUX2_STEP_BYTES_PER_TOKEN: u64 = 80_000;
+const FLUX2_STEP_BYTES_PER_TOKEN: u64 = 100_000;
 /// The largest int8 layer FLUX.2 klein dequantizes: a single block's `to_out`, 12,288 x 3072
 /// weights (the fused projections load as their parts, each smaller), about 4 bytes a weight
 /// while it is unpacked. Measured, `minimal`'s step took 30 MiB more than `low`'s: the pools

@@ -226,6 +226,7 @@ fn the_estimate_covers_the_measured_peaks() {
         (MemoryProfile::Minimal, 1024, 1984 * mib),
         (MemoryProfile::Minimal, 512, 1792 * mib),
         (MemoryProfile::Low, 512, 2464 * mib),
+        (MemoryProfile::Low, 1024, 2752 * mib),
     ] {
         let placement = placement(Family::Flux2Klein, profile, Precision::F16);
         let distilled = RequestShape {
