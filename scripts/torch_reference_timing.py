@@ -16,9 +16,14 @@ blocks but not the depth, and saves that random-weight model once for both sides
 
 With --sdbench BINARY it first runs `BINARY timing --backend cpu` on the same model, size, repeats and
 threads, then torch, and prints each component's ratio (sdbench / torch): the two measured back to back
-in one run, as the performance section of the README reports them.
+in one run, as the performance section of the README reports them. On a shared machine whose speed
+drifts over minutes, --rounds N alternates the two N times (sdbench, torch, sdbench, torch, ...; each
+side warms up in every round) and reports each round's ratio and their median: a slow stretch then
+lands on both sides of a pair instead of on one side of the comparison. torch's models stay loaded
+while sdbench runs, so the machine must hold both.
 
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --sdbench target/release/sdbench
+    ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --sdbench target/release/sdbench --rounds 3
 
 With --ops (and --sdbench) it compares single layers instead: it runs `BINARY timing --ops`, which
 prints SD1.5's convolutions, linears, attention and norms at the image size as `op <kind> k=v ...`
@@ -62,6 +67,8 @@ def main():
     p.add_argument("--size", type=int, default=512)
     p.add_argument("--model", choices=["sd15", "sdxl-base", "flux2-klein"], default="sd15")
     p.add_argument("--sdbench", metavar="BINARY", help="also time this sdbench binary and print ratios")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="with --sdbench: alternate sdbench and torch this many times, a ratio per round")
     p.add_argument("--ops", action="store_true", help="compare single layers (needs --sdbench)")
     p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", choices=["f32", "f16"], default="f32")
@@ -69,6 +76,8 @@ def main():
                    help="FLUX.2 klein with this many double- and single-stream blocks instead of 5,20 "
                         "(widths, tokens and VAE unchanged): both sides load one saved random-weight model")
     a = p.parse_args()
+    if a.rounds < 1 or (a.rounds > 1 and (not a.sdbench or a.ops)):
+        raise SystemExit("--rounds takes a count of at least 1; more than one needs --sdbench, without --ops")
     if a.flux2_depth and a.model != "flux2-klein":
         raise SystemExit("--flux2-depth needs --model flux2-klein")
     if a.device != "cpu" and a.sdbench and not a.ops:
@@ -82,9 +91,22 @@ def main():
             raise SystemExit("--ops needs --sdbench BINARY, and SD1.5's (--model sd15) or FLUX.2 klein's layers")
         return compare_ops(a)
     folder = flux2_timing_model(a.flux2_depth) if a.flux2_depth else None
-    ours = run_sdbench(a, folder) if a.sdbench else None
-    if a.model == "flux2-klein":
-        return time_flux2(a, ours, folder)
+    components = flux2_calls if a.model == "flux2-klein" else unet_calls
+    if a.rounds == 1:
+        # sdbench first, before torch's models take their memory.
+        ours = run_sdbench(a, folder) if a.sdbench else None
+        return print_ratios(a, [(ours, time_torch(*components(a, folder), a.repeat))])
+    calls, sync = components(a, folder)
+    rounds = []
+    for r in range(a.rounds):
+        print(f"\nround {r + 1} of {a.rounds}", flush=True)
+        rounds.append((run_sdbench(a, folder), time_torch(calls, sync, a.repeat)))
+    print_ratios(a, rounds)
+
+
+def unet_calls(a, folder=None):
+    """SD1.5's (or SDXL base's) UNet call at batch 2 and VAE decode in torch, random weights:
+    [(name, call)] and the device's synchronisation (`folder`, FLUX.2's, is not used)."""
     if a.model == "sd15":
         unet = UNet2DConditionModel(cross_attention_dim=768).eval()  # SD1.5's unet/config.json
         width, added = 768, None
@@ -112,23 +134,40 @@ def main():
     context = torch.randn(2, 77, width).to(device, dtype)
     latents = torch.randn(1, 4, s, s).to(device, dtype)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    theirs = {}
-    for name, fn in [
+    return [
         (f"unet call (batch 2, 4x{s}x{s} latents)", lambda: unet(sample, 500.0, encoder_hidden_states=context, added_cond_kwargs=added)),
         (f"vae decode (4x{s}x{s} -> 3x{a.size}x{a.size})", lambda: vae.decode(latents)),
-    ]:
-        samples = timed(fn, a.repeat, sync)
-        theirs[name.split(" (")[0]] = statistics.median(samples)
-        print(f"torch {torch.__version__} {name}: median {statistics.median(samples):.3f} s, samples {[round(x, 3) for x in samples]}")
-    print_ratios(a, ours, theirs)
+    ], sync
 
 
-def print_ratios(a, ours, theirs):
-    if ours is not None:
-        print(f"\n| {a.model} {a.size}x{a.size}, {a.threads} threads | sdbench s | torch s | ratio |")
-        print("| --- | --- | --- | --- |")
-        for what, t in theirs.items():
-            print(f"| {what} | {ours[what]:.3f} | {t:.3f} | {ours[what] / t:.2f} |")
+def time_torch(calls, sync, repeat):
+    """{component: [samples]} for each (name, call), a warm-up call first."""
+    theirs = {}
+    for name, fn in calls:
+        samples = timed(fn, repeat, sync)
+        theirs[name.split(" (")[0]] = samples
+        print(f"torch {torch.__version__} {name}: median {statistics.median(samples):.3f} s, samples {[round(x, 3) for x in samples]}", flush=True)
+    return theirs
+
+
+def print_ratios(a, rounds):
+    """The table of sdbench's and torch's medians and their ratio; over several rounds, each
+    round's medians of both sides, each round's ratio and the median of those ratios."""
+    if rounds[0][0] is None:
+        return
+    print(f"\n| {a.model} {a.size}x{a.size}, {a.threads} threads | sdbench s | torch s | ratio |")
+    print("| --- | --- | --- | --- |")
+    for what in rounds[0][1]:
+        if len(rounds) == 1:
+            ours, theirs = rounds[0][0][what], statistics.median(rounds[0][1][what])
+            print(f"| {what} | {ours:.3f} | {theirs:.3f} | {ours / theirs:.2f} |")
+            continue
+        ours = [r[0][what] for r in rounds]
+        theirs = [statistics.median(r[1][what]) for r in rounds]
+        ratios = [o / t for o, t in zip(ours, theirs)]
+        print(f"| {what} ({len(rounds)} rounds; round ratios {', '.join(f'{x:.2f}' for x in ratios)}) "
+              f"| {', '.join(f'{x:.3f}' for x in ours)} | {', '.join(f'{x:.3f}' for x in theirs)} "
+              f"| {statistics.median(ratios):.2f} |")
 
 
 def flux2_transformer(double=5, single=20):
@@ -171,8 +210,9 @@ def flux2_timing_model(depth):
     return folder
 
 
-def time_flux2(a, ours, folder=None):
-    """black-forest-labs/FLUX.2-klein-4B's transformer and VAE, or those saved in `folder`."""
+def flux2_calls(a, folder=None):
+    """black-forest-labs/FLUX.2-klein-4B's transformer call (batch 1) and VAE decode in torch, or
+    those of the model saved in `folder`: [(name, call)] and the device's synchronisation."""
     if a.size % 16:
         raise SystemExit("--size must be a multiple of 16 for FLUX.2 (the VAE's 8 times 2x2 patches)")
     device, dtype = torch.device(a.device), {"f32": torch.float32, "f16": torch.float16}[a.dtype]
@@ -191,18 +231,13 @@ def time_flux2(a, ours, folder=None):
     txt_ids = torch.cartesian_prod(torch.arange(1), torch.arange(1), torch.arange(1), torch.arange(512)).to(device)
     z = torch.randn(1, 32, 2 * g, 2 * g).to(device, dtype)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    theirs = {}
-    for name, fn in [
+    return [
         (f"transformer call (batch 1, {g * g} image + 512 text tokens)",
          lambda: transformer(hidden_states=latents, encoder_hidden_states=context,
                              timestep=torch.tensor([0.5], device=device, dtype=dtype),
                              img_ids=img_ids, txt_ids=txt_ids, guidance=None)),
         (f"vae decode (32x{2 * g}x{2 * g} -> 3x{a.size}x{a.size})", lambda: vae.decode(z)),
-    ]:
-        samples = timed(fn, a.repeat, sync)
-        theirs[name.split(" (")[0]] = statistics.median(samples)
-        print(f"torch {torch.__version__} {name}: median {statistics.median(samples):.3f} s, samples {[round(x, 3) for x in samples]}")
-    print_ratios(a, ours, theirs)
+    ], sync
 
 
 def compare_ops(a):
