@@ -20,7 +20,7 @@ in one run, as the performance section of the README reports them. On a shared m
 drifts over minutes, --rounds N alternates the two N times (sdbench, torch, sdbench, torch, ...; each
 side warms up in every round) and reports each round's ratio and their median: a slow stretch then
 lands on both sides of a pair instead of on one side of the comparison. torch's models stay loaded
-while sdbench runs, so the machine must hold both.
+while sdbench runs, so the machine must hold both. --rounds works with --ops too.
 
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --sdbench target/release/sdbench
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --sdbench target/release/sdbench --rounds 3
@@ -76,8 +76,8 @@ def main():
                    help="FLUX.2 klein with this many double- and single-stream blocks instead of 5,20 "
                         "(widths, tokens and VAE unchanged): both sides load one saved random-weight model")
     a = p.parse_args()
-    if a.rounds < 1 or (a.rounds > 1 and (not a.sdbench or a.ops)):
-        raise SystemExit("--rounds takes a count of at least 1; more than one needs --sdbench, without --ops")
+    if a.rounds < 1 or (a.rounds > 1 and not a.sdbench):
+        raise SystemExit("--rounds takes a count of at least 1, and more than one needs --sdbench")
     if a.flux2_depth and a.model != "flux2-klein":
         raise SystemExit("--flux2-depth needs --model flux2-klein")
     if a.device != "cpu" and a.sdbench and not a.ops:
@@ -242,34 +242,53 @@ def flux2_calls(a, folder=None):
 
 def compare_ops(a):
     """`sdbench timing --ops` against the same layers in torch, one row per case: on the CPU
-    (threads), or on CUDA in the given precision (both sides synchronise around each call)."""
+    (threads), or on CUDA in the given precision (both sides synchronise around each call). With
+    --rounds N the two sides alternate N times (all of sdbench's layers, then torch's) and each
+    row gives every round's times, its ratio and the median of the ratios."""
     on_gpu = a.device == "cuda"
     backend = ["--backend", "cuda", "--precision", a.dtype] if on_gpu else ["--backend", "cpu", "--threads", str(a.threads)]
     cmd = [a.sdbench, "timing", "--ops", "--ops-of", a.model, *backend,
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
-    print("$", " ".join(cmd), flush=True)
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    print(out, end="", flush=True)
-    rows = []
-    for line in out.splitlines():
-        m = re.match(r"op (\w+) ([^:]+): median ([0-9.]+) ms, ([0-9.]+) (GFLOP/s|GB/s)", line)
-        if not m:
-            continue
-        kind, params = m.group(1), {k: int(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
-        ours_ms, ours_rate, unit = float(m.group(3)), float(m.group(4)), m.group(5)
-        fn = torch_op(kind, params, torch.device(a.device), {"f32": torch.float32, "f16": torch.float16}[a.dtype])
-        sync = torch.cuda.synchronize if on_gpu else (lambda: None)
-        theirs_ms = statistics.median(timed(fn, a.repeat, sync)) * 1e3
-        # The same work in both, so the rates scale with the times.
-        theirs_rate = ours_rate * ours_ms / theirs_ms
-        rows.append((f"{kind} {m.group(2)}", ours_ms, theirs_ms, ours_rate, theirs_rate, unit))
-    if not rows:
-        raise SystemExit(f"no op lines in sdbench's output:\n{out}")
+    dtype = {"f32": torch.float32, "f16": torch.float16}[a.dtype]
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    calls = {}  # case -> torch's call, made once
+    rounds = []  # per round: case -> (sdbench ms, sdbench rate, unit, torch ms)
+    for r in range(a.rounds):
+        if a.rounds > 1:
+            print(f"\nround {r + 1} of {a.rounds}", flush=True)
+        print("$", " ".join(cmd), flush=True)
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        print(out, end="", flush=True)
+        measured = {}
+        for line in out.splitlines():
+            m = re.match(r"op (\w+) ([^:]+): median ([0-9.]+) ms, ([0-9.]+) (GFLOP/s|GB/s)", line)
+            if not m:
+                continue
+            case = f"{m.group(1)} {m.group(2)}"
+            if case not in calls:
+                params = {k: int(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
+                calls[case] = torch_op(m.group(1), params, torch.device(a.device), dtype)
+            theirs_ms = statistics.median(timed(calls[case], a.repeat, sync)) * 1e3
+            measured[case] = (float(m.group(3)), float(m.group(4)), m.group(5), theirs_ms)
+        if not measured:
+            raise SystemExit(f"no op lines in sdbench's output:\n{out}")
+        rounds.append(measured)
     where = f"{torch.cuda.get_device_name(0)}, {a.dtype}" if on_gpu else f"{a.threads} threads"
-    print(f"\n| layer ({where}, torch {torch.__version__}) | sdbench ms | torch ms | sdbench rate | torch rate | ratio |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name, ours_ms, theirs_ms, ours_rate, theirs_rate, unit in rows:
-        print(f"| {name} | {ours_ms:.1f} | {theirs_ms:.1f} | {ours_rate:.1f} {unit} | {theirs_rate:.1f} {unit} | {ours_ms / theirs_ms:.2f} |")
+    if a.rounds == 1:
+        print(f"\n| layer ({where}, torch {torch.__version__}) | sdbench ms | torch ms | sdbench rate | torch rate | ratio |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for case, (ours_ms, ours_rate, unit, theirs_ms) in rounds[0].items():
+            # The same work in both, so the rates scale with the times.
+            theirs_rate = ours_rate * ours_ms / theirs_ms
+            print(f"| {case} | {ours_ms:.1f} | {theirs_ms:.1f} | {ours_rate:.1f} {unit} | {theirs_rate:.1f} {unit} | {ours_ms / theirs_ms:.2f} |")
+        return
+    print(f"\n| layer ({where}, torch {torch.__version__}, {a.rounds} rounds) | sdbench ms | torch ms | round ratios | median ratio |")
+    print("| --- | --- | --- | --- | --- |")
+    for case in rounds[0]:
+        pairs = [(r[case][0], r[case][3]) for r in rounds if case in r]
+        ratios = [o / t for o, t in pairs]
+        print(f"| {case} | {', '.join(f'{o:.1f}' for o, _ in pairs)} | {', '.join(f'{t:.1f}' for _, t in pairs)} "
+              f"| {', '.join(f'{x:.2f}' for x in ratios)} | {statistics.median(ratios):.2f} |")
 
 
 def torch_op(kind, p, device=torch.device("cpu"), dtype=torch.float32):
