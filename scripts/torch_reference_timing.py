@@ -256,9 +256,7 @@ def compare_ops(a):
     for r in range(a.rounds):
         if a.rounds > 1:
             print(f"\nround {r + 1} of {a.rounds}", flush=True)
-        print("$", " ".join(cmd), flush=True)
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        print(out, end="", flush=True)
+        out = run_echoed(cmd)
         measured = {}
         for line in out.splitlines():
             m = re.match(r"op (\w+) ([^:]+): median ([0-9.]+) ms, ([0-9.]+) (GFLOP/s|GB/s)", line)
@@ -314,15 +312,21 @@ def torch_op(kind, p, device=torch.device("cpu"), dtype=torch.float32):
     raise SystemExit(f"unknown op kind in sdbench's output: {kind}")
 
 
+def run_echoed(cmd):
+    """Runs sdbench (exiting on failure), printing the command and then its output; returns the output."""
+    print("$", " ".join(cmd), flush=True)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    print(out, end="", flush=True)
+    return out
+
+
 def run_sdbench(a, folder=None):
     """Medians of `sdbench timing` on the CPU, by component ("unet call" or "transformer call",
     "vae decode"), on the synthetic model or the one saved in `folder`."""
     model = str(folder) if folder else {"sd15": "synthetic", "sdxl-base": "synthetic-sdxl-base", "flux2-klein": "synthetic-flux2-klein"}[a.model]
     cmd = [a.sdbench, "timing", "--model", model, "--backend", "cpu", "--threads", str(a.threads),
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
-    print("$", " ".join(cmd), flush=True)
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    print(out, end="", flush=True)
+    out = run_echoed(cmd)
     medians = {}
     for line in out.splitlines():
         m = re.match(r"(unet call|transformer call|vae decode) .*: median ([0-9.]+) s", line)
