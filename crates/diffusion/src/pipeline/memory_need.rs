@@ -119,17 +119,25 @@ const VAE_F32_BYTES_PER_PIXEL: u64 = 6_700;
 /// not grow with the image, and a part per token of one row (text and image tokens alike).
 /// Measured on lavapipe (README, "Memory profiles") with a model of klein 4B's widths and 1
 /// double- and 4 single-stream blocks (of its 5 and 20: the blocks run one after another, so a
-/// step's activations do not grow with depth) as the step's peak reserved bytes less the in-use
-/// bytes after loading: in `minimal`, 623 MiB at 512x512 (1,536 tokens) and 815 MiB at 1024x1024
-/// (4,608 tokens), 64 KiB per token and 527 MiB besides; in `low` (f16 weights), 593 MiB at
-/// 512x512 and 881 MiB at 1024x1024, 96 KiB per token and 497 MiB besides. Taken as 100 KB per
-/// token and 512 MiB.
-const FLUX2_STEP_POOL_BYTES: u64 = 512 << 20;
+/// step's activations do not grow with depth) as the step's peak reserved bytes less the
+/// reserved bytes after loading: in `minimal`, 464 MiB at 512x512 (1,536 tokens) and 656 MiB at
+/// 1024x1024 (4,608 tokens), 64 KiB per token and 368 MiB besides (the largest int8 layer's
+/// dequantization, below, among them); in `low` (f16 weights), 304 MiB and 592 MiB, 96
+/// KiB per token and 160 MiB besides. The whole model's 1024x1024 step in `minimal` added the
+/// same 656 MiB to its load's. Taken as 100 KB per token and 256 MiB.
+const FLUX2_STEP_POOL_BYTES: u64 = 256 << 20;
 const FLUX2_STEP_BYTES_PER_TOKEN: u64 = 100_000;
+/// What loading FLUX.2 klein's transformer leaves reserved beyond its weights: pool pages its
+/// tensors only partly fill, which handing unused memory back does not free. Measured on
+/// lavapipe (f16) as the reserved bytes after loading less the in-use bytes, over the
+/// transformer's device bytes: 159 over 1,075 MiB (1+4 blocks, `minimal`), 289 over 1,776 MiB
+/// (1+4 blocks, `low`) and 780 over 3,886 MiB (the whole model, `minimal`): 15-20%, 22% of the
+/// int8 layers alone in both `minimal` loads. Taken as 22%.
+const FLUX2_LOAD_POOL_PERCENT: u64 = 22;
 /// The largest int8 layer FLUX.2 klein dequantizes: a single block's `to_out`, 12,288 x 3072
 /// weights (the fused projections load as their parts, each smaller), about 4 bytes a weight
-/// while it is unpacked. Measured, `minimal`'s step took 30 MiB more than `low`'s: the pools
-/// mostly absorb it.
+/// while it is unpacked. Measured over each load's reserved bytes, `minimal`'s step took 64
+/// (1024x1024) to 160 MiB (512x512) more than `low`'s.
 const FLUX2_INT8_DEQUANTIZE_BYTES: u64 = 4 * 12_288 * 3072;
 
 /// FLUX.2 klein's activations for one step of `work` at `rows` transformer rows.
@@ -220,6 +228,12 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         (size.unet_params - kept) * 102 / 100 + kept * placement.unet.bytes()
     } else {
         size.unet_params * placement.unet.bytes()
+    };
+    // With FLUX.2's, the pages its weights only partly fill (SD's coefficients were measured on
+    // the whole models, their weights' pages included).
+    let unet = match family {
+        Family::Flux2Klein => unet + unet * FLUX2_LOAD_POOL_PERCENT / 100,
+        _ => unet,
     };
     let vae = if placement.vae_on_cpu {
         0
