@@ -100,12 +100,14 @@ fn cpu_attention_matches_the_definition() {
         keys,
     };
     let cases = [
-        // Cross-attention shape: 77 keys, 300 queries in blocks of 512 (one partial block).
+        // Cross-attention shape: 77 keys, 300 queries (one block, or a few on many threads).
         case(2, 3, 40, 300, 77),
-        // Self-attention with more keys (1100) than a 128K-score block holds 512 rows of:
-        // blocks of 119 query rows, the last partial; keys in tiles of 512, 512 and 76, so rows
-        // whose maximum a later tile raises are rescaled.
+        // Self-attention over 1100 keys: few heads, so the queries split into as many blocks as
+        // give each thread four tasks; keys in tiles of 512, 512 and 76, so rows whose maximum a
+        // later tile raises are rescaled.
         case(1, 2, 64, 1100, 1100),
+        // Enough heads for the largest blocks (up to three threads): 512, 512 and a partial 76.
+        case(1, 12, 16, 1100, 600),
         // Three whole tiles of keys and a one-key fourth.
         case(2, 1, 40, 40, 1537),
         case(3, 1, 80, 33, 5),

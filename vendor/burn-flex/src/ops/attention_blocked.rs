@@ -19,10 +19,13 @@ use burn_std::Bytes;
 use crate::ops::vector_math::exp;
 use crate::{FlexTensor, Layout};
 
-/// Sizes a task's block of query rows: as many as make this many scores against all the keys.
-/// More rows per task means K and V are packed for the GEMMs once per more rows: with 128-wide
-/// heads over 4608 keys (FLUX.2 at 1024x1024), 32-row tasks spent as long packing as multiplying.
-const SCORE_BLOCK: usize = 1024 * 1024;
+/// Query rows per task where the work leaves every thread enough tasks. More rows per task means
+/// K and V are packed for the GEMMs once per more rows: with 128-wide heads over 4608 keys
+/// (FLUX.2 at 1024x1024), 32-row tasks spent as long packing as multiplying, and 512-row tasks
+/// took 0.86x the time of 227-row ones (measured call by call, 2 threads; 768 and 1024 rows
+/// were slower again). A task's scores are a key tile's (`KV_TILE`), so rows do not grow them
+/// with the keys.
+const MAX_ROWS_PER_TASK: usize = 512;
 
 /// Whether the blocked path takes this call: no mask, bias, softcap or causal mask, floating
 /// point inputs it computes in f32.
@@ -119,7 +122,7 @@ fn attention_f32(
         1,
     ];
     if !output.is_empty() && seq_kv > 0 {
-        let rows_per_task = rows_per_task(seq_kv);
+        let rows_per_task = rows_per_task(seq_q, batch * heads);
         let blocks = seq_q.div_ceil(rows_per_task);
         let (q, k, v) = (Rows::of(&query), Rows::of(&key), Rows::of(&value));
         let out = SharedOut(output.as_mut_ptr());
@@ -175,10 +178,16 @@ fn attention_f32(
     )
 }
 
-/// Query rows per task: enough score rows to fill `SCORE_BLOCK`, at least 32 (small GEMMs waste
-/// the vector units), at most 512.
-fn rows_per_task(seq_kv: usize) -> usize {
-    (SCORE_BLOCK / seq_kv).clamp(32, 512)
+/// Query rows per task: `MAX_ROWS_PER_TASK`, or fewer where `heads` (batch times heads) would
+/// otherwise make under four tasks per thread (a single head, the VAE's, on many cores); at least
+/// 32, as small GEMMs waste the vector units.
+fn rows_per_task(seq_q: usize, heads: usize) -> usize {
+    #[cfg(feature = "rayon")]
+    let threads = rayon::current_num_threads();
+    #[cfg(not(feature = "rayon"))]
+    let threads = 1;
+    let blocks_per_head = (4 * threads).div_ceil(heads.max(1));
+    seq_q.div_ceil(blocks_per_head).clamp(32, MAX_ROWS_PER_TASK)
 }
 
 /// The tensor as is when its rows can be read in place (non-negative strides, unit stride along
