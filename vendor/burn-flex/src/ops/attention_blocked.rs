@@ -23,8 +23,8 @@ use crate::{FlexTensor, Layout};
 /// K and V are packed for the GEMMs once per more rows: with 128-wide heads over 4608 keys
 /// (FLUX.2 at 1024x1024), 32-row tasks spent as long packing as multiplying, and 512-row tasks
 /// took 0.86x the time of 227-row ones (measured call by call, 2 threads; 768 and 1024 rows
-/// were slower again). A task's scores are a key tile's (`KV_TILE`), so rows do not grow them
-/// with the keys.
+/// were slower again). A task holds its rows' scores for one tile of keys (`KV_TILE`), so more
+/// rows cost scratch in proportion, whatever the number of keys.
 const MAX_ROWS_PER_TASK: usize = 512;
 
 /// Whether the blocked path takes this call: no mask, bias, softcap or causal mask, floating
