@@ -121,7 +121,7 @@ def unet_calls(a, folder=None):
         ).eval()
         ids = torch.tensor([[a.size, a.size, 0, 0, a.size, a.size]] * 2, dtype=torch.float32)
         width, added = 2048, {"text_embeds": torch.randn(2, 1280), "time_ids": ids}
-    device, dtype = torch.device(a.device), {"f32": torch.float32, "f16": torch.float16}[a.dtype]
+    device, dtype, sync = torch_target(a)
     unet = unet.to(device, dtype)
     if added is not None:
         added = {k: v.to(device, dtype) for k, v in added.items()}
@@ -133,7 +133,6 @@ def unet_calls(a, folder=None):
     sample = torch.randn(2, 4, s, s).to(device, dtype)
     context = torch.randn(2, 77, width).to(device, dtype)
     latents = torch.randn(1, 4, s, s).to(device, dtype)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     return [
         (f"unet call (batch 2, 4x{s}x{s} latents)", lambda: unet(sample, 500.0, encoder_hidden_states=context, added_cond_kwargs=added)),
         (f"vae decode (4x{s}x{s} -> 3x{a.size}x{a.size})", lambda: vae.decode(latents)),
@@ -215,7 +214,7 @@ def flux2_calls(a, folder=None):
     those of the model saved in `folder`: [(name, call)] and the device's synchronisation."""
     if a.size % 16:
         raise SystemExit("--size must be a multiple of 16 for FLUX.2 (the VAE's 8 times 2x2 patches)")
-    device, dtype = torch.device(a.device), {"f32": torch.float32, "f16": torch.float16}[a.dtype]
+    device, dtype, sync = torch_target(a)
     if folder is None:
         transformer, vae = flux2_transformer(), AutoencoderKLFlux2().eval()
     else:
@@ -230,7 +229,6 @@ def flux2_calls(a, folder=None):
     img_ids = torch.cartesian_prod(torch.arange(1), torch.arange(g), torch.arange(g), torch.arange(1)).to(device)
     txt_ids = torch.cartesian_prod(torch.arange(1), torch.arange(1), torch.arange(1), torch.arange(512)).to(device)
     z = torch.randn(1, 32, 2 * g, 2 * g).to(device, dtype)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     return [
         (f"transformer call (batch 1, {g * g} image + 512 text tokens)",
          lambda: transformer(hidden_states=latents, encoder_hidden_states=context,
@@ -249,8 +247,7 @@ def compare_ops(a):
     backend = ["--backend", "cuda", "--precision", a.dtype] if on_gpu else ["--backend", "cpu", "--threads", str(a.threads)]
     cmd = [a.sdbench, "timing", "--ops", "--ops-of", a.model, *backend,
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
-    dtype = {"f32": torch.float32, "f16": torch.float16}[a.dtype]
-    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    device, dtype, sync = torch_target(a)
     calls = {}  # case -> torch's call, made once
     rounds = []  # per round: case -> (sdbench ms, sdbench rate, unit, torch ms)
     for r in range(a.rounds):
@@ -265,7 +262,7 @@ def compare_ops(a):
             case = f"{m.group(1)} {m.group(2)}"
             if case not in calls:
                 params = {k: int(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
-                calls[case] = torch_op(m.group(1), params, torch.device(a.device), dtype)
+                calls[case] = torch_op(m.group(1), params, device, dtype)
             theirs_ms = statistics.median(timed(calls[case], a.repeat, sync)) * 1e3
             measured[case] = (float(m.group(3)), float(m.group(4)), m.group(5), theirs_ms)
         if not measured:
@@ -310,6 +307,14 @@ def torch_op(kind, p, device=torch.device("cpu"), dtype=torch.float32):
         norm = lambda: F.group_norm(x, 32, g, b, eps=1e-6)
         return (lambda: F.silu(norm())) if kind == "groupnorm_silu" else norm
     raise SystemExit(f"unknown op kind in sdbench's output: {kind}")
+
+
+def torch_target(a):
+    """The torch device and dtype the arguments name, and a call that waits for that device."""
+    device = torch.device(a.device)
+    dtype = {"f32": torch.float32, "f16": torch.float16}[a.dtype]
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    return device, dtype, sync
 
 
 def run_echoed(cmd):
