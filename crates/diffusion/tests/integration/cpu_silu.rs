@@ -8,15 +8,21 @@ use burn::tensor::DType;
 use sdbench_diffusion::nn::silu;
 use sdbench_diffusion::noise::NormalGenerator;
 
-use crate::common::kernels::{tensor, values, worst_error};
+use crate::common::bounds::{assert_within, flex_exp, silu_of, SENSITIVITY, U32};
+use crate::common::kernels::{tensor, values};
 
-fn direct(x: &[f32]) -> Vec<f64> {
+/// SiLU of each value in f64, and its bound: vendor/burn-flex's exp's error and three roundings
+/// of f32 (`common::bounds::silu_of` of an exact input).
+fn direct(x: &[f32]) -> (Vec<f64>, Vec<f64>) {
     x.iter()
-        .map(|&v| {
-            let v = v as f64;
-            v / (1.0 + (-v).exp())
-        })
-        .collect()
+        .map(|&v| silu_of(v as f64, 0.0, U32, flex_exp))
+        .unzip()
+}
+
+/// Asserts `got` is SiLU of `x` within each value's bound.
+fn assert_silu(what: &str, got: &[f32], x: &[f32]) {
+    let (expected, bounds) = direct(x);
+    assert_within(what, got, &expected, &bounds, 1.0, SENSITIVITY);
 }
 
 #[test]
@@ -31,8 +37,11 @@ fn cpu_silu_matches_the_definition() {
         -1e4, -100.0, -88.5, -87.0, -20.0, -1e-30, 0.0, 1e-30, 20.0, 88.5, 100.0, 1e4,
     ]);
     let n = x.len();
-    let worst = worst_error(silu(tensor(&x, [n], DType::F32)), &direct(&x));
-    assert!(worst <= 1e-6, "SiLU of {n} values: error {worst:e}");
+    assert_silu(
+        &format!("SiLU of {n} values"),
+        &values(silu(tensor(&x, [n], DType::F32))),
+        &x,
+    );
 
     let got = values(silu(tensor(&[f32::NAN, 1.0], [2], DType::F32)));
     assert!(got[0].is_nan(), "SiLU(NaN) gave {}", got[0]);
@@ -46,8 +55,7 @@ fn cpu_silu_matches_the_definition() {
             expected.push(m[row * 3 + col]);
         }
     }
-    let worst = worst_error(transposed, &direct(&expected));
-    assert!(worst <= 1e-6, "SiLU of a transposed view: error {worst:e}");
+    assert_silu("SiLU of a transposed view", &values(transposed), &expected);
 
     // A sigmoid of a buffer another tensor still holds leaves that tensor as it was (the buffer is
     // overwritten in place only when no other tensor holds it).
@@ -56,14 +64,13 @@ fn cpu_silu_matches_the_definition() {
     assert_eq!(values(shared), m);
     let alone = values(sigmoid(tensor(&m, [15], DType::F32)));
     assert_eq!(s, alone);
-    let logistic: Vec<f64> = m
+    // The sigmoid 1 / (1 + e^-x): the exp's error and two roundings.
+    let (logistic, bounds): (Vec<f64>, Vec<f64>) = m
         .iter()
-        .map(|&v| 1.0 / (1.0 + (-(v as f64)).exp()))
-        .collect();
-    let worst = s
-        .iter()
-        .zip(&logistic)
-        .map(|(&a, &e)| (a as f64 - e).abs())
-        .fold(0.0, f64::max);
-    assert!(worst <= 1e-6, "sigmoid: error {worst:e}");
+        .map(|&v| {
+            let sigmoid = 1.0 / (1.0 + (-(v as f64)).exp());
+            (sigmoid, (flex_exp(0.0) + 2.0 * U32) * sigmoid)
+        })
+        .unzip();
+    assert_within("sigmoid", &s, &logistic, &bounds, 1.0, SENSITIVITY);
 }

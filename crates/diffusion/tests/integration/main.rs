@@ -9,6 +9,7 @@ mod checkpoint;
 mod cpu_attention;
 mod cpu_conv;
 mod cpu_group_norm;
+mod cpu_instruction_set;
 mod cpu_layer_norm;
 mod cpu_silu;
 mod flux2;

@@ -999,11 +999,16 @@ fn layer_norm_row_f32_simd<S: macerator::Simd>(
     let len = input.len();
     let simd_len = len / lanes * lanes;
 
-    // (SD Bench) Two passes for the statistics: the mean, then the centred squares. Upstream took
-    // the variance as E[x^2] - E[x]^2 from one sweep, which loses every digit of the variance
-    // when a row's mean is large against its spread (a row offset by 300 with a spread of 0.01
-    // came out as garbage or NaN). A row of a few thousand f32 stays in L1 between the passes.
-    // Two independent SIMD accumulators per pass expose ILP to the two FMA ports.
+    // (SD Bench) Two passes for the statistics: the mean, then the deviations from it and their
+    // squares. Upstream took the variance as E[x^2] - E[x]^2 from one sweep, which loses every
+    // digit of the variance when a row's mean is large against its spread (a row offset by 300
+    // with a spread of 0.01 came out as garbage or NaN). The first pass's mean still errs by
+    // about the row's length times u times its mean |x|, and how much depends on the lanes' order
+    // (AVX-512 and AVX2 differed by 10x on a row of 37): the deviations' mean, small and summed
+    // almost exactly, corrects it (`correction`, taken off each deviation and, squared, off the
+    // variance), so the error no longer depends on the offset or on the instruction set.
+    // A row of a few thousand f32 stays in L1 between the passes. Two independent SIMD
+    // accumulators per pass expose ILP to the two FMA ports.
     let n = len as f32;
     let sum = if simd_len >= lanes {
         let (mut a, mut b) = (0.0f32.splat::<S>(), 0.0f32.splat::<S>());
@@ -1027,15 +1032,18 @@ fn layer_norm_row_f32_simd<S: macerator::Simd>(
         input.iter().sum::<f32>()
     };
     let mean = sum / n;
-    let centred_squares = if simd_len >= lanes {
+    let (deviations, centred_squares) = if simd_len >= lanes {
         let mean_vec = mean.splat::<S>();
-        let (mut a, mut b) = (0.0f32.splat::<S>(), 0.0f32.splat::<S>());
+        let zero = 0.0f32.splat::<S>();
+        let (mut a, mut b, mut sa, mut sb) = (zero, zero, zero, zero);
         let mut i = 0;
         // d.mul_add(d, acc) = d*d + acc.
         while i + 2 * lanes <= simd_len {
             unsafe {
                 let d = vload_unaligned::<S, _>(input.as_ptr().add(i)) - mean_vec;
                 let e = vload_unaligned::<S, _>(input.as_ptr().add(i + lanes)) - mean_vec;
+                sa += d;
+                sb += e;
                 a = d.mul_add(d, a);
                 b = e.mul_add(e, b);
             }
@@ -1043,26 +1051,33 @@ fn layer_norm_row_f32_simd<S: macerator::Simd>(
         }
         if i < simd_len {
             let d = unsafe { vload_unaligned::<S, _>(input.as_ptr().add(i)) } - mean_vec;
+            sa += d;
             a = d.mul_add(d, a);
         }
-        let mut sq = (a + b).reduce_add();
+        let (mut s, mut sq) = ((sa + sb).reduce_add(), (a + b).reduce_add());
         for &x in &input[simd_len..] {
+            s += x - mean;
             sq += (x - mean) * (x - mean);
         }
-        sq
+        (s, sq)
     } else {
-        input.iter().map(|&x| (x - mean) * (x - mean)).sum::<f32>()
+        input.iter().fold((0.0f32, 0.0f32), |(s, sq), &x| {
+            (s + (x - mean), sq + (x - mean) * (x - mean))
+        })
     };
-    // Biased variance, as burn::nn::LayerNorm (var_mean_bias) and torch.
-    let var = centred_squares / n;
+    let correction = deviations / n;
+    // Biased variance, as burn::nn::LayerNorm (var_mean_bias) and torch: the mean of the squared
+    // deviations from the corrected mean. Never below zero, whatever the rounding.
+    let var = (centred_squares / n - correction * correction).max(0.0);
     let inv_std = 1.0f32 / (var + epsilon).sqrt();
 
-    // Pass 2: normalize and affine transform.
-    //   out[i] = (x[i] - mean) * inv_std * gamma[i] + beta[i]
+    // Pass 3: normalize and affine transform.
+    //   out[i] = ((x[i] - mean) - correction) * inv_std * gamma[i] + beta[i]
     // mean_vec and inv_std_vec are hoisted outside the loop (one splat
     // each per row). gamma and beta are read once per element; both
     // fit in L1 and are shared across all rows within a rayon chunk.
     let mean_vec = mean.splat::<S>();
+    let correction_vec = correction.splat::<S>();
     let inv_std_vec = inv_std.splat::<S>();
     let mut i = 0;
     while i < simd_len {
@@ -1071,8 +1086,8 @@ fn layer_norm_row_f32_simd<S: macerator::Simd>(
             let g = vload_unaligned::<S, _>(gamma.as_ptr().add(i));
             // scale = inv_std * g
             let scale = inv_std_vec * g;
-            // centered = x - mean
-            let centered = x - mean_vec;
+            // centered = (x - mean) - correction
+            let centered = (x - mean_vec) - correction_vec;
             // out = centered * scale  (+ beta if present)
             let normed = centered * scale;
             let out = if let Some(b) = beta {
@@ -1087,7 +1102,7 @@ fn layer_norm_row_f32_simd<S: macerator::Simd>(
     }
     // Scalar tail
     while i < len {
-        let centered = input[i] - mean;
+        let centered = (input[i] - mean) - correction;
         let normed = centered * inv_std * gamma[i];
         output[i] = match beta {
             Some(b) => normed + b[i],

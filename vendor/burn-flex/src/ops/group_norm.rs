@@ -1,8 +1,9 @@
 //! (SD Bench) Fused group normalisation, optionally followed by SiLU, for f32: per (sample, group)
 //! one task reads the group twice for its mean and variance (two-pass, sums in f64 over blocks of
-//! f32 lanes) and once more to write `(x - mean) * a + beta` per channel (`a = gamma / std`;
-//! centring first keeps a group with a large mean and tiny variance exact), with SiLU applied in
-//! the same pass through the vectorised `exp`.
+//! f32 lanes: the mean, then the deviations from it and their squares, the deviations' mean
+//! correcting the first pass's) and once more to write `(x - mean) * a + shift` per channel
+//! (`a = gamma / std`, `shift = beta - correction * a`; centring first keeps a group with a large
+//! mean and tiny variance exact), with SiLU applied in the same pass through the vectorised `exp`.
 //! Other dtypes take the composed ops. The composed form made about ten passes over the
 //! activations, each a separate kernel, and a scalar `exp` per element for SiLU.
 
@@ -58,14 +59,15 @@ pub fn group_norm(
     if group_len > 0 {
         let task = |index: usize, x: &[f32], out: &mut [f32]| {
             let first_channel = (index % groups) * per_group;
-            let (mean, inverse_std) = group_statistics(x, epsilon);
+            let (mean, correction, inverse_std) = group_statistics(x, epsilon);
             for (c, (x, out)) in x
                 .chunks_exact(spatial)
                 .zip(out.chunks_exact_mut(spatial))
                 .enumerate()
             {
-                let a = inverse_std * gamma[first_channel + c];
-                scale_shift(x, out, mean, a, beta[first_channel + c], silu);
+                let a = inverse_std * gamma[first_channel + c] as f64;
+                let shift = beta[first_channel + c] as f64 - correction * a;
+                scale_shift(x, out, mean, a as f32, shift as f32, silu);
             }
         };
         #[cfg(feature = "rayon")]
@@ -98,33 +100,45 @@ const LANES: usize = 16;
 const BLOCK: usize = 1024;
 
 multiversion! {
-    /// (mean, 1 / sqrt(variance + epsilon)) of one group, the variance biased (over `x.len()`).
-    pub fn group_statistics(x: &[f32], epsilon: f64) -> (f32, f32) => group_statistics_portable
+    /// (mean, correction, 1 / sqrt(variance + epsilon)) of one group, the variance biased (over
+    /// `x.len()`): the group's mean is `mean + correction`.
+    pub fn group_statistics(x: &[f32], epsilon: f64) -> (f32, f64, f64) => group_statistics_portable
 }
 
+/// The first pass's mean errs by about the group's length times u times its mean |x|; the mean of
+/// the deviations from it (small, summed almost exactly) is that error, taken off the deviations
+/// (in the shift) and, squared, off the variance.
 #[inline(always)]
-fn group_statistics_portable(x: &[f32], epsilon: f64) -> (f32, f32) {
+fn group_statistics_portable(x: &[f32], epsilon: f64) -> (f32, f64, f64) {
     let len = x.len() as f64;
-    let mean = (blocked_sum(x, |v| v) / len) as f32;
-    let variance = blocked_sum(x, |v| (v - mean) * (v - mean)) / len;
-    (mean, (1.0 / (variance + epsilon).sqrt()) as f32)
+    let mean = (blocked_sum(x, |v| v, |_| 0.0).0 / len) as f32;
+    let (deviations, squares) = blocked_sum(x, |v| v - mean, |v| (v - mean) * (v - mean));
+    let correction = deviations / len;
+    let variance = (squares / len - correction * correction).max(0.0);
+    (mean, correction, 1.0 / (variance + epsilon).sqrt())
 }
 
+/// The sums of `f(x)` and of `g(x)`: f32 lanes, their totals joining f64 sums once per block.
 #[inline(always)]
-fn blocked_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f64 {
-    let mut total = 0.0f64;
+fn blocked_sum(x: &[f32], f: impl Fn(f32) -> f32, g: impl Fn(f32) -> f32) -> (f64, f64) {
+    let (mut first, mut second) = (0.0f64, 0.0f64);
     for block in x.chunks(BLOCK) {
-        let mut lanes = [0.0f32; LANES];
+        let (mut f_lanes, mut g_lanes) = ([0.0f32; LANES], [0.0f32; LANES]);
         let mut chunks = block.chunks_exact(LANES);
         for chunk in &mut chunks {
-            for (lane, &v) in lanes.iter_mut().zip(chunk) {
-                *lane += f(v);
+            for ((f_lane, g_lane), &v) in f_lanes.iter_mut().zip(g_lanes.iter_mut()).zip(chunk) {
+                *f_lane += f(v);
+                *g_lane += g(v);
             }
         }
-        total += chunks.remainder().iter().map(|&v| f(v) as f64).sum::<f64>();
-        total += lanes.iter().map(|&lane| lane as f64).sum::<f64>();
+        for &v in chunks.remainder() {
+            first += f(v) as f64;
+            second += g(v) as f64;
+        }
+        first += f_lanes.iter().map(|&lane| lane as f64).sum::<f64>();
+        second += g_lanes.iter().map(|&lane| lane as f64).sum::<f64>();
     }
-    total
+    (first, second)
 }
 
 multiversion! {

@@ -6,6 +6,8 @@ use sdbench_diffusion::device::select;
 use sdbench_diffusion::parity;
 use sdbench_diffusion::{BackendRequest, Precision, SelectedDevice};
 
+pub mod bounds;
+
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
@@ -133,16 +135,6 @@ pub mod kernels {
     pub fn tensor<const D: usize>(values: &[f32], shape: [usize; D], dtype: DType) -> Tensor<B, D> {
         let data = TensorData::new(values.to_vec(), shape);
         Tensor::<B, D>::from_data(data, (&cpu_device(), DType::F32)).cast(dtype)
-    }
-
-    /// The largest `|got - expected| / (1 + |expected|)` over the tensor's values.
-    pub fn worst_error<const D: usize>(got: Tensor<B, D>, expected: &[f64]) -> f64 {
-        let got = values(got);
-        assert_eq!(got.len(), expected.len());
-        got.iter()
-            .zip(expected)
-            .map(|(&g, &e)| (g as f64 - e).abs() / (1.0 + e.abs()))
-            .fold(0f64, f64::max)
     }
 
     /// The tensor's values as f32.
