@@ -57,6 +57,8 @@ fn wire_types() -> Vec<Declared> {
         declared::<sdbench_telemetry::GpuInfo>(),
         // Benchmarks and their results.
         declared::<workload::WorkloadCard>(),
+        declared::<benchmark::BenchmarkRequest>(),
+        declared::<benchmark::CustomRun>(),
         declared::<benchmark::ModelStatus>(),
         declared::<benchmark::Downloaded>(),
         declared::<benchmark::ResultView>(),

@@ -173,8 +173,9 @@ pub async fn start_download(
 
 /// A run other than the standard one (never a standard score): fewer steps, a smaller size,
 /// fewer images. Missing fields keep the standard values.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(default, rename_all = "camelCase")]
+#[ts(optional_fields = nullable)]
 pub struct CustomRun {
     pub steps: Option<usize>,
     pub width: Option<usize>,
@@ -182,8 +183,9 @@ pub struct CustomRun {
     pub images: Option<usize>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(default, rename_all = "camelCase")]
+#[ts(optional_fields = nullable)]
 pub struct BenchmarkRequest {
     /// A standard workload's name (none: sd15-512-30).
     pub workload: Option<String>,

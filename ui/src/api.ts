@@ -77,7 +77,7 @@ export const api = {
   modelStatus: (workload: string) => invoke<T.ModelStatus>("model_status", { workload }),
   download: (onEvent: (e: T.JobEvent) => void, workload: string) =>
     runJob<{ path: string; bytes: number }>("start_download", { workload }, onEvent),
-  benchmark: (request: { workload: string; custom?: { steps?: number; width?: number; height?: number; images?: number }; baselineSeconds?: number }, onEvent: (e: T.JobEvent) => void) =>
+  benchmark: (request: T.BenchmarkRequest, onEvent: (e: T.JobEvent) => void) =>
     runJob<T.BenchmarkOutput>("start_benchmark", { request }, onEvent),
   benchmarkView: (runId: string) => invoke<T.ResultView>("benchmark_view", { runId }),
   saveResult: (runId: string, path: string) => invoke<string>("save_result", { runId, path }),

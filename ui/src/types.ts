@@ -7,8 +7,9 @@ import type * as W from "./generated/wire";
 
 export type {
   UiError, ErrorKind, Settings, LiveSample, JobEvent, RunEvent, JobNews, JobStatus, BenchResult,
-  ResultView, BenchmarkOutput, ModelStatus, Generation, CreateOutput, CreateRequest,
-  InitImageInput, RunSummary, HistoryRecord, Chart, Charts, DeviceReport, BackendReport,
+  ResultView, BenchmarkOutput, BenchmarkRequest, CustomRun, ModelStatus, Generation, CreateOutput,
+  CreateRequest, InitImageInput, RunSummary, HistoryRecord, Chart, Charts, DeviceReport,
+  BackendReport,
   WorkloadCard, RequestLimits, SystemReport, CachedModel, KernelCacheInfo, CacheInfo, Cleaned,
   UpdateInfo, SubmissionPreview, Submitted,
 } from "./generated/wire";

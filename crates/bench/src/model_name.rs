@@ -3,12 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_diffusion::{CancelToken, ModelSource, Preset};
+use sdbench_diffusion::{CancelToken, ModelSource, Precision, Preset};
 use sdbench_hub::{Hub, HubError, HubSettings, RepoId, Resolved};
 
 use crate::error::{BenchError, Result};
 use crate::events::Event;
 use crate::runner::ModelChoice;
+use crate::workload::Workload;
+
+/// The model `synthetic` names: the standard workload's architecture with generated weights.
+pub const PLAIN_SYNTHETIC: Preset = Workload::STANDARD_PRESET;
 
 /// A parsed model name.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,15 +51,17 @@ impl ModelName {
             ));
         }
         if text == "synthetic" {
-            return Ok(ModelName::Local(ModelSource::Synthetic(Preset::Sd15)));
+            return Ok(ModelName::Local(ModelSource::Synthetic(PLAIN_SYNTHETIC)));
         }
         if let Some(name) = text.strip_prefix("synthetic-") {
-            return match Preset::ALL.into_iter().find(|p| p.name() == name) {
+            return match Preset::named(name) {
                 Some(preset) => Ok(ModelName::Local(ModelSource::Synthetic(preset))),
                 None => bad(format!(
-                    "unknown synthetic model `{text}`; choose synthetic (SD1.5) or one of: {}",
-                    Preset::ALL
+                    "unknown synthetic model `{text}`; choose synthetic ({}) or one of: {}",
+                    PLAIN_SYNTHETIC.short_label(),
+                    Preset::all()
                         .map(|p| format!("synthetic-{}", p.name()))
+                        .collect::<Vec<_>>()
                         .join(", ")
                 )),
             };
@@ -95,6 +101,50 @@ impl ModelName {
                 Ok(ModelSource::Folder(resolved.path))
             }
         }
+    }
+
+    /// The standard workload for a benchmark that names this model and no workload, and why it
+    /// is that one (for a note): the one made for the model's architecture, read from its configs
+    /// (a Hub model's from the cache, or by the preset whose repository it is); the default one
+    /// for a Hub model that is not here yet, whose configs are checked against it as they
+    /// download. An error names the model's architecture when its family has no standard
+    /// workload. `label`: the model as the person named it.
+    pub fn standard_workload(
+        &self,
+        label: &str,
+        hub: &HubSettings,
+        revision: &str,
+    ) -> Result<(Workload, String)> {
+        let made_for = |family| -> Result<(Workload, String)> {
+            let workload = Workload::for_architecture(family, label)?;
+            Ok((
+                workload,
+                format!("the standard workload for {label}'s architecture ({family})"),
+            ))
+        };
+        let source = match self {
+            ModelName::Local(source) => source.clone(),
+            ModelName::Hub { id, .. } => {
+                if let Some(preset) = Preset::all().find(|p| p.repository() == id.as_str()) {
+                    return made_for(preset.family());
+                }
+                match sdbench_hub::cache::cached_snapshot(hub, id, revision) {
+                    Some(snapshot) => ModelSource::Folder(snapshot.path),
+                    None => {
+                        return Ok((
+                            Workload::standard(),
+                            format!(
+                                "the default: {label} is not in the model cache, so its \
+                                 architecture is not known before its configs download (name \
+                                 one with --workload)"
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
+        let (size, _) = sdbench_diffusion::Pipeline::model_size(&source, Precision::F32)?;
+        made_for(size.family)
     }
 
     /// The model as the benchmark runner takes it; a Hub model is read at `revision`, and with
@@ -157,11 +207,11 @@ mod tests {
 
         assert_eq!(
             ModelName::parse("synthetic", None).unwrap(),
-            ModelName::Local(ModelSource::Synthetic(Preset::Sd15))
+            ModelName::Local(ModelSource::Synthetic(Preset::SD15))
         );
         assert_eq!(
             ModelName::parse("synthetic-sdxl-base", None).unwrap(),
-            ModelName::Local(ModelSource::Synthetic(Preset::SdxlBase))
+            ModelName::Local(ModelSource::Synthetic(Preset::SDXL_BASE))
         );
         assert!(ModelName::parse("synthetic-sd9", None)
             .unwrap_err()

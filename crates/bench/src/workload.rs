@@ -109,6 +109,9 @@ impl Overrides {
 }
 
 impl Workload {
+    /// The standard workload's architecture (what `synthetic` names).
+    pub const STANDARD_PRESET: Preset = Preset::SD15;
+
     /// The shape of every generation a run of this workload makes.
     pub fn request_shape(&self) -> RequestShape {
         RequestShape {
@@ -127,7 +130,7 @@ impl Workload {
             name: STANDARD_NAME.into(),
             version: STANDARD_VERSION,
             standard: true,
-            preset: Preset::Sd15,
+            preset: Workload::STANDARD_PRESET,
             width: 512,
             height: 512,
             steps: 30,
@@ -152,7 +155,7 @@ impl Workload {
         Workload {
             name: SDXL_NAME.into(),
             version: SDXL_VERSION,
-            preset: Preset::SdxlBase,
+            preset: Preset::SDXL_BASE,
             width: 1024,
             height: 1024,
             steps: 20,
@@ -169,7 +172,7 @@ impl Workload {
             name: FLUX2_KLEIN_NAME.into(),
             version: FLUX2_KLEIN_VERSION,
             standard: true,
-            preset: Preset::Flux2Klein4b,
+            preset: Preset::FLUX2_KLEIN_4B,
             width: 1024,
             height: 1024,
             steps: 4,
@@ -191,19 +194,11 @@ impl Workload {
 
     /// How a front end lists this workload (the app's Benchmark screen).
     pub fn card(&self) -> WorkloadCard {
-        let (short, long, note) = match self.preset {
-            Preset::Sd15 => ("SD1.5", "Stable Diffusion 1.5", ""),
-            Preset::Sd21 => ("SD2.1", "Stable Diffusion 2.1", ""),
-            Preset::SdxlBase => (
-                "SDXL",
-                "Stable Diffusion XL base 1.0",
-                " (MLPerf's settings)",
-            ),
-            Preset::Flux2Klein4b => (
-                "FLUX.2 klein",
-                "FLUX.2 [klein] 4B",
-                " (step-distilled: no guidance; MLPerf Client 2.0's settings)",
-            ),
+        let (short, long) = (self.preset.short_label(), self.preset.long_label());
+        let note = match self.name.as_str() {
+            SDXL_NAME => " (MLPerf's settings)",
+            FLUX2_KLEIN_NAME => " (step-distilled: no guidance; MLPerf Client 2.0's settings)",
+            _ => "",
         };
         let (w, h, steps, images) = (self.width, self.height, self.steps, self.prompts.len());
         WorkloadCard {
@@ -236,6 +231,22 @@ impl Workload {
         WORKLOAD_NAMES
             .into_iter()
             .find(|name| Workload::named(name).is_ok_and(|w| w.preset.family() == family))
+    }
+
+    /// The standard workload made for `family`, else the first made for another architecture of
+    /// its model family (an SD2.x model runs SD1.5's); `model`: what the model is called in the
+    /// error when its family has none.
+    pub fn for_architecture(family: Family, model: &str) -> Result<Workload> {
+        let own = std::iter::once(family).chain(family.descriptor().architectures.iter().copied());
+        match own.filter_map(Workload::names_for).next() {
+            Some(name) => Workload::named(name),
+            None => Err(BenchError::Workload(format!(
+                "{model} is a {family} model ({}), for which no standard workload is made: name \
+                 one with --workload ({}) and change it with --steps, --width, --height (a custom run)",
+                family.descriptor().name,
+                WORKLOAD_NAMES.join(", ")
+            ))),
+        }
     }
 
     /// This workload with `overrides` applied (any override makes it custom; the preset stays).
@@ -311,7 +322,7 @@ mod tests {
             .unwrap();
         assert_eq!(w, Workload::standard());
         assert_eq!(Workload::named("sd15-512-30").unwrap(), w);
-        assert_eq!(w.preset, Preset::Sd15);
+        assert_eq!(w.preset, Preset::SD15);
         assert!(w.standard);
         assert_eq!(
             (w.name.as_str(), w.width, w.height, w.steps),
@@ -324,13 +335,23 @@ mod tests {
 
     #[test]
     fn each_family_with_a_standard_workload_names_it() {
-        assert_eq!(Workload::names_for(Family::Sd1), Some(STANDARD_NAME));
-        assert_eq!(Workload::names_for(Family::Sdxl), Some(SDXL_NAME));
+        assert_eq!(Workload::names_for(Family::SD1), Some(STANDARD_NAME));
+        assert_eq!(Workload::names_for(Family::SDXL), Some(SDXL_NAME));
         assert_eq!(
-            Workload::names_for(Family::Flux2Klein),
+            Workload::names_for(Family::FLUX2_KLEIN),
             Some(FLUX2_KLEIN_NAME)
         );
-        assert_eq!(Workload::names_for(Family::Sd2), None);
+        assert_eq!(Workload::names_for(Family::SD2), None);
+    }
+
+    #[test]
+    fn a_model_without_a_workload_of_its_own_runs_its_familys() {
+        let named = |f| Workload::for_architecture(f, "m").unwrap().name;
+        assert_eq!(named(Family::SD1), STANDARD_NAME);
+        assert_eq!(named(Family::SDXL), SDXL_NAME);
+        assert_eq!(named(Family::FLUX2_KLEIN), FLUX2_KLEIN_NAME);
+        // SD2.x has none: its family's first (SD1.5's).
+        assert_eq!(named(Family::SD2), STANDARD_NAME);
     }
 
     #[test]
@@ -349,7 +370,7 @@ mod tests {
             ..Overrides::default()
         };
         let w = Workload::sdxl().with_overrides(&seven).unwrap();
-        assert_eq!((w.preset, w.width, w.steps), (Preset::SdxlBase, 1024, 20));
+        assert_eq!((w.preset, w.width, w.steps), (Preset::SDXL_BASE, 1024, 20));
         let seeds: Vec<u64> = w.prompts.iter().map(|p| p.seed).collect();
         assert_eq!(seeds, [42, 1234, 2718, 31415, 8080, 43, 1235]);
         assert!(w.prompts.iter().all(|p| p.prompt == "a red cube"));
@@ -380,7 +401,7 @@ mod tests {
     fn the_flux2_klein_workload_is_mlperf_clients() {
         let w = Workload::named("flux2-klein-1024-4").unwrap();
         assert!(w.standard);
-        assert_eq!((w.version, w.preset), (1, Preset::Flux2Klein4b));
+        assert_eq!((w.version, w.preset), (1, Preset::FLUX2_KLEIN_4B));
         assert_eq!((w.width, w.height, w.steps, w.batch), (1024, 1024, 4, 1));
         assert_eq!(w.scheduler, SchedulerKind::FlowMatchEuler);
         // Four prompts, each with seeds 42-45: sixteen timed images.
@@ -461,7 +482,7 @@ mod tests {
         assert!(w.standard);
         assert_eq!(
             (w.name.as_str(), w.version, w.preset),
-            ("sdxl-1024-20", 1, Preset::SdxlBase)
+            ("sdxl-1024-20", 1, Preset::SDXL_BASE)
         );
         assert_eq!(
             (w.width, w.height, w.steps, w.guidance),

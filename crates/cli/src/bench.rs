@@ -21,9 +21,10 @@ use crate::progress::{format_duration, DownloadBar, RecentSteps};
 pub struct BenchArgs {
     /// The standard workload: sd15-512-30 (SD1.5, 512x512, 30 steps), sdxl-1024-20 (SDXL base,
     /// 1024x1024, 20 steps, guidance 8) or flux2-klein-1024-4 (FLUX.2 klein 4B, 1024x1024, 4
-    /// steps). Scores of different workloads are never compared.
-    #[arg(long, default_value = STANDARD_NAME, value_parser = clap::builder::PossibleValuesParser::new(WORKLOAD_NAMES))]
-    workload: String,
+    /// steps). Scores of different workloads are never compared. Default: the one made for
+    /// --model's architecture, or sd15-512-30.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(WORKLOAD_NAMES))]
+    workload: Option<String>,
     /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a
     /// single-file SD1.x checkpoint (.safetensors), or `synthetic`. Default: the workload's model
     /// (stable-diffusion-v1-5/stable-diffusion-v1-5, stabilityai/stable-diffusion-xl-base-1.0 or
@@ -68,8 +69,11 @@ pub struct BenchArgs {
     /// Custom run: number of timed images (cycling through the five prompts).
     #[arg(long)]
     images: Option<usize>,
-    /// Custom run: scheduler.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES))]
+    #[arg(
+        long,
+        value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES),
+        help = crate::model_arg::scheduler_help("Custom run: scheduler")
+    )]
     scheduler: Option<String>,
     /// Custom run: one prompt for every image (seeds stay the standard ones).
     #[arg(long)]
@@ -110,18 +114,31 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         prompt: args.prompt.clone(),
         batch: args.batch,
     };
-    let workload = Workload::named(&args.workload)?.with_overrides(&overrides)?;
+    let named = match args.model.as_deref() {
+        Some(text) => Some((text, model_arg::parse(text, args.model_config.as_deref())?)),
+        None => None,
+    };
+    let workload = match (&args.workload, &named) {
+        (Some(name), _) => Workload::named(name)?,
+        (None, Some((text, name))) => {
+            let hub = HubSettings::from_env();
+            let (workload, why) = name.standard_workload(text, &hub, &args.revision)?;
+            eprintln!("note: running --workload {}, {why}", workload.name);
+            workload
+        }
+        (None, None) => Workload::named(STANDARD_NAME)?,
+    };
+    let workload = workload.with_overrides(&overrides)?;
     let model = if args.synthetic {
         ModelChoice::Local(ModelSource::Synthetic(workload.preset))
     } else {
-        match args.model.as_deref() {
+        match named {
             None => ModelChoice::Hub {
                 id: RepoId::parse(workload.preset.repository())?.0,
                 revision: args.revision.clone(),
                 fallback_to_synthetic: true,
             },
-            Some(text) => model_arg::parse(text, args.model_config.as_deref())?
-                .into_choice(&args.revision, false),
+            Some((_, name)) => name.into_choice(&args.revision, false),
         }
     };
     if !(0.0..=60.0).contains(&args.baseline) {

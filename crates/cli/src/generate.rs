@@ -39,8 +39,11 @@ pub struct GenerateArgs {
     /// Classifier-free guidance scale; 1 or less turns guidance off.
     #[arg(long, default_value_t = 7.5)]
     guidance: f64,
-    /// Scheduler; default: the model folder's own.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES))]
+    #[arg(
+        long,
+        value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES),
+        help = crate::model_arg::scheduler_help("Scheduler; default: the model folder's own")
+    )]
     scheduler: Option<String>,
     /// Image width in pixels (a multiple of 8, at most 2048; 16 for FLUX.2); default 512, the init
     /// image's, or the first reference picture's (cropped to a multiple of 16).

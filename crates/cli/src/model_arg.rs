@@ -46,3 +46,12 @@ pub fn resolve(text: &str, config: Option<&Path>) -> anyhow::Result<ModelSource>
     bar.finish();
     Ok(source)
 }
+
+/// `--scheduler`'s help: the schedulers each model family takes, from the family registry.
+pub fn scheduler_help(what: &str) -> String {
+    let families: Vec<String> = sdbench_diffusion::FAMILIES
+        .iter()
+        .map(|f| format!("{} models take {}", f.name, f.scheduler_names().join(", ")))
+        .collect();
+    format!("{what} ({})", families.join("; "))
+}

@@ -12,7 +12,6 @@ use anyhow::Context;
 use sdbench_bench::stats::Stats;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::limits;
-use sdbench_diffusion::noise::NormalGenerator;
 use sdbench_diffusion::op_timing::{self, Work};
 use sdbench_diffusion::{LoadOptions, Pipeline, Precision, RequestShape, SelectedDevice};
 
@@ -83,116 +82,21 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     );
     let params = pipe.parameter_counts();
     let millions = |n: usize| n as f64 / 1e6;
-    let denoiser = if pipe.flux2().is_some() {
-        "transformer"
-    } else {
-        "unet"
-    };
     println!(
-        "parameters: text encoders {:.1}M, {denoiser} {:.1}M, vae decoder {:.1}M",
+        "parameters: text encoders {:.1}M, {} {:.1}M, vae decoder {:.1}M",
         millions(params.text_encoders),
+        pipe.denoiser_name(),
         millions(params.unet),
         millions(params.vae)
     );
-
-    if pipe.flux2().is_some() {
-        time_flux2(&pipe, &args)?;
-    } else {
-        time_sd(&pipe, &args)?;
+    for mut call in pipe.timed_calls(args.width, args.height)? {
+        let samples = measure(&pipe, args.repeat, &mut call.run)?;
+        report(&call.label, &samples);
     }
     // Load, warm-ups and timed calls together: what a cold (or cached) start cost.
     if let Some(kernels) = kernels.cold_start() {
         println!("{}", kernels.describe());
     }
-    Ok(())
-}
-
-/// A Stable Diffusion model's UNet call (batch 2) and VAE decode.
-fn time_sd(pipe: &Pipeline, args: &TimingArgs) -> anyhow::Result<()> {
-    let sd = pipe.sd().context("a Stable Diffusion pipeline")?;
-    let f = pipe.info.vae_scale_factor;
-    let c = pipe.info.latent_channels;
-    let (h, w) = (args.height / f, args.width / f);
-    let mut noise = NormalGenerator::new(1);
-    // The guided batch of two rows (the same prompt twice costs what [negative; prompt] costs).
-    let (context, pooled) =
-        sd.run_prompt_encoding("a photograph of an astronaut riding a horse")?;
-    let tokens = sd.tokenizer().max_length();
-    let context_shape = [2, tokens, context.len() / tokens];
-    let context = [context.clone(), context].concat();
-    let pooled = pooled.map(|p| [p.clone(), p].concat());
-    let (ih, iw) = (args.height as f32, args.width as f32);
-    let time_ids = [[ih, iw, 0.0, 0.0, ih, iw]; 2];
-    let text_time = pooled
-        .as_ref()
-        .map(|p| (p.as_slice(), [2, p.len() / 2], &time_ids[..]));
-    let sample = noise.normals(2 * c * h * w);
-    let latents = noise.normals(c * h * w);
-
-    let unet = measure(pipe, args.repeat, || {
-        sd.run_unet(
-            &sample,
-            [2, c, h, w],
-            500.0,
-            &context,
-            context_shape,
-            text_time,
-        )
-        .map(|_| ())
-    })?;
-    report(&format!("unet call (batch 2, {c}x{h}x{w} latents)"), &unet);
-    let vae = measure(pipe, args.repeat, || {
-        sd.run_vae_decode(&latents, [1, c, h, w]).map(|_| ())
-    })?;
-    report(
-        &format!(
-            "vae decode ({c}x{h}x{w} -> 3x{}x{})",
-            args.height, args.width
-        ),
-        &vae,
-    );
-    Ok(())
-}
-
-/// FLUX.2 klein's transformer call (batch 1, the distilled model's one call per step) and VAE
-/// decode.
-fn time_flux2(pipe: &Pipeline, args: &TimingArgs) -> anyhow::Result<()> {
-    let flux2 = pipe.flux2().context("a FLUX.2 pipeline")?;
-    let f = pipe.info.vae_scale_factor;
-    let c = pipe.info.latent_channels;
-    let (h, w) = (args.height / f, args.width / f);
-    anyhow::ensure!(
-        h % 2 == 0 && w % 2 == 0,
-        "--width and --height must be multiples of {} for FLUX.2 (the VAE's {f} times 2x2 patches)",
-        2 * f
-    );
-    let grid = (h / 2, w / 2);
-    let mut noise = NormalGenerator::new(1);
-    let context = flux2.run_prompt_encoding("a photograph of an astronaut riding a horse")?;
-    let latents = noise.normals(4 * c * grid.0 * grid.1);
-    let transformer = measure(pipe, args.repeat, || {
-        flux2
-            .run_transformer_values(&latents, grid, &context, 0.5)
-            .map(|_| ())
-    })?;
-    report(
-        &format!(
-            "transformer call (batch 1, {} image + 512 text tokens)",
-            grid.0 * grid.1
-        ),
-        &transformer,
-    );
-    let z = noise.normals(c * h * w);
-    let vae = measure(pipe, args.repeat, || {
-        flux2.run_vae_decode(&z, [1, c, h, w]).map(|_| ())
-    })?;
-    report(
-        &format!(
-            "vae decode ({c}x{h}x{w} -> 3x{}x{})",
-            args.height, args.width
-        ),
-        &vae,
-    );
     Ok(())
 }
 

@@ -24,9 +24,10 @@ pub use io::weights::Precision;
 pub use models::sd::unet::{Conditioning, TextTime};
 pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
+pub use pipeline::registry::{family_of, FAMILIES};
 pub use pipeline::{
-    CancelToken, Family, GenerateRequest, Generated, GeneratedImage, InitImage, InitialNoise,
-    LoadOptions, ModelSource, ParameterCounts, Pipeline, PipelineKind, Placement, Preset, Progress,
-    StepSync,
+    CancelToken, Family, FamilyDescriptor, GenerateRequest, Generated, GeneratedImage, InitImage,
+    InitialNoise, LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress,
+    StepSync, TimedCall,
 };
 pub use scheduler::{PredictionType, SchedulerKind};

@@ -12,8 +12,8 @@ use sdbench_bench::ModelName;
 use sdbench_diffusion::device::AllocatorMemory;
 use sdbench_diffusion::pipeline::StageTimings;
 use sdbench_diffusion::{
-    BackendRequest, CancelToken, DeviceRequest, GenerateRequest, LoadOptions, MemoryProfile,
-    ModelSource, Pipeline, PipelineKind, Precision, Progress, RequestShape,
+    family_of, BackendRequest, CancelToken, DeviceRequest, GenerateRequest, LoadOptions,
+    MemoryProfile, ModelSource, Pipeline, Precision, Progress, RequestShape,
 };
 use sdbench_history::Generation;
 use sdbench_hub::HubSettings;
@@ -237,7 +237,7 @@ fn load(
     observer: &mut dyn FnMut(&Event),
     cancel: &CancelToken,
 ) -> Result<Loaded> {
-    let check = |source: &ModelSource| PipelineKind::of(source)?.check_request(request);
+    let check = |source: &ModelSource| family_of(source)?.check_request(request);
     let source = setup
         .model
         .resolve(hub, observer, cancel, &mut |s| Ok(check(s)?))?;

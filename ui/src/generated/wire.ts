@@ -133,6 +133,22 @@ export type GpuInfo = { name: string, vendor: string, driver: string | null, vra
 
 export type WorkloadCard = { name: string, label: string, run: string, description: string, };
 
+export type BenchmarkRequest = { 
+/**
+ * A standard workload's name (none: sd15-512-30).
+ */
+workload?: string | null, 
+/**
+ * None: the workload as published.
+ */
+custom?: CustomRun | null, 
+/**
+ * Seconds of idle power sampling before the run (default 1).
+ */
+baselineSeconds?: number | null, };
+
+export type CustomRun = { steps?: number | null, width?: number | null, height?: number | null, images?: number | null, };
+
 export type ModelStatus = { 
 /**
  * The model setting.

@@ -3,8 +3,8 @@
 
 use sdbench_diffusion::io::image::RgbImage;
 use sdbench_diffusion::{
-    CancelToken, DiffusionError, Family, GenerateRequest, Generated, InitialNoise, ModelSource,
-    Pipeline, PipelineKind, Progress, StepSync,
+    family_of, CancelToken, DiffusionError, GenerateRequest, Generated, InitialNoise, ModelSource,
+    Pipeline, Progress, StepSync,
 };
 
 use super::telemetry::{LiveTelemetry, RunTelemetry};
@@ -36,23 +36,22 @@ pub(super) fn check_family_can_run(
     workload: &Workload,
     model: &str,
 ) -> Result<()> {
-    let kind = PipelineKind::of(source)?;
-    let Err(problem) = kind.check_request(&request(workload, 0)) else {
+    let family = family_of(source)?;
+    let Err(problem) = family.check_request(&request(workload, 0)) else {
         return Ok(());
     };
-    let families: &[Family] = match kind {
-        PipelineKind::Flux2Klein => &[Family::Flux2Klein],
-        PipelineKind::StableDiffusion => &[Family::Sd1, Family::Sdxl],
-    };
-    let own: Vec<&str> = families
+    let own: Vec<&str> = family
+        .architectures
         .iter()
         .filter_map(|&f| Workload::names_for(f))
         .collect();
+    let own = match own.is_empty() {
+        true => "no standard workload is made for its family".to_string(),
+        false => format!("its family's: --workload {}", own.join(" or --workload ")),
+    };
     Err(BenchError::Workload(format!(
-        "the {} workload cannot run on {model}, a {} model: {problem}; its family's: --workload {}",
-        workload.name,
-        kind.name(),
-        own.join(" or --workload ")
+        "the {} workload cannot run on {model}, a {} model: {problem}; {own}",
+        workload.name, family.name,
     )))
 }
 

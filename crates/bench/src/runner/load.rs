@@ -114,7 +114,7 @@ pub(super) fn standing(
     let workload = &options.workload;
     let info = &loaded.pipeline.info;
     let record = &mut model.record;
-    record.sd15_architecture = info.preset == Some(Preset::Sd15);
+    record.sd15_architecture = info.preset == Some(Preset::SD15);
     record.family = Some(info.family.name().into());
     record.preset = info.preset.map(|p| p.name().into());
     record.files = info

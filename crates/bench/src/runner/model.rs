@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use sdbench_diffusion::{CancelToken, ModelSource, Preset};
+use sdbench_diffusion::{CancelToken, ModelSource};
 use sdbench_hub::HubError;
 
 use super::{ModelChoice, RunOptions};
@@ -76,9 +76,9 @@ fn local_record(source: &ModelSource) -> ModelRecord {
             model_record(&file.display().to_string(), None, "checkpoint")
         }
         ModelSource::Synthetic(preset) => {
-            let id = match preset {
-                Preset::Sd15 => "synthetic".to_string(),
-                other => format!("synthetic-{}", other.name()),
+            let id = match *preset == crate::model_name::PLAIN_SYNTHETIC {
+                true => "synthetic".to_string(),
+                false => format!("synthetic-{}", preset.name()),
             };
             ModelRecord {
                 synthetic: true,

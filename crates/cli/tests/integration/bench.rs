@@ -585,6 +585,8 @@ fn a_sharded_flux2_repository_downloads_and_generates_offline() {
         "32",
         "--steps",
         "1",
+        "--scheduler",
+        "flow_euler",
         "--out",
         &png_s,
     ];
@@ -592,26 +594,31 @@ fn a_sharded_flux2_repository_downloads_and_generates_offline() {
     ok(&o);
     assert!(png.is_file());
     // And benchmarks from the cache in bf16, the dtype its files hold: the result is the schema's.
-    // The default workload (SD1.5's, its scheduler Euler) is refused before loading, naming the
-    // FLUX.2 one.
+    // SD1.5's workload (its scheduler Euler) is refused before loading, naming the FLUX.2 one.
     let out = home.path().join("klein.json");
     let out_s = out.display().to_string();
     let mut args = vec!["bench", "--model", "test-org/tiny-klein"];
     args.extend(["--precision", "bf16", "--out", out_s.as_str()]);
     args.extend(SMALL);
-    let o = sdbench(home.path(), &dead_endpoint(), &args);
+    let mut sd_workload = args.clone();
+    sd_workload.extend(["--workload", "sd15-512-30"]);
+    let o = sdbench(home.path(), &dead_endpoint(), &sd_workload);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let stderr = text(&o.stderr);
     let refused = "the custom workload cannot run on test-org/tiny-klein, a FLUX.2 klein model";
     assert!(stderr.contains(refused), "{stderr}");
+    assert!(stderr.contains("they take flow_euler"), "{stderr}");
     assert!(
         stderr.contains("its family's: --workload flux2-klein-1024-4"),
         "{stderr}"
     );
     assert!(!stderr.contains("loading") && !out.exists(), "{stderr}");
-    args.extend(["--workload", "flux2-klein-1024-4"]);
+    // Without --workload, the one made for its architecture runs, and says so.
     let o = sdbench(home.path(), &dead_endpoint(), &args);
     ok(&o);
+    let running = "note: running --workload flux2-klein-1024-4, the standard workload for \
+                   test-org/tiny-klein's architecture (flux2-klein)";
+    assert!(text(&o.stderr).contains(running), "{}", text(&o.stderr));
     let result: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     validate(&result);
     assert_eq!(result["backend"]["precision"], "bf16");
@@ -665,12 +672,16 @@ fn a_model_that_cannot_serve_the_request_stops_before_its_weights_download() {
             .count()
     };
 
-    // SD1.5's workload (the default) on a FLUX.2 model.
+    // SD1.5's workload (the default, as the model is not cached yet) on a FLUX.2 model.
     let mut args = vec!["bench", "--model", "test-org/tiny-klein"];
     args.extend(SMALL);
     let o = sdbench(home.path(), &server.url(), &args);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let stderr = text(&o.stderr);
+    assert!(
+        stderr.contains("running --workload sd15-512-30, the default: test-org/tiny-klein is not in the model cache"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("cannot run on test-org/tiny-klein, a FLUX.2 klein model"),
         "{stderr}"

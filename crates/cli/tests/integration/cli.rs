@@ -342,6 +342,18 @@ fn bad_arguments_fail_without_output() {
     let o = generate(&out, &["--scheduler", "magic"]);
     assert_eq!(o.status.code(), Some(2), "usage errors exit 2");
     assert_fails(&o, &out, "magic");
+    // Another family's scheduler is refused by the model's family, listing its own.
+    let o = generate(&out, &["--scheduler", "flow_euler"]);
+    assert_fails(
+        &o,
+        &out,
+        "--scheduler flow_euler does not apply to Stable Diffusion models",
+    );
+    assert_fails(
+        &o,
+        &out,
+        "pndm, ddim, euler, euler_a, dpmpp_2m, dpmpp_2m_karras",
+    );
     let o = sdbench(&[
         "generate",
         "--model",

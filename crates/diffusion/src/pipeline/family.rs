@@ -1,154 +1,231 @@
-//! Model families (the pipeline structure a model folder describes) and the built-in presets:
-//! upstream models whose configs are built in, for synthetic weights and single-file checkpoints
-//! (which carry no configs). Each family's presets live in its folder (`models::sd::presets`,
-//! `models::flux2`).
+//! What generic code knows of a model family: the descriptor each family folder exports
+//! (`models::<family>::FAMILY`), the architectures it runs (`Family`) and its built-in presets
+//! (`Preset`: upstream models whose configs are built in, for synthetic weights and single-file
+//! checkpoints, which carry no configs). `registry::FAMILIES` lists the descriptors; nothing
+//! outside a family's folder names one of its families or presets.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
-use super::{registered, GenerateRequest, ModelSource};
-use crate::error::Result;
-use crate::models::{flux2, sd};
+use super::memory_need::{DenoiserMemory, ModelSize, UpstreamParameters};
+use super::{FamilyPipeline, GenerateRequest, LoadOptions, ModelSource};
+use crate::device::SelectedDevice;
+use crate::error::{DiffusionError, Result};
+use crate::io::weights::Precision;
+use crate::models::config::VaeConfig;
+use crate::scheduler::SchedulerKind;
 
-/// How a model turns a prompt into an image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Family {
-    /// Stable Diffusion 1.x: one CLIP ViT-L text encoder, its last hidden state.
-    Sd1,
-    /// Stable Diffusion 2.x: one OpenCLIP ViT-H text encoder (stored as a gelu `CLIPTextModel`), its
-    /// last hidden state; epsilon or v-prediction.
-    Sd2,
-    /// Stable Diffusion XL: two text encoders (penultimate hidden states side by side), the second
-    /// one's projected pooled output and the image's size and crop as added conditions.
-    Sdxl,
-    /// FLUX.2 [klein]: a Qwen3 text encoder (three hidden states stacked per token), a
-    /// rectified-flow transformer on patched 32-channel latents, flow-matching Euler steps.
-    Flux2Klein,
+/// How a family loads a model.
+pub type LoadFn =
+    fn(&ModelSource, SelectedDevice, Precision, LoadOptions) -> Result<Box<dyn FamilyPipeline>>;
+
+/// A model family: the pipeline one folder under `models/` implements, and everything the
+/// engine, the bench and the front ends need to know of it without naming it.
+pub struct FamilyDescriptor {
+    /// What messages call its models: "Stable Diffusion", "FLUX.2 klein".
+    pub name: &'static str,
+    /// The `model_index.json` `_class_name`s it loads, each with what such a pipeline holds
+    /// (for the refusal of a class no family claims).
+    pub classes: &'static [(&'static str, &'static str)],
+    /// The architectures it runs (Stable Diffusion's: SD1.x, SD2.x, SDXL).
+    pub architectures: &'static [Family],
+    /// Its built-in presets.
+    pub presets: &'static [Preset],
+    /// The schedulers its models step with.
+    pub schedulers: &'static [SchedulerKind],
+    /// Whether it reads single-file checkpoints (the original, non-diffusers layout).
+    pub reads_checkpoints: bool,
+    /// What it cannot do for any request (pictures, sizes, options), checked before a model is
+    /// loaded; the scheduler is checked against `schedulers` beside it.
+    pub check_request: fn(&GenerateRequest) -> Result<()>,
+    /// Loads a model of this family (the device supports `precision`).
+    pub load: LoadFn,
+    /// What the memory estimate needs of a model: parameters from its configs and weight headers
+    /// (nothing is loaded), and its VAE's config.
+    pub model_size: fn(&ModelSource, Precision) -> Result<(ModelSize, VaeConfig)>,
 }
+
+impl FamilyDescriptor {
+    /// Whether a model folder whose `model_index.json` names `class` is this family's.
+    pub fn claims(&self, class: &str) -> bool {
+        self.classes.iter().any(|(c, _)| *c == class)
+    }
+
+    /// The request's scheduler (if any) against `schedulers`, then the family's own checks.
+    pub fn check_request(&self, request: &GenerateRequest) -> Result<()> {
+        if let Some(kind) = request.scheduler {
+            if !self.schedulers.contains(&kind) {
+                return Err(DiffusionError::Request(format!(
+                    "--scheduler {} does not apply to {} models; they take {}",
+                    kind.name(),
+                    self.name,
+                    self.scheduler_names().join(", ")
+                )));
+            }
+        }
+        (self.check_request)(request)
+    }
+
+    /// The names `--scheduler` takes for this family's models.
+    pub fn scheduler_names(&self) -> Vec<&'static str> {
+        self.schedulers.iter().map(|k| k.name()).collect()
+    }
+}
+
+impl fmt::Debug for FamilyDescriptor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl PartialEq for FamilyDescriptor {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for FamilyDescriptor {}
+
+/// One architecture a family runs (what results record as the model's family).
+pub struct Architecture {
+    /// Its name in results and reports: "sd1", "sdxl", "flux2-klein".
+    pub name: &'static str,
+    /// The image side its models are made for (what a load with no planned request is checked
+    /// for).
+    pub usual_side: usize,
+    pub descriptor: &'static FamilyDescriptor,
+    /// The upstream model's parameters: what a single-file checkpoint or synthetic weights hold.
+    pub upstream: fn() -> UpstreamParameters,
+    /// Its denoiser's device memory beyond the weights (measured coefficients).
+    pub denoiser_memory: DenoiserMemory,
+    /// Whether its pipeline decodes in f32 when the VAE's config says `force_upcast` (diffusers'
+    /// SDXL pipeline does; SD1.x's and SD2.x's ignore the flag).
+    pub honours_vae_force_upcast: bool,
+    /// Whether it starts from a picture (image-to-image), so a load may keep the VAE encoder.
+    pub image_to_image: bool,
+}
+
+/// A handle to an `Architecture`: compared by identity, printed by name.
+#[derive(Clone, Copy)]
+pub struct Family(pub &'static Architecture);
 
 impl Family {
     pub fn name(self) -> &'static str {
-        match self {
-            Family::Sd1 => "sd1",
-            Family::Sd2 => "sd2",
-            Family::Sdxl => "sdxl",
-            Family::Flux2Klein => "flux2-klein",
-        }
+        self.0.name
     }
 
-    /// The image side the family's models are made for (what a load with no planned request is
-    /// checked for).
     pub fn usual_side(self) -> usize {
-        match self {
-            Family::Sd1 => 512,
-            Family::Sd2 => 768,
-            Family::Sdxl | Family::Flux2Klein => 1024,
-        }
+        self.0.usual_side
     }
 
-    /// Whether the family runs Stable Diffusion's UNet pipeline.
-    pub fn is_stable_diffusion(self) -> bool {
-        !matches!(self, Family::Flux2Klein)
+    /// The family pipeline that runs it.
+    pub fn descriptor(self) -> &'static FamilyDescriptor {
+        self.0.descriptor
+    }
+
+    pub fn architecture(self) -> &'static Architecture {
+        self.0
+    }
+}
+
+impl PartialEq for Family {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Family {}
+
+impl Hash for Family {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.name.hash(state)
+    }
+}
+
+impl fmt::Debug for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.name)
     }
 }
 
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The family pipeline that loads a model, known without loading it: what a request can be
-/// checked against before the weights are read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PipelineKind {
-    /// SD1.x, SD2.x and SDXL.
-    StableDiffusion,
-    Flux2Klein,
-}
-
-impl PipelineKind {
-    /// `source`'s: a folder's by its `model_index.json`, a preset's by its family; single-file
-    /// checkpoints are Stable Diffusion's.
-    pub fn of(source: &ModelSource) -> Result<PipelineKind> {
-        Ok(match source {
-            ModelSource::Folder(folder) => registered(folder)?.0,
-            ModelSource::Checkpoint { .. } => PipelineKind::StableDiffusion,
-            ModelSource::Synthetic(preset) => match preset.family() {
-                Family::Flux2Klein => PipelineKind::Flux2Klein,
-                _ => PipelineKind::StableDiffusion,
-            },
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PipelineKind::StableDiffusion => "Stable Diffusion",
-            PipelineKind::Flux2Klein => "FLUX.2 klein",
-        }
-    }
-
-    /// What the family cannot do for any request (the pipelines' `validate` makes these checks
-    /// too, with those that need the loaded model).
-    pub fn check_request(self, request: &GenerateRequest) -> Result<()> {
-        match self {
-            PipelineKind::StableDiffusion => sd::pipeline::check_family_request(request),
-            PipelineKind::Flux2Klein => flux2::check_family_request(request),
-        }
+        f.write_str(self.0.name)
     }
 }
 
 /// An upstream model whose configs are built in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Preset {
-    /// stable-diffusion-v1-5/stable-diffusion-v1-5
-    Sd15,
-    /// stabilityai/stable-diffusion-2-1 (768 px, v-prediction)
-    Sd21,
-    /// stabilityai/stable-diffusion-xl-base-1.0
-    SdxlBase,
-    /// black-forest-labs/FLUX.2-klein-4B (step-distilled, 4 steps)
-    Flux2Klein4b,
+pub struct PresetSpec {
+    /// Its name after `synthetic-`: "sd15", "flux2-klein".
+    pub name: &'static str,
+    /// The Hub repository whose config files it copies.
+    pub repository: &'static str,
+    pub family: Family,
+    /// How front ends name it: short ("SDXL") and long ("Stable Diffusion XL base 1.0").
+    pub short_label: &'static str,
+    pub long_label: &'static str,
 }
 
-impl Preset {
-    pub const ALL: [Preset; 4] = [
-        Preset::Sd15,
-        Preset::Sd21,
-        Preset::SdxlBase,
-        Preset::Flux2Klein4b,
-    ];
+/// A handle to a `PresetSpec`: compared by identity, printed by name.
+#[derive(Clone, Copy)]
+pub struct Preset(pub &'static PresetSpec);
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Sd15 => "sd15",
-            Preset::Sd21 => "sd21",
-            Preset::SdxlBase => "sdxl-base",
-            Preset::Flux2Klein4b => "flux2-klein",
-        }
+impl Preset {
+    /// Every family's presets, in the registry's order.
+    pub fn all() -> impl Iterator<Item = Preset> {
+        super::registry::FAMILIES
+            .iter()
+            .flat_map(|d| d.presets.iter().copied())
     }
 
-    /// The Hub repository whose config files the preset copies.
+    /// The preset called `name`, if any.
+    pub fn named(name: &str) -> Option<Preset> {
+        Preset::all().find(|p| p.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
     pub fn repository(self) -> &'static str {
-        match self {
-            Preset::Sd15 => "stable-diffusion-v1-5/stable-diffusion-v1-5",
-            Preset::Sd21 => "stabilityai/stable-diffusion-2-1",
-            Preset::SdxlBase => "stabilityai/stable-diffusion-xl-base-1.0",
-            Preset::Flux2Klein4b => "black-forest-labs/FLUX.2-klein-4B",
-        }
+        self.0.repository
     }
 
     pub fn family(self) -> Family {
-        match self {
-            Preset::Sd15 => Family::Sd1,
-            Preset::Sd21 => Family::Sd2,
-            Preset::SdxlBase => Family::Sdxl,
-            Preset::Flux2Klein4b => Family::Flux2Klein,
-        }
+        self.0.family
+    }
+
+    pub fn short_label(self) -> &'static str {
+        self.0.short_label
+    }
+
+    pub fn long_label(self) -> &'static str {
+        self.0.long_label
+    }
+}
+
+impl PartialEq for Preset {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Preset {}
+
+impl Hash for Preset {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.name.hash(state)
+    }
+}
+
+impl fmt::Debug for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.name)
     }
 }
 
 impl fmt::Display for Preset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.0.name)
     }
 }

@@ -9,8 +9,6 @@ use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
-use crate::models::flux2::transformer::Flux2TransformerConfig;
-use crate::models::qwen3::Qwen3Config;
 use crate::models::vae_tiling::VaeTiles;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::{Family, LoadOptions, ModelSource, Pipeline, Placement};
@@ -35,72 +33,52 @@ pub struct ModelSize {
     pub vae_tile: usize,
 }
 
+/// An upstream model's parameters (what a single-file checkpoint or synthetic weights hold).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamParameters {
+    pub text_encoders: u64,
+    pub denoiser: u64,
+    /// Of `denoiser`, those int8 runs keep in the run's precision (`ModelSize`).
+    pub denoiser_full_precision: u64,
+    pub vae_decoder: u64,
+    pub vae_encoder: u64,
+}
+
+/// An architecture's denoiser memory beyond its weights, from its measured coefficients.
+#[derive(Debug, Clone, Copy)]
+pub struct DenoiserMemory {
+    /// Pool pages the denoiser's weights only partly fill, as a percentage of its weight bytes
+    /// (0 where the coefficients were measured on whole models, pages included).
+    pub load_pool_percent: u64,
+    /// One denoising step's activations for `work` with `rows` rows at once (guidance's two rows
+    /// per image, or one), int8 dequantization included.
+    pub step_bytes: fn(work: &RequestShape, rows: u64, placement: &Placement) -> u64,
+}
+
 impl ModelSize {
-    /// The upstream model of `family` (stable-diffusion-v1-5, stable-diffusion-2-1,
-    /// stable-diffusion-xl-base-1.0: parameters counted from their diffusers configs, as
-    /// `tests/integration/synthetic.rs` checks for SD1.5) with a VAE of `vae_tile`-pixel tiles.
-    /// What a single-file checkpoint or synthetic weights hold.
+    /// The upstream model of `family` with a VAE of `vae_tile`-pixel tiles: what a single-file
+    /// checkpoint or synthetic weights hold.
     pub fn upstream(family: Family, vae_tile: usize) -> Self {
-        let (text_encoder_params, unet_params, unet_full_precision_params) = match family {
-            Family::Sd1 => (123_060_480, 859_520_964, 0),
-            Family::Sd2 => (340_387_840, 865_910_724, 0),
-            Family::Sdxl => (123_060_480 + 694_659_840, 2_567_463_684, 0),
-            // FLUX.2-klein-4B: the Qwen3-4B layers the pipeline runs, and the transformer.
-            Family::Flux2Klein => (
-                Qwen3Config::qwen3_4b().parameters(crate::models::flux2::text_layers()),
-                Flux2TransformerConfig::klein_4b().parameters(),
-                Flux2TransformerConfig::klein_4b().full_precision_parameters(),
-            ),
-        };
-        // FLUX.2's VAE is SD's with 32 latent channels: wider conv_in/post_quant_conv and
-        // conv_out/quant_conv (130,060 and 262,192 more parameters).
-        let (vae_decoder_params, vae_encoder_params) = match family {
-            Family::Flux2Klein => (49_620_259, 34_425_856),
-            _ => (49_490_199, 34_163_664),
-        };
+        let p = (family.architecture().upstream)();
         ModelSize {
             family,
-            text_encoder_params,
-            unet_params,
-            unet_full_precision_params,
-            vae_decoder_params,
-            vae_encoder_params,
+            text_encoder_params: p.text_encoders,
+            unet_params: p.denoiser,
+            unet_full_precision_params: p.denoiser_full_precision,
+            vae_decoder_params: p.vae_decoder,
+            vae_encoder_params: p.vae_encoder,
             vae_tile,
         }
     }
 }
 
-/// A denoising step's device memory beyond the weights, in f16 per latent pixel: a part that
-/// does not depend on the rows the UNet runs at once (the allocator's pools, attention chunks)
-/// and a part per row (f32 doubles both). SD's, from SD1.5 at 512x512 on lavapipe (64x64
-/// latents), the allocator's peak reserved during the step less its in-use bytes after loading:
-/// 455 MiB with batched guidance (2 rows, `full`) and 370 MiB with sequential guidance (1 row,
-/// `low`): 85 MiB per row and 285 MiB besides (README, "Memory profiles"). A later run (group
-/// norm in two steps) peaked at 282 MiB over the weights in `low`: the coefficients keep the
-/// larger figures.
-const SD_UNET_STEP_BYTES_PER_LATENT_PIXEL: u64 = 73_000;
-const SD_UNET_ROW_BYTES_PER_LATENT_PIXEL: u64 = 22_000;
-/// SDXL's, from SDXL at 1024x1024 in `minimal` on lavapipe (128x128 latents, one row): the step's
-/// peak reserved bytes less the in-use bytes after loading, 515 MiB, of which the int8
-/// dequantization below is 112 MiB: 25,800 bytes per latent pixel for the step and one row (its
-/// first level, a quarter of the pixels' work, has no attention). Split as SD's is (row 23%),
-/// with a margin: 21,000 + 7,000. At 512x512 the second row cost 105 MiB (26 KB per latent
-/// pixel), more than this split gives it, but pools dominate the figures at that size (see the
-/// next constant) and at 1024x1024 SDXL's decode needs more than its step in every profile but
-/// `minimal`, which runs one row, so there the split does not change a profile's need.
-const SDXL_UNET_STEP_BYTES_PER_LATENT_PIXEL: u64 = 21_000;
-const SDXL_UNET_ROW_BYTES_PER_LATENT_PIXEL: u64 = 7_000;
-/// What SDXL's step holds in the allocator's pools beyond the per-pixel part, which the 1024
-/// figure above leaves out at smaller sizes: at 512x512 on lavapipe (f16) the step's peak
-/// reserved bytes were 544 MiB over the weights in use with one row (`low`) and 650 MiB with two
-/// (`full`), where the per-pixel part is 109 and 137 MiB. SD's coefficients were measured at its
-/// usual size and include its pools.
-const SDXL_UNET_POOL_BYTES: u64 = 448 << 20;
-/// Int8 weights are dequantized one layer at a time; the largest layer (a 3x3 convolution from
-/// 2560 to 1280 channels in SD's and SDXL's up blocks, 29.5M weights) needs its packed bytes
-/// unpacked and its f16 copy, about 4 bytes a weight, besides the activations. Measured: the
-/// `minimal` step took 410 MiB over the weights where `low`'s took 370.
-const INT8_DEQUANTIZE_BYTES: u64 = 4 * 29_491_200;
+/// Int8 weights are dequantized one layer at a time: the largest layer of `weights` weights
+/// needs its packed bytes unpacked and its f16 copy, about 4 bytes a weight, besides the
+/// activations.
+pub const fn int8_dequantize_bytes(weights: u64) -> u64 {
+    4 * weights
+}
+
 /// The VAE's activations (every family's VAE has the same shape; SDXL's decodes in f32): a part
 /// per output pixel and the allocator's pools beside it, measured on lavapipe as a decode's peak
 /// reserved bytes over the weights in use, SD1.5 decoding untiled in f16 (`full`) and f32
@@ -114,44 +92,6 @@ const VAE_F16_POOL_BYTES: u64 = 256 << 20;
 const VAE_F16_BYTES_PER_PIXEL: u64 = 4_700;
 const VAE_F32_POOL_BYTES: u64 = 512 << 20;
 const VAE_F32_BYTES_PER_PIXEL: u64 = 6_700;
-
-/// FLUX.2 klein's transformer step in f16: the allocator's pools and attention chunks, which do
-/// not grow with the image, and a part per token of one row (text and image tokens alike).
-/// Measured on lavapipe (README, "Memory profiles") with a model of klein 4B's widths and 1
-/// double- and 4 single-stream blocks (of its 5 and 20: the blocks run one after another, so a
-/// step's activations do not grow with depth) as the step's peak reserved bytes less the
-/// reserved bytes after loading: in `minimal`, 464 MiB at 512x512 (1,536 tokens) and 656 MiB at
-/// 1024x1024 (4,608 tokens), 64 KiB per token and 368 MiB besides (the largest int8 layer's
-/// dequantization, below, among them); in `low` (f16 weights), 304 MiB and 592 MiB, 96
-/// KiB per token and 160 MiB besides. The whole model's 1024x1024 step in `minimal` added the
-/// same 656 MiB to its load's. Taken as 100 KB per token and 256 MiB.
-const FLUX2_STEP_POOL_BYTES: u64 = 256 << 20;
-const FLUX2_STEP_BYTES_PER_TOKEN: u64 = 100_000;
-/// What loading FLUX.2 klein's transformer leaves reserved beyond its weights: pool pages its
-/// tensors only partly fill, which handing unused memory back does not free. Measured on
-/// lavapipe (f16) as the reserved bytes after loading less the in-use bytes, over the
-/// transformer's device bytes: 159 over 1,075 MiB (1+4 blocks, `minimal`), 289 over 1,776 MiB
-/// (1+4 blocks, `low`) and 780 over 3,886 MiB (the whole model, `minimal`): 15-20%, 22% of the
-/// int8 layers alone in both `minimal` loads. Taken as 22%.
-const FLUX2_LOAD_POOL_PERCENT: u64 = 22;
-/// The largest int8 layer FLUX.2 klein dequantizes: a single block's `to_out`, 12,288 x 3072
-/// weights (the fused projections load as their parts, each smaller), about 4 bytes a weight
-/// while it is unpacked. Measured over each load's reserved bytes, `minimal`'s step took 64
-/// (1024x1024) to 160 MiB (512x512) more than `low`'s.
-const FLUX2_INT8_DEQUANTIZE_BYTES: u64 = 4 * 12_288 * 3072;
-
-/// FLUX.2 klein's activations for one step of `work` at `rows` transformer rows.
-fn flux2_step_bytes(work: &RequestShape, rows: u64, placement: &Placement) -> u64 {
-    let tokens = (work.width / 16 * (work.height / 16)
-        + work.reference_pixels / 256
-        + crate::models::flux2::PROMPT_TOKENS) as u64;
-    let mut step = FLUX2_STEP_BYTES_PER_TOKEN * tokens * rows * placement.unet.bytes() / 2
-        + FLUX2_STEP_POOL_BYTES;
-    if placement.unet_int8 {
-        step += FLUX2_INT8_DEQUANTIZE_BYTES;
-    }
-    step
-}
 
 /// The request a need is estimated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,12 +169,8 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
     } else {
         size.unet_params * placement.unet.bytes()
     };
-    // With FLUX.2's, the pages its weights only partly fill (SD's coefficients were measured on
-    // the whole models, their weights' pages included).
-    let unet = match family {
-        Family::Flux2Klein => unet + unet * FLUX2_LOAD_POOL_PERCENT / 100,
-        _ => unet,
-    };
+    let memory = family.architecture().denoiser_memory;
+    let unet = unet + unet * memory.load_pool_percent / 100;
     let vae = if placement.vae_on_cpu {
         0
     } else {
@@ -244,35 +180,13 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         };
         (size.vae_decoder_params + encoder) * placement.vae.bytes()
     };
-    let latent_pixels = (work.width / 8 * (work.height / 8)) as u64;
     let rows = work.batch as u64
         * if work.guided && !placement.sequential_cfg {
             2
         } else {
             1
         };
-    let (per_step, per_row) = match family {
-        Family::Flux2Klein => (0, 0),
-        Family::Sdxl => (
-            SDXL_UNET_STEP_BYTES_PER_LATENT_PIXEL,
-            SDXL_UNET_ROW_BYTES_PER_LATENT_PIXEL,
-        ),
-        Family::Sd1 | Family::Sd2 => (
-            SD_UNET_STEP_BYTES_PER_LATENT_PIXEL,
-            SD_UNET_ROW_BYTES_PER_LATENT_PIXEL,
-        ),
-    };
-    let mut unet_activations =
-        (per_step + per_row * rows) * latent_pixels * placement.unet.bytes() / 2;
-    if placement.unet_int8 {
-        unet_activations += INT8_DEQUANTIZE_BYTES;
-    }
-    if family == Family::Sdxl {
-        unet_activations += SDXL_UNET_POOL_BYTES;
-    }
-    if family == Family::Flux2Klein {
-        unet_activations = flux2_step_bytes(work, rows, placement);
-    }
+    let unet_activations = (memory.step_bytes)(work, rows, placement);
     // Images decode one at a time, and image-to-image encodes its one picture; a tiled pass
     // holds one tile's activations. The encoder's are taken as the decoder's, which bound them:
     // at every resolution it has at most the decoder's channels and fewer layers.

@@ -1,5 +1,7 @@
 use super::*;
 use crate::models::config::VaeConfig;
+use crate::models::flux2::family::FLUX2_STEP_BYTES_PER_TOKEN;
+use crate::models::flux2::transformer::Flux2TransformerConfig;
 use crate::pipeline::LoadOptions;
 
 fn placement(family: Family, profile: MemoryProfile, precision: Precision) -> Placement {
@@ -27,7 +29,7 @@ fn work(side: usize) -> RequestShape {
 /// memory (measured on lavapipe: 5416 MiB, `the_estimate_covers_the_measured_peaks`).
 #[test]
 fn flux2_klein_minimal_is_estimated_under_8_gb_at_1024() {
-    let family = Family::Flux2Klein;
+    let family = Family::FLUX2_KLEIN;
     let minimal = placement(family, MemoryProfile::Minimal, Precision::F16);
     let peak = need(family, &minimal, &work(1024)).peak();
     assert!(peak < 8_000_000_000, "{peak}");
@@ -37,7 +39,7 @@ fn flux2_klein_minimal_is_estimated_under_8_gb_at_1024() {
 /// 8704 tokens) and the VAE encoder to the device.
 #[test]
 fn flux2_reference_pictures_count_their_tokens_and_the_encoder() {
-    let family = Family::Flux2Klein;
+    let family = Family::FLUX2_KLEIN;
     let full = placement(family, MemoryProfile::Full, Precision::F16);
     // klein 4B is step-distilled: one transformer row per image.
     let base = RequestShape {
@@ -62,7 +64,7 @@ fn flux2_reference_pictures_count_their_tokens_and_the_encoder() {
 
 #[test]
 fn each_device_profile_needs_less_than_the_one_before() {
-    for family in [Family::Sd1, Family::Sd2, Family::Sdxl, Family::Flux2Klein] {
+    for family in [Family::SD1, Family::SD2, Family::SDXL, Family::FLUX2_KLEIN] {
         let usual = RequestShape::usual(family);
         let needs: Vec<u64> = DEVICE_PROFILES
             .into_iter()
@@ -74,33 +76,33 @@ fn each_device_profile_needs_less_than_the_one_before() {
 
 #[test]
 fn the_need_counts_weights_and_grows_with_the_image() {
-    let full = placement(Family::Sd1, MemoryProfile::Full, Precision::F16);
-    let small = need(Family::Sd1, &full, &work(256));
-    let large = need(Family::Sd1, &full, &work(1024));
+    let full = placement(Family::SD1, MemoryProfile::Full, Precision::F16);
+    let small = need(Family::SD1, &full, &work(256));
+    let large = need(Family::SD1, &full, &work(1024));
     // At least the f16 weights of all three components.
     assert!(small.peak() > (123_060_480 + 859_520_964 + 49_490_199) * 2);
     assert!(large.denoise > small.denoise && large.decode > small.decode);
     // f32 holds twice the weights.
-    let f32 = placement(Family::Sd1, MemoryProfile::Full, Precision::F32);
-    assert!(need(Family::Sd1, &f32, &work(512)).peak() > small.peak() * 3 / 2);
+    let f32 = placement(Family::SD1, MemoryProfile::Full, Precision::F32);
+    assert!(need(Family::SD1, &f32, &work(512)).peak() > small.peak() * 3 / 2);
     // Sequential guidance halves the UNet's activations; a batch of two doubles them.
-    let low = placement(Family::Sd1, MemoryProfile::Low, Precision::F16);
+    let low = placement(Family::SD1, MemoryProfile::Low, Precision::F16);
     let mut two = work(512);
     two.batch = 2;
-    let one = need(Family::Sd1, &low, &work(512)).denoise;
-    assert!(need(Family::Sd1, &low, &two).denoise > one);
+    let one = need(Family::SD1, &low, &work(512)).denoise;
+    assert!(need(Family::SD1, &low, &two).denoise > one);
     // A wide image needs what its pixels need, whichever side is long.
-    let wide = need(Family::Sd1, &full, &RequestShape::image(768, 512));
-    let tall = need(Family::Sd1, &full, &RequestShape::image(512, 768));
+    let wide = need(Family::SD1, &full, &RequestShape::image(768, 512));
+    let tall = need(Family::SD1, &full, &RequestShape::image(512, 768));
     assert_eq!(wide, tall);
-    assert!(wide.peak() > need(Family::Sd1, &full, &work(512)).peak());
+    assert!(wide.peak() > need(Family::SD1, &full, &work(512)).peak());
 }
 
 /// The model's own parameters and VAE tile count, not its family's upstream ones.
 #[test]
 fn the_need_follows_the_model_size() {
-    let low = placement(Family::Sdxl, MemoryProfile::Low, Precision::F16);
-    let base = upstream(Family::Sdxl);
+    let low = placement(Family::SDXL, MemoryProfile::Low, Precision::F16);
+    let base = upstream(Family::SDXL);
     // A distilled SDXL (SSD-1B's UNet has 1.3 billion parameters).
     let distilled = ModelSize {
         unet_params: 1_300_000_000,
@@ -111,9 +113,9 @@ fn the_need_follows_the_model_size() {
     assert_eq!(saved, (base.unet_params - distilled.unet_params) * 2);
     // SD2.1's VAE tiles at 768 pixels: `low` decodes 768x768 in one piece, a 512-tile VAE
     // (SD2.1-base's) in tiles.
-    let low = placement(Family::Sd2, MemoryProfile::Low, Precision::F16);
-    let one_piece = estimate(&ModelSize::upstream(Family::Sd2, 768), &low, &work(768));
-    let tiled = estimate(&ModelSize::upstream(Family::Sd2, 512), &low, &work(768));
+    let low = placement(Family::SD2, MemoryProfile::Low, Precision::F16);
+    let one_piece = estimate(&ModelSize::upstream(Family::SD2, 768), &low, &work(768));
+    let tiled = estimate(&ModelSize::upstream(Family::SD2, 512), &low, &work(768));
     assert!(one_piece.decode > tiled.decode);
     assert_eq!(
         one_piece.decode - tiled.decode,
@@ -125,10 +127,10 @@ fn the_need_follows_the_model_size() {
 /// encoder too.
 #[test]
 fn image_to_image_counts_the_encoder() {
-    let size = upstream(Family::Sd1);
+    let size = upstream(Family::SD1);
     let text = need(
-        Family::Sd1,
-        &placement(Family::Sd1, MemoryProfile::Low, Precision::F16),
+        Family::SD1,
+        &placement(Family::SD1, MemoryProfile::Low, Precision::F16),
         &work(512),
     );
     assert_eq!(text.encode, 0);
@@ -137,7 +139,7 @@ fn image_to_image_counts_the_encoder() {
         ..LoadOptions::default()
     });
     let with_encoder =
-        Placement::for_model(Family::Sd1, &VaeConfig::sd15(), Precision::F16, &options);
+        Placement::for_model(Family::SD1, &VaeConfig::sd15(), Precision::F16, &options);
     let image = RequestShape {
         image_to_image: true,
         ..work(512)
@@ -168,9 +170,9 @@ fn the_estimate_covers_the_measured_peaks() {
         (MemoryProfile::Minimal, 512, 1328 * mib),
     ];
     for (profile, tile, peak) in measured {
-        let mut placement = placement(Family::Sd1, profile, Precision::F16);
+        let mut placement = placement(Family::SD1, profile, Precision::F16);
         placement.vae_tiling = true;
-        let size = ModelSize::upstream(Family::Sd1, tile);
+        let size = ModelSize::upstream(Family::SD1, tile);
         let need = estimate(&size, &placement, &work(512)).peak();
         assert!(
             (peak..peak * 5 / 4).contains(&need),
@@ -178,20 +180,20 @@ fn the_estimate_covers_the_measured_peaks() {
         );
     }
     // The target: SD1.5 at 512x512 under 2.5 GB in minimal.
-    let minimal = placement(Family::Sd1, MemoryProfile::Minimal, Precision::F16);
-    assert!(need(Family::Sd1, &minimal, &work(512)).peak() < 2_500_000_000);
+    let minimal = placement(Family::SD1, MemoryProfile::Minimal, Precision::F16);
+    assert!(need(Family::SD1, &minimal, &work(512)).peak() < 2_500_000_000);
 
     // SDXL at 1024x1024 in minimal on lavapipe: the step's peak reserved (decoding was not
     // measured: lavapipe's 128 MiB buffers would have cut its tiles smaller than a GPU's).
-    let minimal = placement(Family::Sdxl, MemoryProfile::Minimal, Precision::F16);
-    let denoise = need(Family::Sdxl, &minimal, &work(1024)).denoise;
+    let minimal = placement(Family::SDXL, MemoryProfile::Minimal, Precision::F16);
+    let denoise = need(Family::SDXL, &minimal, &work(1024)).denoise;
     let peak = 3168 * mib;
     assert!(
         (peak..peak * 5 / 4).contains(&denoise),
         "SDXL minimal: estimated {denoise}, measured {peak}"
     );
     // The target: SDXL at 1024x1024 under 4 GB in minimal.
-    assert!(need(Family::Sdxl, &minimal, &work(1024)).peak() < 4_000_000_000);
+    assert!(need(Family::SDXL, &minimal, &work(1024)).peak() < 4_000_000_000);
 
     // SDXL on lavapipe (f16), one row and two: the step's peak reserved.
     for (profile, side, peak) in [
@@ -201,8 +203,8 @@ fn the_estimate_covers_the_measured_peaks() {
         (MemoryProfile::Balanced, 1024, 5952 * mib),
         (MemoryProfile::Full, 1024, 7352 * mib),
     ] {
-        let placement = placement(Family::Sdxl, profile, Precision::F16);
-        let denoise = need(Family::Sdxl, &placement, &work(side)).denoise;
+        let placement = placement(Family::SDXL, profile, Precision::F16);
+        let denoise = need(Family::SDXL, &placement, &work(side)).denoise;
         assert!(
             (peak..peak * 5 / 4).contains(&denoise),
             "SDXL {profile} at {side}: estimated {denoise}, measured {peak}"
@@ -219,7 +221,7 @@ fn the_estimate_covers_the_measured_peaks() {
     let size = ModelSize {
         unet_params: shallow.parameters(),
         unet_full_precision_params: shallow.full_precision_parameters(),
-        ..upstream(Family::Flux2Klein)
+        ..upstream(Family::FLUX2_KLEIN)
     };
     for (profile, side, peak) in [
         (MemoryProfile::Minimal, 1024, 1984 * mib),
@@ -227,7 +229,7 @@ fn the_estimate_covers_the_measured_peaks() {
         (MemoryProfile::Low, 512, 2464 * mib),
         (MemoryProfile::Low, 1024, 2752 * mib),
     ] {
-        let placement = placement(Family::Flux2Klein, profile, Precision::F16);
+        let placement = placement(Family::FLUX2_KLEIN, profile, Precision::F16);
         let distilled = RequestShape {
             guided: false,
             ..work(side)
@@ -239,12 +241,12 @@ fn the_estimate_covers_the_measured_peaks() {
         );
     }
     // The whole of klein 4B (`synthetic-flux2-klein`), the same way: `minimal` at 1024x1024.
-    let minimal = placement(Family::Flux2Klein, MemoryProfile::Minimal, Precision::F16);
+    let minimal = placement(Family::FLUX2_KLEIN, MemoryProfile::Minimal, Precision::F16);
     let distilled = RequestShape {
         guided: false,
         ..work(1024)
     };
-    let denoise = estimate(&upstream(Family::Flux2Klein), &minimal, &distilled).denoise;
+    let denoise = estimate(&upstream(Family::FLUX2_KLEIN), &minimal, &distilled).denoise;
     let peak = 5416 * mib;
     assert!(
         (peak..peak * 5 / 4).contains(&denoise),
@@ -259,8 +261,8 @@ fn the_estimate_covers_the_measured_peaks() {
         (MemoryProfile::Balanced, Precision::F32, 256, 4360 * mib),
         (MemoryProfile::Balanced, Precision::F32, 352, 4584 * mib),
     ] {
-        let placement = placement(Family::Sd1, profile, precision);
-        let need = need(Family::Sd1, &placement, &work(side));
+        let placement = placement(Family::SD1, profile, precision);
+        let need = need(Family::SD1, &placement, &work(side));
         assert!(
             need.decode > need.denoise,
             "{profile} {precision:?} at {side}"
@@ -277,8 +279,8 @@ fn the_estimate_covers_the_measured_peaks() {
 fn the_first_fitting_profile_is_the_fastest_that_fits() {
     let need = |p| {
         need(
-            Family::Sdxl,
-            &placement(Family::Sdxl, p, Precision::F16),
+            Family::SDXL,
+            &placement(Family::SDXL, p, Precision::F16),
             &work(1024),
         )
     };
@@ -315,15 +317,15 @@ fn gpu(memory: Option<u64>) -> SelectedDevice {
 
 #[test]
 fn auto_picks_the_fastest_profile_that_fits_and_says_why() {
-    let sd15 = ModelSource::Synthetic(crate::Preset::Sd15);
+    let sd15 = ModelSource::Synthetic(crate::Preset::SD15);
     let choose_for = |device: &SelectedDevice, work: &RequestShape| {
         choose_auto(&sd15, device, Some(Precision::F16), work).unwrap()
     };
     let choose = |device: &SelectedDevice| choose_for(device, &work(512));
     assert_eq!(choose(&gpu(Some(24 << 30))).profile, MemoryProfile::Full);
     let need_of = |p: MemoryProfile, work: &RequestShape| {
-        let placement = placement(Family::Sd1, p, Precision::F16);
-        need(Family::Sd1, &placement, work).peak()
+        let placement = placement(Family::SD1, p, Precision::F16);
+        need(Family::SD1, &placement, work).peak()
     };
     let just_low = gpu(Some(need_of(MemoryProfile::Low, &work(512))));
     let low = choose(&just_low);

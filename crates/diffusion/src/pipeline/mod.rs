@@ -12,7 +12,9 @@ pub mod memory;
 pub mod memory_need;
 pub(crate) mod offload;
 mod placement;
+pub mod registry;
 mod request;
+pub(crate) mod stages;
 pub(crate) mod steps;
 
 use std::any::Any;
@@ -30,11 +32,8 @@ use crate::error::{DiffusionError, Result};
 use crate::io::image::RgbImage;
 use crate::io::weights::{Loader, Precision, WeightSource};
 use crate::models::config::{read_json, VaeConfig};
-use crate::models::flux2::pipeline::Flux2Pipeline;
-use crate::models::sd::pipeline::SdPipeline;
-use crate::models::sd::spec::SD_CLASS_NAMES;
 use crate::scheduler::SchedulerKind;
-pub use family::{Family, PipelineKind, Preset};
+pub use family::{Family, FamilyDescriptor, Preset};
 use memory_need::{ModelSize, RequestShape};
 pub use placement::{LoadOptions, Placement};
 pub(crate) use request::check_request;
@@ -238,8 +237,20 @@ pub trait FamilyPipeline: Send + Sync {
     fn has_vae_encoder(&self) -> bool;
     /// How many tiles each image of `width` x `height` decodes in (1: one piece).
     fn decode_tile_count(&self, width: usize, height: usize) -> usize;
-    /// The family's own type, for component access (parity tests, timing).
+    /// What the denoiser is called in reports: "unet", "transformer".
+    fn denoiser_name(&self) -> &'static str;
+    /// The calls `sdbench timing` times for an image of `width` x `height`: one denoiser call
+    /// as a step makes it and one VAE decode, their inputs prepared beforehand.
+    fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>>;
+    /// The family's own type, for component access (parity tests).
     fn as_any(&self) -> &dyn Any;
+}
+
+/// One call `sdbench timing` repeats: what it is, and the call.
+pub struct TimedCall<'a> {
+    /// "unet call (batch 2, 4x64x64 latents)".
+    pub label: String,
+    pub run: Box<dyn FnMut() -> Result<()> + 'a>,
 }
 
 /// A loaded model of any family.
@@ -279,34 +290,13 @@ pub(crate) fn folder_index(folder: &Path) -> Result<Map<String, Value>> {
     let index = folder.join("model_index.json");
     if !index.is_file() {
         return Err(problem(
-            "is not a diffusers model folder: model_index.json is missing (expected the layout of \
-             stable-diffusion-v1-5/stable-diffusion-v1-5: model_index.json, tokenizer/, text_encoder/, unet/, vae/, scheduler/)"
+            "is not a diffusers model folder: model_index.json is missing (expected a Hub \
+             repository's layout: model_index.json and a folder per component, e.g. tokenizer/, \
+             text_encoder/, unet/ or transformer/, vae/, scheduler/)"
                 .into(),
         ));
     }
     read_json(&index)
-}
-
-/// Which family pipeline loads `folder` (the registry, by the `_class_name` its
-/// `model_index.json` names), and that `model_index.json`.
-pub(crate) fn registered(folder: &Path) -> Result<(PipelineKind, Map<String, Value>)> {
-    let index = folder_index(folder)?;
-    let class = index.get("_class_name").and_then(Value::as_str);
-    let family = match class {
-        None => PipelineKind::StableDiffusion,
-        Some(c) if SD_CLASS_NAMES.contains(&c) => PipelineKind::StableDiffusion,
-        Some(c) if Flux2Pipeline::CLASS_NAMES.contains(&c) => PipelineKind::Flux2Klein,
-        Some(other) => {
-            return Err(DiffusionError::ModelFolder {
-                path: folder.to_path_buf(),
-                problem: format!(
-                    "holds a `{other}` (model_index.json); SD Bench runs StableDiffusionPipeline (SD1.x, SD2.x), \
-                     StableDiffusionXLPipeline (SDXL base) and Flux2KleinPipeline (FLUX.2 klein) models"
-                ),
-            })
-        }
-    };
-    Ok((family, index))
 }
 
 impl Pipeline {
@@ -343,31 +333,10 @@ impl Pipeline {
                 ),
             });
         }
-        let registered = match source {
-            ModelSource::Folder(folder) => Some(registered(folder)?),
-            _ => None,
-        };
+        let family = registry::family_of(source)?;
         let profile = memory::MemoryProfile::of_options(&options);
-        let model: Box<dyn FamilyPipeline> = backend_failure::guard(&device, profile, || {
-            Ok(match (source, registered) {
-                (ModelSource::Synthetic(preset), _) if preset.family() == Family::Flux2Klein => {
-                    Box::new(Flux2Pipeline::load_synthetic(
-                        *preset,
-                        device.clone(),
-                        precision,
-                        options,
-                    )?) as Box<dyn FamilyPipeline>
-                }
-                (ModelSource::Folder(folder), Some((PipelineKind::Flux2Klein, index))) => Box::new(
-                    Flux2Pipeline::load_folder(folder, &index, device.clone(), precision, options)?,
-                ),
-                _ => Box::new(SdPipeline::load(
-                    source,
-                    device.clone(),
-                    precision,
-                    options,
-                )?),
-            })
+        let model = backend_failure::guard(&device, profile, || {
+            (family.load)(source, device.clone(), precision, options)
         })?;
         Ok(Pipeline {
             device: model.device().clone(),
@@ -384,26 +353,12 @@ impl Pipeline {
         source: &ModelSource,
         precision: Precision,
     ) -> Result<(ModelSize, VaeConfig)> {
-        if let ModelSource::Folder(folder) = source {
-            if registered(folder)?.0 == PipelineKind::Flux2Klein {
-                return Flux2Pipeline::model_size(folder, precision);
-            }
-        }
-        if let ModelSource::Synthetic(preset) = source {
-            if preset.family() == Family::Flux2Klein {
-                return Ok(Flux2Pipeline::upstream_size());
-            }
-        }
-        SdPipeline::model_size(source, precision)
+        (registry::family_of(source)?.model_size)(source, precision)
     }
 
-    /// The Stable Diffusion pipeline inside, for its component access (parity, timing).
-    pub fn sd(&self) -> Option<&SdPipeline> {
-        self.model.as_any().downcast_ref()
-    }
-
-    /// The FLUX.2 klein pipeline inside, for its component access.
-    pub fn flux2(&self) -> Option<&Flux2Pipeline> {
+    /// The family's own pipeline inside, for its component access (parity tests, timing):
+    /// `None` when the model is of another family.
+    pub fn family_pipeline<T: 'static>(&self) -> Option<&T> {
         self.model.as_any().downcast_ref()
     }
 
@@ -477,6 +432,14 @@ impl Pipeline {
 
     pub fn decode_tile_count(&self, width: usize, height: usize) -> usize {
         self.model.decode_tile_count(width, height)
+    }
+
+    pub fn denoiser_name(&self) -> &'static str {
+        self.model.denoiser_name()
+    }
+
+    pub fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>> {
+        self.model.timed_calls(width, height)
     }
 }
 

@@ -73,8 +73,11 @@ impl Placement {
         precision: Precision,
         options: &LoadOptions,
     ) -> Self {
-        // diffusers upcasts SDXL's own VAE only from f16, whose range it overflows; bf16 has f32's.
-        let upcast = family == Family::Sdxl && vae.force_upcast && precision != Precision::Bf16;
+        // diffusers upcasts a VAE marked `force_upcast` only from f16, whose range it overflows
+        // (bf16 has f32's), and only in the pipelines that read the flag (SDXL's).
+        let upcast = family.architecture().honours_vae_force_upcast
+            && vae.force_upcast
+            && precision != Precision::Bf16;
         let vae_precision = if options.vae_on_cpu || upcast {
             Precision::F32
         } else {
@@ -96,8 +99,8 @@ impl Placement {
             unet_offload: options.unet_offload,
             unet_int8: options.unet_int8,
             small_vae_tiles: options.vae_tiling && options.small_vae_tiles,
-            // FLUX.2 klein runs text-to-image only: its VAE encoder is never loaded.
-            vae_encoder: options.vae_encoder && family.is_stable_diffusion(),
+            // A family that never starts from a picture keeps no VAE encoder on the device.
+            vae_encoder: options.vae_encoder && family.architecture().image_to_image,
         }
     }
 }

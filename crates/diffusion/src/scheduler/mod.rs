@@ -34,6 +34,18 @@ pub enum SchedulerKind {
 }
 
 impl SchedulerKind {
+    pub const ALL: [SchedulerKind; 7] = [
+        SchedulerKind::Pndm,
+        SchedulerKind::Ddim,
+        SchedulerKind::Euler,
+        SchedulerKind::EulerAncestral,
+        SchedulerKind::DpmSolverPP2M { karras: false },
+        SchedulerKind::DpmSolverPP2M { karras: true },
+        SchedulerKind::FlowMatchEuler,
+    ];
+
+    /// Every scheduler's `--scheduler` name (each family takes some: its descriptor's
+    /// `schedulers`).
     pub const NAMES: &'static [&'static str] = &[
         "pndm",
         "ddim",
@@ -41,6 +53,7 @@ impl SchedulerKind {
         "euler_a",
         "dpmpp_2m",
         "dpmpp_2m_karras",
+        "flow_euler",
     ];
 
     pub fn from_name(name: &str) -> Result<Self> {
@@ -210,15 +223,13 @@ pub fn build<B: Backend>(
         SchedulerKind::DpmSolverPP2M { karras } => {
             Box::new(dpm_solver::DpmSolverPP2M::new(&cfg, steps, karras)?)
         }
-        SchedulerKind::FlowMatchEuler => return Err(flow_match_on_stable_diffusion()),
+        // The family registry's check refuses it before a request gets here.
+        SchedulerKind::FlowMatchEuler => {
+            return Err(DiffusionError::Request(
+                "flow_euler steps flow-matching models; this model predicts noise: choose pndm, ddim, euler, euler_a, dpmpp_2m or dpmpp_2m_karras".into(),
+            ))
+        }
     })
-}
-
-/// The refusal of `flow_euler` for a Stable Diffusion model.
-pub(crate) fn flow_match_on_stable_diffusion() -> DiffusionError {
-    DiffusionError::Request(
-        "flow_euler is the flow-matching models' scheduler (FLUX.2); Stable Diffusion models take one of: pndm, ddim, euler, euler_a, dpmpp_2m, dpmpp_2m_karras".into(),
-    )
 }
 
 /// Typed access to the config map with diffusers' per-scheduler defaults.

@@ -11,6 +11,7 @@
 //! embeddings 1e-5 of 12, the transformer 5e-5 of 9.
 
 use crate::common;
+use crate::common::FamilyAccess;
 
 use burn::prelude::*;
 use burn::tensor::TensorData;
@@ -310,7 +311,7 @@ fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
 fn the_distilled_model_ignores_guidance_and_refuses_what_it_cannot_do() {
     let pipe = load(select(BackendRequest::Cpu).unwrap(), Precision::F32);
     assert!(pipe.ignores_guidance());
-    assert_eq!(pipe.info.family, sdbench_diffusion::Family::Flux2Klein);
+    assert_eq!(pipe.info.family, sdbench_diffusion::Family::FLUX2_KLEIN);
     let base = GenerateRequest {
         width: 32,
         height: 32,
@@ -330,7 +331,7 @@ fn the_distilled_model_ignores_guidance_and_refuses_what_it_cannot_do() {
         ..base.clone()
     };
     let err = pipe.validate(&scheduler).unwrap_err().to_string();
-    common::assert_mentions(&err, &["flow-matching", "euler"]);
+    common::assert_mentions(&err, &["--scheduler euler", "FLUX.2 klein", "flow_euler"]);
     // Guidance changes nothing for a step-distilled model.
     let cancel = CancelToken::new();
     let plain = pipe.generate(&base, &mut |_| {}, &cancel).unwrap();

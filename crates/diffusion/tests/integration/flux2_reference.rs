@@ -10,6 +10,7 @@
 //! twice the most diffusers' own f16 images of it differ from its f32 ones).
 
 use crate::common;
+use crate::common::FamilyAccess;
 
 use common::{assert_close, Reference};
 use sdbench_diffusion::device::select;

@@ -9,6 +9,7 @@
 //! of one 8-bit level).
 
 use crate::common;
+use crate::common::FamilyAccess;
 
 use common::{assert_close, Reference, TINY};
 use sdbench_diffusion::device::select;
@@ -436,7 +437,7 @@ fn sdxl_decodes_in_f32_when_its_vae_asks_for_it() {
             (p.text_encoders, p.unet, p.vae),
             (Precision::F16, Precision::F16, Precision::F32)
         );
-        assert_eq!(sdxl.info.family, sdbench_diffusion::Family::Sdxl);
+        assert_eq!(sdxl.info.family, sdbench_diffusion::Family::SDXL);
         drop(sdxl);
         let sd = load_in("tiny-sd", BackendRequest::Vulkan, Precision::F16);
         assert_eq!(sd.info.placement.vae, Precision::F16);

@@ -11,7 +11,7 @@ use sdbench_diffusion::{
 fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
     let device = select(BackendRequest::Cpu).unwrap();
     let pipe = Pipeline::load_with(
-        &ModelSource::Synthetic(Preset::Sd15),
+        &ModelSource::Synthetic(Preset::SD15),
         device,
         Some(Precision::F32),
         LoadOptions {
@@ -95,13 +95,13 @@ fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
 fn full_size_synthetic_sdxl_runs_one_step() {
     let device = select(BackendRequest::Cpu).unwrap();
     let pipe = Pipeline::load(
-        &ModelSource::Synthetic(Preset::SdxlBase),
+        &ModelSource::Synthetic(Preset::SDXL_BASE),
         device,
         Some(Precision::F32),
     )
     .unwrap();
-    assert_eq!(pipe.info.family, sdbench_diffusion::Family::Sdxl);
-    assert_eq!(pipe.info.preset, Some(Preset::SdxlBase));
+    assert_eq!(pipe.info.family, sdbench_diffusion::Family::SDXL);
+    assert_eq!(pipe.info.preset, Some(Preset::SDXL_BASE));
     assert_eq!(
         pipe.parameter_counts(),
         ParameterCounts {

@@ -1,6 +1,7 @@
 //! Weight-file handling: the fp16 variant files, legacy VAE key names.
 
 use crate::common;
+use crate::common::FamilyAccess;
 
 use std::path::Path;
 

@@ -3,6 +3,8 @@
 //! patches of a 32-channel VAE's latents, and flow-matching Euler steps with FLUX.2's empirical
 //! time shift. diffusers' `Flux2KleinPipeline` is the reference.
 
+mod components;
+pub mod family;
 pub mod latents;
 pub mod pipeline;
 pub mod reference;
@@ -16,7 +18,7 @@ use serde::Deserialize;
 use crate::error::{DiffusionError, Result};
 use crate::models::config::VaeConfig;
 use crate::pipeline::GenerateRequest;
-use crate::scheduler::SchedulerKind;
+pub use family::FAMILY;
 
 /// The tokens every prompt is padded or cut to (the pipeline's `max_sequence_length`).
 pub const PROMPT_TOKENS: usize = 512;
@@ -25,7 +27,7 @@ pub const HIDDEN_STATE_LAYERS: [usize; 3] = [9, 18, 27];
 
 /// What FLUX.2 klein cannot do for any request, checked before a model is loaded: start from a
 /// picture, take more than `reference::MAX_PICTURES` reference pictures or one too small or too
-/// narrow, or step with another family's scheduler.
+/// narrow (its scheduler is the registry's to check).
 pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
     if request.init_image.is_some() {
         return Err(DiffusionError::Request(
@@ -41,15 +43,6 @@ pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
     }
     for image in &request.reference_images {
         reference::check(image)?;
-    }
-    if let Some(kind) = request
-        .scheduler
-        .filter(|k| *k != SchedulerKind::FlowMatchEuler)
-    {
-        return Err(DiffusionError::Request(format!(
-            "FLUX.2 klein steps with its flow-matching Euler scheduler; --scheduler {} applies to Stable Diffusion models",
-            kind.name()
-        )));
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! ride along as extra tokens in every transformer call.
 
 use std::path::{Path, PathBuf};
+use std::sync::MutexGuard;
 use std::time::Instant;
 
 use burn::prelude::*;
@@ -15,7 +16,7 @@ use serde_json::{Map, Value};
 use super::latents::{self, LatentNorm};
 use super::reference;
 use super::spec::{component_weights, Spec};
-use super::transformer::{Flux2Transformer, Position, IGNORED_PREFIXES};
+use super::transformer::{Flux2Transformer, Position, Rope, IGNORED_PREFIXES};
 use super::{klein_vae, HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
@@ -31,14 +32,14 @@ use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
 use crate::pipeline::memory::{self, MemoryProfile};
 use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
-use crate::pipeline::offload::Offloadable;
-use crate::pipeline::steps::run_steps;
+use crate::pipeline::offload::{Offloadable, Slot};
+use crate::pipeline::stages::{self, classifier_free, GenerationSteps, Prepared};
 use crate::pipeline::{
-    check_request, load_component, observe, tensor_to_vec, CancelToken, Family, FamilyPipeline,
-    GenerateRequest, Generated, InitialNoise, LoadOptions, ModelInfo, ModelSource, ParameterCounts,
-    Placement, Preset, Progress, StageTimings, StepSync, B,
+    check_request, load_component, tensor_to_vec, CancelToken, Family, FamilyPipeline,
+    GenerateRequest, Generated, GeneratedImage, InitialNoise, LoadOptions, ModelInfo, ModelSource,
+    ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
-use crate::scheduler::flow_match::{flux2_empirical_mu, FlowMatchConfig};
+use crate::scheduler::flow_match::{flux2_empirical_mu, FlowMatchConfig, FlowSchedule};
 use crate::scheduler::SchedulerKind;
 
 pub struct Flux2Pipeline {
@@ -48,8 +49,8 @@ pub struct Flux2Pipeline {
     text_encoder: Qwen3TextEncoder<B>,
     transformer: Offloadable<Flux2Transformer<B>>,
     /// The transformer's input and conditioning widths (read without locking it).
-    in_channels: usize,
-    context_dim: usize,
+    pub(super) in_channels: usize,
+    pub(super) context_dim: usize,
     vae: VaeDecoder<B>,
     /// Loaded with `LoadOptions::vae_encoder`: reference pictures need it.
     vae_encoder: Option<VaeEncoder<B>>,
@@ -63,8 +64,28 @@ pub struct Flux2Pipeline {
 }
 
 impl Flux2Pipeline {
-    /// `model_index.json`'s `_class_name` of the pipelines this family loads.
-    pub const CLASS_NAMES: &'static [&'static str] = &["Flux2KleinPipeline"];
+    /// Loads a FLUX.2 klein folder or a preset's synthetic weights (the device supports
+    /// `precision`: `Pipeline::load_with` checked).
+    pub fn load(
+        source: &ModelSource,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        match source {
+            ModelSource::Folder(folder) => {
+                let index = crate::pipeline::folder_index(folder)?;
+                Self::load_folder(folder, &index, device, precision, options)
+            }
+            ModelSource::Synthetic(preset) => {
+                Self::load_synthetic(*preset, device, precision, options)
+            }
+            ModelSource::Checkpoint { file, .. } => Err(DiffusionError::unsupported(
+                file,
+                "a single-file FLUX.2 checkpoint; give the diffusers folder (model_index.json, transformer/, text_encoder/, vae/)",
+            )),
+        }
+    }
 
     pub fn load_folder(
         folder: &Path,
@@ -157,18 +178,18 @@ impl Flux2Pipeline {
     pub fn upstream_size() -> (ModelSize, VaeConfig) {
         let vae = klein_vae();
         (
-            ModelSize::upstream(Family::Flux2Klein, vae.sample_size),
+            ModelSize::upstream(Family::FLUX2_KLEIN, vae.sample_size),
             vae,
         )
     }
 
     fn placement(precision: Precision, options: &LoadOptions) -> Placement {
-        Placement::for_model(Family::Flux2Klein, &klein_vae(), precision, options)
+        Placement::for_model(Family::FLUX2_KLEIN, &klein_vae(), precision, options)
     }
 
     /// Parameters of the parts that run, from the files' headers (a folder) or the configs.
     fn size_of(spec: &Spec, folder: Option<&Path>, precision: Precision) -> Result<ModelSize> {
-        let upstream = ModelSize::upstream(Family::Flux2Klein, spec.vae.sample_size);
+        let upstream = ModelSize::upstream(Family::FLUX2_KLEIN, spec.vae.sample_size);
         let Some(folder) = folder else {
             return Ok(upstream);
         };
@@ -206,7 +227,7 @@ impl Flux2Pipeline {
     ) -> Result<Self> {
         let planned = options
             .planned
-            .unwrap_or_else(|| RequestShape::usual(Family::Flux2Klein));
+            .unwrap_or_else(|| RequestShape::usual(Family::FLUX2_KLEIN));
         // A step-distilled model makes one transformer call per step whatever the guidance.
         let planned = RequestShape {
             guided: planned.guided && !spec.is_distilled,
@@ -268,8 +289,8 @@ impl Flux2Pipeline {
                 default_scheduler: SchedulerKind::FlowMatchEuler,
                 vae_scale_factor: vae.scale_factor(),
                 latent_channels: vae.latent_channels(),
-                family: Family::Flux2Klein,
-                preset: spec.is_klein_4b().then_some(Preset::Flux2Klein4b),
+                family: Family::FLUX2_KLEIN,
+                preset: spec.is_klein_4b().then_some(Preset::FLUX2_KLEIN_4B),
                 placement,
             },
             device,
@@ -313,7 +334,7 @@ impl Flux2Pipeline {
     }
 
     /// The device the VAE runs on.
-    fn vae_device(&self) -> &DispatchDevice {
+    pub(super) fn vae_device(&self) -> &DispatchDevice {
         self.info
             .placement
             .vae_device(&self.device.device, &self.cpu)
@@ -411,180 +432,8 @@ impl Flux2Pipeline {
             .decode(&self.vae, z.to_device(self.vae_device()))
     }
 
-    /// Component access for timing and tools, on plain values: a prompt's conditioning
-    /// [1, 512, 3 x hidden] as f32.
-    pub fn run_prompt_encoding(&self, prompt: &str) -> Result<Vec<f32>> {
-        guard(&self.device, self.memory_profile(), || {
-            tensor_to_vec(self.encode_prompt(prompt)?)
-        })
-    }
-
-    /// One transformer call on packed latents [1, h*w, channels] for a `grid` of h x w tokens
-    /// with `context` [1, S, joint width] (both row-major f32), at `timestep` in [0, 1].
-    pub fn run_transformer_values(
-        &self,
-        latents: &[f32],
-        grid: (usize, usize),
-        context: &[f32],
-        timestep: f32,
-    ) -> Result<Vec<f32>> {
-        let dev = &self.device.device;
-        let (channels, width) = (self.in_channels, self.context_dim);
-        let tokens = grid.0 * grid.1;
-        if latents.len() != tokens * channels
-            || context.is_empty()
-            || !context.len().is_multiple_of(width)
-        {
-            return Err(DiffusionError::Request(format!(
-                "the transformer takes {tokens} x {channels} latent values and a multiple of {width} context values; got {} and {}",
-                latents.len(),
-                context.len()
-            )));
-        }
-        guard(&self.device, self.memory_profile(), || {
-            let x = Tensor::<B, 3>::from_data(
-                TensorData::new(latents.to_vec(), [1, tokens, channels]),
-                dev,
-            );
-            let c = Tensor::<B, 3>::from_data(
-                TensorData::new(context.to_vec(), [1, context.len() / width, width]),
-                dev,
-            );
-            tensor_to_vec(self.run_transformer(x, c, timestep, grid).cast(DType::F32))
-        })
-    }
-
-    /// The VAE decode of unpatched latents `shape` = [1, C, h, w] -> [1, 3, H, W] values.
-    pub fn run_vae_decode(&self, latents: &[f32], shape: [usize; 4]) -> Result<Vec<f32>> {
-        if latents.len() != shape.iter().product::<usize>() || shape[1] != self.info.latent_channels
-        {
-            return Err(DiffusionError::Request(format!(
-                "the VAE decodes [1, {}, h, w] latents; got {} values for {shape:?}",
-                self.info.latent_channels,
-                latents.len()
-            )));
-        }
-        guard(&self.device, self.memory_profile(), || {
-            let z = Tensor::<B, 4>::from_data(
-                TensorData::new(latents.to_vec(), shape),
-                self.vae_device(),
-            );
-            tensor_to_vec(self.decode(z).cast(DType::F32))
-        })
-    }
-
     fn guided(&self, request: &GenerateRequest) -> bool {
         !self.is_distilled && request.guidance_scale > 1.0
-    }
-
-    fn run(
-        &self,
-        request: &GenerateRequest,
-        sync: StepSync,
-        progress: &mut dyn FnMut(&Progress),
-        cancel: &CancelToken,
-    ) -> Result<Generated> {
-        let dev = &self.device.device;
-        let mut timings = StageTimings::default();
-        self.device.sync()?;
-        let start = Instant::now();
-        let context = self.encode_prompt(&request.prompt)?;
-        let negative = match self.guided(request) {
-            true => Some(self.encode_prompt("")?),
-            false => None,
-        };
-        self.device.sync()?;
-        timings.text_encoder = start.elapsed().as_secs_f64();
-        let mut observing = observe(
-            progress,
-            &Progress::TextEncoded {
-                seconds: timings.text_encoder,
-            },
-        );
-
-        let shape = self.latent_shape(request);
-        let noise = match &request.noise {
-            InitialNoise::Seed(seed) => NormalGenerator::new(*seed).normals(shape.iter().product()),
-            InitialNoise::Latents { data, .. } => data.clone(),
-        };
-        let noise = Tensor::<B, 4>::from_data(TensorData::new(noise, shape), (dev, DType::F32));
-        let mut latents = latents::pack(noise);
-        let (gh, gw) = (shape[2], shape[3]);
-        let mut positions = self.positions(PROMPT_TOKENS, (gh, gw));
-        let dtype = self.info.placement.unet.dtype();
-        let repeat = |t: Tensor<B, 3>| t.repeat_dim(0, request.batch);
-        // Reference pictures: their tokens follow the image's in every call, unchanged by the
-        // steps; only the image's tokens are read back.
-        let encode_start = Instant::now();
-        let mut pictures = Vec::with_capacity(request.reference_images.len());
-        for (i, image) in request.reference_images.iter().enumerate() {
-            let (tokens, (h, w)) = self.reference_tokens(image)?;
-            positions.extend(latents::reference_positions(i, h, w));
-            pictures.push(repeat(tokens.cast(dtype)));
-        }
-        // All pictures' tokens in one tensor, joined to the image's at each step.
-        let references = (!pictures.is_empty()).then(|| Tensor::cat(pictures, 1));
-        if references.is_some() {
-            self.device.sync()?;
-            timings.vae_encode = encode_start.elapsed().as_secs_f64();
-        }
-        let image_tokens = gh * gw;
-        let context = repeat(context);
-        let negative = negative.map(repeat);
-        let schedule = self
-            .scheduler
-            .schedule(request.steps, flux2_empirical_mu(gh * gw, request.steps));
-
-        let transformer_slot = self.transformer.on_device(&self.device);
-        let transformer = &transformer_slot.module;
-        let rope = transformer.rope(&positions, dtype, dev);
-        let loop_times = run_steps(&self.device, sync, request.steps, progress, cancel, |i| {
-            let t = schedule.model_timestep(i);
-            let mut input = latents.clone().cast(dtype);
-            if let Some(references) = &references {
-                input = Tensor::cat(vec![input, references.clone()], 1);
-            }
-            let image_part = |out: Tensor<B, 3>| out.narrow(1, 0, image_tokens).cast(DType::F32);
-            let mut velocity =
-                image_part(transformer.forward(input.clone(), context.clone(), t, &rope));
-            if let Some(negative) = &negative {
-                let uncond = image_part(transformer.forward(input, negative.clone(), t, &rope));
-                velocity = uncond.clone() + (velocity - uncond) * request.guidance_scale;
-            }
-            latents = latents.clone() + velocity * schedule.step_size(i);
-            Ok(())
-        })?;
-        timings.unet_steps = loop_times.steps;
-        timings.unet_total = loop_times.total;
-        timings.steps = request.steps;
-        observing += loop_times.observing;
-
-        let vae_start = Instant::now();
-        drop(transformer_slot);
-        if self.info.placement.unet_offload {
-            self.transformer.offload(&self.device, &self.cpu);
-        }
-        if self.info.placement.release_memory_between_stages {
-            self.device.release_unused_memory();
-        }
-        let mut images = Vec::with_capacity(request.batch);
-        for n in 0..request.batch {
-            let one = latents::unpack(latents.clone().narrow(0, n, 1), gh, gw);
-            let z = self
-                .latent_norm
-                .denormalize_unpatchify(one.to_device(self.vae_device()));
-            images.push(decoded_image(self.decode(z))?);
-        }
-        timings.vae_decode = vae_start.elapsed().as_secs_f64();
-        timings.total = (start.elapsed() - observing).as_secs_f64();
-        progress(&Progress::Decoded {
-            seconds: timings.vae_decode,
-        });
-        Ok(Generated {
-            images,
-            timings,
-            scheduler: SchedulerKind::FlowMatchEuler,
-        })
     }
 }
 
@@ -603,7 +452,7 @@ impl FamilyPipeline for Flux2Pipeline {
             self.pixels_per_token(),
             &self.latent_shape(request),
         )?;
-        super::check_family_request(request)?;
+        super::FAMILY.check_request(request)?;
         if !request.reference_images.is_empty() && self.vae_encoder.is_none() {
             return Err(DiffusionError::Request(
                 "reference pictures need the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
@@ -636,7 +485,7 @@ impl FamilyPipeline for Flux2Pipeline {
     ) -> Result<Generated> {
         self.validate(request)?;
         guard(&self.device, self.memory_profile(), || {
-            self.run(request, sync, progress, cancel)
+            stages::generate(&Flux2Run(self), request, sync, progress, cancel)
         })
     }
 
@@ -670,7 +519,159 @@ impl FamilyPipeline for Flux2Pipeline {
             .tile_count(&self.vae, width, height)
     }
 
+    fn denoiser_name(&self) -> &'static str {
+        "transformer"
+    }
+
+    fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>> {
+        self.timing_calls(width, height)
+    }
+
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+}
+
+/// One FLUX.2 klein generation's steps for the stage driver.
+struct Flux2Run<'a>(&'a Flux2Pipeline);
+
+/// The prompt's context and, where guided, the empty negative prompt's, a row per image.
+struct Flux2Prompt {
+    context: Tensor<B, 3>,
+    negative: Option<Tensor<B, 3>>,
+}
+
+struct Flux2Latents {
+    /// Packed [batch, h*w, channels] (f32).
+    latents: Tensor<B, 3>,
+    /// The reference pictures' tokens, joined to the image's in every call, unchanged by the
+    /// steps (only the image's tokens are read back).
+    references: Option<Tensor<B, 3>>,
+    rope: Rope<B>,
+    schedule: FlowSchedule,
+    /// The latent grid (h, w) in tokens.
+    grid: (usize, usize),
+}
+
+impl GenerationSteps for Flux2Run<'_> {
+    type Prompt = Flux2Prompt;
+    type Latents = Flux2Latents;
+    type Denoiser<'a>
+        = MutexGuard<'a, Slot<Flux2Transformer<B>>>
+    where
+        Self: 'a;
+
+    fn device(&self) -> &SelectedDevice {
+        &self.0.device
+    }
+
+    fn placement(&self) -> &Placement {
+        &self.0.info.placement
+    }
+
+    fn encode_prompt(&self, request: &GenerateRequest) -> Result<Flux2Prompt> {
+        let repeat = |t: Tensor<B, 3>| t.repeat_dim(0, request.batch);
+        let context = repeat(self.0.encode_prompt(&request.prompt)?);
+        let negative = match self.0.guided(request) {
+            true => Some(repeat(self.0.encode_prompt("")?)),
+            false => None,
+        };
+        Ok(Flux2Prompt { context, negative })
+    }
+
+    fn prepare_latents(
+        &self,
+        request: &GenerateRequest,
+        _: &Flux2Prompt,
+    ) -> Result<Prepared<Flux2Latents>> {
+        let pipe = self.0;
+        let dev = &pipe.device.device;
+        let shape = pipe.latent_shape(request);
+        let noise = match &request.noise {
+            InitialNoise::Seed(seed) => NormalGenerator::new(*seed).normals(shape.iter().product()),
+            InitialNoise::Latents { data, .. } => data.clone(),
+        };
+        let noise = Tensor::<B, 4>::from_data(TensorData::new(noise, shape), (dev, DType::F32));
+        let (gh, gw) = (shape[2], shape[3]);
+        let mut positions = pipe.positions(PROMPT_TOKENS, (gh, gw));
+        let dtype = pipe.info.placement.unet.dtype();
+        let encode_start = Instant::now();
+        let mut pictures = Vec::with_capacity(request.reference_images.len());
+        for (i, image) in request.reference_images.iter().enumerate() {
+            let (tokens, (h, w)) = pipe.reference_tokens(image)?;
+            positions.extend(latents::reference_positions(i, h, w));
+            pictures.push(tokens.cast(dtype).repeat_dim(0, request.batch));
+        }
+        // All pictures' tokens in one tensor, joined to the image's at each step.
+        let references = (!pictures.is_empty()).then(|| Tensor::cat(pictures, 1));
+        let mut encode_seconds = 0.0;
+        if references.is_some() {
+            pipe.device.sync()?;
+            encode_seconds = encode_start.elapsed().as_secs_f64();
+        }
+        // The rotary tables depend on the transformer's config only, not on its weights' place.
+        let rope = pipe.transformer.lock().module.rope(&positions, dtype, dev);
+        let schedule = pipe
+            .scheduler
+            .schedule(request.steps, flux2_empirical_mu(gh * gw, request.steps));
+        Ok(Prepared {
+            latents: Flux2Latents {
+                latents: latents::pack(noise),
+                references,
+                rope,
+                schedule,
+                grid: (gh, gw),
+            },
+            steps: request.steps,
+            encode_seconds,
+            scheduler: SchedulerKind::FlowMatchEuler,
+        })
+    }
+
+    fn denoiser(&self) -> MutexGuard<'_, Slot<Flux2Transformer<B>>> {
+        self.0.transformer.on_device(&self.0.device)
+    }
+
+    fn denoise_step(
+        &self,
+        transformer: &MutexGuard<'_, Slot<Flux2Transformer<B>>>,
+        request: &GenerateRequest,
+        prompt: &Flux2Prompt,
+        state: &mut Flux2Latents,
+        i: usize,
+    ) -> Result<()> {
+        let transformer = &transformer.module;
+        let t = state.schedule.model_timestep(i);
+        let mut input = state.latents.clone().cast(self.placement().unet.dtype());
+        if let Some(references) = &state.references {
+            input = Tensor::cat(vec![input, references.clone()], 1);
+        }
+        let image_tokens = state.grid.0 * state.grid.1;
+        let image_part = |out: Tensor<B, 3>| out.narrow(1, 0, image_tokens).cast(DType::F32);
+        let forward = |input, context: &Tensor<B, 3>| {
+            image_part(transformer.forward(input, context.clone(), t, &state.rope))
+        };
+        let mut velocity = forward(input.clone(), &prompt.context);
+        if let Some(negative) = &prompt.negative {
+            let uncond = forward(input, negative);
+            let scale = request.guidance_scale;
+            velocity = classifier_free(uncond, velocity, scale);
+        }
+        state.latents = state.latents.clone() + velocity * state.schedule.step_size(i);
+        Ok(())
+    }
+
+    fn offload_denoiser(&self) {
+        self.0.transformer.offload(&self.0.device, &self.0.cpu);
+    }
+
+    fn decode(&self, state: &Flux2Latents, n: usize) -> Result<GeneratedImage> {
+        let pipe = self.0;
+        let (gh, gw) = state.grid;
+        let one = latents::unpack(state.latents.clone().narrow(0, n, 1), gh, gw);
+        let z = pipe
+            .latent_norm
+            .denormalize_unpatchify(one.to_device(pipe.vae_device()));
+        decoded_image(pipe.decode(z))
     }
 }

@@ -73,7 +73,7 @@ impl Spec {
     pub(super) fn klein_4b() -> Self {
         let here = PathBuf::from(format!(
             "<built-in {} config>",
-            Preset::Flux2Klein4b.repository()
+            Preset::FLUX2_KLEIN_4B.repository()
         ));
         Spec {
             text_encoder: Qwen3Config::qwen3_4b(),

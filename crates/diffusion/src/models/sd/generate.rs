@@ -3,6 +3,8 @@
 //! starts from a picture: conditioning, initial latents, the guided UNet loop, decoding; and the
 //! component access parity tests and timing use.
 
+use std::cell::Cell;
+use std::sync::MutexGuard;
 use std::time::Instant;
 
 use burn::prelude::*;
@@ -10,21 +12,24 @@ use burn::tensor::{DType, TensorData};
 use burn::DispatchDevice;
 
 use super::pipeline::SdPipeline;
+use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};
 use crate::io::image::{preprocess, RgbImage};
+use crate::models::sd::unet::UNet;
 use crate::models::sd::unet::{Conditioning, TextTime};
 use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
-use crate::pipeline::steps::run_steps;
+use crate::pipeline::offload::Slot;
+use crate::pipeline::stages::{self, classifier_free, GenerationSteps, Prepared};
 use crate::pipeline::{
-    img2img_start, observe, tensor_to_vec, CancelToken, FamilyPipeline, GenerateRequest, Generated,
-    InitialNoise, Progress, StageTimings, StepSync, B,
+    img2img_start, tensor_to_vec, CancelToken, FamilyPipeline, GenerateRequest, Generated,
+    GeneratedImage, InitialNoise, Placement, Progress, StepSync, B,
 };
 use crate::scheduler::{self, SchedulerKind};
 
 impl SdPipeline {
-    /// Runs one generation, waiting for the device where `sync` says.
+    /// Runs one generation through the stage driver, waiting for the device where `sync` says.
     pub(super) fn generate(
         &self,
         request: &GenerateRequest,
@@ -35,148 +40,19 @@ impl SdPipeline {
         self.validate(request)?;
         let kind = request.scheduler.unwrap_or(self.info.default_scheduler);
         // Built before any device work so a bad scheduler config fails early.
-        let mut scheduler = scheduler::build::<B>(
+        let scheduler = scheduler::build::<B>(
             kind,
             &self.scheduler_config,
             request.steps,
             &self.scheduler_path,
         )?;
+        let run = SdRun {
+            pipe: self,
+            kind,
+            scheduler: Cell::new(Some(scheduler)),
+        };
         guard(&self.device, self.memory_profile(), || {
-            self.run(request, kind, scheduler.as_mut(), sync, progress, cancel)
-        })
-    }
-
-    fn run(
-        &self,
-        request: &GenerateRequest,
-        kind: SchedulerKind,
-        scheduler: &mut dyn scheduler::Scheduler<B>,
-        sync: StepSync,
-        progress: &mut dyn FnMut(&Progress),
-        cancel: &CancelToken,
-    ) -> Result<Generated> {
-        let dev = &self.device.device;
-        let mut timings = StageTimings::default();
-        let guided = request.guidance_scale > 1.0;
-        self.device.sync()?;
-        let start = Instant::now();
-
-        let cond = self.conditioning(request, guided)?;
-        self.device.sync()?;
-        timings.text_encoder = start.elapsed().as_secs_f64();
-        // Time spent in `progress` (the caller's drawing, events, allocator and telemetry reads)
-        // is not model work: it is left out of every total it falls inside.
-        let mut observing = observe(
-            progress,
-            &Progress::TextEncoded {
-                seconds: timings.text_encoder,
-            },
-        );
-
-        let shape = self.latent_shape(request);
-        let count: usize = shape.iter().product();
-        let (initial, mut step_noise) = match &request.noise {
-            InitialNoise::Seed(seed) => {
-                let mut generator = NormalGenerator::new(*seed);
-                (generator.normals(count), generator)
-            }
-            InitialNoise::Latents {
-                data, step_seed, ..
-            } => (data.clone(), NormalGenerator::new(*step_seed)),
-        };
-        let initial = Tensor::<B, 4>::from_data(TensorData::new(initial, shape), (dev, DType::F32));
-        // Text-to-image starts from scaled noise at the first step; image-to-image from the
-        // encoded picture noised to the level of its first step (diffusers' img2img
-        // `prepare_latents`, with the latent distribution's mean).
-        let (latents, first) = match &request.init_image {
-            None => (initial * scheduler.init_noise_sigma(), 0),
-            Some(init) => {
-                let encode_start = Instant::now();
-                let first = img2img_start(request.steps, init.strength)?;
-                let encoded = self.encode_image(&init.image)?.repeat_dim(0, request.batch);
-                let latents = scheduler.add_noise(encoded, initial, first);
-                self.device.sync()?;
-                timings.vae_encode = encode_start.elapsed().as_secs_f64();
-                (latents, first)
-            }
-        };
-        let mut noise = |dims: [usize; 4]| {
-            let n: usize = dims.iter().product();
-            Tensor::<B, 4>::from_data(
-                TensorData::new(step_noise.normals(n), dims),
-                (dev, DType::F32),
-            )
-        };
-
-        let timesteps = scheduler.timesteps()[first..].to_vec();
-        // Sequential guidance: the conditioning's unconditional and conditional halves.
-        let halves =
-            (guided && self.info.placement.sequential_cfg).then(|| cond.halves(request.batch));
-        let unet_slot = self.unet.on_device(&self.device);
-        let unet = &unet_slot.module;
-        // Taken and put back each step: the scheduler consumes the latents it steps.
-        let mut current = Some(latents);
-        let loop_times = run_steps(&self.device, sync, timesteps.len(), progress, cancel, |k| {
-            // The scheduler's own step index: image-to-image starts part-way through.
-            let (i, t) = (first + k, timesteps[k]);
-            let latents = current.take().expect("latents between steps");
-            let guided_out = match &halves {
-                // The scaling is elementwise: scaling the batch once serves both halves.
-                Some((uncond_cond, text_cond)) => {
-                    let input = scheduler.scale_model_input(latents.clone(), i);
-                    let uncond = unet
-                        .forward(input.clone(), t, uncond_cond)?
-                        .cast(DType::F32);
-                    let text = unet.forward(input, t, text_cond)?.cast(DType::F32);
-                    uncond.clone() + (text - uncond) * request.guidance_scale
-                }
-                None if guided => {
-                    let input = Tensor::cat(vec![latents.clone(), latents.clone()], 0);
-                    let input = scheduler.scale_model_input(input, i);
-                    let out = unet.forward(input, t, &cond)?.cast(DType::F32);
-                    let [uncond, text]: [Tensor<B, 4>; 2] =
-                        out.chunk(2, 0).try_into().expect("two halves");
-                    uncond.clone() + (text - uncond) * request.guidance_scale
-                }
-                None => {
-                    let input = scheduler.scale_model_input(latents.clone(), i);
-                    unet.forward(input, t, &cond)?.cast(DType::F32)
-                }
-            };
-            current = Some(scheduler.step(guided_out, i, latents, &mut noise));
-            Ok(())
-        })?;
-        let latents = current.expect("latents after the loop");
-        timings.unet_steps = loop_times.steps;
-        timings.unet_total = loop_times.total;
-        timings.steps = timesteps.len();
-        observing += loop_times.observing;
-
-        // One image at a time, as diffusers' VAE slicing does: the same numbers as one batched
-        // decode, with a batch's peak memory no higher than one image's.
-        let vae_start = Instant::now();
-        drop(unet_slot);
-        if self.info.placement.unet_offload {
-            self.unet.offload(&self.device, &self.cpu);
-        }
-        if self.info.placement.release_memory_between_stages {
-            self.device.release_unused_memory();
-        }
-        let latents = latents / self.vae.scaling_factor();
-        let mut images = Vec::with_capacity(request.batch);
-        for n in 0..request.batch {
-            let one = latents.clone().narrow(0, n, 1).to_device(self.vae_device());
-            images.push(decoded_image(self.decode_latents(one))?);
-        }
-        timings.vae_decode = vae_start.elapsed().as_secs_f64();
-        timings.total = (start.elapsed() - observing).as_secs_f64();
-        progress(&Progress::Decoded {
-            seconds: timings.vae_decode,
-        });
-        Ok(Generated {
-            images,
-            timings,
-            scheduler: kind,
+            stages::generate(&run, request, sync, progress, cancel)
         })
     }
 
@@ -396,3 +272,178 @@ fn repeat_rows<const D: usize>(t: Tensor<B, D>, n: usize) -> Tensor<B, D> {
 /// SDXL's added conditions as raw values: pooled text embeddings (f32, row-major), their shape
 /// [N, P], and six size/crop ids per row.
 pub type RawTextTime<'a> = (&'a [f32], [usize; 2], &'a [[f32; 6]]);
+
+/// One Stable Diffusion generation's steps for the stage driver. The scheduler moves into the
+/// latents when they are prepared.
+struct SdRun<'a> {
+    pipe: &'a SdPipeline,
+    kind: SchedulerKind,
+    scheduler: Cell<Option<Box<dyn scheduler::Scheduler<B>>>>,
+}
+
+/// The UNet's conditioning: both guidance rows at once, or (sequential guidance) each half.
+struct SdPrompt {
+    cond: Conditioning<B>,
+    halves: Option<(Conditioning<B>, Conditioning<B>)>,
+    guided: bool,
+}
+
+struct SdLatents {
+    /// Taken and put back each step: the scheduler consumes the latents it steps.
+    current: Option<Tensor<B, 4>>,
+    scheduler: Box<dyn scheduler::Scheduler<B>>,
+    /// The ancestral schedulers' per-step noise.
+    noise: NormalGenerator,
+    /// The scheduler's index of the loop's first step: image-to-image starts part-way through.
+    first: usize,
+}
+
+impl GenerationSteps for SdRun<'_> {
+    type Prompt = SdPrompt;
+    type Latents = SdLatents;
+    type Denoiser<'a>
+        = MutexGuard<'a, Slot<UNet<B>>>
+    where
+        Self: 'a;
+
+    fn device(&self) -> &SelectedDevice {
+        &self.pipe.device
+    }
+
+    fn placement(&self) -> &Placement {
+        &self.pipe.info.placement
+    }
+
+    fn encode_prompt(&self, request: &GenerateRequest) -> Result<SdPrompt> {
+        let guided = request.guidance_scale > 1.0;
+        let cond = self.pipe.conditioning(request, guided)?;
+        let halves =
+            (guided && self.placement().sequential_cfg).then(|| cond.halves(request.batch));
+        Ok(SdPrompt {
+            cond,
+            halves,
+            guided,
+        })
+    }
+
+    fn prepare_latents(
+        &self,
+        request: &GenerateRequest,
+        _: &SdPrompt,
+    ) -> Result<Prepared<SdLatents>> {
+        let pipe = self.pipe;
+        let scheduler = self.scheduler.take().ok_or_else(|| {
+            DiffusionError::Request("a generation's scheduler serves one run".into())
+        })?;
+        let shape = pipe.latent_shape(request);
+        let count: usize = shape.iter().product();
+        let (initial, noise) = match &request.noise {
+            InitialNoise::Seed(seed) => {
+                let mut generator = NormalGenerator::new(*seed);
+                (generator.normals(count), generator)
+            }
+            InitialNoise::Latents {
+                data, step_seed, ..
+            } => (data.clone(), NormalGenerator::new(*step_seed)),
+        };
+        let initial = Tensor::<B, 4>::from_data(
+            TensorData::new(initial, shape),
+            (&pipe.device.device, DType::F32),
+        );
+        // Text-to-image starts from scaled noise at the first step; image-to-image from the
+        // encoded picture noised to the level of its first step (diffusers' img2img
+        // `prepare_latents`, with the latent distribution's mean).
+        let (latents, first, encode_seconds) = match &request.init_image {
+            None => (initial * scheduler.init_noise_sigma(), 0, 0.0),
+            Some(init) => {
+                let encode_start = Instant::now();
+                let first = img2img_start(request.steps, init.strength)?;
+                let encoded = pipe.encode_image(&init.image)?.repeat_dim(0, request.batch);
+                let latents = scheduler.add_noise(encoded, initial, first);
+                pipe.device.sync()?;
+                (latents, first, encode_start.elapsed().as_secs_f64())
+            }
+        };
+        Ok(Prepared {
+            steps: scheduler.timesteps().len() - first,
+            latents: SdLatents {
+                current: Some(latents),
+                scheduler,
+                noise,
+                first,
+            },
+            encode_seconds,
+            scheduler: self.kind,
+        })
+    }
+
+    fn denoiser(&self) -> MutexGuard<'_, Slot<UNet<B>>> {
+        self.pipe.unet.on_device(&self.pipe.device)
+    }
+
+    fn denoise_step(
+        &self,
+        unet: &MutexGuard<'_, Slot<UNet<B>>>,
+        request: &GenerateRequest,
+        prompt: &SdPrompt,
+        latents: &mut SdLatents,
+        k: usize,
+    ) -> Result<()> {
+        let unet = &unet.module;
+        let SdLatents {
+            current,
+            scheduler,
+            noise,
+            first,
+        } = latents;
+        let i = *first + k;
+        let t = scheduler.timesteps()[i];
+        let sample = current.take().ok_or_else(|| {
+            DiffusionError::Request("the latents were lost by a failed step".into())
+        })?;
+        let scale = request.guidance_scale;
+        let guided_out = match &prompt.halves {
+            // The scaling is elementwise: scaling the batch once serves both halves.
+            Some((uncond_cond, text_cond)) => {
+                let input = scheduler.scale_model_input(sample.clone(), i);
+                let uncond = unet
+                    .forward(input.clone(), t, uncond_cond)?
+                    .cast(DType::F32);
+                let text = unet.forward(input, t, text_cond)?.cast(DType::F32);
+                classifier_free(uncond, text, scale)
+            }
+            None if prompt.guided => {
+                let input = Tensor::cat(vec![sample.clone(), sample.clone()], 0);
+                let input = scheduler.scale_model_input(input, i);
+                let out = unet.forward(input, t, &prompt.cond)?.cast(DType::F32);
+                let [uncond, text]: [Tensor<B, 4>; 2] =
+                    out.chunk(2, 0).try_into().expect("two halves");
+                classifier_free(uncond, text, scale)
+            }
+            None => {
+                let input = scheduler.scale_model_input(sample.clone(), i);
+                unet.forward(input, t, &prompt.cond)?.cast(DType::F32)
+            }
+        };
+        let dev = &self.pipe.device.device;
+        let mut step_noise = |dims: [usize; 4]| {
+            let n: usize = dims.iter().product();
+            Tensor::<B, 4>::from_data(TensorData::new(noise.normals(n), dims), (dev, DType::F32))
+        };
+        *current = Some(scheduler.step(guided_out, i, sample, &mut step_noise));
+        Ok(())
+    }
+
+    fn offload_denoiser(&self) {
+        self.pipe.unet.offload(&self.pipe.device, &self.pipe.cpu);
+    }
+
+    fn decode(&self, latents: &SdLatents, n: usize) -> Result<GeneratedImage> {
+        let pipe = self.pipe;
+        let all = latents.current.as_ref().ok_or_else(|| {
+            DiffusionError::Request("the latents were lost by a failed step".into())
+        })?;
+        let one = all.clone().narrow(0, n, 1) / pipe.vae.scaling_factor();
+        decoded_image(pipe.decode_latents(one.to_device(pipe.vae_device())))
+    }
+}

@@ -1,8 +1,50 @@
 //! Stable Diffusion 1.x, 2.x and XL: CLIP text encoders, the conditional UNet, the KL VAE and the
 //! SD schedulers, as diffusers' `StableDiffusionPipeline` and `StableDiffusionXLPipeline` run them.
 
+pub mod family;
 pub mod generate;
 pub mod pipeline;
 pub mod presets;
 pub mod spec;
+mod timing;
 pub mod unet;
+
+use crate::pipeline::family::{Family, FamilyDescriptor, Preset};
+use crate::pipeline::FamilyPipeline;
+use crate::scheduler::SchedulerKind;
+use pipeline::SdPipeline;
+
+/// Stable Diffusion in the family registry.
+pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
+    name: "Stable Diffusion",
+    classes: &[
+        ("StableDiffusionPipeline", "SD1.x, SD2.x"),
+        ("StableDiffusionXLPipeline", "SDXL base"),
+    ],
+    architectures: &[
+        Family(&family::SD1),
+        Family(&family::SD2),
+        Family(&family::SDXL),
+    ],
+    presets: &[
+        Preset(&presets::SD15),
+        Preset(&presets::SD21),
+        Preset(&presets::SDXL_BASE),
+    ],
+    schedulers: &[
+        SchedulerKind::Pndm,
+        SchedulerKind::Ddim,
+        SchedulerKind::Euler,
+        SchedulerKind::EulerAncestral,
+        SchedulerKind::DpmSolverPP2M { karras: false },
+        SchedulerKind::DpmSolverPP2M { karras: true },
+    ],
+    reads_checkpoints: true,
+    check_request: pipeline::check_family_request,
+    load: |source, device, precision, options| {
+        let model: Box<dyn FamilyPipeline> =
+            Box::new(SdPipeline::load(source, device, precision, options)?);
+        Ok(model)
+    },
+    model_size: SdPipeline::model_size,
+};

@@ -28,9 +28,8 @@ use crate::pipeline::offload::Offloadable;
 use crate::pipeline::{
     check_request, device_sync, img2img_start, load_component, CancelToken, Family, FamilyPipeline,
     GenerateRequest, Generated, LoadOptions, ModelInfo, ModelSource, ParameterCounts, Placement,
-    Preset, Progress, StepSync, B,
+    Preset, Progress, StepSync, TimedCall, B,
 };
-use crate::scheduler::SchedulerKind;
 
 pub struct SdPipeline {
     /// The device the UNet runs on (and every component the placement does not put on the CPU).
@@ -163,9 +162,9 @@ impl SdPipeline {
         check_checkpoint_file(file)?;
         let spec = match config {
             Some(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
-            None => ModelSpec::builtin(Preset::Sd15),
+            None => ModelSpec::builtin(Preset::SD15),
         };
-        if spec.family == Family::Sdxl {
+        if spec.family == Family::SDXL {
             return Err(DiffusionError::Weights {
                 path: file.to_path_buf(),
                 problem: "is read as an SD1.x checkpoint, but --model-config describes an SDXL model; SDXL single files are not supported yet: use the diffusers folder".into(),
@@ -415,7 +414,7 @@ impl SdPipeline {
                 ..
             } => upstream(ModelSpec::read(&ModelLayout::check(folder)?)?),
             ModelSource::Checkpoint { config: None, .. } => {
-                upstream(ModelSpec::builtin(Preset::Sd15))
+                upstream(ModelSpec::builtin(Preset::SD15))
             }
         })
     }
@@ -437,15 +436,12 @@ impl SdPipeline {
 }
 
 /// What Stable Diffusion cannot do for any request, checked before a model is loaded: take
-/// reference pictures, or step with the flow-matching models' scheduler.
+/// reference pictures (its schedulers are the registry's to check).
 pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
     if !request.reference_images.is_empty() {
         return Err(DiffusionError::Request(
             "Stable Diffusion models take no reference pictures (--reference-image, the app's \"Reference pictures\", conditions FLUX.2 klein); start from a picture with --init-image (the app's \"Start from a picture\") instead".into(),
         ));
-    }
-    if request.scheduler == Some(SchedulerKind::FlowMatchEuler) {
-        return Err(crate::scheduler::flow_match_on_stable_diffusion());
     }
     Ok(())
 }
@@ -465,7 +461,7 @@ impl FamilyPipeline for SdPipeline {
             self.info.vae_scale_factor,
             &self.latent_shape(request),
         )?;
-        check_family_request(request)?;
+        super::FAMILY.check_request(request)?;
         self.check_fits(&request.shape())?;
         if let Some(init) = &request.init_image {
             let image = &init.image;
@@ -523,6 +519,14 @@ impl FamilyPipeline for SdPipeline {
 
     fn decode_tile_count(&self, width: usize, height: usize) -> usize {
         self.decode_plan().tile_count(&self.vae, width, height)
+    }
+
+    fn denoiser_name(&self) -> &'static str {
+        "unet"
+    }
+
+    fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>> {
+        self.timing_calls(width, height)
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

@@ -3,8 +3,41 @@
 
 use serde_json::{Map, Value};
 
-use crate::models::config::{ClipConfig, UNetConfig, VaeConfig};
+use crate::models::config::{ClipConfig, VaeConfig};
+use crate::models::sd::unet::config::UNetConfig;
+use crate::pipeline::family::{Family, PresetSpec};
 use crate::pipeline::Preset;
+
+pub(super) static SD15: PresetSpec = PresetSpec {
+    name: "sd15",
+    repository: "stable-diffusion-v1-5/stable-diffusion-v1-5",
+    family: Family(&super::family::SD1),
+    short_label: "SD1.5",
+    long_label: "Stable Diffusion 1.5",
+};
+
+/// 768 px, v-prediction.
+pub(super) static SD21: PresetSpec = PresetSpec {
+    name: "sd21",
+    repository: "stabilityai/stable-diffusion-2-1",
+    family: Family(&super::family::SD2),
+    short_label: "SD2.1",
+    long_label: "Stable Diffusion 2.1",
+};
+
+pub(super) static SDXL_BASE: PresetSpec = PresetSpec {
+    name: "sdxl-base",
+    repository: "stabilityai/stable-diffusion-xl-base-1.0",
+    family: Family(&super::family::SDXL),
+    short_label: "SDXL",
+    long_label: "Stable Diffusion XL base 1.0",
+};
+
+impl Preset {
+    pub const SD15: Preset = Preset(&SD15);
+    pub const SD21: Preset = Preset(&SD21);
+    pub const SDXL_BASE: Preset = Preset(&SDXL_BASE);
+}
 
 /// A preset's component configs.
 pub struct PresetConfigs {
@@ -24,16 +57,17 @@ pub fn configs(preset: Preset) -> Option<PresetConfigs> {
     fn parse<T: serde::de::DeserializeOwned>(text: &str) -> T {
         serde_json::from_str(text).expect("built-in config")
     }
-    Some(match preset {
-        Preset::Sd15 => PresetConfigs {
+    Some(if preset == Preset::SD15 {
+        PresetConfigs {
             text_encoder: ClipConfig::sd15(),
             text_encoder_2: None,
             unet: UNetConfig::sd15(),
             vae: VaeConfig::sd15(),
             scheduler: parse(SD15_SCHEDULER),
             pad_with_exclamation: [false, false],
-        },
-        Preset::Sd21 => PresetConfigs {
+        }
+    } else if preset == Preset::SD21 {
+        PresetConfigs {
             text_encoder: parse(SD21_TEXT_ENCODER),
             text_encoder_2: None,
             unet: parse(SD21_UNET),
@@ -45,16 +79,18 @@ pub fn configs(preset: Preset) -> Option<PresetConfigs> {
             },
             scheduler: parse(SD21_SCHEDULER),
             pad_with_exclamation: [true, false],
-        },
-        Preset::SdxlBase => PresetConfigs {
+        }
+    } else if preset == Preset::SDXL_BASE {
+        PresetConfigs {
             text_encoder: ClipConfig::sd15(),
             text_encoder_2: Some(parse(SDXL_TEXT_ENCODER_2)),
             unet: parse(SDXL_UNET),
             vae: parse(SDXL_VAE),
             scheduler: parse(SDXL_SCHEDULER),
             pad_with_exclamation: [false, true],
-        },
-        Preset::Flux2Klein4b => return None,
+        }
+    } else {
+        return None;
     })
 }
 
@@ -66,7 +102,7 @@ pub fn matching(
     unet: &UNetConfig,
     vae: &VaeConfig,
 ) -> Option<Preset> {
-    Preset::ALL.into_iter().find(|&p| {
+    super::FAMILY.presets.iter().copied().find(|&p| {
         let Some(c) = configs(p) else {
             return false;
         };
@@ -160,16 +196,12 @@ const SDXL_SCHEDULER: &str = r#"{"_class_name": "EulerDiscreteScheduler", "_diff
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::Family;
     use std::path::Path;
 
     #[test]
     fn every_preset_is_a_model_the_engine_can_build() {
         let here = Path::new("<preset>");
-        for preset in Preset::ALL
-            .into_iter()
-            .filter(|p| p.family().is_stable_diffusion())
-        {
+        for &preset in crate::models::sd::FAMILY.presets {
             let c = configs(preset).unwrap();
             c.text_encoder.validate(here).unwrap();
             if let Some(te2) = &c.text_encoder_2 {
@@ -183,11 +215,11 @@ mod tests {
             );
             assert_eq!(
                 c.text_encoder_2.is_some(),
-                preset.family() == Family::Sdxl,
+                preset.family() == Family::SDXL,
                 "{preset}"
             );
         }
-        let sdxl = configs(Preset::SdxlBase).unwrap().unet;
+        let sdxl = configs(Preset::SDXL_BASE).unwrap().unet;
         assert_eq!(sdxl.addition_embed_type.as_deref(), Some("text_time"));
         assert!(!sdxl.upcast_attention, "null reads as false");
     }

@@ -10,15 +10,13 @@ use crate::error::{DiffusionError, Result};
 use crate::io::sharded::stored_parameters;
 use crate::io::weights::{choose_weights_file, FileWeights, Precision, WeightSource};
 use crate::models::clip;
-use crate::models::config::{read_json, ClipConfig, UNetConfig, VaeConfig};
+use crate::models::config::{read_json, ClipConfig, VaeConfig};
+use crate::models::sd::unet::config::UNetConfig;
 use crate::models::tokenizer::Tokenizer;
 use crate::models::vae;
 use crate::pipeline::memory_need::ModelSize;
 use crate::pipeline::{folder_index, Family, Preset};
 use crate::scheduler::SchedulerKind;
-
-/// `model_index.json`'s `_class_name` of the pipelines this family loads (none: an old folder).
-pub const SD_CLASS_NAMES: &[&str] = &["StableDiffusionPipeline", "StableDiffusionXLPipeline"];
 
 /// Text encoder files: transformers 5 names, and tensors the engine does not use.
 pub(super) fn text_encoder_weights(file: FileWeights) -> FileWeights {
@@ -132,18 +130,18 @@ impl ModelSpec {
             _ => (None, None),
         };
         let family = if clip2.is_some() {
-            Family::Sdxl
+            Family::SDXL
         } else if clip.hidden_act == "gelu" {
-            Family::Sd2
+            Family::SD2
         } else {
-            Family::Sd1
+            Family::SD1
         };
         let unet_path = layout.unet.join("config.json");
         let unet: UNetConfig = read_json(&unet_path)?;
         unet.plan(&unet_path)?;
         // Checked before any weights are read: SDXL's UNet takes the pooled embedding and size ids.
         let text_time = unet.addition_embed_type.is_some();
-        if text_time != (family == Family::Sdxl) {
+        if text_time != (family == Family::SDXL) {
             let problem = if text_time {
                 "the UNet's config has addition_embed_type \"text_time\" (SDXL) but the pipeline has one text encoder"
             } else {
@@ -194,7 +192,7 @@ impl ModelSpec {
                 .as_ref()
                 .map(|_| tokenizer(c.pad_with_exclamation[1])),
             clip2: c.text_encoder_2,
-            force_zeros_for_empty_prompt: preset.family() == Family::Sdxl,
+            force_zeros_for_empty_prompt: preset.family() == Family::SDXL,
             unet: c.unet,
             unet_path: here.clone(),
             vae: c.vae,
@@ -263,7 +261,7 @@ impl ModelLayout {
         let index = folder_index(folder)?;
         let sdxl = match index.get("_class_name").and_then(Value::as_str) {
             Some("StableDiffusionXLPipeline") => true,
-            Some(class) if !SD_CLASS_NAMES.contains(&class) => {
+            Some(class) if !super::FAMILY.claims(class) => {
                 return Err(problem(format!(
                     "holds a `{class}` (model_index.json), which is not a Stable Diffusion pipeline"
                 )))

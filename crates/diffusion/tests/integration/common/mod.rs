@@ -3,8 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::models::flux2::pipeline::Flux2Pipeline;
+use sdbench_diffusion::models::sd::pipeline::SdPipeline;
 use sdbench_diffusion::parity;
-use sdbench_diffusion::{BackendRequest, Precision, SelectedDevice};
+use sdbench_diffusion::{BackendRequest, Pipeline, Precision, SelectedDevice};
 
 pub mod bounds;
 
@@ -145,5 +147,21 @@ pub mod kernels {
             .convert::<f32>()
             .into_vec()
             .unwrap()
+    }
+}
+
+/// The family pipelines inside a `Pipeline`, for their component access.
+pub trait FamilyAccess {
+    fn sd(&self) -> Option<&SdPipeline>;
+    fn flux2(&self) -> Option<&Flux2Pipeline>;
+}
+
+impl FamilyAccess for Pipeline {
+    fn sd(&self) -> Option<&SdPipeline> {
+        self.family_pipeline()
+    }
+
+    fn flux2(&self) -> Option<&Flux2Pipeline> {
+        self.family_pipeline()
     }
 }

@@ -1,5 +1,6 @@
 //! diffusers' `UNet2DConditionModel`, built block by block from `unet/config.json`.
 
+pub mod config;
 mod transformer;
 
 use std::path::Path;
@@ -9,9 +10,9 @@ use burn::tensor::{DType, TensorData};
 
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Loader;
-use crate::models::config::UNetConfig;
 use crate::nn::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
 use crate::nn::{silu, Conv2d, GroupNorm, Linear};
+use config::UNetConfig;
 use transformer::{Transformer2DModel, TransformerSpec};
 
 /// A down or up block: resnets, each optionally followed by a transformer, then a resampler.

@@ -1,0 +1,176 @@
+//! The family registry: every model family the engine runs, one line each. A family is one
+//! folder under `models/` that exports a `FamilyDescriptor`; generic code finds a model's family
+//! here (by `model_index.json`'s `_class_name`, a preset, or the family that reads single files)
+//! and never names one.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::family::FamilyDescriptor;
+use super::{folder_index, ModelSource};
+use crate::error::{DiffusionError, Result};
+use crate::models::{flux2, sd};
+
+/// The families, in the order front ends list them.
+pub static FAMILIES: &[&FamilyDescriptor] = &[&sd::FAMILY, &flux2::FAMILY];
+
+/// The family whose pipeline loads `folder` (by the `_class_name` its `model_index.json`
+/// names), and that `model_index.json`. A class no family claims is refused by name.
+pub fn family_of_folder(folder: &Path) -> Result<(&'static FamilyDescriptor, Map<String, Value>)> {
+    let index = folder_index(folder)?;
+    let refuse = |problem: String| {
+        Err(DiffusionError::ModelFolder {
+            path: folder.to_path_buf(),
+            problem,
+        })
+    };
+    let Some(class) = index.get("_class_name").and_then(Value::as_str) else {
+        return refuse(format!(
+            "has a model_index.json that names no pipeline (`_class_name`); SD Bench runs {}",
+            described_classes()
+        ));
+    };
+    match FAMILIES.iter().find(|d| d.claims(class)) {
+        Some(descriptor) => Ok((descriptor, index)),
+        None => refuse(format!(
+            "holds a `{class}` (model_index.json); SD Bench runs {}",
+            described_classes()
+        )),
+    }
+}
+
+/// The family that loads `source`: a folder's by its `model_index.json`, a preset's by its
+/// architecture, a single file's the family that reads them.
+pub fn family_of(source: &ModelSource) -> Result<&'static FamilyDescriptor> {
+    match source {
+        ModelSource::Folder(folder) => Ok(family_of_folder(folder)?.0),
+        ModelSource::Synthetic(preset) => Ok(preset.family().descriptor()),
+        ModelSource::Checkpoint { file, .. } => FAMILIES
+            .iter()
+            .copied()
+            .find(|d| d.reads_checkpoints)
+            .ok_or_else(|| DiffusionError::ModelFolder {
+                path: file.clone(),
+                problem: "is a single-file checkpoint, which no model family reads".into(),
+            }),
+    }
+}
+
+/// "StableDiffusionPipeline (SD1.x, SD2.x), ... and Flux2KleinPipeline (FLUX.2 klein) models".
+pub fn described_classes() -> String {
+    let classes: Vec<String> = FAMILIES
+        .iter()
+        .flat_map(|d| d.classes.iter())
+        .map(|(class, what)| format!("{class} ({what})"))
+        .collect();
+    match classes.split_last() {
+        Some((last, [])) => format!("{last} models"),
+        Some((last, rest)) => format!("{} and {last} models", rest.join(", ")),
+        None => "no models".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::weights::Precision;
+    use crate::models::config::VaeConfig;
+    use crate::pipeline::family::Preset;
+    use crate::pipeline::memory_need::{estimate, ModelSize, RequestShape};
+    use crate::pipeline::{LoadOptions, Placement};
+    use crate::scheduler::SchedulerKind;
+
+    /// Every family has each part a generic caller relies on, and no two claim the same thing.
+    #[test]
+    fn every_family_describes_each_part() {
+        let mut classes = Vec::new();
+        let mut presets = Vec::new();
+        let mut architectures = Vec::new();
+        for family in FAMILIES {
+            assert!(!family.name.is_empty());
+            assert!(
+                !family.classes.is_empty(),
+                "{family:?} claims no pipeline class"
+            );
+            assert!(
+                !family.schedulers.is_empty(),
+                "{family:?} runs no scheduler"
+            );
+            assert!(
+                !family.architectures.is_empty(),
+                "{family:?} runs no architecture"
+            );
+            for (class, what) in family.classes {
+                assert!(!what.is_empty());
+                assert!(!classes.contains(class), "{class} claimed twice");
+                classes.push(*class);
+            }
+            for arch in family.architectures {
+                assert_eq!(
+                    arch.descriptor(),
+                    *family,
+                    "{arch} points at another family"
+                );
+                assert!(!architectures.contains(&arch.name()), "{arch} twice");
+                architectures.push(arch.name());
+                assert!(arch.usual_side() % 64 == 0 && arch.usual_side() >= 256);
+                let upstream = (arch.architecture().upstream)();
+                assert!(upstream.denoiser > 0 && upstream.vae_decoder > 0, "{arch}");
+                // Its memory coefficients give a need that grows with the image.
+                let size = ModelSize::upstream(*arch, arch.usual_side());
+                let placement = Placement::for_model(
+                    *arch,
+                    &VaeConfig::sd15(),
+                    Precision::F16,
+                    &LoadOptions::default(),
+                );
+                let small = estimate(&size, &placement, &RequestShape::image(512, 512));
+                let large = estimate(&size, &placement, &RequestShape::image(1024, 1024));
+                assert!(large.denoise > small.denoise, "{arch}: {small:?} {large:?}");
+            }
+            for preset in family.presets {
+                assert_eq!(preset.family().descriptor(), *family, "{preset}");
+                assert!(family.architectures.contains(&preset.family()), "{preset}");
+                assert!(!presets.contains(&preset.name()), "{preset} twice");
+                assert!(preset.repository().contains('/'));
+                assert!(!preset.short_label().is_empty() && !preset.long_label().is_empty());
+                presets.push(preset.name());
+                assert_eq!(Preset::named(preset.name()), Some(*preset));
+                assert_eq!(
+                    family_of(&ModelSource::Synthetic(*preset)).unwrap(),
+                    *family
+                );
+            }
+        }
+        // Every scheduler steps some family's models.
+        for kind in SchedulerKind::ALL {
+            assert!(
+                FAMILIES.iter().any(|f| f.schedulers.contains(&kind)),
+                "{} belongs to no family",
+                kind.name()
+            );
+        }
+        assert_eq!(FAMILIES.iter().filter(|d| d.reads_checkpoints).count(), 1);
+    }
+
+    #[test]
+    fn a_class_no_family_claims_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("model_index.json"),
+            r#"{"_class_name": "KandinskyV22Pipeline"}"#,
+        )
+        .unwrap();
+        let err = family_of_folder(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("KandinskyV22Pipeline"), "{err}");
+        for family in FAMILIES {
+            for (class, _) in family.classes {
+                assert!(err.contains(class), "{err}");
+            }
+        }
+        std::fs::write(dir.path().join("model_index.json"), "{}").unwrap();
+        let err = family_of_folder(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("names no pipeline"), "{err}");
+    }
+}
