@@ -91,6 +91,22 @@ impl Default for VaeConfig {
 }
 
 impl VaeConfig {
+    /// For pipelines that decode `latents / scaling_factor` alone (diffusers' SD and FLUX.2
+    /// pipelines ignore a `shift_factor`): refuses a VAE that has one, as decoding without it
+    /// would be another model's output.
+    pub fn refuse_shift_factor(&self, path: &Path, pipeline: &str) -> Result<()> {
+        match self.shift_factor {
+            Some(shift) => Err(DiffusionError::unsupported(
+                path,
+                format!(
+                    "VAE shift_factor {shift} (a VAE made for latents with an offset, as SD3's, \
+                     FLUX.1's and Z-Image's are) in a {pipeline} pipeline, which decodes without one"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// SD1.5's `vae/config.json`.
     pub fn sd15() -> Self {
         VaeConfig {
@@ -133,10 +149,16 @@ impl VaeConfig {
                 ));
             }
         }
-        if self.shift_factor.is_some() || self.latents_mean.as_ref().is_some_and(|v| !v.is_null()) {
+        if self.latents_mean.as_ref().is_some_and(|v| !v.is_null()) {
             return Err(DiffusionError::unsupported(
                 path,
-                "VAE option shift_factor / latents_mean (an SD3 or FLUX VAE)",
+                "VAE option latents_mean (per-channel latent statistics)",
+            ));
+        }
+        if self.shift_factor.is_some_and(|s| !s.is_finite()) {
+            return Err(DiffusionError::config(
+                path,
+                "`shift_factor` must be a number",
             ));
         }
         if !(self.scaling_factor.is_finite() && self.scaling_factor > 0.0) {
@@ -343,6 +365,39 @@ mod tests {
     }
 
     /// diffusers takes a `[height, width]` sample size's first side as the tile.
+    /// Z-Image's and FLUX.1's VAEs shift their latents; the pipelines that decode without a
+    /// shift refuse them by name, and per-channel statistics are refused everywhere.
+    #[test]
+    fn a_vae_shift_factor_is_read_and_refused_where_a_pipeline_ignores_it() {
+        let here = Path::new("vae/config.json");
+        let shifted: VaeConfig = serde_json::from_str(&VAE.replace(
+            "\"latent_channels\": 4",
+            "\"latent_channels\": 16, \"shift_factor\": 0.1159, \"scaling_factor\": 0.3611",
+        ))
+        .unwrap();
+        assert_eq!(shifted.shift_factor, Some(0.1159));
+        assert_eq!(shifted.scaling_factor, 0.3611);
+        shifted.validate(here).unwrap();
+        let err = shifted
+            .refuse_shift_factor(here, "Stable Diffusion")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("shift_factor 0.1159") && err.contains("Stable Diffusion"),
+            "{err}"
+        );
+        VaeConfig::sd15()
+            .refuse_shift_factor(here, "Stable Diffusion")
+            .unwrap();
+        let with_mean: VaeConfig = serde_json::from_str(&VAE.replace(
+            "\"in_channels\": 3",
+            "\"in_channels\": 3, \"latents_mean\": [0.1, 0.2, 0.3, 0.4]",
+        ))
+        .unwrap();
+        let err = with_mean.validate(here).unwrap_err().to_string();
+        assert!(err.contains("latents_mean"), "{err}");
+    }
+
     #[test]
     fn vae_sample_size_may_be_a_list() {
         let listed: VaeConfig = serde_json::from_str(

@@ -141,6 +141,8 @@ pub struct VaeDecoder<B: Backend> {
     conv_out: Conv2d<B>,
     latent_channels: usize,
     scaling_factor: f64,
+    /// Added after dividing by `scaling_factor` (0 for VAEs without one).
+    shift_factor: f64,
     scale_factor: usize,
     sample_size: usize,
     /// Each up block's output channels.
@@ -199,6 +201,7 @@ impl<B: Backend> VaeDecoder<B> {
             conv_out: loader.conv2d("decoder.conv_out", boc[0], config.out_channels, 3, 1, 1)?,
             latent_channels: latent,
             scaling_factor: config.scaling_factor,
+            shift_factor: config.shift_factor.unwrap_or(0.0),
             scale_factor: config.scale_factor(),
             sample_size: config.sample_size,
             up_widths: reversed,
@@ -212,6 +215,16 @@ impl<B: Backend> VaeDecoder<B> {
     /// Latents are divided by this before decoding.
     pub fn scaling_factor(&self) -> f64 {
         self.scaling_factor
+    }
+
+    /// The denoiser's latents as the decoder takes them: `z / scaling_factor + shift_factor`
+    /// (diffusers' pipelines whose VAE config has a shift factor).
+    pub fn unscale_latents(&self, z: Tensor<B, 4>) -> Tensor<B, 4> {
+        let z = z / self.scaling_factor;
+        if self.shift_factor == 0.0 {
+            return z;
+        }
+        z + self.shift_factor
     }
 
     /// Image pixels per latent pixel.

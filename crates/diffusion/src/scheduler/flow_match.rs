@@ -91,6 +91,23 @@ pub fn flux2_empirical_mu(image_tokens: usize, steps: usize) -> f64 {
 }
 
 impl FlowMatchConfig {
+    /// FLUX.1's `calculate_shift` (diffusers' pipelines with dynamic shifting that fit no curve of
+    /// their own, Z-Image's among them): `mu` linear in the image's token count, from
+    /// `base_shift` at `base_image_seq_len` tokens to `max_shift` at `max_image_seq_len`.
+    pub fn calculate_shift(&self, image_tokens: usize) -> f64 {
+        let (base, max) = (
+            self.base_shift.unwrap_or(0.5),
+            self.max_shift.unwrap_or(1.15),
+        );
+        let (base_len, max_len) = (
+            self.base_image_seq_len as f64,
+            self.max_image_seq_len as f64,
+        );
+        let m = (max - base) / (max_len - base_len);
+        let b = base - m * base_len;
+        image_tokens as f64 * m + b
+    }
+
     pub fn validate(&self, path: &Path) -> Result<()> {
         let refused = [
             (self.invert_sigmas, "invert_sigmas = true"),
@@ -119,6 +136,12 @@ impl FlowMatchConfig {
             return Err(DiffusionError::config(
                 path,
                 "num_train_timesteps and shift must be positive",
+            ));
+        }
+        if self.use_dynamic_shifting && self.max_image_seq_len == self.base_image_seq_len {
+            return Err(DiffusionError::config(
+                path,
+                "dynamic shifting needs `max_image_seq_len` and `base_image_seq_len` to differ",
             ));
         }
         if self
@@ -176,5 +199,72 @@ impl FlowMatchConfig {
             .collect();
         sigmas.push(0.0);
         FlowSchedule { sigmas, timesteps }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Figures from diffusers 0.42.1: `calculate_shift` and `FlowMatchEulerDiscreteScheduler`
+    /// stepped as `ZImagePipeline` steps it (`sigmas=linspace(1, 1/n, n)`, `mu`).
+    #[test]
+    fn static_and_dynamic_shifts_match_diffusers() {
+        let close = |got: &[f32], want: &[f32]| {
+            assert_eq!(got.len(), want.len(), "{got:?}");
+            for (g, w) in got.iter().zip(want) {
+                assert!(
+                    (g - w).abs() <= 2e-7 * w.abs().max(1.0),
+                    "{got:?} against {want:?}"
+                );
+            }
+        };
+        // Z-Image-Turbo's scheduler: a static shift of 3, 9 steps (its mu is unused).
+        let turbo = FlowMatchConfig {
+            shift: 3.0,
+            ..FlowMatchConfig::default()
+        };
+        turbo.validate(Path::new("scheduler_config.json")).unwrap();
+        let mu = turbo.calculate_shift(4096);
+        assert!((mu - 1.15).abs() < 1e-12);
+        let schedule = turbo.schedule(9, mu);
+        close(
+            &schedule.sigmas,
+            &[
+                1.0,
+                0.96000004,
+                0.91304356,
+                0.8571428,
+                0.7894737,
+                0.705_882_4,
+                0.59999996,
+                0.4615385,
+                0.27272728,
+                0.0,
+            ],
+        );
+        close(
+            &schedule.timesteps,
+            &[
+                1000.0, 960.00006, 913.0436, 857.1428, 789.4737, 705.8824, 599.99994, 461.5385,
+                272.7273,
+            ],
+        );
+        // Dynamic shifting with FLUX.1's mu, which extrapolates below the base length.
+        assert!((turbo.calculate_shift(1024) - 0.63).abs() < 1e-12);
+        assert!((turbo.calculate_shift(100) - 0.47359375).abs() < 1e-12);
+        let dynamic = FlowMatchConfig {
+            use_dynamic_shifting: true,
+            ..turbo.clone()
+        };
+        close(
+            &dynamic.schedule(4, dynamic.calculate_shift(1024)).sigmas,
+            &[1.0, 0.8492348, 0.652_489_4, 0.38494474, 0.0],
+        );
+        let degenerate = FlowMatchConfig {
+            max_image_seq_len: 256,
+            ..dynamic
+        };
+        assert!(degenerate.validate(Path::new("s.json")).is_err());
     }
 }

@@ -68,7 +68,7 @@ fn tokenizer_and_chat_template_match_transformers() {
     for (key, case) in &cases {
         let text = case["prompt"].as_str().unwrap();
         assert_eq!(
-            chat_text(text),
+            chat_text(text, false),
             case["templated"].as_str().unwrap(),
             "{key}"
         );

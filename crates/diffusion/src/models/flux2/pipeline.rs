@@ -349,7 +349,7 @@ impl Flux2Pipeline {
                 (tokens.ids, tokens.real)
             }
             None => {
-                let text = crate::models::qwen3::prompt::chat_text(prompt);
+                let text = crate::models::qwen3::prompt::chat_text(prompt, false);
                 let mut ids: Vec<u32> = text.bytes().map(u32::from).take(PROMPT_TOKENS).collect();
                 let real = ids.len();
                 ids.resize(PROMPT_TOKENS, 0);

@@ -93,6 +93,8 @@ impl Spec {
         self.text_encoder.validate(&self.text_encoder_path)?;
         self.transformer.validate(&self.transformer_path)?;
         self.vae.validate(&self.vae_path)?;
+        self.vae
+            .refuse_shift_factor(&self.vae_path, "FLUX.2 klein")?;
         self.vae_extras.validate(&self.vae, &self.vae_path)?;
         let stacked = HIDDEN_STATE_LAYERS.len() * self.text_encoder.hidden_size;
         let problem = if self.transformer.joint_attention_dim != stacked {

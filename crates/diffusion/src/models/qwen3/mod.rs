@@ -249,15 +249,46 @@ pub struct Qwen3TextEncoder<B: Backend> {
     rope_base: f64,
 }
 
+/// How a checkpoint names the model's tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Qwen3Weights {
+    /// transformers' `Qwen3ForCausalLM` (FLUX.2 klein): `model.layers.0...`, and an `lm_head`.
+    CausalLm,
+    /// The bare `Qwen3Model` (Z-Image): `layers.0...`, no `lm_head`.
+    Bare,
+}
+
+impl Qwen3Weights {
+    fn prefix(self) -> &'static str {
+        match self {
+            Qwen3Weights::CausalLm => "model.",
+            Qwen3Weights::Bare => "",
+        }
+    }
+}
+
 impl<B: Backend> Qwen3TextEncoder<B> {
-    /// Loads the first `layers` decoder layers (enough for hidden state `layers`), and marks the
-    /// rest of the checkpoint (later layers, final norm, `lm_head`) as deliberately unused.
+    /// Loads the first `layers` decoder layers of a `Qwen3ForCausalLM` checkpoint (enough for
+    /// hidden state `layers`), and marks the rest (later layers, final norm, `lm_head`) as
+    /// deliberately unused.
     pub fn load(
         config: &Qwen3Config,
         layers: usize,
         path: &Path,
         loader: &mut Loader<B>,
     ) -> Result<Self> {
+        Self::load_named(config, layers, Qwen3Weights::CausalLm, path, loader)
+    }
+
+    /// `load`, for a checkpoint that names its tensors as `weights` says.
+    pub fn load_named(
+        config: &Qwen3Config,
+        layers: usize,
+        weights: Qwen3Weights,
+        path: &Path,
+        loader: &mut Loader<B>,
+    ) -> Result<Self> {
+        let prefix = weights.prefix();
         config.validate(path)?;
         if layers > config.num_hidden_layers {
             return Err(DiffusionError::config(
@@ -276,13 +307,13 @@ impl<B: Backend> Qwen3TextEncoder<B> {
         let eps = config.rms_norm_eps;
         let bias = config.attention_bias;
         let embed_tokens = loader.host_tensor(
-            "model.embed_tokens.weight",
+            &format!("{prefix}embed_tokens.weight"),
             [config.vocab_size, d],
             Init::FanIn(d),
         )?;
         let mut decoder = Vec::with_capacity(layers);
         for i in 0..layers {
-            let p = format!("model.layers.{i}");
+            let p = format!("{prefix}layers.{i}");
             let linear = |l: &mut Loader<B>, name: &str, i: usize, o: usize, b: bool| {
                 l.linear(&format!("{p}.{name}"), i, o, b)
             };
@@ -320,14 +351,26 @@ impl<B: Backend> Qwen3TextEncoder<B> {
         })
     }
 
-    /// Name prefixes of the checkpoint's tensors this encoder does not use when it loads `layers`
-    /// of `config.num_hidden_layers` layers.
+    /// Name prefixes of a `Qwen3ForCausalLM` checkpoint's tensors this encoder does not use when
+    /// it loads `layers` of `config.num_hidden_layers` layers.
     pub fn unused_prefixes(config: &Qwen3Config, layers: usize) -> Vec<String> {
+        Self::unused_prefixes_named(config, layers, Qwen3Weights::CausalLm)
+    }
+
+    /// `unused_prefixes`, for a checkpoint that names its tensors as `weights` says.
+    pub fn unused_prefixes_named(
+        config: &Qwen3Config,
+        layers: usize,
+        weights: Qwen3Weights,
+    ) -> Vec<String> {
+        let prefix = weights.prefix();
         let mut prefixes: Vec<String> = (layers..config.num_hidden_layers)
-            .map(|i| format!("model.layers.{i}."))
+            .map(|i| format!("{prefix}layers.{i}."))
             .collect();
-        prefixes.push("model.norm.".into());
-        prefixes.push("lm_head.".into());
+        prefixes.push(format!("{prefix}norm."));
+        if weights == Qwen3Weights::CausalLm {
+            prefixes.push("lm_head.".into());
+        }
         prefixes
     }
 

@@ -40,10 +40,15 @@ pub struct QwenPrompt {
     folder: PathBuf,
 }
 
-/// Qwen3's chat template rendered for one user message with the generation prompt and thinking
-/// off (`enable_thinking=False`), the only case the image pipelines use.
-pub fn chat_text(prompt: &str) -> String {
-    format!("<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+/// Qwen3's chat template rendered for one user message with the generation prompt, the case the
+/// image pipelines use: with `thinking` (`enable_thinking=True`, Z-Image) the assistant's turn is
+/// left open; without it (FLUX.2 klein) an empty thinking block closes it.
+pub fn chat_text(prompt: &str, thinking: bool) -> String {
+    let open = format!("<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n");
+    match thinking {
+        true => open,
+        false => open + "<think>\n\n</think>\n\n",
+    }
 }
 
 impl QwenPrompt {
@@ -112,11 +117,16 @@ impl QwenPrompt {
         self.tokenizer.get_vocab_size(true)
     }
 
-    /// The chat-templated prompt as `length` ids.
+    /// The chat-templated prompt (thinking off) as `length` ids.
     pub fn encode(&self, prompt: &str, length: usize) -> Result<PromptTokens> {
+        self.encode_chat(prompt, length, false)
+    }
+
+    /// The prompt in Qwen3's chat template (`thinking`: `enable_thinking`) as `length` ids.
+    pub fn encode_chat(&self, prompt: &str, length: usize, thinking: bool) -> Result<PromptTokens> {
         let encoding = self
             .tokenizer
-            .encode(chat_text(prompt), true)
+            .encode(chat_text(prompt, thinking), true)
             .map_err(|e| DiffusionError::Tokenizer {
                 path: self.folder.clone(),
                 problem: format!("cannot tokenize the prompt: {e}"),
@@ -131,5 +141,24 @@ impl QwenPrompt {
             real,
             untruncated,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As transformers renders scripts/qwen3_chat_template.jinja (Qwen3's template) for one user
+    /// message with `add_generation_prompt=True` and each `enable_thinking`.
+    #[test]
+    fn the_chat_text_is_the_templates_with_and_without_thinking() {
+        assert_eq!(
+            chat_text("a cat", true),
+            "<|im_start|>user\na cat<|im_end|>\n<|im_start|>assistant\n"
+        );
+        assert_eq!(
+            chat_text("a cat", false),
+            "<|im_start|>user\na cat<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+        );
     }
 }

@@ -443,7 +443,7 @@ impl GenerationSteps for SdRun<'_> {
         let all = latents.current.as_ref().ok_or_else(|| {
             DiffusionError::Request("the latents were lost by a failed step".into())
         })?;
-        let one = all.clone().narrow(0, n, 1) / pipe.vae.scaling_factor();
+        let one = pipe.vae.unscale_latents(all.clone().narrow(0, n, 1));
         decoded_image(pipe.decode_latents(one.to_device(pipe.vae_device())))
     }
 }

@@ -152,6 +152,7 @@ impl ModelSpec {
         let vae_path = layout.vae.join("config.json");
         let vae: VaeConfig = read_json(&vae_path)?;
         vae.validate(&vae_path)?;
+        vae.refuse_shift_factor(&vae_path, "Stable Diffusion")?;
         let scheduler_path = layout.scheduler.join("scheduler_config.json");
         let scheduler_config: Map<String, Value> = read_json(&scheduler_path)?;
         let default_scheduler = default_scheduler(&scheduler_config, &scheduler_path)?;
