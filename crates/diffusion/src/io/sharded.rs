@@ -12,6 +12,23 @@ use crate::error::{DiffusionError, Result};
 use crate::io::safetensors::{SafeTensors, StDtype};
 use crate::io::weights::{choose_weights_file, FileWeights, Init, Precision, Values, WeightSource};
 
+/// A component's weights in `folder`: sharded with an index, or one file (the `.fp16` variant
+/// first in f16).
+pub fn component_weights(
+    folder: &Path,
+    stem: &str,
+    precision: Precision,
+    ignored: &[&str],
+) -> Result<(Box<dyn WeightSource>, Vec<PathBuf>)> {
+    if let Some(index) = index_path(folder, stem) {
+        let shards = ShardedWeights::open(&index)?.ignoring(ignored);
+        return Ok((Box::new(shards), vec![index]));
+    }
+    let file = choose_weights_file(folder, stem, precision)?;
+    let weights = FileWeights::open(&file)?.ignoring(ignored);
+    Ok((Box::new(weights), vec![file]))
+}
+
 #[derive(Deserialize)]
 struct Index {
     weight_map: BTreeMap<String, String>,

@@ -9,3 +9,4 @@ pub mod sd;
 pub mod tokenizer;
 pub mod vae;
 pub mod vae_tiling;
+pub mod zimage;

@@ -4,6 +4,7 @@
 
 pub mod int8;
 pub mod resnet;
+pub mod rope;
 
 use burn::module::{ModuleVisitor, Param};
 use burn::prelude::*;

@@ -20,3 +20,4 @@ mod schedulers;
 mod synthetic;
 mod tokenizer;
 mod weight_files;
+mod zimage;

@@ -15,13 +15,14 @@ use serde_json::{Map, Value};
 
 use super::latents::{self, LatentNorm};
 use super::reference;
-use super::spec::{component_weights, Spec};
+use super::spec::Spec;
 use super::transformer::{Flux2Transformer, Position, Rope, IGNORED_PREFIXES};
 use super::{klein_vae, HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
 use crate::io::image::{preprocess, RgbImage};
 use crate::io::sharded;
+use crate::io::sharded::component_weights;
 use crate::io::weights::{Precision, SyntheticWeights, WeightSource};
 use crate::models::config::VaeConfig;
 use crate::models::qwen3::prompt::QwenPrompt;

@@ -8,8 +8,6 @@ use serde_json::{Map, Value};
 use super::transformer::Flux2TransformerConfig;
 use super::{klein_vae, Flux2VaeExtras, HIDDEN_STATE_LAYERS, KLEIN_SCHEDULER};
 use crate::error::{DiffusionError, Result};
-use crate::io::sharded::{self, ShardedWeights};
-use crate::io::weights::{choose_weights_file, FileWeights, Precision, WeightSource};
 use crate::models::config::{parse_json, read_json, VaeConfig};
 use crate::models::qwen3::Qwen3Config;
 use crate::pipeline::Preset;
@@ -155,23 +153,6 @@ impl Spec {
     pub(super) fn text_layers(&self) -> usize {
         super::text_layers()
     }
-}
-
-/// A component's weights in `folder`: sharded with an index, or one file (the `.fp16` variant
-/// first in f16).
-pub(super) fn component_weights(
-    folder: &Path,
-    stem: &str,
-    precision: Precision,
-    ignored: &[&str],
-) -> Result<(Box<dyn WeightSource>, Vec<PathBuf>)> {
-    if let Some(index) = sharded::index_path(folder, stem) {
-        let shards = ShardedWeights::open(&index)?.ignoring(ignored);
-        return Ok((Box::new(shards), vec![index]));
-    }
-    let file = choose_weights_file(folder, stem, precision)?;
-    let weights = FileWeights::open(&file)?.ignoring(ignored);
-    Ok((Box::new(weights), vec![file]))
 }
 
 #[cfg(test)]

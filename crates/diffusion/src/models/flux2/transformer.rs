@@ -13,6 +13,7 @@ use serde::Deserialize;
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Loader;
 use crate::models::qwen3::RmsNorm;
+use crate::nn::rope::{half_split, rotate_halves};
 use crate::nn::{modulated_layer_norm, multi_head_attention, runs_on_cpu, silu, sinusoids, Linear};
 
 /// `transformer/config.json`, with diffusers' defaults.
@@ -563,36 +564,6 @@ fn rows<B: Backend>(t: Tensor<B, 2>) -> Tensor<B, 3> {
 fn chunks<B: Backend>(t: Tensor<B, 3>, count: usize) -> Vec<Tensor<B, 3>> {
     let d = t.dims()[2] / count;
     (0..count).map(|i| t.clone().narrow(2, i * d, d)).collect()
-}
-
-/// A head's channels with the even ones first, then the odd ones: diffusers rotates the pairs
-/// (2j, 2j+1), and in this order pair `j` is (j, j + head_dim/2), so the rotation needs no
-/// stride-2 views. q and k are made in this order (their weights' rows reordered at load);
-/// attention sums over the channels, so its result is the same; v keeps the stored order.
-fn half_split(head_dim: usize) -> Vec<usize> {
-    (0..head_dim)
-        .step_by(2)
-        .chain((1..head_dim).step_by(2))
-        .collect()
-}
-
-/// diffusers' `apply_rotary_emb` with `use_real_unbind_dim=-1` (pairs rotated as complex
-/// numbers) on channels in `half_split` order: `x * cos + [second half | first half] * sin`,
-/// the sign in the sin table. `x`: [N, S, H, dh]; tables as `Rope` holds them.
-fn rotate_halves<B: Backend>(
-    x: Tensor<B, 4>,
-    cos: &Tensor<B, 4>,
-    sin: &Tensor<B, 4>,
-) -> Tensor<B, 4> {
-    let half = x.dims()[3] / 2;
-    let swapped = Tensor::cat(
-        vec![
-            x.clone().narrow(3, half, half),
-            x.clone().narrow(3, 0, half),
-        ],
-        3,
-    );
-    x * cos.clone() + swapped * sin.clone()
 }
 
 /// diffusers clips f16 activations to the largest finite f16 after each block.
