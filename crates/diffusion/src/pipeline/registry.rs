@@ -10,10 +10,10 @@ use serde_json::{Map, Value};
 use super::family::FamilyDescriptor;
 use super::{folder_index, ModelSource};
 use crate::error::{DiffusionError, Result};
-use crate::models::{flux2, sd};
+use crate::models::{flux2, sd, zimage};
 
 /// The families, in the order front ends list them.
-pub static FAMILIES: &[&FamilyDescriptor] = &[&sd::FAMILY, &flux2::FAMILY];
+pub static FAMILIES: &[&FamilyDescriptor] = &[&sd::FAMILY, &flux2::FAMILY, &zimage::FAMILY];
 
 /// The family whose pipeline loads `folder` (by the `_class_name` its `model_index.json`
 /// names), and that `model_index.json`. A class no family claims is refused by name.

@@ -24,7 +24,9 @@ use sdbench_diffusion::models::qwen3::{Qwen3Config, Qwen3TextEncoder, Qwen3Weigh
 use sdbench_diffusion::models::zimage::transformer::{ZImageTransformer, ZImageTransformerConfig};
 use sdbench_diffusion::pipeline::B;
 use sdbench_diffusion::scheduler::flow_match::FlowMatchConfig;
-use sdbench_diffusion::{BackendRequest, Precision, SelectedDevice};
+use sdbench_diffusion::{
+    parity, BackendRequest, Family, LoadOptions, ModelSource, Pipeline, Precision, SelectedDevice,
+};
 
 const NAME: &str = "tiny-zimage";
 const COMPONENT_ATOL: f32 = 5e-5;
@@ -214,6 +216,60 @@ fn turbos_static_shift_schedules_match_diffusers() {
             &schedule.timesteps,
             &floats("timesteps"),
             1e-3,
+        );
+    }
+}
+
+/// The fixture's generations the engine's request can express: guidance 0 (Turbo's) and plain
+/// classifier-free guidance. `generate.cfg_wide3` also truncates and renormalises guidance
+/// (`cfg_truncation`, `cfg_normalization`), which requests cannot ask for yet.
+const GENERATIONS: [&str; 4] = [
+    "generate.square2",
+    "generate.wide3",
+    "generate.tall2",
+    "generate.cfg_square2",
+];
+
+fn check_generations(device: SelectedDevice, precision: Precision, only: &[&str]) {
+    let pipe = Pipeline::load_with(
+        &ModelSource::Folder(common::fixtures().join(NAME)),
+        device,
+        Some(precision),
+        LoadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(pipe.info.family, Family::ZIMAGE);
+    assert_eq!(pipe.info.preset, None, "a tiny model is no preset's");
+    let diffs = parity::generations(&pipe, &common::fixtures(), NAME, Some(only)).unwrap();
+    assert_eq!(diffs.len(), only.len());
+    common::assert_generations_within(NAME, precision, &diffs);
+}
+
+#[test]
+fn generations_match_diffusers_on_the_cpu() {
+    check_generations(
+        select(BackendRequest::Cpu).unwrap(),
+        Precision::F32,
+        &GENERATIONS,
+    );
+}
+
+#[test]
+fn generations_match_diffusers_on_the_cpu_in_f16() {
+    check_generations(
+        select(BackendRequest::Cpu).unwrap(),
+        Precision::F16,
+        &GENERATIONS[..2],
+    );
+}
+
+#[test]
+fn generations_match_diffusers_on_vulkan() {
+    if let Some(device) = common::vulkan_device() {
+        check_generations(
+            device,
+            Precision::F32,
+            &["generate.wide3", "generate.cfg_square2"],
         );
     }
 }

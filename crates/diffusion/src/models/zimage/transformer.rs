@@ -539,3 +539,28 @@ fn with_pad<B: Backend>(x: Tensor<B, 3>, token: &Param<Tensor<B, 2>>, to: usize)
         .expand([n, to - s, d]);
     Tensor::cat(vec![x, pad], 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tongyi-MAI/Z-Image-Turbo's transformer: diffusers' `ZImageTransformer2DModel()` has
+    /// 6,154,908,736 parameters (counted on the meta device).
+    #[test]
+    fn turbos_config_is_valid_and_sized_as_upstream() {
+        let config = ZImageTransformerConfig::default();
+        config.validate(Path::new("transformer/config.json")).unwrap();
+        assert_eq!(config.parameters(), 6_154_908_736);
+        let omni = ZImageTransformerConfig {
+            siglip_feat_dim: Some(1152),
+            ..config.clone()
+        };
+        let err = omni.validate(Path::new("c.json")).unwrap_err().to_string();
+        assert!(err.contains("siglip_feat_dim"), "{err}");
+        let odd = ZImageTransformerConfig {
+            axes_dims: vec![32, 48, 40],
+            ..config
+        };
+        assert!(odd.validate(Path::new("c.json")).is_err());
+    }
+}

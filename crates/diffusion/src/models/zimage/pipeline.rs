@@ -1,0 +1,583 @@
+//! `ZImagePipeline`: encode the prompt (Qwen3's chat template with thinking on, the penultimate
+//! hidden states of its real tokens), noise the latents, step the transformer with flow-matching
+//! Euler (it sees `(1000 - t) / 1000` and predicts the velocity's negative; guidance above 0
+//! combines it with the empty prompt's as `pos + g (pos - neg)`), then unscale, shift and decode.
+
+use std::path::{Path, PathBuf};
+use std::sync::MutexGuard;
+
+use burn::prelude::*;
+use burn::tensor::{DType, TensorData};
+use burn::DispatchDevice;
+use serde_json::{Map, Value};
+
+use super::spec::Spec;
+use super::transformer::ZImageTransformer;
+use super::PROMPT_TOKENS;
+use crate::device::{self, SelectedDevice};
+use crate::error::{DiffusionError, Result};
+use crate::io::sharded::{self, component_weights};
+use crate::io::weights::{Precision, SyntheticWeights, WeightSource};
+use crate::models::config::VaeConfig;
+use crate::models::qwen3::prompt::{chat_text, QwenPrompt};
+use crate::models::qwen3::Qwen3TextEncoder;
+use crate::models::vae::{self, VaeDecoder};
+use crate::noise::NormalGenerator;
+use crate::pipeline::backend_failure::guard;
+use crate::pipeline::decode::{decoded_image, DecodePlan};
+use crate::pipeline::memory::{self, MemoryProfile};
+use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
+use crate::pipeline::offload::{Offloadable, Slot};
+use crate::pipeline::stages::{self, GenerationSteps, Prepared};
+use crate::pipeline::{
+    check_request, folder_index, load_component, tensor_to_vec, CancelToken, Family,
+    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, InitialNoise, LoadOptions,
+    ModelInfo, ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
+};
+use crate::scheduler::flow_match::{FlowMatchConfig, FlowSchedule};
+use crate::scheduler::SchedulerKind;
+
+pub struct ZImagePipeline {
+    pub device: SelectedDevice,
+    cpu: DispatchDevice,
+    prompt: Option<QwenPrompt>,
+    text_encoder: Qwen3TextEncoder<B>,
+    text_layers: usize,
+    transformer: Offloadable<ZImageTransformer<B>>,
+    in_channels: usize,
+    vae: VaeDecoder<B>,
+    vae_config: VaeConfig,
+    scheduler: FlowMatchConfig,
+    pub info: ModelInfo,
+    size: ModelSize,
+    options: LoadOptions,
+}
+
+impl ZImagePipeline {
+    /// Loads a Z-Image folder or a preset's synthetic weights (the device supports `precision`).
+    pub fn load(
+        source: &ModelSource,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        match source {
+            ModelSource::Folder(folder) => {
+                let index = folder_index(folder)?;
+                Self::load_folder(folder, &index, device, precision, options)
+            }
+            ModelSource::Synthetic(preset) => {
+                let spec = Spec::turbo();
+                spec.validate()?;
+                let seed = 0x5D_BE_AC_15;
+                let [te, tr, va] = &mut [0; 3].map(|_| SyntheticWeights::new(seed));
+                let placement = Self::placement(&spec.vae, precision, &options);
+                let size = Self::size_of(&spec, None, precision)?;
+                let source = ModelSource::Synthetic(*preset);
+                let sources: [&mut dyn WeightSource; 3] = [te, tr, va];
+                Self::assemble(spec, size, sources, None, device, placement, options, source, Vec::new())
+            }
+            ModelSource::Checkpoint { file, .. } => Err(DiffusionError::unsupported(
+                file,
+                "a single-file Z-Image checkpoint; give the diffusers folder (model_index.json, transformer/, text_encoder/, vae/)",
+            )),
+        }
+    }
+
+    fn load_folder(
+        folder: &Path,
+        index: &Map<String, Value>,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        let spec = Spec::read(folder, index)?;
+        spec.validate()?;
+        let placement = Self::placement(&spec.vae, precision, &options);
+        let unused = Qwen3TextEncoder::<B>::unused_prefixes_named(
+            &spec.text_encoder,
+            spec.text_layers(),
+            spec.text_weights,
+        );
+        let unused: Vec<&str> = unused.iter().map(String::as_str).collect();
+        let (mut te, mut files) = component_weights(
+            &folder.join("text_encoder"),
+            "model",
+            placement.text_encoders,
+            &unused,
+        )?;
+        let (mut tr, tr_files) = component_weights(
+            &folder.join("transformer"),
+            "diffusion_pytorch_model",
+            placement.unet,
+            &[],
+        )?;
+        let (mut va, vae_files) = component_weights(
+            &folder.join("vae"),
+            "diffusion_pytorch_model",
+            placement.vae,
+            vae::ENCODER_PREFIXES,
+        )?;
+        files.extend(tr_files);
+        files.extend(vae_files);
+        let size = Self::size_of(&spec, Some(folder), precision)?;
+        let prompt =
+            QwenPrompt::load(spec.tokenizer.as_deref().expect("a folder has a tokenizer"))?;
+        let source = ModelSource::Folder(folder.to_path_buf());
+        let sources: [&mut dyn WeightSource; 3] = [te.as_mut(), tr.as_mut(), va.as_mut()];
+        Self::assemble(
+            spec,
+            size,
+            sources,
+            Some(prompt),
+            device,
+            placement,
+            options,
+            source,
+            files,
+        )
+    }
+
+    /// What the memory estimate needs of `source`, from its configs and weight headers.
+    pub fn model_size(
+        source: &ModelSource,
+        precision: Precision,
+    ) -> Result<(ModelSize, VaeConfig)> {
+        let (spec, folder) = match source {
+            ModelSource::Folder(folder) => {
+                (Spec::read(folder, &folder_index(folder)?)?, Some(folder))
+            }
+            _ => (Spec::turbo(), None),
+        };
+        spec.validate()?;
+        let size = Self::size_of(&spec, folder.map(PathBuf::as_path), precision)?;
+        Ok((size, spec.vae))
+    }
+
+    fn placement(vae: &VaeConfig, precision: Precision, options: &LoadOptions) -> Placement {
+        Placement::for_model(Family::ZIMAGE, vae, precision, options)
+    }
+
+    /// Parameters of the parts that run, from the files' headers (a folder) or the configs.
+    fn size_of(spec: &Spec, folder: Option<&Path>, precision: Precision) -> Result<ModelSize> {
+        let upstream = ModelSize::upstream(Family::ZIMAGE, spec.vae.sample_size);
+        let Some(folder) = folder else {
+            return Ok(upstream);
+        };
+        let unused = Qwen3TextEncoder::<B>::unused_prefixes_named(
+            &spec.text_encoder,
+            spec.text_layers(),
+            spec.text_weights,
+        );
+        let encoder = |name: &str| vae::ENCODER_PREFIXES.iter().any(|p| name.starts_with(p));
+        let params = |sub: &str, stem: &str, counted: &dyn Fn(&str) -> bool| {
+            sharded::component_parameters(&folder.join(sub), stem, precision, counted)
+        };
+        let weights = "diffusion_pytorch_model";
+        Ok(ModelSize {
+            text_encoder_params: params("text_encoder", "model", &|name| {
+                !unused.iter().any(|p| name.starts_with(p.as_str()))
+            })?,
+            unet_params: params("transformer", weights, &|_| true)?,
+            unet_full_precision_params: 0,
+            vae_decoder_params: params("vae", weights, &|n| !encoder(n))?,
+            vae_encoder_params: params("vae", weights, &encoder)?,
+            ..upstream
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        spec: Spec,
+        size: ModelSize,
+        [te, tr, va]: [&mut dyn WeightSource; 3],
+        prompt: Option<QwenPrompt>,
+        device: SelectedDevice,
+        placement: Placement,
+        options: LoadOptions,
+        source: ModelSource,
+        weight_files: Vec<PathBuf>,
+    ) -> Result<Self> {
+        let planned = options
+            .planned
+            .unwrap_or_else(|| RequestShape::usual(Family::ZIMAGE));
+        memory_need::check_fit(&size, &spec.vae, &placement, &device, &planned, &options)?;
+        if let Some(prompt) = &prompt {
+            if prompt.vocab_size() > spec.text_encoder.vocab_size {
+                return Err(DiffusionError::config(
+                    &spec.text_encoder_path,
+                    format!(
+                        "the tokenizer has {} tokens but the text encoder's vocab_size is {}",
+                        prompt.vocab_size(),
+                        spec.text_encoder.vocab_size
+                    ),
+                ));
+            }
+        }
+        let dev = device.device.clone();
+        let cpu = device::cpu_device();
+        let on = |on_cpu: bool| if on_cpu { cpu.clone() } else { dev.clone() };
+        let text_layers = spec.text_layers();
+        let text_encoder = load_component(
+            te,
+            &on(placement.text_encoders_on_cpu),
+            placement.text_encoders,
+            |l| {
+                Qwen3TextEncoder::load_named(
+                    &spec.text_encoder,
+                    text_layers,
+                    spec.text_weights,
+                    &spec.text_encoder_path,
+                    l,
+                )
+            },
+        )?;
+        let budget = memory::attention_score_budget(
+            options.small_attention_chunks,
+            device.max_buffer_bytes(),
+        );
+        let transformer = load_component(tr, &dev, placement.unet, |l| {
+            l.int8_weights = options.unet_int8;
+            l.attention_score_budget = budget;
+            ZImageTransformer::load(&spec.transformer, &spec.transformer_path, l)
+        })?;
+        let vae = load_component(va, &on(placement.vae_on_cpu), placement.vae, |l| {
+            VaeDecoder::load(&spec.vae, &spec.vae_path, l)
+        })?;
+        let is_turbo = spec.transformer == Default::default()
+            && spec.text_encoder == crate::models::qwen3::Qwen3Config::qwen3_4b()
+            && spec.vae == super::spec::turbo_vae();
+        let pipeline = ZImagePipeline {
+            info: ModelInfo {
+                source,
+                weight_files,
+                default_scheduler: SchedulerKind::FlowMatchEuler,
+                vae_scale_factor: vae.scale_factor(),
+                latent_channels: vae.latent_channels(),
+                family: Family::ZIMAGE,
+                preset: is_turbo.then_some(Preset::ZIMAGE_TURBO),
+                placement,
+            },
+            device,
+            cpu,
+            prompt,
+            text_encoder,
+            text_layers,
+            in_channels: transformer.in_channels(),
+            transformer: Offloadable::new(transformer),
+            vae,
+            vae_config: spec.vae.clone(),
+            scheduler: spec.scheduler,
+            size,
+            options,
+        };
+        pipeline.device.sync()?;
+        Ok(pipeline)
+    }
+
+    /// Image pixels per patched latent token side: the VAE's scale times the 2x2 patches.
+    fn pixels_per_token(&self) -> usize {
+        2 * self.info.vae_scale_factor
+    }
+
+    /// [batch, latent channels, H/f, W/f]: the noise `InitialNoise::Latents` gives.
+    pub fn latent_shape(&self, request: &GenerateRequest) -> [usize; 4] {
+        let f = self.info.vae_scale_factor;
+        [
+            request.batch,
+            self.in_channels,
+            request.height / f,
+            request.width / f,
+        ]
+    }
+
+    fn text_device(&self) -> &DispatchDevice {
+        self.info
+            .placement
+            .text_device(&self.device.device, &self.cpu)
+    }
+
+    fn vae_device(&self) -> &DispatchDevice {
+        self.info
+            .placement
+            .vae_device(&self.device.device, &self.cpu)
+    }
+
+    /// The prompt's text states [1, L, hidden]: the penultimate hidden states of its real tokens
+    /// (at most 512), on the transformer's device in its dtype. Synthetic weights come without a
+    /// tokenizer: the templated prompt's bytes stand in for token ids.
+    pub fn encode_prompt(&self, prompt: &str) -> Result<Tensor<B, 3>> {
+        let (ids, real) = match &self.prompt {
+            Some(p) => {
+                let tokens = p.encode_chat(prompt, PROMPT_TOKENS, true)?;
+                (tokens.ids, tokens.real)
+            }
+            None => {
+                let text = chat_text(prompt, true);
+                let ids: Vec<u32> = text.bytes().map(u32::from).take(PROMPT_TOKENS).collect();
+                let real = ids.len();
+                (ids, real)
+            }
+        };
+        let states = self.text_encoder.stacked_hidden_states(
+            &ids,
+            real,
+            &[self.text_layers],
+            self.text_device(),
+        )?;
+        Ok(states
+            .narrow(1, 0, real)
+            .to_device(&self.device.device)
+            .cast(self.info.placement.unet.dtype()))
+    }
+
+    /// One transformer call (component access for parity tests and timing): `latents`
+    /// [N, C, h, w] with `caption` [N, L, hidden], at the pipeline's `(1000 - t) / 1000`.
+    pub fn run_transformer(
+        &self,
+        latents: Tensor<B, 4>,
+        caption: Tensor<B, 3>,
+        t: f32,
+    ) -> Tensor<B, 4> {
+        let slot = self.transformer.on_device(&self.device);
+        slot.module.forward(latents, caption, t)
+    }
+
+    /// The VAE decode of the denoiser's latents [1, C, h, w] (unscaled and shifted here) ->
+    /// image [1, 3, H, W] in about [-1, 1].
+    pub fn decode(&self, latents: Tensor<B, 4>) -> Tensor<B, 4> {
+        let z = self
+            .vae
+            .unscale_latents(latents.to_device(self.vae_device()));
+        DecodePlan::of(&self.vae, &self.info.placement, &self.device).decode(&self.vae, z)
+    }
+}
+
+/// One Z-Image generation's steps for the stage driver.
+struct ZImageRun<'a>(&'a ZImagePipeline);
+
+/// The prompt's text states and, where guided, the empty negative prompt's, a row per image.
+struct ZImagePrompt {
+    positive: Tensor<B, 3>,
+    negative: Option<Tensor<B, 3>>,
+}
+
+struct ZImageLatents {
+    /// [batch, C, h, w] (f32).
+    latents: Tensor<B, 4>,
+    schedule: FlowSchedule,
+}
+
+impl GenerationSteps for ZImageRun<'_> {
+    type Prompt = ZImagePrompt;
+    type Latents = ZImageLatents;
+    type Denoiser<'a>
+        = MutexGuard<'a, Slot<ZImageTransformer<B>>>
+    where
+        Self: 'a;
+
+    fn device(&self) -> &SelectedDevice {
+        &self.0.device
+    }
+
+    fn placement(&self) -> &Placement {
+        &self.0.info.placement
+    }
+
+    fn encode_prompt(&self, request: &GenerateRequest) -> Result<ZImagePrompt> {
+        let rows = |t: Tensor<B, 3>| t.repeat_dim(0, request.batch);
+        let positive = rows(self.0.encode_prompt(&request.prompt)?);
+        // diffusers guides whenever the scale is above 0 (Turbo runs at 0).
+        let negative = match request.guidance_scale > 0.0 {
+            true => Some(rows(self.0.encode_prompt(&request.negative_prompt)?)),
+            false => None,
+        };
+        Ok(ZImagePrompt { positive, negative })
+    }
+
+    fn prepare_latents(
+        &self,
+        request: &GenerateRequest,
+        _: &ZImagePrompt,
+    ) -> Result<Prepared<ZImageLatents>> {
+        let pipe = self.0;
+        let shape = pipe.latent_shape(request);
+        let noise = match &request.noise {
+            InitialNoise::Seed(seed) => NormalGenerator::new(*seed).normals(shape.iter().product()),
+            InitialNoise::Latents { data, .. } => data.clone(),
+        };
+        let latents = Tensor::<B, 4>::from_data(
+            TensorData::new(noise, shape),
+            (&pipe.device.device, DType::F32),
+        );
+        let tokens = shape[2] / 2 * (shape[3] / 2);
+        let schedule = pipe
+            .scheduler
+            .schedule(request.steps, pipe.scheduler.calculate_shift(tokens));
+        Ok(Prepared {
+            latents: ZImageLatents { latents, schedule },
+            steps: request.steps,
+            encode_seconds: 0.0,
+            scheduler: SchedulerKind::FlowMatchEuler,
+        })
+    }
+
+    fn denoiser(&self) -> MutexGuard<'_, Slot<ZImageTransformer<B>>> {
+        self.0.transformer.on_device(&self.0.device)
+    }
+
+    fn denoise_step(
+        &self,
+        transformer: &MutexGuard<'_, Slot<ZImageTransformer<B>>>,
+        request: &GenerateRequest,
+        prompt: &ZImagePrompt,
+        state: &mut ZImageLatents,
+        i: usize,
+    ) -> Result<()> {
+        let transformer = &transformer.module;
+        let t = (1000.0 - state.schedule.timesteps[i]) / 1000.0;
+        let predict = |caption: &Tensor<B, 3>| {
+            transformer
+                .forward(state.latents.clone(), caption.clone(), t)
+                .cast(DType::F32)
+        };
+        let positive = predict(&prompt.positive);
+        let prediction = match &prompt.negative {
+            Some(negative) => {
+                let negative = predict(negative);
+                positive.clone() + (positive - negative) * request.guidance_scale
+            }
+            None => positive,
+        };
+        // The model predicts the velocity's negative.
+        state.latents = state.latents.clone() - prediction * state.schedule.step_size(i);
+        Ok(())
+    }
+
+    fn offload_denoiser(&self) {
+        self.0.transformer.offload(&self.0.device, &self.0.cpu);
+    }
+
+    fn decode(&self, state: &ZImageLatents, n: usize) -> Result<GeneratedImage> {
+        decoded_image(self.0.decode(state.latents.clone().narrow(0, n, 1)))
+    }
+}
+
+impl FamilyPipeline for ZImagePipeline {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn device(&self) -> &SelectedDevice {
+        &self.device
+    }
+
+    fn validate(&self, request: &GenerateRequest) -> Result<()> {
+        check_request(
+            request,
+            self.pixels_per_token(),
+            &self.latent_shape(request),
+        )?;
+        super::FAMILY.check_request(request)?;
+        self.check_fits(&request.shape())
+    }
+
+    fn check_fits(&self, shape: &RequestShape) -> Result<()> {
+        memory_need::check_fit(
+            &self.size,
+            &self.vae_config,
+            &self.info.placement,
+            &self.device,
+            shape,
+            &self.options,
+        )
+    }
+
+    fn generate_with_sync(
+        &self,
+        request: &GenerateRequest,
+        sync: StepSync,
+        progress: &mut dyn FnMut(&Progress),
+        cancel: &CancelToken,
+    ) -> Result<Generated> {
+        self.validate(request)?;
+        guard(&self.device, self.memory_profile(), || {
+            stages::generate(&ZImageRun(self), request, sync, progress, cancel)
+        })
+    }
+
+    fn parameter_counts(&self) -> ParameterCounts {
+        ParameterCounts {
+            text_encoders: self.text_encoder.num_params(),
+            unet: self.transformer.lock().module.num_params(),
+            vae: self.vae.num_params(),
+            vae_encoder: 0,
+        }
+    }
+
+    fn memory_profile(&self) -> Option<MemoryProfile> {
+        MemoryProfile::of_options(&self.options)
+    }
+
+    fn denoiser_weight_bytes(&self) -> u64 {
+        crate::nn::weight_bytes(&self.transformer.lock().module)
+    }
+
+    fn has_vae_encoder(&self) -> bool {
+        false
+    }
+
+    fn decode_tile_count(&self, width: usize, height: usize) -> usize {
+        DecodePlan::of(&self.vae, &self.info.placement, &self.device)
+            .tile_count(&self.vae, width, height)
+    }
+
+    fn denoiser_name(&self) -> &'static str {
+        "transformer"
+    }
+
+    fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>> {
+        let f = self.info.vae_scale_factor;
+        let (c, h, w) = (self.in_channels, height / f, width / f);
+        if h % 2 != 0 || w % 2 != 0 {
+            return Err(DiffusionError::Request(format!(
+                "--width and --height must be multiples of {} for Z-Image (the VAE's {f} times 2x2 patches)",
+                2 * f
+            )));
+        }
+        let mut noise = NormalGenerator::new(1);
+        let caption = self.encode_prompt("a photograph of an astronaut riding a horse")?;
+        let latents = noise.normals(c * h * w);
+        let z = noise.normals(c * h * w);
+        let dev = self.device.device.clone();
+        let tensor = move |v: &[f32]| {
+            Tensor::<B, 4>::from_data(
+                TensorData::new(v.to_vec(), [1, c, h, w]),
+                (&dev, DType::F32),
+            )
+        };
+        let tokens = caption.dims()[1];
+        let transformer = TimedCall {
+            label: format!(
+                "transformer call (batch 1, {} image + {tokens} text tokens)",
+                h / 2 * (w / 2)
+            ),
+            run: Box::new({
+                let tensor = tensor.clone();
+                move || {
+                    tensor_to_vec(self.run_transformer(tensor(&latents), caption.clone(), 0.5))
+                        .map(|_| ())
+                }
+            }),
+        };
+        let vae = TimedCall {
+            label: format!("vae decode ({c}x{h}x{w} -> 3x{height}x{width})"),
+            run: Box::new(move || tensor_to_vec(self.decode(tensor(&z))).map(|_| ())),
+        };
+        Ok(vec![transformer, vae])
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
