@@ -12,6 +12,8 @@ pub const STANDARD_VERSION: u32 = 1;
 pub const SDXL_NAME: &str = "sdxl-1024-20";
 pub const FLUX2_KLEIN_NAME: &str = "flux2-klein-1024-4";
 pub const FLUX2_KLEIN_VERSION: u32 = 1;
+pub const ZIMAGE_TURBO_NAME: &str = "zimage-turbo-1024-9";
+pub const ZIMAGE_TURBO_VERSION: u32 = 1;
 /// The most images a custom run may make.
 pub const MAX_IMAGES: usize = 1000;
 
@@ -35,7 +37,12 @@ pub fn cards() -> Vec<WorkloadCard> {
 }
 pub const SDXL_VERSION: u32 = 1;
 /// Every standard workload, the default first.
-pub const WORKLOAD_NAMES: [&str; 3] = [STANDARD_NAME, SDXL_NAME, FLUX2_KLEIN_NAME];
+pub const WORKLOAD_NAMES: [&str; 4] = [
+    STANDARD_NAME,
+    SDXL_NAME,
+    FLUX2_KLEIN_NAME,
+    ZIMAGE_TURBO_NAME,
+];
 
 /// The five prompts and seeds of both standard workloads (version 1).
 pub const STANDARD_PROMPTS: [(&str, u64); 5] = [
@@ -192,12 +199,29 @@ impl Workload {
         }
     }
 
+    /// `zimage-turbo-1024-9` v1: Z-Image-Turbo at its model card's settings, 1024x1024, 9 steps
+    /// of flow-matching Euler, guidance 0 (the distilled model runs unguided), on MLPerf Client
+    /// 2.0's FLUX.2 klein prompts and seeds (16 timed images), so the two compare image for image.
+    pub fn zimage_turbo() -> Workload {
+        Workload {
+            name: ZIMAGE_TURBO_NAME.into(),
+            version: ZIMAGE_TURBO_VERSION,
+            preset: Preset::ZIMAGE_TURBO,
+            steps: 9,
+            guidance: 0.0,
+            ..Workload::flux2_klein()
+        }
+    }
+
     /// How a front end lists this workload (the app's Benchmark screen).
     pub fn card(&self) -> WorkloadCard {
         let (short, long) = (self.preset.short_label(), self.preset.long_label());
         let note = match self.name.as_str() {
             SDXL_NAME => " (MLPerf's settings)",
             FLUX2_KLEIN_NAME => " (step-distilled: no guidance; MLPerf Client 2.0's settings)",
+            ZIMAGE_TURBO_NAME => {
+                " (distilled: no guidance; MLPerf Client 2.0's FLUX.2 klein prompts and seeds)"
+            }
             _ => "",
         };
         let (w, h, steps, images) = (self.width, self.height, self.steps, self.prompts.len());
@@ -219,6 +243,7 @@ impl Workload {
             STANDARD_NAME => Ok(Workload::standard()),
             SDXL_NAME => Ok(Workload::sdxl()),
             FLUX2_KLEIN_NAME => Ok(Workload::flux2_klein()),
+            ZIMAGE_TURBO_NAME => Ok(Workload::zimage_turbo()),
             other => Err(BenchError::Workload(format!(
                 "there is no workload {other:?}; choose {}",
                 WORKLOAD_NAMES.join(", ")
@@ -350,6 +375,7 @@ mod tests {
         assert_eq!(named(Family::SD1), STANDARD_NAME);
         assert_eq!(named(Family::SDXL), SDXL_NAME);
         assert_eq!(named(Family::FLUX2_KLEIN), FLUX2_KLEIN_NAME);
+        assert_eq!(named(Family::ZIMAGE), ZIMAGE_TURBO_NAME);
         // SD2.x has none: its family's first (SD1.5's).
         assert_eq!(named(Family::SD2), STANDARD_NAME);
     }
@@ -420,6 +446,28 @@ mod tests {
             })
             .unwrap();
         assert!(!custom.standard && custom.name == "custom");
+    }
+
+    #[test]
+    fn the_zimage_turbo_workload_is_its_model_cards_on_mlperf_clients_prompts() {
+        let w = Workload::named(ZIMAGE_TURBO_NAME).unwrap();
+        let klein = Workload::flux2_klein();
+        assert!(w.standard);
+        assert_eq!((w.version, w.preset), (1, Preset::ZIMAGE_TURBO));
+        assert_eq!((w.width, w.height, w.steps, w.batch), (1024, 1024, 9, 1));
+        assert_eq!(
+            (w.scheduler, w.guidance),
+            (SchedulerKind::FlowMatchEuler, 0.0)
+        );
+        assert!(!w.request_shape().guided);
+        assert_eq!(w.prompts, klein.prompts);
+        let card = w.card();
+        assert_eq!(card.label, "Z-Image-Turbo · 1024×1024 · 9 steps");
+        assert!(
+            card.description.contains("guidance 0"),
+            "{}",
+            card.description
+        );
     }
 
     #[test]

@@ -20,9 +20,10 @@ use crate::progress::{format_duration, DownloadBar, RecentSteps};
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
     /// The standard workload: sd15-512-30 (SD1.5, 512x512, 30 steps), sdxl-1024-20 (SDXL base,
-    /// 1024x1024, 20 steps, guidance 8) or flux2-klein-1024-4 (FLUX.2 klein 4B, 1024x1024, 4
-    /// steps). Scores of different workloads are never compared. Default: the one made for
-    /// --model's architecture, or sd15-512-30.
+    /// 1024x1024, 20 steps, guidance 8), flux2-klein-1024-4 (FLUX.2 klein 4B, 1024x1024, 4 steps)
+    /// or zimage-turbo-1024-9 (Z-Image-Turbo, 1024x1024, 9 steps, guidance 0). Scores of
+    /// different workloads are never compared. Default: the one made for --model's architecture,
+    /// or sd15-512-30.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(WORKLOAD_NAMES))]
     workload: Option<String>,
     /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a

@@ -36,7 +36,8 @@ pub struct GenerateArgs {
     /// Denoising steps.
     #[arg(long, default_value_t = 30)]
     steps: usize,
-    /// Classifier-free guidance scale; 1 or less turns guidance off.
+    /// Classifier-free guidance scale: 1 or less turns guidance off for Stable Diffusion and FLUX.2
+    /// models; Z-Image guides at any scale above 0 (its Turbo model runs at 0).
     #[arg(long, default_value_t = 7.5)]
     guidance: f64,
     #[arg(

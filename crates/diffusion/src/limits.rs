@@ -44,11 +44,8 @@ pub fn batch_error(batch: usize) -> Option<String> {
 
 /// Why `guidance` cannot be a guidance scale, or `None`.
 pub fn guidance_error(guidance: f64) -> Option<String> {
-    (!guidance.is_finite() || !(0.0..=MAX_GUIDANCE).contains(&guidance)).then(|| {
-        format!(
-            "guidance must be from 0 to {MAX_GUIDANCE} (got {guidance}; 1 or less turns it off)"
-        )
-    })
+    (!guidance.is_finite() || !(0.0..=MAX_GUIDANCE).contains(&guidance))
+        .then(|| format!("guidance must be from 0 to {MAX_GUIDANCE} (got {guidance})"))
 }
 
 /// The precision a choice names: `None` for `auto`.

@@ -53,9 +53,10 @@ pub const SECOND_ENCODER_EXTRAS: &[&str] = &[
 ];
 pub const SECOND_ENCODER_WEIGHTS: (&str, &str) = ("text_encoder_2", "model");
 
-/// A FLUX.2 pipeline (`Flux2KleinPipeline`): a Qwen3 text encoder with its `tokenizer.json`, a
-/// transformer instead of a UNet; the large components come in shards with an index.
-pub const FLUX2_CONFIGS: &[&str] = &[
+/// A transformer pipeline (`Flux2KleinPipeline`, `ZImagePipeline`): a Qwen3 text encoder with its
+/// `tokenizer.json`, a transformer instead of a UNet; the large components come in shards with
+/// an index.
+pub const TRANSFORMER_CONFIGS: &[&str] = &[
     "model_index.json",
     "scheduler/scheduler_config.json",
     "text_encoder/config.json",
@@ -63,12 +64,12 @@ pub const FLUX2_CONFIGS: &[&str] = &[
     "transformer/config.json",
     "vae/config.json",
 ];
-pub const FLUX2_EXTRAS: &[&str] = &[
+pub const TRANSFORMER_EXTRAS: &[&str] = &[
     "tokenizer/tokenizer_config.json",
     "tokenizer/chat_template.jinja",
     "tokenizer/special_tokens_map.json",
 ];
-pub const FLUX2_WEIGHTS: &[(&str, &str)] = &[
+pub const TRANSFORMER_WEIGHTS: &[(&str, &str)] = &[
     ("text_encoder", "model"),
     ("transformer", "diffusion_pytorch_model"),
     ("vae", "diffusion_pytorch_model"),
@@ -79,15 +80,17 @@ pub const FLUX2_WEIGHTS: &[(&str, &str)] = &[
 pub enum PipelineLayout {
     /// SD1.x/SD2.x (one text encoder) or SDXL (`two_encoders`).
     StableDiffusion { two_encoders: bool },
-    /// A transformer pipeline (FLUX.2 klein).
-    Flux2,
+    /// A transformer pipeline whose text encoder is one Qwen3 with its tokenizer (FLUX.2 klein,
+    /// Z-Image): the same files whatever the family, which the engine tells apart by
+    /// model_index.json once they are here.
+    Transformer,
 }
 
 impl PipelineLayout {
     /// The layout of a repository or folder where `has(path)` tells whether a file exists.
     pub fn of(has: impl Fn(&str) -> bool) -> Self {
         if has("transformer/config.json") && !has("unet/config.json") {
-            PipelineLayout::Flux2
+            PipelineLayout::Transformer
         } else {
             PipelineLayout::StableDiffusion {
                 two_encoders: has("text_encoder_2/config.json"),
@@ -105,10 +108,10 @@ impl PipelineLayout {
         Vec<(&'static str, &'static str)>,
     ) {
         match self {
-            PipelineLayout::Flux2 => (
-                FLUX2_CONFIGS.to_vec(),
-                FLUX2_EXTRAS.to_vec(),
-                FLUX2_WEIGHTS.to_vec(),
+            PipelineLayout::Transformer => (
+                TRANSFORMER_CONFIGS.to_vec(),
+                TRANSFORMER_EXTRAS.to_vec(),
+                TRANSFORMER_WEIGHTS.to_vec(),
             ),
             PipelineLayout::StableDiffusion { two_encoders } => {
                 let mut configs = PIPELINE_CONFIGS.to_vec();

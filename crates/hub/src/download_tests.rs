@@ -155,7 +155,7 @@ fn a_sharded_folder_is_complete_only_with_every_shard_its_index_names() {
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(file, text).unwrap();
     };
-    for config in crate::cache::FLUX2_CONFIGS {
+    for config in crate::cache::TRANSFORMER_CONFIGS {
         write(config, "{}");
     }
     write("vae/diffusion_pytorch_model.safetensors", "x");

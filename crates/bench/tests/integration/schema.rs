@@ -165,3 +165,40 @@ fn broken_results_are_rejected() {
         assert!(!errors(&v).is_empty(), "{name} was accepted");
     }
 }
+
+/// Every architecture and preset in the family registry is one the schema accepts, and each
+/// standard workload's name is in its list of standard ones.
+#[test]
+fn the_schema_knows_every_registered_family_and_workload() {
+    let schema: serde_json::Value = serde_json::from_str(JSON_SCHEMA).unwrap();
+    let text = schema.to_string();
+    let model = &schema["properties"]["workload"]["properties"]["model"]["properties"];
+    let listed = |field: &str| -> Vec<String> {
+        model[field]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("the schema's model.{field} enum"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (families, presets) = (listed("family"), listed("preset"));
+    for family in sdbench_diffusion::FAMILIES {
+        for arch in family.architectures {
+            assert!(families.contains(&arch.name().to_string()), "{arch}");
+        }
+        for preset in family.presets {
+            assert!(presets.contains(&preset.name().to_string()), "{preset}");
+        }
+    }
+    for name in sdbench_bench::workload::WORKLOAD_NAMES {
+        let preset = sdbench_bench::Workload::named(name).unwrap().preset;
+        let standard_rule = format!(
+            r#"{{"if":{{"properties":{{"workload":{{"properties":{{"name":{{"const":"{name}"}}"#
+        );
+        let preset_rule = format!(r#""preset":{{"const":"{}"}}"#, preset.name());
+        assert!(
+            name == "sd15-512-30" || (text.contains(&standard_rule) && text.contains(&preset_rule)),
+            "the schema ties {name} to {preset}"
+        );
+    }
+}

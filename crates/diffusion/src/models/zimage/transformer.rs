@@ -549,7 +549,9 @@ mod tests {
     #[test]
     fn turbos_config_is_valid_and_sized_as_upstream() {
         let config = ZImageTransformerConfig::default();
-        config.validate(Path::new("transformer/config.json")).unwrap();
+        config
+            .validate(Path::new("transformer/config.json"))
+            .unwrap();
         assert_eq!(config.parameters(), 6_154_908_736);
         let omni = ZImageTransformerConfig {
             siglip_feat_dim: Some(1152),
