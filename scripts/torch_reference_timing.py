@@ -4,7 +4,10 @@
 `--model synthetic-sdxl-base`) measures: one UNet call at batch 2 and one VAE decode, one warm-up
 each, then the median of --repeat calls. With --model flux2-klein: FLUX.2-klein-4B's transformer
 (one call at batch 1 on the image's tokens and 512 text tokens, as the distilled model steps) and
-its 32-channel VAE's decode, the work of `sdbench timing --model synthetic-flux2-klein`.
+its 32-channel VAE's decode, the work of `sdbench timing --model synthetic-flux2-klein`. With
+--model zimage: Z-Image-Turbo's transformer (one call at batch 1 on the image's tokens and the
+timing prompt's caption, both padded to 32) and its 16-channel VAE's decode, the work of
+`sdbench timing --model synthetic-zimage-turbo`.
 
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --threads 2 --repeat 3
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --model sdxl-base --size 1024
@@ -12,7 +15,10 @@ its 32-channel VAE's decode, the work of `sdbench timing --model synthetic-flux2
 
 The full klein 4B needs about 28 GB in f32 (transformer and text encoder); on a smaller machine,
 --flux2-depth 1,4 keeps the widths, the tokens, the VAE and the 1:4 mix of double- and single-stream
-blocks but not the depth, and saves that random-weight model once for both sides to load.
+blocks but not the depth, and saves that random-weight model once for both sides to load. Z-Image-Turbo
+(40 GB in f32) likewise: --zimage-depth LAYERS,REFINERS (30,2 upstream) keeps its widths, tokens and
+VAE, with a two-layer text encoder of Qwen3-4B's width (only its output's width and the caption's
+length matter: the timed calls never run it).
 
 With --sdbench BINARY it first runs `BINARY timing --backend cpu` on the same model, size, repeats and
 threads, then torch, and prints each component's ratio (sdbench / torch): the two measured back to back
@@ -45,7 +51,13 @@ import subprocess
 import time
 
 import torch
-from diffusers import AutoencoderKL, AutoencoderKLFlux2, Flux2Transformer2DModel, UNet2DConditionModel
+from diffusers import (
+    AutoencoderKL,
+    AutoencoderKLFlux2,
+    Flux2Transformer2DModel,
+    UNet2DConditionModel,
+    ZImageTransformer2DModel,
+)
 
 
 def timed(fn, repeat, sync=lambda: None):
@@ -65,7 +77,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--size", type=int, default=512)
-    p.add_argument("--model", choices=["sd15", "sdxl-base", "flux2-klein"], default="sd15")
+    p.add_argument("--model", choices=["sd15", "sdxl-base", "flux2-klein", "zimage"], default="sd15")
     p.add_argument("--sdbench", metavar="BINARY", help="also time this sdbench binary and print ratios")
     p.add_argument("--rounds", type=int, default=1,
                    help="with --sdbench: alternate sdbench and torch this many times, a ratio per round")
@@ -75,7 +87,14 @@ def main():
     p.add_argument("--flux2-depth", metavar="DOUBLE,SINGLE",
                    help="FLUX.2 klein with this many double- and single-stream blocks instead of 5,20 "
                         "(widths, tokens and VAE unchanged): both sides load one saved random-weight model")
+    p.add_argument("--zimage-depth", metavar="LAYERS,REFINERS",
+                   help="Z-Image-Turbo with this many main and refiner blocks instead of 30,2 "
+                        "(widths, tokens and VAE unchanged): both sides load one saved random-weight model")
     a = p.parse_args()
+    if a.model == "zimage" and not a.zimage_depth:
+        raise SystemExit("--model zimage needs --zimage-depth (the whole model takes 40 GB in f32)")
+    if a.zimage_depth and a.model != "zimage":
+        raise SystemExit("--zimage-depth needs --model zimage")
     if a.rounds < 1 or (a.rounds > 1 and not a.sdbench):
         raise SystemExit("--rounds takes a count of at least 1, and more than one needs --sdbench")
     if a.flux2_depth and a.model != "flux2-klein":
@@ -91,7 +110,9 @@ def main():
             raise SystemExit("--ops needs --sdbench BINARY, and SD1.5's (--model sd15) or FLUX.2 klein's layers")
         return compare_ops(a)
     folder = flux2_timing_model(a.flux2_depth) if a.flux2_depth else None
-    components = flux2_calls if a.model == "flux2-klein" else unet_calls
+    if a.zimage_depth:
+        folder = zimage_timing_model(a.zimage_depth)
+    components = {"flux2-klein": flux2_calls, "zimage": zimage_calls}.get(a.model, unet_calls)
     if a.rounds == 1:
         # sdbench first, before torch's models take their memory.
         ours = run_sdbench(a, folder) if a.sdbench else None
@@ -307,6 +328,77 @@ def torch_op(kind, p, device=torch.device("cpu"), dtype=torch.float32):
         norm = lambda: F.group_norm(x, 32, g, b, eps=1e-6)
         return (lambda: F.silu(norm())) if kind == "groupnorm_silu" else norm
     raise SystemExit(f"unknown op kind in sdbench's output: {kind}")
+
+
+def zimage_timing_model(depth):
+    """A Z-Image folder at Turbo's widths with `depth` ("LAYERS,REFINERS") blocks, Turbo's VAE and
+    scheduler, the tiny fixture's tokenizer, and a two-layer text encoder of Qwen3-4B's width.
+    Saved once under ~/.cache/sdbench and reused."""
+    from pathlib import Path
+    import json
+    import shutil
+    from transformers import Qwen3Config, Qwen3Model
+
+    layers, refiners = (int(n) for n in depth.split(","))
+    folder = Path.home() / ".cache" / "sdbench" / f"zimage-timing-{layers}-{refiners}"
+    if (folder / "model_index.json").exists():
+        return folder
+    fixture = Path(__file__).resolve().parent.parent / "crates/diffusion/tests/fixtures/tiny-zimage"
+    work = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    for part in ("scheduler", "tokenizer"):
+        shutil.copytree(fixture / part, work / part)
+    config = Qwen3Config.from_pretrained(fixture / "text_encoder")  # vocabulary and special tokens
+    config.update(dict(hidden_size=2560, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1,
+                       head_dim=128, num_hidden_layers=2, layer_types=["full_attention"] * 2))
+    torch.manual_seed(0)
+    Qwen3Model(config).eval().save_pretrained(work / "text_encoder", safe_serialization=True)
+    ZImageTransformer2DModel(n_layers=layers, n_refiner_layers=refiners).eval().save_pretrained(
+        work / "transformer", safe_serialization=True)
+    zimage_vae().save_pretrained(work / "vae", safe_serialization=True)
+    shutil.copy(fixture / "model_index.json", work / "model_index.json")
+    shutil.rmtree(folder, ignore_errors=True)
+    work.rename(folder)
+    return folder
+
+
+def zimage_vae():
+    """Tongyi-MAI/Z-Image-Turbo's vae/config.json (FLUX.1's VAE)."""
+    return AutoencoderKL(
+        block_out_channels=(128, 256, 512, 512), down_block_types=("DownEncoderBlock2D",) * 4,
+        up_block_types=("UpDecoderBlock2D",) * 4, layers_per_block=2, latent_channels=16, norm_num_groups=32,
+        sample_size=1024, scaling_factor=0.3611, shift_factor=0.1159, use_quant_conv=False,
+        use_post_quant_conv=False,
+    ).eval()
+
+
+def zimage_calls(a, folder):
+    """The Z-Image transformer's call (batch 1) on the timing prompt's caption and the VAE's
+    decode, of the model saved in `folder`: [(name, call)] and the device's synchronisation."""
+    from transformers import AutoTokenizer
+
+    if a.size % 16:
+        raise SystemExit("--size must be a multiple of 16 for Z-Image (the VAE's 8 times 2x2 patches)")
+    device, dtype, sync = torch_target(a)
+    transformer = ZImageTransformer2DModel.from_pretrained(folder / "transformer").eval().to(device, dtype)
+    vae = AutoencoderKL.from_pretrained(folder / "vae").eval().to(device, dtype)
+    print(f"transformer: {transformer.config.n_layers} main and {transformer.config.n_refiner_layers} "
+          f"refiner blocks ({folder})")
+    # The caption `sdbench timing` encodes: its prompt in the chat template with thinking on.
+    tokenizer = AutoTokenizer.from_pretrained(folder / "tokenizer")
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "a photograph of an astronaut riding a horse"}],
+                                         tokenize=False, add_generation_prompt=True, enable_thinking=True)
+    tokens = len(tokenizer(text)["input_ids"])
+    g = a.size // 8
+    latents = [torch.randn(16, 1, g, g).to(device, dtype)]
+    caption = [torch.randn(tokens, 2560).to(device, dtype)]
+    z = torch.randn(1, 16, g, g).to(device, dtype)
+    t = torch.tensor([0.5], device=device, dtype=dtype)
+    return [
+        (f"transformer call (batch 1, {(g // 2) ** 2} image + {tokens} text tokens)",
+         lambda: transformer(latents, t, caption, return_dict=False)),
+        (f"vae decode (16x{g}x{g} -> 3x{a.size}x{a.size})", lambda: vae.decode(z)),
+    ], sync
 
 
 def torch_target(a):
