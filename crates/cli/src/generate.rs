@@ -6,7 +6,7 @@ use sdbench_bench::vram_report::{VramPhase, VramReport};
 use sdbench_bench::Event;
 use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
-use sdbench_diffusion::{InitialNoise, SchedulerKind};
+use sdbench_diffusion::{GuidanceOptions, InitialNoise, SchedulerKind};
 use sdbench_generate::{
     Context, Destination, GenerationRequest, Generator, InitPicture, ModelSetup, Picture,
     DEFAULT_STRENGTH,
@@ -40,6 +40,14 @@ pub struct GenerateArgs {
     /// models; Z-Image guides at any scale above 0 (its Turbo model runs at 0).
     #[arg(long, default_value_t = 7.5)]
     guidance: f64,
+    /// Z-Image: steps whose (1000 - t) / 1000 is above this run unguided (diffusers'
+    /// `cfg_truncation`, from 0 to 1).
+    #[arg(long, value_name = "FRACTION")]
+    cfg_truncation: Option<f64>,
+    /// Z-Image: cap each guided prediction's norm at this many times the unguided one's
+    /// (diffusers' `cfg_normalization`; 1 as its `True`).
+    #[arg(long, value_name = "FACTOR")]
+    cfg_normalization: Option<f64>,
     #[arg(
         long,
         value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES),
@@ -122,6 +130,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         negative_prompt: args.negative.clone(),
         steps: args.steps,
         guidance: args.guidance,
+        guidance_options: guidance_options(&args)?,
         scheduler: args
             .scheduler
             .as_deref()
@@ -251,4 +260,23 @@ impl GenerationView {
             | Event::Telemetry { .. } => {}
         }
     }
+}
+
+/// `--cfg-truncation` and `--cfg-normalization`, checked.
+fn guidance_options(args: &GenerateArgs) -> anyhow::Result<GuidanceOptions> {
+    if let Some(t) = args.cfg_truncation.filter(|t| !(0.0..=1.0).contains(t)) {
+        anyhow::bail!("--cfg-truncation {t}: give a fraction from 0 to 1");
+    }
+    if let Some(f) = args
+        .cfg_normalization
+        .filter(|f| !(f.is_finite() && *f > 0.0))
+    {
+        anyhow::bail!(
+            "--cfg-normalization {f}: give a factor above 0 (1 caps at the unguided norm)"
+        );
+    }
+    Ok(GuidanceOptions {
+        truncation: args.cfg_truncation,
+        normalization: args.cfg_normalization,
+    })
 }

@@ -12,7 +12,7 @@ use crate::error::{DiffusionError, Result};
 use crate::io::image::RgbImage;
 use crate::io::safetensors::SafeTensors;
 use crate::io::weights::Precision;
-use crate::pipeline::{GenerateRequest, InitialNoise, LoadOptions, Pipeline};
+use crate::pipeline::{GenerateRequest, GuidanceOptions, InitialNoise, LoadOptions, Pipeline};
 use crate::scheduler::SchedulerKind;
 use crate::CancelToken;
 
@@ -226,7 +226,17 @@ fn seeded_generations(
             };
             reference_images.push(pattern_picture(w, h));
         }
+        // Z-Image's guidance options, where a run records them (`cfg_normalization` as a
+        // factor, or true for 1).
+        let guidance_options = GuidanceOptions {
+            truncation: run["cfg_truncation"].as_f64().filter(|t| *t < 1.0),
+            normalization: match &run["cfg_normalization"] {
+                Value::Bool(true) => Some(1.0),
+                value => value.as_f64().filter(|f| *f > 0.0),
+            },
+        };
         let request = GenerateRequest {
+            guidance_options,
             steps: number("steps")? as usize,
             guidance_scale: number("guidance")?,
             scheduler: None,

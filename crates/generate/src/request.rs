@@ -8,7 +8,7 @@ use sdbench_diffusion::io::image::{decode_image, read_image, RgbImage};
 use sdbench_diffusion::limits;
 use sdbench_diffusion::models::flux2::reference;
 use sdbench_diffusion::pipeline::img2img_start;
-use sdbench_diffusion::{GenerateRequest, InitImage, InitialNoise, SchedulerKind};
+use sdbench_diffusion::{GenerateRequest, GuidanceOptions, InitImage, InitialNoise, SchedulerKind};
 
 use crate::error::{GenerateError, Result};
 
@@ -81,6 +81,8 @@ pub struct GenerationRequest {
     pub negative_prompt: String,
     pub steps: usize,
     pub guidance: f64,
+    /// Guidance truncation and normalization (Z-Image's; other families refuse them).
+    pub guidance_options: GuidanceOptions,
     /// `None`: the model's own.
     pub scheduler: Option<SchedulerKind>,
     /// `None`: the picture's, or `DEFAULT_SIDE`.
@@ -105,6 +107,7 @@ impl GenerationRequest {
             negative_prompt: String::new(),
             steps: 30,
             guidance: 7.5,
+            guidance_options: GuidanceOptions::default(),
             scheduler: None,
             width: None,
             height: None,
@@ -215,6 +218,7 @@ impl GenerationRequest {
                 strength: init.strength,
             }),
             reference_images: self.references.iter().map(|p| p.image.clone()).collect(),
+            guidance_options: self.guidance_options,
         })
     }
 }

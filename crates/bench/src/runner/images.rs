@@ -332,6 +332,7 @@ fn request(workload: &Workload, index: usize) -> GenerateRequest {
         batch: workload.batch,
         init_image: None,
         reference_images: Vec::new(),
+        guidance_options: Default::default(),
     }
 }
 

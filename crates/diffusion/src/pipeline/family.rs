@@ -35,6 +35,8 @@ pub struct FamilyDescriptor {
     pub schedulers: &'static [SchedulerKind],
     /// Whether it reads single-file checkpoints (the original, non-diffusers layout).
     pub reads_checkpoints: bool,
+    /// Whether its guidance takes `GuidanceOptions` (truncation, normalization).
+    pub guidance_options: bool,
     /// What it cannot do for any request (pictures, sizes, options), checked before a model is
     /// loaded; the scheduler is checked against `schedulers` beside it.
     pub check_request: fn(&GenerateRequest) -> Result<()>,
@@ -62,6 +64,12 @@ impl FamilyDescriptor {
                     self.scheduler_names().join(", ")
                 )));
             }
+        }
+        if !self.guidance_options && !request.guidance_options.is_default() {
+            return Err(DiffusionError::Request(format!(
+                "guidance truncation and normalization do not apply to {} models",
+                self.name
+            )));
         }
         (self.check_request)(request)
     }

@@ -37,7 +37,7 @@ pub use family::{Family, FamilyDescriptor, Preset};
 use memory_need::{ModelSize, RequestShape};
 pub use placement::{LoadOptions, Placement};
 pub(crate) use request::check_request;
-pub use request::{GenerateRequest, InitImage, InitialNoise};
+pub use request::{GenerateRequest, GuidanceOptions, InitImage, InitialNoise};
 
 /// The backend every pipeline runs on: burn's runtime dispatch over flex, wgpu, CUDA and ROCm.
 pub type B = Dispatch;

@@ -24,6 +24,23 @@ pub enum InitialNoise {
     },
 }
 
+/// How classifier-free guidance is shaped beyond its scale (diffusers' `ZImagePipeline` options;
+/// a family that has none refuses them). The defaults change nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GuidanceOptions {
+    /// `cfg_truncation`: steps whose `(1000 - t) / 1000` is above this run unguided.
+    pub truncation: Option<f64>,
+    /// `cfg_normalization`: the guided prediction's norm is capped at this many times the
+    /// positive prediction's, per image.
+    pub normalization: Option<f64>,
+}
+
+impl GuidanceOptions {
+    pub fn is_default(&self) -> bool {
+        *self == GuidanceOptions::default()
+    }
+}
+
 /// Image-to-image: the picture to start from and how much of it to redraw.
 #[derive(Debug, Clone)]
 pub struct InitImage {
@@ -53,6 +70,7 @@ pub struct GenerateRequest {
     /// Pictures the image is conditioned on, as given (FLUX.2 klein's `image=`; its pipeline
     /// prepares them). Empty: none.
     pub reference_images: Vec<RgbImage>,
+    pub guidance_options: GuidanceOptions,
 }
 
 impl GenerateRequest {
@@ -70,6 +88,7 @@ impl GenerateRequest {
             batch: 1,
             init_image: None,
             reference_images: Vec::new(),
+            guidance_options: GuidanceOptions::default(),
         }
     }
 

@@ -220,14 +220,15 @@ fn turbos_static_shift_schedules_match_diffusers() {
     }
 }
 
-/// The fixture's generations the engine's request can express: guidance 0 (Turbo's) and plain
-/// classifier-free guidance. `generate.cfg_wide3` also truncates and renormalises guidance
-/// (`cfg_truncation`, `cfg_normalization`), which requests cannot ask for yet.
-const GENERATIONS: [&str; 4] = [
+/// The fixture's generations: guidance 0 (Turbo's), plain classifier-free guidance, and guidance
+/// truncated after the first two steps and renormalised (`cfg_truncation` 0.3,
+/// `cfg_normalization`: the request's `guidance_options`).
+const GENERATIONS: [&str; 5] = [
     "generate.square2",
     "generate.wide3",
     "generate.tall2",
     "generate.cfg_square2",
+    "generate.cfg_wide3",
 ];
 
 fn check_generations(device: SelectedDevice, precision: Precision, only: &[&str]) {
@@ -269,7 +270,26 @@ fn generations_match_diffusers_on_vulkan() {
         check_generations(
             device,
             Precision::F32,
-            &["generate.wide3", "generate.cfg_square2"],
+            &["generate.wide3", "generate.cfg_wide3"],
         );
+    }
+}
+
+/// Guidance options are Z-Image's: another family refuses them by name before any work.
+#[test]
+fn other_families_refuse_guidance_options() {
+    let request = sdbench_diffusion::GenerateRequest {
+        guidance_options: sdbench_diffusion::GuidanceOptions {
+            truncation: Some(0.5),
+            normalization: None,
+        },
+        ..sdbench_diffusion::GenerateRequest::new("a cat")
+    };
+    for family in sdbench_diffusion::FAMILIES {
+        let result = family.check_request(&request);
+        assert_eq!(result.is_ok(), family.guidance_options, "{family:?}");
+        if let Err(e) = result {
+            assert!(e.to_string().contains(family.name), "{e}");
+        }
     }
 }

@@ -19,6 +19,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     architectures: &[Family(&FLUX2_KLEIN)],
     presets: &[Preset(&KLEIN_4B)],
     schedulers: &[SchedulerKind::FlowMatchEuler],
+    guidance_options: false,
     reads_checkpoints: false,
     check_request: check_family_request,
     load: |source, device, precision, options| {

@@ -39,6 +39,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         SchedulerKind::DpmSolverPP2M { karras: false },
         SchedulerKind::DpmSolverPP2M { karras: true },
     ],
+    guidance_options: false,
     reads_checkpoints: true,
     check_request: pipeline::check_family_request,
     load: |source, device, precision, options| {

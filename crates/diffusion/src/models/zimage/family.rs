@@ -22,6 +22,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     presets: &[Preset(&TURBO)],
     schedulers: &[SchedulerKind::FlowMatchEuler],
     reads_checkpoints: false,
+    guidance_options: true,
     check_request,
     load: |source, device, precision, options| {
         let model: Box<dyn FamilyPipeline> =

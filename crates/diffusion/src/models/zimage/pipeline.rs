@@ -441,13 +441,21 @@ impl GenerationSteps for ZImageRun<'_> {
                 .forward(state.latents.clone(), caption.clone(), t)
                 .cast(DType::F32)
         };
+        let options = request.guidance_options;
+        // cfg_truncation: late steps (t past the threshold) run unguided.
+        let truncated = options.truncation.is_some_and(|limit| t as f64 > limit);
         let positive = predict(&prompt.positive);
-        let prediction = match &prompt.negative {
-            Some(negative) => {
+        let prediction = match (&prompt.negative, truncated) {
+            (Some(negative), false) => {
                 let negative = predict(negative);
-                positive.clone() + (positive - negative) * request.guidance_scale
+                let guided =
+                    positive.clone() + (positive.clone() - negative) * request.guidance_scale;
+                match options.normalization.filter(|factor| *factor > 0.0) {
+                    Some(factor) => cap_norm(guided, positive, factor),
+                    None => guided,
+                }
             }
-            None => positive,
+            _ => positive,
         };
         // The model predicts the velocity's negative.
         state.latents = state.latents.clone() - prediction * state.schedule.step_size(i);
@@ -461,6 +469,20 @@ impl GenerationSteps for ZImageRun<'_> {
     fn decode(&self, state: &ZImageLatents, n: usize) -> Result<GeneratedImage> {
         decoded_image(self.0.decode(state.latents.clone().narrow(0, n, 1)))
     }
+}
+
+/// `cfg_normalization`: each image's guided prediction scaled down where its norm exceeds
+/// `factor` times the positive prediction's.
+fn cap_norm(guided: Tensor<B, 4>, positive: Tensor<B, 4>, factor: f64) -> Tensor<B, 4> {
+    let [n, c, h, w] = guided.dims();
+    let norm = |t: Tensor<B, 4>| (t.clone() * t).reshape([n, c * h * w]).sum_dim(1).sqrt();
+    let limit = norm(positive) * factor;
+    let current = norm(guided.clone());
+    // min(1, limit / current), where a current norm of 0 needs no scaling.
+    let scale = (limit / current.clone())
+        .clamp_max(1.0)
+        .mask_fill(current.equal_elem(0.0), 1.0);
+    guided * scale.reshape([n, 1, 1, 1])
 }
 
 impl FamilyPipeline for ZImagePipeline {
