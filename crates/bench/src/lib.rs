@@ -22,4 +22,5 @@ pub use error::{BenchError, Result};
 pub use model_name::ModelName;
 pub use result::{BenchResult, SCHEMA_VERSION};
 pub use runner::{run, Event, ModelChoice, RunOptions, RunOutput};
+pub use sdbench_diffusion::Preset;
 pub use workload::{Overrides, Workload};

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use sdbench_bench::result::BenchResult;
 use sdbench_bench::stats::median;
 use sdbench_bench::workload::{Workload, MAX_IMAGES};
-use sdbench_bench::SCHEMA_VERSION;
+use sdbench_bench::{Preset, SCHEMA_VERSION};
 
 use crate::error::{Result, ServerError};
 use crate::reference::ReferenceTable;
@@ -314,19 +314,10 @@ fn check_scores(r: &BenchResult) -> Result<()> {
     Ok(())
 }
 
-/// Cost of one step of one image relative to SD1.5 at 512x512, for models of a known preset.
+/// Cost of one step of one image relative to SD1.5 at 512x512, for models of a known preset
+/// (each preset's `step_cost` per pixel, from the family registry).
 fn relative_step_cost(r: &BenchResult) -> Option<f64> {
-    let per_pixel = match r.workload.model.preset.as_deref()? {
-        "sd15" | "sd21" => 1.0,
-        // SDXL's UNet does about twice SD1.5's work per latent pixel.
-        "sdxl-base" => 2.0,
-        // FLUX.2 klein's transformer (3.9B parameters over 4,608 tokens at 1024x1024, one call
-        // per step) does some fifty times a guided SD1.5-512 step's arithmetic, but large matrix
-        // products run far nearer a GPU's peak than SD1.5's small UNet does: counted at 3 per
-        // pixel (12 at 1024x1024), a limit of 21 steps/s, beyond any GPU's arithmetic.
-        "flux2-klein" => 3.0,
-        _ => return None,
-    };
+    let per_pixel = Preset::named(r.workload.model.preset.as_deref()?)?.step_cost();
     Some(per_pixel * (r.workload.width * r.workload.height) as f64 / (512.0 * 512.0))
 }
 
@@ -405,6 +396,10 @@ mod tests {
         assert_eq!(relative_step_cost(&result("sd15", 512)), Some(1.0));
         assert_eq!(relative_step_cost(&result("sdxl-base", 1024)), Some(8.0));
         assert_eq!(relative_step_cost(&result("flux2-klein", 1024)), Some(12.0));
+        assert_eq!(
+            relative_step_cost(&result("zimage-turbo", 1024)),
+            Some(20.0)
+        );
         assert_eq!(relative_step_cost(&result("a-tiny-model", 512)), None);
         // FLUX.2 klein at 1024x1024: 20 steps/s on a GPU passes, 25 does not.
         let mut klein = result("flux2-klein", 1024);

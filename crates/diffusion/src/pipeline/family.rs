@@ -172,6 +172,9 @@ pub struct PresetSpec {
     /// How front ends name it: short ("SDXL") and long ("Stable Diffusion XL base 1.0").
     pub short_label: &'static str,
     pub long_label: &'static str,
+    /// One step of one image per pixel, relative to SD1.5's: what the results service counts
+    /// against the step rates no device could reach.
+    pub step_cost: f64,
 }
 
 /// A handle to a `PresetSpec`: compared by identity, printed by name.
@@ -209,6 +212,10 @@ impl Preset {
 
     pub fn long_label(self) -> &'static str {
         self.0.long_label
+    }
+
+    pub fn step_cost(self) -> f64 {
+        self.0.step_cost
     }
 }
 

@@ -135,6 +135,7 @@ mod tests {
                 assert!(!presets.contains(&preset.name()), "{preset} twice");
                 assert!(preset.repository().contains('/'));
                 assert!(!preset.short_label().is_empty() && !preset.long_label().is_empty());
+                assert!(preset.step_cost() >= 1.0, "{preset}: SD1.5's is the least");
                 presets.push(preset.name());
                 assert_eq!(Preset::named(preset.name()), Some(*preset));
                 assert_eq!(

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Loader;
 use crate::models::qwen3::RmsNorm;
-use crate::nn::rope::{half_split, rotate_halves};
-use crate::nn::{modulated_layer_norm, multi_head_attention, runs_on_cpu, silu, sinusoids, Linear};
+use crate::nn::rope::{half_split, rope_tables, rotate_halves, AngleRounding};
+use crate::nn::{modulated_layer_norm, multi_head_attention, silu, sinusoids, Linear};
 
 /// `transformer/config.json`, with diffusers' defaults.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -514,43 +514,18 @@ impl<B: Backend> Flux2Transformer<B> {
         multi_head_attention(q, k, v, self.heads, false, false)
     }
 
-    /// `Flux2PosEmbed`: per axis, frequencies `theta^(-2i/dim)` in f64, the axes side by side,
-    /// one angle per pair of channels. In `half_split` order pair `j` is channels `j` and
-    /// `j + head_dim/2`: cos for both, sin negated for the first (see `rotate_halves`).
+    /// `Flux2PosEmbed`'s tables (`rope_tables`, angles in f64).
     pub fn rope(&self, positions: &[Position], dtype: DType, device: &B::Device) -> Rope<B> {
-        let s = positions.len();
-        let (dh, half) = (self.head_dim, self.head_dim / 2);
-        let mut cos = vec![0f32; s * dh];
-        let mut sin = vec![0f32; s * dh];
-        for (row, pos) in positions.iter().enumerate() {
-            let pairs = self
-                .axes
-                .iter()
-                .enumerate()
-                .flat_map(|(axis, &dim)| (0..dim / 2).map(move |i| (axis, dim, i)));
-            for (j, (axis, dim, i)) in pairs.enumerate() {
-                let freq = 1.0 / self.rope_theta.powf((2 * i) as f64 / dim as f64);
-                let angle = pos[axis] as f64 * freq;
-                let (c, sn) = (angle.cos() as f32, angle.sin() as f32);
-                let at = row * dh + j;
-                (cos[at], cos[at + half]) = (c, c);
-                (sin[at], sin[at + half]) = (-sn, sn);
-            }
-        }
-        let heads = if runs_on_cpu::<B>(device) {
-            self.heads
-        } else {
-            1
-        };
-        let table = |v: Vec<f32>| {
-            let rows = v.chunks_exact(dh);
-            let v: Vec<f32> = rows.flat_map(|row| row.repeat(heads)).collect();
-            Tensor::<B, 4>::from_data(TensorData::new(v, [1, s, heads, dh]), device).cast(dtype)
-        };
-        Rope {
-            cos: table(cos),
-            sin: table(sin),
-        }
+        let (cos, sin) = rope_tables(
+            positions,
+            &self.axes,
+            self.rope_theta,
+            AngleRounding::F64,
+            self.heads,
+            dtype,
+            device,
+        );
+        Rope { cos, sin }
     }
 }
 

@@ -14,6 +14,7 @@ pub(super) static SD15: PresetSpec = PresetSpec {
     family: Family(&super::family::SD1),
     short_label: "SD1.5",
     long_label: "Stable Diffusion 1.5",
+    step_cost: 1.0,
 };
 
 /// 768 px, v-prediction.
@@ -23,6 +24,7 @@ pub(super) static SD21: PresetSpec = PresetSpec {
     family: Family(&super::family::SD2),
     short_label: "SD2.1",
     long_label: "Stable Diffusion 2.1",
+    step_cost: 1.0,
 };
 
 pub(super) static SDXL_BASE: PresetSpec = PresetSpec {
@@ -31,6 +33,8 @@ pub(super) static SDXL_BASE: PresetSpec = PresetSpec {
     family: Family(&super::family::SDXL),
     short_label: "SDXL",
     long_label: "Stable Diffusion XL base 1.0",
+    // SDXL's UNet does about twice SD1.5's work per latent pixel.
+    step_cost: 2.0,
 };
 
 impl Preset {

@@ -17,8 +17,8 @@ use serde::Deserialize;
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::{Init, Loader};
 use crate::models::qwen3::RmsNorm;
-use crate::nn::rope::{half_split, rotate_halves};
-use crate::nn::{layer_norm_plain, multi_head_attention, runs_on_cpu, silu, sinusoids, Linear};
+use crate::nn::rope::{half_split, rope_tables, rotate_halves, AngleRounding};
+use crate::nn::{layer_norm_plain, multi_head_attention, silu, sinusoids, Linear};
 
 /// Tokens of each part are padded to a multiple of this (`SEQ_MULTI_OF`).
 const SEQ_MULTIPLE: usize = 32;
@@ -306,15 +306,16 @@ impl<B: Backend> ZImageTransformer<B> {
             &self.x_pad_token,
             image_padded,
         );
-        let mut positions: Vec<[usize; 3]> = Vec::with_capacity(image_padded + caption_padded);
+        let mut positions: Vec<[f32; 3]> = Vec::with_capacity(image_padded);
         for row in 0..ht {
             for col in 0..wt {
-                positions.push([caption_padded + 1, row, col]);
+                positions.push([(caption_padded + 1) as f32, row as f32, col as f32]);
             }
         }
-        positions.resize(image_padded, [0, 0, 0]);
-        let caption_positions: Vec<[usize; 3]> =
-            (0..caption_padded).map(|i| [1 + i, 0, 0]).collect();
+        positions.resize(image_padded, [0.0; 3]);
+        let caption_positions: Vec<[f32; 3]> = (0..caption_padded)
+            .map(|i| [(1 + i) as f32, 0.0, 0.0])
+            .collect();
 
         let image_rope = self.rope(&positions, dtype, &device);
         let mut x = x;
@@ -330,9 +331,12 @@ impl<B: Backend> ZImageTransformer<B> {
             cap = block.forward(cap, &caption_rope, None, self);
         }
 
+        // The whole sequence's tables are the two parts' side by side.
         let mut unified = Tensor::cat(vec![x, cap], 1);
-        positions.extend(caption_positions);
-        let rope = self.rope(&positions, dtype, &device);
+        let rope = Rope {
+            cos: Tensor::cat(vec![image_rope.cos, caption_rope.cos], 1),
+            sin: Tensor::cat(vec![image_rope.sin, caption_rope.sin], 1),
+        };
         for block in &self.layers {
             unified = block.forward(unified, &rope, Some(&adaln), self);
         }
@@ -347,47 +351,18 @@ impl<B: Backend> ZImageTransformer<B> {
             .reshape([n, c, h, w])
     }
 
-    /// `RopeEmbedder`: per axis, frequencies `theta^(-2i/dim)` in f64, times the position, the
-    /// angle rounded to f32 (as torch's `.float()` before `polar`); the axes side by side, one
-    /// angle per pair of channels, in `half_split` order (cos for both channels of a pair, sin
-    /// negated for the first).
-    fn rope(&self, positions: &[[usize; 3]], dtype: DType, device: &B::Device) -> Rope<B> {
-        let s = positions.len();
-        let (dh, half) = (self.head_dim, self.head_dim / 2);
-        let mut cos = vec![0f32; s * dh];
-        let mut sin = vec![0f32; s * dh];
-        for (row, pos) in positions.iter().enumerate() {
-            let pairs = self
-                .axes_dims
-                .iter()
-                .enumerate()
-                .flat_map(|(axis, &dim)| (0..dim / 2).map(move |i| (axis, dim, i)));
-            for (j, (axis, dim, i)) in pairs.enumerate() {
-                let freq = 1.0 / self.rope_theta.powf((2 * i) as f64 / dim as f64);
-                let angle = (pos[axis] as f64 * freq) as f32 as f64;
-                let (c, sn) = (angle.cos() as f32, angle.sin() as f32);
-                let at = row * dh + j;
-                (cos[at], cos[at + half]) = (c, c);
-                (sin[at], sin[at + half]) = (-sn, sn);
-            }
-        }
-        // The CPU backend multiplies without broadcasting over heads fastest.
-        let heads = if runs_on_cpu::<B>(device) {
-            self.heads
-        } else {
-            1
-        };
-        let table = |v: Vec<f32>| {
-            let v: Vec<f32> = v
-                .chunks_exact(dh)
-                .flat_map(|row| row.repeat(heads))
-                .collect();
-            Tensor::<B, 4>::from_data(TensorData::new(v, [1, s, heads, dh]), device).cast(dtype)
-        };
-        Rope {
-            cos: table(cos),
-            sin: table(sin),
-        }
+    /// `RopeEmbedder`'s tables (`rope_tables`, angles rounded to f32 as torch's `.float()`).
+    fn rope(&self, positions: &[[f32; 3]], dtype: DType, device: &B::Device) -> Rope<B> {
+        let (cos, sin) = rope_tables(
+            positions,
+            &self.axes_dims,
+            self.rope_theta,
+            AngleRounding::F32,
+            self.heads,
+            dtype,
+            device,
+        );
+        Rope { cos, sin }
     }
 }
 
