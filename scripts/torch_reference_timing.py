@@ -107,7 +107,7 @@ def main():
     torch.set_grad_enabled(False)
     if a.ops:
         if not a.sdbench or a.model == "sdxl-base":
-            raise SystemExit("--ops needs --sdbench BINARY, and SD1.5's (--model sd15) or FLUX.2 klein's layers")
+            raise SystemExit("--ops needs --sdbench BINARY, and SD1.5's (--model sd15), FLUX.2 klein's or Z-Image's layers")
         return compare_ops(a)
     folder = flux2_timing_model(a.flux2_depth) if a.flux2_depth else None
     if a.zimage_depth:
@@ -266,7 +266,7 @@ def compare_ops(a):
     row gives every round's times, its ratio and the median of the ratios."""
     on_gpu = a.device == "cuda"
     backend = ["--backend", "cuda", "--precision", a.dtype] if on_gpu else ["--backend", "cpu", "--threads", str(a.threads)]
-    cmd = [a.sdbench, "timing", "--ops", "--ops-of", a.model, *backend,
+    cmd = [a.sdbench, "timing", "--ops", "--ops-of", {"zimage": "zimage-turbo"}.get(a.model, a.model), *backend,
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
     device, dtype, sync = torch_target(a)
     calls = {}  # case -> torch's call, made once

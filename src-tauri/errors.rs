@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// What kind of trouble, so the UI can offer the right next step: the library's kinds.
-pub use sdbench_bench::error::ErrorKind;
+pub use sdbench_session::ErrorKind;
 
 /// An error the UI shows: `message` says what is wrong, `hint` what to do about it.
 #[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]

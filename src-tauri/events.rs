@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use sdbench_bench::events::Event;
 use sdbench_bench::kernels::KernelNews;
 use sdbench_hub::DownloadProgress;
+use sdbench_session::events::Event;
 
 use crate::errors::UiError;
 

@@ -4,12 +4,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use sdbench_bench::device_memory::{memory_limit_bytes, MemoryChoice, MAX_MEMORY_LIMIT_GIB};
-use sdbench_bench::{ModelChoice, ModelName, Workload};
+use sdbench_bench::{ModelChoice, Workload};
 use sdbench_diffusion::limits;
 use sdbench_diffusion::{BackendRequest, DeviceRequest, MemoryProfile, Precision};
 use sdbench_generate::ModelSetup;
 use sdbench_hub::DEFAULT_MODEL;
+use sdbench_session::device_memory::{memory_limit_bytes, MemoryChoice, MAX_MEMORY_LIMIT_GIB};
+use sdbench_session::ModelName;
 
 use crate::errors::{ErrorKind, UiError, UiResult};
 
@@ -257,7 +258,11 @@ impl Settings {
     /// The model as the benchmark runner takes it. A Hub model that is not cached is downloaded
     /// (the Benchmark screen offers the download first); it never falls back to synthetic weights.
     pub fn model_choice_for(&self, workload: &Workload) -> UiResult<ModelChoice> {
-        Ok(self.model_name_for(workload)?.into_choice("main", false))
+        Ok(ModelChoice::from_name(
+            self.model_name_for(workload)?,
+            "main",
+            false,
+        ))
     }
 }
 

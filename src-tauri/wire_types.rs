@@ -30,7 +30,8 @@ fn declared<T: TS + 'static>() -> Declared {
 /// Every type the window receives or sends, with everything they refer to.
 fn wire_types() -> Vec<Declared> {
     use crate::commands::{benchmark, cache, create, history, system, updates};
-    use sdbench_bench::{error, events, result, vram_report, workload};
+    use sdbench_bench::{result, workload};
+    use sdbench_session::{error, events, vram_report};
     vec![
         // Errors and job events.
         declared::<crate::errors::UiError>(),

@@ -12,11 +12,12 @@ use sdbench_bench::runner::{self, RunOptions};
 use sdbench_bench::submit::{Outcome, Submitter};
 use sdbench_bench::summary;
 use sdbench_bench::workload::WORKLOAD_NAMES;
-use sdbench_bench::{BenchResult, ModelName, Overrides, Workload};
+use sdbench_bench::{BenchResult, Overrides, Workload};
 use sdbench_diffusion::ModelSource;
 use sdbench_history::Record;
 use sdbench_hub::{cache, download::pipeline_files, Hub};
 use sdbench_report::Run;
+use sdbench_session::ModelName;
 
 use crate::errors::{UiError, UiResult};
 use crate::events::JobEvent;
@@ -299,13 +300,6 @@ pub fn start_benchmark_job(
             })
             .map_err(|e| UiError::bad_input(e.to_string(), "Correct the custom run's values."))?,
     };
-    let baseline = request.baseline_seconds.unwrap_or(1.0);
-    if !(0.0..=60.0).contains(&baseline) {
-        return Err(UiError::bad_input(
-            format!("A baseline of {baseline} s is out of range"),
-            "Use 0 to 60 seconds.",
-        ));
-    }
     let model = settings.model_choice_for(&workload)?;
     let mut options = RunOptions::new(workload, model, app_info());
     let device = settings.device_request()?;
@@ -315,7 +309,9 @@ pub fn start_benchmark_job(
     options.memory_auto = settings.memory_auto();
     options.memory_limit = settings.memory_limit()?;
     options.hub = state.hub.clone();
-    options.baseline = std::time::Duration::from_secs_f64(baseline);
+    options
+        .set_baseline(request.baseline_seconds.unwrap_or(1.0))
+        .map_err(|e| UiError::bad_input(e.to_string(), "Give a baseline within that range."))?;
     let state = state.clone();
     state
         .jobs
@@ -327,12 +323,8 @@ pub fn start_benchmark_job(
                 runner::run(&options, &mut |e| cx.emit(JobEvent::from(e)), &cx.cancel)?;
             let dir = state.paths.runs.join(&output.result.run_id);
             let json = dir.join("result.json");
-            runner::save(&mut output, &json)?;
-            let history_warning = state
-                .history()
-                .and_then(|h| Ok(h.add_benchmark(&output.result)?))
-                .err()
-                .map(|e| e.message);
+            let saved = sdbench_history::save_benchmark(&mut output, &json, &state.paths.history)?;
+            let history_warning = saved.history_warning;
             let out = BenchmarkOutput {
                 view: result_view(&state, output.result),
                 result_path: json.display().to_string(),

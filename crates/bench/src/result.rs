@@ -41,7 +41,7 @@ pub struct BenchResult {
     /// The allocator's memory after each phase of one synced generation (GPU backends; absent on
     /// the CPU and in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vram_report: Option<crate::vram_report::VramReport>,
+    pub vram_report: Option<sdbench_session::vram_report::VramReport>,
 }
 
 /// How per-step times were measured, and what a sync after every step costs.
@@ -155,13 +155,13 @@ impl PlacementRecord {
             vae_tiling: placement.vae_tiling,
             vae_decode_tiles: Some(vae_decode_tiles),
             vae_precision: Some(placement.vae.name().into()),
-            unet_weights: if placement.unet_int8 {
+            unet_weights: if placement.denoiser_int8 {
                 "int8".into()
             } else {
-                placement.unet.name().into()
+                placement.denoiser.name().into()
             },
             release_between_stages: placement.release_memory_between_stages,
-            unet_offload: placement.unet_offload,
+            unet_offload: placement.denoiser_offload,
             small_vae_tiles: placement.small_vae_tiles,
         }
     }
@@ -264,7 +264,7 @@ impl From<&sdbench_diffusion::pipeline::StageTimings> for Stages {
     fn from(t: &sdbench_diffusion::pipeline::StageTimings) -> Self {
         Stages {
             text_encoder: t.text_encoder,
-            unet_loop: t.unet_total,
+            unet_loop: t.denoiser_total,
             vae_decode: t.vae_decode,
         }
     }

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{Family, Preset, RequestShape, SchedulerKind};
+use sdbench_diffusion::{Family, ModelSource, Precision, Preset, RequestShape, SchedulerKind};
+use sdbench_hub::HubSettings;
+use sdbench_session::ModelName;
 
 use crate::error::{BenchError, Result};
 
@@ -256,6 +258,50 @@ impl Workload {
         WORKLOAD_NAMES
             .into_iter()
             .find(|name| Workload::named(name).is_ok_and(|w| w.preset.family() == family))
+    }
+
+    /// The standard workload for a benchmark that names `model` and no workload, and why it
+    /// is that one (for a note): the one made for the model's architecture, read from its configs
+    /// (a Hub model's from the cache, or by the preset whose repository it is); the default one
+    /// for a Hub model that is not here yet, whose configs are checked against it as they
+    /// download. An error names the model's architecture when its family has no standard
+    /// workload. `label`: the model as the person named it.
+    pub fn standard_for_model(
+        model: &ModelName,
+        label: &str,
+        hub: &HubSettings,
+        revision: &str,
+    ) -> Result<(Workload, String)> {
+        let made_for = |family| -> Result<(Workload, String)> {
+            let workload = Workload::for_architecture(family, label)?;
+            Ok((
+                workload,
+                format!("the standard workload for {label}'s architecture ({family})"),
+            ))
+        };
+        let source = match model {
+            ModelName::Local(source) => source.clone(),
+            ModelName::Hub { id, .. } => {
+                if let Some(preset) = Preset::all().find(|p| p.repository() == id.as_str()) {
+                    return made_for(preset.family());
+                }
+                match sdbench_hub::cache::cached_snapshot(hub, id, revision) {
+                    Some(snapshot) => ModelSource::Folder(snapshot.path),
+                    None => {
+                        return Ok((
+                            Workload::standard(),
+                            format!(
+                                "the default: {label} is not in the model cache, so its \
+                                 architecture is not known before its configs download (name \
+                                 one with --workload)"
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
+        let (size, _) = sdbench_diffusion::Pipeline::model_size(&source, Precision::F32)?;
+        made_for(size.family)
     }
 
     /// The standard workload made for `family`, else the first made for another architecture of

@@ -2,7 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use sdbench_bench::result::{AppInfo, DEFAULT_FILE_NAME};
@@ -123,7 +123,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         (Some(name), _) => Workload::named(name)?,
         (None, Some((text, name))) => {
             let hub = HubSettings::from_env();
-            let (workload, why) = name.standard_workload(text, &hub, &args.revision)?;
+            let (workload, why) = Workload::standard_for_model(name, text, &hub, &args.revision)?;
             eprintln!("note: running --workload {}, {why}", workload.name);
             workload
         }
@@ -139,12 +139,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 revision: args.revision.clone(),
                 fallback_to_synthetic: true,
             },
-            Some((_, name)) => name.into_choice(&args.revision, false),
+            Some((_, name)) => ModelChoice::from_name(name, &args.revision, false),
         }
     };
-    if !(0.0..=60.0).contains(&args.baseline) {
-        anyhow::bail!("--baseline {}: use 0 to 60 seconds", args.baseline);
-    }
     let format = Format::from_name(&args.format).expect("clap checked the format");
     check_out_path(&args.out)?;
     args.threads.apply()?;
@@ -156,7 +153,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     options.memory_limit = args.memory.limit_bytes()?;
     options.precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     options.hub = HubSettings::from_env();
-    options.baseline = Duration::from_secs_f64(args.baseline);
+    options.set_baseline(args.baseline).context("--baseline")?;
 
     let cancel = crate::interrupt::token();
     let mut view = BenchProgress::new(options.workload.steps);
@@ -170,13 +167,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         Err(e) => return Err(e).context("the benchmark failed"),
     };
-    let images = runner::save(&mut output, &args.out)
-        .with_context(|| format!("saving the result to {} failed", args.out.display()))?;
-    // The history is a convenience: a run that cannot be recorded is still a saved result.
-    let recorded = sdbench_history::History::open(&sdbench_history::default_path())
-        .and_then(|h| h.add_benchmark(&output.result));
-    if let Err(e) = recorded {
-        eprintln!("warning: the run was not added to the history: {e}");
+    let saved =
+        sdbench_history::save_benchmark(&mut output, &args.out, &sdbench_history::default_path())
+            .with_context(|| format!("saving the result to {} failed", args.out.display()))?;
+    if let Some(warning) = &saved.history_warning {
+        eprintln!("warning: the run was not added to the history: {warning}");
     }
     print!("{}", summary::render(&output.result, format));
     std::io::stdout().flush()?;
@@ -189,7 +184,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     eprintln!(
         "result: {} (images: {})",
         args.out.display(),
-        images
+        saved
+            .images
             .iter()
             .map(|p| p
                 .file_name()

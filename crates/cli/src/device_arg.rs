@@ -1,7 +1,7 @@
 //! `--backend` and `--device`: which backend, and which of its devices, a command runs on.
 
-use sdbench_bench::device_memory::{memory_limit_bytes, MemoryChoice, MAX_MEMORY_LIMIT_GIB};
 use sdbench_diffusion::{BackendRequest, DeviceRequest, MemoryProfile};
+use sdbench_session::device_memory::{memory_limit_bytes, MemoryChoice, MAX_MEMORY_LIMIT_GIB};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct DeviceArg {

@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use sdbench_bench::vram_report::{VramPhase, VramReport};
-use sdbench_bench::Event;
 use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
 use sdbench_diffusion::{GuidanceOptions, InitialNoise, SchedulerKind};
@@ -13,6 +11,8 @@ use sdbench_generate::{
 };
 use sdbench_history::default_path;
 use sdbench_hub::HubSettings;
+use sdbench_session::vram_report::{VramPhase, VramReport};
+use sdbench_session::Event;
 
 use crate::progress::{DownloadBar, StepProgress};
 

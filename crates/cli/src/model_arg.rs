@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use anyhow::Context;
-use sdbench_bench::{Event, ModelName};
 use sdbench_diffusion::ModelSource;
 use sdbench_hub::HubSettings;
+use sdbench_session::{Event, ModelName};
 
 use crate::progress::DownloadBar;
 

@@ -1,9 +1,8 @@
-//! `sdbench timing`: seconds for one denoiser call (a UNet's at batch 2, as classifier-free
-//! guidance runs it; FLUX.2 klein's transformer at batch 1, as the distilled model runs) and one
+//! `sdbench timing`: seconds for one denoiser call (as each family's pipeline runs it: a UNet's at
+//! batch 2, as classifier-free guidance runs it; a distilled transformer's at batch 1) and one
 //! VAE decode at a given image size. One untimed warm-up call each, then `--repeat` timed calls
 //! bounded by device syncs; prints the median with min and max and every raw sample. With `--ops`,
-//! single layers at SD1.5's (or, `--ops-of flux2-klein`, FLUX.2 klein's) shapes instead
-//! (`sdbench_diffusion::op_timing`).
+//! single layers at a preset's shapes instead (`--ops-of`, `sdbench_diffusion::op_timing`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -13,12 +12,12 @@ use sdbench_bench::stats::Stats;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::limits;
 use sdbench_diffusion::op_timing::{self, Work};
-use sdbench_diffusion::{LoadOptions, Pipeline, Precision, RequestShape, SelectedDevice};
+use sdbench_diffusion::{LoadOptions, Pipeline, Precision, Preset, RequestShape, SelectedDevice};
 
 #[derive(clap::Args, Debug)]
 pub struct TimingArgs {
     /// A diffusers model folder, a single-file checkpoint, a Hub id, or `synthetic` (SD1.5),
-    /// `synthetic-sd21`, `synthetic-sdxl-base`, `synthetic-flux2-klein`.
+    /// `synthetic-sd21`, `synthetic-sdxl-base`, `synthetic-flux2-klein`, `synthetic-zimage-turbo`.
     #[arg(long, default_value = "synthetic")]
     model: String,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
@@ -38,13 +37,22 @@ pub struct TimingArgs {
     precision: String,
     #[command(flatten)]
     threads: crate::threads::ThreadsArg,
-    /// Time single layers instead (SD1.5's convolutions, linears, attention and norms at this image
-    /// size), each with its GFLOP/s or GB/s; no model is loaded.
+    /// Time single layers instead (a preset's heaviest convolutions, linears, attention and norms
+    /// at this image size), each with its GFLOP/s or GB/s; no model is loaded.
     #[arg(long, conflicts_with_all = ["model", "model_config"])]
     ops: bool,
-    /// With --ops: whose layers, SD1.5's or FLUX.2 klein 4B's transformer's.
-    #[arg(long, requires = "ops", default_value = "sd15", value_parser = ["sd15", "flux2-klein"])]
+    /// With --ops: whose layers (a preset's: SD1.5's UNet and VAE, a transformer's).
+    #[arg(long, requires = "ops", default_value = "sd15", value_parser = presets_with_op_cases())]
     ops_of: String,
+}
+
+/// The presets whose layers `--ops` can time.
+fn presets_with_op_cases() -> clap::builder::PossibleValuesParser {
+    Preset::all()
+        .filter(|p| p.op_cases().is_some())
+        .map(Preset::name)
+        .collect::<Vec<_>>()
+        .into()
 }
 
 pub fn run(args: TimingArgs) -> anyhow::Result<()> {
@@ -86,7 +94,7 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
         "parameters: text encoders {:.1}M, {} {:.1}M, vae decoder {:.1}M",
         millions(params.text_encoders),
         pipe.denoiser_name(),
-        millions(params.unet),
+        millions(params.denoiser),
         millions(params.vae)
     );
     for mut call in pipe.timed_calls(args.width, args.height)? {
@@ -112,13 +120,10 @@ fn time_ops(
         device.info.name,
         precision.name()
     );
-    let (whose, cases) = match args.ops_of.as_str() {
-        "flux2-klein" => (
-            "FLUX.2 klein 4B's transformer",
-            op_timing::flux2_klein_cases(args.height, args.width),
-        ),
-        _ => ("SD1.5's", op_timing::sd15_cases(args.height, args.width)),
-    };
+    let op_cases = Preset::named(&args.ops_of)
+        .and_then(Preset::op_cases)
+        .with_context(|| format!("no layers to time for --ops-of {}", args.ops_of))?;
+    let (whose, cases) = (op_cases.whose, (op_cases.cases)(args.height, args.width));
     println!(
         "backend {} on {}, {}: {whose} layers at {}x{}",
         device.kind,

@@ -14,6 +14,7 @@ pub mod noise;
 pub mod op_timing;
 pub mod parity;
 pub mod pipeline;
+pub mod reference_pictures;
 pub mod scheduler;
 
 pub use device::{
@@ -21,7 +22,6 @@ pub use device::{
 };
 pub use error::{DiffusionError, Result};
 pub use io::weights::Precision;
-pub use models::sd::unet::{Conditioning, TextTime};
 pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
 pub use pipeline::registry::{family_of, FAMILIES};

@@ -1,5 +1,5 @@
-//! Single layers timed at the shapes SD1.5 (or FLUX.2 klein 4B) runs them (the op tables of the
-//! README's performance section). Each case builds the engine's own layer (`nn`) on random inputs, runs it once to warm
+//! Single layers timed at the shapes a preset runs them (the op tables of the README's performance
+//! section; each family lists its cases, `PresetSpec::op_cases`). Each case builds the engine's own layer (`nn`) on random inputs, runs it once to warm
 //! up, then times `repeat` calls bounded by device syncs. `sdbench timing --ops` prints one line per
 //! case; `scripts/torch_reference_timing.py --ops` reads those lines and runs the same cases in
 //! PyTorch, so the list of cases lives here only.
@@ -16,6 +16,14 @@ use crate::error::Result;
 use crate::io::weights::Precision;
 use crate::nn::{multi_head_attention, Conv2d, GroupNorm, Linear, Weight};
 use crate::pipeline::B;
+
+/// A preset's layers worth timing alone: whose they are ("SD1.5's") and the cases for an image of
+/// `height` x `width`.
+#[derive(Clone, Copy)]
+pub struct OpCases {
+    pub whose: &'static str,
+    pub cases: fn(height: usize, width: usize) -> Vec<OpCase>,
+}
 
 /// One layer at one shape. Its `Display` is the line key the torch script parses:
 /// `<kind> name=value ...`.
@@ -122,122 +130,6 @@ impl OpCase {
     }
 }
 
-/// SD1.5's heaviest layers for an image of `height` x `width` (multiples of 8): the UNet's at the
-/// guided batch of 2, the VAE decoder's at batch 1.
-pub fn sd15_cases(height: usize, width: usize) -> Vec<OpCase> {
-    let (h, w) = (height / 8, width / 8);
-    let conv = |n, channels, s: usize| OpCase::Conv3x3 {
-        n,
-        channels,
-        h: (h * s / 8).max(1),
-        w: (w * s / 8).max(1),
-    };
-    let norm = |n, channels, s: usize, silu| OpCase::GroupNorm {
-        n,
-        channels,
-        h: h * s / 8,
-        w: w * s / 8,
-        silu,
-    };
-    vec![
-        // UNet: resnet convolutions at each level (latent size, /2, /4, /8).
-        conv(2, 320, 8),
-        conv(2, 640, 4),
-        conv(2, 1280, 2),
-        conv(2, 1280, 1),
-        // UNet transformer at the top level: feed-forward in (GEGLU) and out, self and cross
-        // attention (8 heads of 40).
-        OpCase::Linear {
-            rows: 2 * h * w,
-            inputs: 320,
-            outputs: 2560,
-        },
-        OpCase::Linear {
-            rows: 2 * h * w,
-            inputs: 1280,
-            outputs: 320,
-        },
-        OpCase::Attention {
-            n: 2,
-            heads: 8,
-            queries: h * w,
-            keys: h * w,
-            dim: 40,
-        },
-        OpCase::Attention {
-            n: 2,
-            heads: 8,
-            queries: h * w,
-            keys: 77,
-            dim: 40,
-        },
-        norm(2, 320, 8, true),
-        // VAE decoder: convolutions at each level (latent size x1, x2, x4, x8), its mid-block
-        // attention (one head of 512), and its largest norms.
-        conv(1, 512, 8),
-        conv(1, 512, 16),
-        conv(1, 256, 32),
-        conv(1, 128, 64),
-        OpCase::Attention {
-            n: 1,
-            heads: 1,
-            queries: h * w,
-            keys: h * w,
-            dim: 512,
-        },
-        norm(1, 256, 32, true),
-        norm(1, 128, 64, true),
-        norm(1, 128, 64, false),
-    ]
-}
-
-/// FLUX.2 klein 4B's transformer layers for an image of `height` x `width` (multiples of 16): its
-/// 512 text tokens and the image's 2x2-patched latents, width 3072 (24 heads of 128), MLP 9216.
-/// The model's linears have no bias; these cases add one, a rounding error of the work.
-pub fn flux2_klein_cases(height: usize, width: usize) -> Vec<OpCase> {
-    let image = (height / 16) * (width / 16);
-    let tokens = image + 512;
-    let (d, mlp) = (3072, 9216);
-    vec![
-        // Single-stream block: q, k, v and the MLP's gate and value in one projection; then the
-        // attention's and MLP's outputs together back to the width.
-        OpCase::Linear {
-            rows: tokens,
-            inputs: d,
-            outputs: 3 * d + 2 * mlp,
-        },
-        OpCase::Linear {
-            rows: tokens,
-            inputs: d + mlp,
-            outputs: d,
-        },
-        // Double-stream block, image stream: q (k, v and out alike), the MLP in and out.
-        OpCase::Linear {
-            rows: image,
-            inputs: d,
-            outputs: d,
-        },
-        OpCase::Linear {
-            rows: image,
-            inputs: d,
-            outputs: 2 * mlp,
-        },
-        OpCase::Linear {
-            rows: image,
-            inputs: mlp,
-            outputs: d,
-        },
-        // Joint attention over text and image.
-        OpCase::Attention {
-            n: 1,
-            heads: 24,
-            queries: tokens,
-            keys: tokens,
-            dim: 128,
-        },
-    ]
-}
-
 /// Seconds per call for `repeat` calls after one warm-up call.
 pub fn time_case(
     device: &SelectedDevice,
@@ -342,37 +234,6 @@ fn time<const D: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_cases_follow_the_image_size() {
-        let cases = sd15_cases(512, 512);
-        assert_eq!(
-            cases[0],
-            OpCase::Conv3x3 {
-                n: 2,
-                channels: 320,
-                h: 64,
-                w: 64
-            }
-        );
-        assert_eq!(cases[0].to_string(), "conv3x3 n=2 c=320 h=64 w=64");
-        assert!(cases.contains(&OpCase::Conv3x3 {
-            n: 1,
-            channels: 128,
-            h: 512,
-            w: 512
-        }));
-        let small = sd15_cases(256, 128);
-        assert_eq!(
-            small[3],
-            OpCase::Conv3x3 {
-                n: 2,
-                channels: 1280,
-                h: 4,
-                w: 2
-            }
-        );
-    }
 
     #[test]
     fn work_counts_flops_and_bytes() {

@@ -1,6 +1,5 @@
-use sdbench_bench::error::ErrorKind;
-use sdbench_bench::BenchError;
 use sdbench_diffusion::DiffusionError;
+use sdbench_session::{ErrorKind, SessionError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
@@ -10,7 +9,7 @@ pub enum GenerateError {
 
     /// Finding, placing or loading the model.
     #[error(transparent)]
-    Bench(#[from] BenchError),
+    Session(#[from] SessionError),
 
     #[error(transparent)]
     Engine(#[from] DiffusionError),
@@ -23,7 +22,7 @@ impl GenerateError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             GenerateError::Request(_) => ErrorKind::BadInput,
-            GenerateError::Bench(e) => e.kind(),
+            GenerateError::Session(e) => e.kind(),
             GenerateError::Engine(e) => ErrorKind::of_engine(e),
         }
     }

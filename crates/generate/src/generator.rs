@@ -5,10 +5,6 @@
 use std::path::Path;
 use std::time::Instant;
 
-use sdbench_bench::device_memory::{place, MemoryChoice, Placement};
-use sdbench_bench::events::Event;
-use sdbench_bench::vram_report::{VramRecorder, VramReport};
-use sdbench_bench::ModelName;
 use sdbench_diffusion::device::AllocatorMemory;
 use sdbench_diffusion::pipeline::StageTimings;
 use sdbench_diffusion::{
@@ -17,6 +13,10 @@ use sdbench_diffusion::{
 };
 use sdbench_history::Generation;
 use sdbench_hub::HubSettings;
+use sdbench_session::device_memory::{place, MemoryChoice, Placement};
+use sdbench_session::events::Event;
+use sdbench_session::vram_report::{VramRecorder, VramReport};
+use sdbench_session::ModelName;
 
 use crate::error::Result;
 use crate::output::{save, Destination};
@@ -341,7 +341,7 @@ fn place_for(setup: &ModelSetup, source: &ModelSource, shape: &RequestShape) -> 
 }
 
 fn timing_summary(t: &StageTimings) -> String {
-    let rate = t.unet_steps.len() as f64 / t.unet_total.max(1e-9);
+    let rate = t.denoiser_steps.len() as f64 / t.denoiser_total.max(1e-9);
     let encode = if t.vae_encode > 0.0 {
         format!(", vae encode {:.2} s", t.vae_encode)
     } else {
@@ -351,8 +351,8 @@ fn timing_summary(t: &StageTimings) -> String {
         "{:.2} s: text encoder {:.2} s{encode}, {} steps {:.2} s ({:.2} it/s), vae decode {:.2} s",
         t.total,
         t.text_encoder,
-        t.unet_steps.len(),
-        t.unet_total,
+        t.denoiser_steps.len(),
+        t.denoiser_total,
         rate,
         t.vae_decode
     )

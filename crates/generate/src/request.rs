@@ -6,8 +6,8 @@ use std::path::Path;
 
 use sdbench_diffusion::io::image::{decode_image, read_image, RgbImage};
 use sdbench_diffusion::limits;
-use sdbench_diffusion::models::flux2::reference;
 use sdbench_diffusion::pipeline::img2img_start;
+use sdbench_diffusion::reference_pictures;
 use sdbench_diffusion::{GenerateRequest, GuidanceOptions, InitImage, InitialNoise, SchedulerKind};
 
 use crate::error::{GenerateError, Result};
@@ -121,7 +121,7 @@ impl GenerationRequest {
     }
 
     /// The image's size: the picture's (a size given must match it), else the one given, else
-    /// the first reference picture's as FLUX.2 prepares it (about 1024x1024 pixels at most, sides
+    /// the first reference picture's as it is prepared (about 1024x1024 pixels at most, sides
     /// cut to multiples of 16: diffusers' default), else `DEFAULT_SIDE` square; each side checked.
     pub fn size(&self) -> Result<(usize, usize)> {
         let bad = |problem: String| Err(GenerateError::Request(problem));
@@ -146,7 +146,8 @@ impl GenerationRequest {
             None => match self.references.first() {
                 Some(first) => {
                     let (w, h) = (first.image.width, first.image.height);
-                    let (pw, ph) = reference::prepared_size(w, h, 16);
+                    let (pw, ph) =
+                        reference_pictures::prepared_size(w, h, reference_pictures::SIDE_MULTIPLE);
                     let size = (self.width.unwrap_or(pw), self.height.unwrap_or(ph));
                     // A side taken from the picture that no image may have is the picture's fault.
                     let taken = [

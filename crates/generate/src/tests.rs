@@ -3,16 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_bench::device_memory::MemoryChoice;
-use sdbench_bench::error::ErrorKind;
-use sdbench_bench::events::Event;
-use sdbench_bench::ModelName;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, DeviceRequest, MemoryProfile, ModelSource, Precision,
     SchedulerKind,
 };
 use sdbench_history::{Filter, History};
 use sdbench_hub::HubSettings;
+use sdbench_session::device_memory::MemoryChoice;
+use sdbench_session::events::Event;
+use sdbench_session::ErrorKind;
+use sdbench_session::ModelName;
 
 use crate::{
     Context, Destination, GenerateError, GenerationRequest, Generator, InitPicture, ModelSetup,

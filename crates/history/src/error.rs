@@ -38,8 +38,8 @@ pub enum HistoryError {
 pub type Result<T, E = HistoryError> = std::result::Result<T, E>;
 
 impl HistoryError {
-    pub fn kind(&self) -> sdbench_bench::error::ErrorKind {
-        use sdbench_bench::error::ErrorKind;
+    pub fn kind(&self) -> sdbench_session::ErrorKind {
+        use sdbench_session::ErrorKind;
         match self {
             HistoryError::Database {
                 source: rusqlite::Error::SqliteFailure(failure, _),

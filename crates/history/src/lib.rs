@@ -4,10 +4,12 @@
 
 mod error;
 mod record;
+mod saved_run;
 mod store;
 
 pub use error::{HistoryError, Result};
 pub use record::{Filter, Generation, InitImageRecord, Record, RunKind, RunSummary};
+pub use saved_run::{save_benchmark, SavedRun};
 /// The stage seconds of a generation, as a benchmark image records them.
 pub use sdbench_bench::result::Stages;
 pub use store::{default_path, History, EXPORT_FORMAT};

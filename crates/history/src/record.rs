@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use sdbench_bench::result::{BenchResult, Stages};
 use sdbench_bench::runner;
-use sdbench_bench::vram_report::VramReport;
 use sdbench_diffusion::{GenerateRequest, Generated, InitialNoise, MemoryProfile, Pipeline};
+use sdbench_session::vram_report::VramReport;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
@@ -133,7 +133,7 @@ impl Generation {
             precision: pipeline.precision.name().into(),
             seconds: t.total,
             stages: Stages::from(t),
-            step_seconds: t.unet_steps.clone(),
+            step_seconds: t.denoiser_steps.clone(),
             image_path: None,
             init_image: request.init_image.as_ref().map(|init| InitImageRecord {
                 source: init_source.unwrap_or("an image").to_string(),

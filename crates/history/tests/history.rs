@@ -302,3 +302,33 @@ fn sql(path: &std::path::Path, statement: &str) {
         .execute_batch(statement)
         .unwrap();
 }
+
+/// The end of a benchmark: the result saved, then recorded; a history that cannot be opened is a
+/// warning beside a saved result, and a result that cannot be saved is an error and no record.
+#[test]
+fn a_saved_benchmark_is_recorded_or_says_why_not() {
+    use sdbench_bench::runner::RunOutput;
+    let dir = tempfile::tempdir().unwrap();
+    let output = |id: &str| RunOutput {
+        result: benchmark(id, "2026-11-20T10:00:00Z", "cpu", "CPU", 1.0),
+        images: Vec::new(),
+    };
+    let history = dir.path().join("history.sqlite");
+
+    let json = dir.path().join("runs/a/result.json");
+    let saved = sdbench_history::save_benchmark(&mut output("a"), &json, &history).unwrap();
+    assert!(saved.history_warning.is_none(), "{saved:?}");
+    assert!(json.is_file());
+    assert!(History::open(&history).unwrap().get("a").is_ok());
+
+    // A folder where the database should be: saved, not recorded, and the reason given.
+    let json = dir.path().join("runs/b/result.json");
+    let saved = sdbench_history::save_benchmark(&mut output("b"), &json, dir.path()).unwrap();
+    assert!(json.is_file());
+    assert!(saved.history_warning.is_some_and(|w| !w.is_empty()));
+
+    // A result that cannot be written (its folder would be under a file) is not recorded.
+    let blocked = dir.path().join("runs/a/result.json/c.json");
+    assert!(sdbench_history::save_benchmark(&mut output("c"), &blocked, &history).is_err());
+    assert!(History::open(&history).unwrap().get("c").is_err());
+}

@@ -8,13 +8,14 @@ use super::load::Loaded;
 use super::model::ResolvedModel;
 use super::telemetry::RunTelemetryInfo;
 use super::{new_run_id, now_rfc3339, RunOptions};
-use crate::metrics::{choose_source, compute_scores, device_vendor, ScoreInputs};
+use crate::metrics::{compute_scores, ScoreInputs};
 use crate::result::KernelColdStart;
 use crate::result::{
     BackendInfo, BenchResult, ColdStart, ImageResult, PlacementRecord, StepTiming, Telemetry,
     Window, WorkloadInfo, SCHEMA_VERSION,
 };
-use crate::vram_report::VramReport;
+use sdbench_session::telemetry_source::{choose_source, device_vendor};
+use sdbench_session::vram_report::VramReport;
 
 /// What the phases measured, for the result.
 pub(super) struct Measured {

@@ -10,13 +10,13 @@ use sdbench_diffusion::{
 use super::telemetry::{LiveTelemetry, RunTelemetry};
 use crate::checks::check_image;
 use crate::error::{BenchError, Result};
-use crate::events::Event;
 use crate::result::{
     ImageRecord, ImageResult, Stages, StepTiming, Window, STEP_TIMING_DIAGNOSTIC_IMAGE,
     STEP_TIMING_EVERY_STEP,
 };
-use crate::vram_report::{VramPhase, VramRecorder, VramReport};
 use crate::workload::Workload;
+use sdbench_session::events::Event;
+use sdbench_session::vram_report::{VramPhase, VramRecorder, VramReport};
 
 /// The generation the result's VRAM report describes.
 const VRAM_REPORT_GENERATION: &str =
@@ -190,7 +190,7 @@ pub(super) fn timed_images(
             &mut |_| {},
         )?;
         let t = &generated.timings;
-        first_loop_seconds.get_or_insert(t.unet_total);
+        first_loop_seconds.get_or_insert(t.denoiser_total);
         let checks: Vec<_> = generated
             .images
             .iter()
@@ -213,9 +213,9 @@ pub(super) fn timed_images(
                 batch_index,
                 seconds: t.total * share,
                 stages: Stages::from(t).scaled(share),
-                step_seconds: t.unet_steps.clone(),
-                steps_per_second: if t.unet_total > 0.0 {
-                    t.steps as f64 / t.unet_total
+                step_seconds: t.denoiser_steps.clone(),
+                steps_per_second: if t.denoiser_total > 0.0 {
+                    t.steps as f64 / t.denoiser_total
                 } else {
                     0.0
                 },
@@ -278,8 +278,8 @@ pub(super) fn step_timing(
         method: STEP_TIMING_DIAGNOSTIC_IMAGE.into(),
         sync_cost_ratio: first_loop_seconds
             .filter(|&queued| queued > 0.0)
-            .map(|queued| synced.timings.unet_total / queued),
-        step_seconds: synced.timings.unet_steps,
+            .map(|queued| synced.timings.denoiser_total / queued),
+        step_seconds: synced.timings.denoiser_steps,
     };
     Ok((timing, vram.map(|r| r.finish(VRAM_REPORT_GENERATION))))
 }

@@ -10,11 +10,11 @@ use sdbench_diffusion::{
 
 use super::model::{file_record, ResolvedModel};
 use super::RunOptions;
-use crate::device_memory::{place, MemoryChoice, Placement};
 use crate::error::Result;
-use crate::events::Event;
 use crate::kernels::KernelCounters;
-use crate::vram_report::VramPhase;
+use sdbench_session::device_memory::{place, MemoryChoice, Placement};
+use sdbench_session::events::Event;
+use sdbench_session::vram_report::VramPhase;
 
 /// The pipeline a run times, the profile it was loaded with, and the load's costs.
 pub(super) struct Loaded {

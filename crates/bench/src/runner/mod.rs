@@ -14,12 +14,13 @@ use std::time::Duration;
 use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_diffusion::{BackendRequest, CancelToken, MemoryProfile, ModelSource, Precision};
 use sdbench_hub::{HubSettings, RepoId};
+use sdbench_session::ModelName;
 
 use crate::error::{BenchError, Result};
-pub use crate::events::{Event, LIVE_TELEMETRY_INTERVAL};
 use crate::result::KernelColdStart;
 use crate::result::{AppInfo, BenchResult};
 use crate::workload::Workload;
+pub use sdbench_session::events::{Event, LIVE_TELEMETRY_INTERVAL};
 use telemetry::RunTelemetry;
 
 #[derive(Debug, Clone)]
@@ -34,6 +35,22 @@ pub enum ModelChoice {
     },
     /// A model on this machine (folder or single-file checkpoint), or synthetic weights.
     Local(ModelSource),
+}
+
+impl ModelChoice {
+    /// The model a person named, as the runner takes it; a Hub model is read at `revision`, and
+    /// with `fallback_to_synthetic` runs on synthetic weights when it is neither cached nor
+    /// downloadable.
+    pub fn from_name(name: ModelName, revision: &str, fallback_to_synthetic: bool) -> ModelChoice {
+        match name {
+            ModelName::Local(source) => ModelChoice::Local(source),
+            ModelName::Hub { id, .. } => ModelChoice::Hub {
+                id,
+                revision: revision.into(),
+                fallback_to_synthetic,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -82,7 +99,22 @@ impl RunOptions {
             baseline: Duration::from_secs(1),
         }
     }
+
+    /// Sets the idle baseline sampled before the run, in seconds: 0 (none) to
+    /// `MAX_BASELINE_SECONDS`.
+    pub fn set_baseline(&mut self, seconds: f64) -> Result<()> {
+        if !(0.0..=MAX_BASELINE_SECONDS).contains(&seconds) {
+            return Err(BenchError::Workload(format!(
+                "an idle baseline of {seconds} s is out of range: use 0 to {MAX_BASELINE_SECONDS} seconds"
+            )));
+        }
+        self.baseline = Duration::from_secs_f64(seconds);
+        Ok(())
+    }
 }
+
+/// The longest idle baseline a run samples.
+pub const MAX_BASELINE_SECONDS: f64 = 60.0;
 
 pub struct RunOutput {
     pub result: BenchResult,

@@ -10,9 +10,9 @@ use sdbench_hub::HubError;
 
 use super::{ModelChoice, RunOptions};
 use crate::error::{BenchError, Result};
-use crate::events::Event;
-use crate::model_name::fetch_from_hub;
 use crate::result::{FileRecord, ModelRecord};
+use sdbench_session::events::Event;
+use sdbench_session::model_name::fetch_from_hub;
 
 /// The model a run loads, what the result says of it so far, and what finding it cost.
 pub(super) struct ResolvedModel {
@@ -76,7 +76,7 @@ fn local_record(source: &ModelSource) -> ModelRecord {
             model_record(&file.display().to_string(), None, "checkpoint")
         }
         ModelSource::Synthetic(preset) => {
-            let id = match *preset == crate::model_name::PLAIN_SYNTHETIC {
+            let id = match *preset == sdbench_session::model_name::PLAIN_SYNTHETIC {
                 true => "synthetic".to_string(),
                 false => format!("synthetic-{}", preset.name()),
             };

@@ -8,8 +8,8 @@ use sdbench_telemetry::{discover, Sample, Sampler, SourceInfo, SystemInfo, Unava
 
 use super::RunOptions;
 use crate::error::{BenchError, Result};
-use crate::events::{Event, LiveSample, LIVE_TELEMETRY_INTERVAL};
 use crate::result::Window;
+use sdbench_session::events::{Event, LiveSample, LIVE_TELEMETRY_INTERVAL};
 
 pub(super) struct RunTelemetry {
     pub system: SystemInfo,

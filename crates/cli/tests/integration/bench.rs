@@ -350,6 +350,10 @@ fn bench_refuses_bad_input_before_any_work() {
             "does not exist",
         ),
         (vec!["bench", "--model", "not a model"], "a Hub id like"),
+        (
+            vec!["bench", "--model", &model, "--baseline", "61"],
+            "an idle baseline of 61 s is out of range: use 0 to 60 seconds",
+        ),
         (vec!["bench", "--model", "a/b c"], "not a model id"),
     ] {
         let o = sdbench(home.path(), &dead_endpoint(), &args);

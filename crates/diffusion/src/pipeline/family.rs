@@ -13,6 +13,7 @@ use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
+use crate::op_timing::OpCases;
 use crate::scheduler::SchedulerKind;
 
 /// How a family loads a model.
@@ -175,6 +176,8 @@ pub struct PresetSpec {
     /// One step of one image per pixel, relative to SD1.5's: what the results service counts
     /// against the step rates no device could reach.
     pub step_cost: f64,
+    /// Its layers that `sdbench timing --ops --ops-of <name>` times alone, if any.
+    pub op_cases: Option<OpCases>,
 }
 
 /// A handle to a `PresetSpec`: compared by identity, printed by name.
@@ -216,6 +219,10 @@ impl Preset {
 
     pub fn step_cost(self) -> f64 {
         self.0.step_cost
+    }
+
+    pub fn op_cases(self) -> Option<OpCases> {
+        self.0.op_cases
     }
 }
 

@@ -12,11 +12,11 @@ pub enum MemoryProfile {
     /// The text encoders on the CPU; the allocator's unused memory handed back to the device
     /// between denoising and decoding.
     Balanced,
-    /// As balanced, plus sequential classifier-free guidance (half the UNet's activations), the
-    /// UNet's weights in host memory while the VAE decodes, and tiled VAE decoding and encoding
+    /// As balanced, plus sequential classifier-free guidance (half the denoiser's activations), the
+    /// denoiser's weights in host memory while the VAE decodes, and tiled VAE decoding and encoding
     /// above the VAE's tile size.
     Low,
-    /// As low, plus int8 UNet weights (W8A16), attention in smaller chunks and VAE tiles of half
+    /// As low, plus int8 denoiser weights (W8A16), attention in smaller chunks and VAE tiles of half
     /// the VAE's own side.
     Minimal,
     /// Everything on the CPU backend.
@@ -74,8 +74,8 @@ impl MemoryProfile {
             release_memory_between_stages: base.release_memory_between_stages || saving,
             sequential_cfg: base.sequential_cfg || low,
             vae_tiling: base.vae_tiling || low,
-            unet_offload: base.unet_offload || low,
-            unet_int8: base.unet_int8 || minimal,
+            denoiser_offload: base.denoiser_offload || low,
+            denoiser_int8: base.denoiser_int8 || minimal,
             small_attention_chunks: base.small_attention_chunks || minimal,
             small_vae_tiles: base.small_vae_tiles || minimal,
             ..base
@@ -137,14 +137,17 @@ mod tests {
         assert!(!balanced.sequential_cfg && !balanced.vae_tiling && balanced.vae_encoder);
         let low = MemoryProfile::Low.load_options(base);
         assert!(
-            low.text_encoders_on_cpu && low.sequential_cfg && low.vae_tiling && low.unet_offload
+            low.text_encoders_on_cpu
+                && low.sequential_cfg
+                && low.vae_tiling
+                && low.denoiser_offload
         );
-        assert!(!balanced.unet_offload && !low.unet_int8 && !low.small_attention_chunks);
+        assert!(!balanced.denoiser_offload && !low.denoiser_int8 && !low.small_attention_chunks);
         let minimal = MemoryProfile::Minimal.load_options(base);
         assert_eq!(
             minimal,
             LoadOptions {
-                unet_int8: true,
+                denoiser_int8: true,
                 small_attention_chunks: true,
                 small_vae_tiles: true,
                 ..low

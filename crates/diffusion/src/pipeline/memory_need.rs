@@ -20,10 +20,10 @@ pub struct ModelSize {
     pub family: Family,
     /// Both text encoders for SDXL.
     pub text_encoder_params: u64,
-    pub unet_params: u64,
-    /// Of `unet_params`, those that int8 runs keep in the run's precision beyond the 2% that
+    pub denoiser_params: u64,
+    /// Of `denoiser_params`, those that int8 runs keep in the run's precision beyond the 2% that
     /// `estimate` allows every family (FLUX.2 klein's modulations and embedders; 0 for SD).
-    pub unet_full_precision_params: u64,
+    pub denoiser_full_precision_params: u64,
     /// The VAE's decoder and `post_quant_conv`: what text-to-image runs.
     pub vae_decoder_params: u64,
     /// The VAE's encoder and `quant_conv`: loaded for image-to-image.
@@ -63,8 +63,8 @@ impl ModelSize {
         ModelSize {
             family,
             text_encoder_params: p.text_encoders,
-            unet_params: p.denoiser,
-            unet_full_precision_params: p.denoiser_full_precision,
+            denoiser_params: p.denoiser,
+            denoiser_full_precision_params: p.denoiser_full_precision,
             vae_decoder_params: p.vae_decoder,
             vae_encoder_params: p.vae_encoder,
             vae_tile,
@@ -163,14 +163,16 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
     };
     // Int8: a byte per weight, plus the scales and SD's few layers kept in the run's precision
     // (2%), plus the layers a family names as kept.
-    let unet = if placement.unet_int8 {
-        let kept = size.unet_full_precision_params.min(size.unet_params);
-        (size.unet_params - kept) * 102 / 100 + kept * placement.unet.bytes()
+    let denoiser = if placement.denoiser_int8 {
+        let kept = size
+            .denoiser_full_precision_params
+            .min(size.denoiser_params);
+        (size.denoiser_params - kept) * 102 / 100 + kept * placement.denoiser.bytes()
     } else {
-        size.unet_params * placement.unet.bytes()
+        size.denoiser_params * placement.denoiser.bytes()
     };
     let memory = family.architecture().denoiser_memory;
-    let unet = unet + unet * memory.load_pool_percent / 100;
+    let denoiser = denoiser + denoiser * memory.load_pool_percent / 100;
     let vae = if placement.vae_on_cpu {
         0
     } else {
@@ -186,7 +188,7 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         } else {
             1
         };
-    let unet_activations = (memory.step_bytes)(work, rows, placement);
+    let denoiser_activations = (memory.step_bytes)(work, rows, placement);
     // Images decode one at a time, and image-to-image encodes its one picture; a tiled pass
     // holds one tile's activations. The encoder's are taken as the decoder's, which bound them:
     // at every resolution it has at most the decoder's channels and fewer layers.
@@ -212,16 +214,20 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
             Precision::F32 => VAE_F32_POOL_BYTES + vae_pixels * VAE_F32_BYTES_PER_PIXEL,
         }
     };
-    let unet_while_decoding = if placement.unet_offload { 0 } else { unet };
+    let denoiser_while_decoding = if placement.denoiser_offload {
+        0
+    } else {
+        denoiser
+    };
     MemoryNeed {
-        // Before denoising the UNet is on the device (after a first image, `unet_offload`
+        // Before denoising the denoiser is on the device (after a first image, `denoiser_offload`
         // brings it back only for the steps, but a first image's encode has it there).
         encode: match work.image_to_image {
-            true => text + unet + vae + vae_activations,
+            true => text + denoiser + vae + vae_activations,
             false => 0,
         },
-        denoise: text + unet + vae + unet_activations,
-        decode: text + unet_while_decoding + vae + vae_activations,
+        denoise: text + denoiser + vae + denoiser_activations,
+        decode: text + denoiser_while_decoding + vae + vae_activations,
     }
 }
 
@@ -252,7 +258,7 @@ pub fn check_fit(
         Placement::for_model(
             size.family,
             vae,
-            placement.unet,
+            placement.denoiser,
             &profile.load_options(base),
         )
     };
@@ -275,7 +281,7 @@ pub fn check_fit(
         gib(need.peak()),
         work.describe(),
         size.family,
-        placement.unet.name(),
+        placement.denoiser.name(),
         device.info.name,
         gib(available),
         device.memory_for_fit_meaning(),

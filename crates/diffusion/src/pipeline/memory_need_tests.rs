@@ -85,7 +85,7 @@ fn the_need_counts_weights_and_grows_with_the_image() {
     // f32 holds twice the weights.
     let f32 = placement(Family::SD1, MemoryProfile::Full, Precision::F32);
     assert!(need(Family::SD1, &f32, &work(512)).peak() > small.peak() * 3 / 2);
-    // Sequential guidance halves the UNet's activations; a batch of two doubles them.
+    // Sequential guidance halves the denoiser's activations; a batch of two doubles them.
     let low = placement(Family::SD1, MemoryProfile::Low, Precision::F16);
     let mut two = work(512);
     two.batch = 2;
@@ -105,12 +105,15 @@ fn the_need_follows_the_model_size() {
     let base = upstream(Family::SDXL);
     // A distilled SDXL (SSD-1B's UNet has 1.3 billion parameters).
     let distilled = ModelSize {
-        unet_params: 1_300_000_000,
+        denoiser_params: 1_300_000_000,
         ..base
     };
     let xl = work(1024);
     let saved = estimate(&base, &low, &xl).denoise - estimate(&distilled, &low, &xl).denoise;
-    assert_eq!(saved, (base.unet_params - distilled.unet_params) * 2);
+    assert_eq!(
+        saved,
+        (base.denoiser_params - distilled.denoiser_params) * 2
+    );
     // SD2.1's VAE tiles at 768 pixels: `low` decodes 768x768 in one piece, a 512-tile VAE
     // (SD2.1-base's) in tiles.
     let low = placement(Family::SD2, MemoryProfile::Low, Precision::F16);
@@ -123,7 +126,7 @@ fn the_need_follows_the_model_size() {
     );
 }
 
-/// Image-to-image encodes its picture with the UNet on the device and holds the VAE's
+/// Image-to-image encodes its picture with the denoiser on the device and holds the VAE's
 /// encoder too.
 #[test]
 fn image_to_image_counts_the_encoder() {
@@ -148,9 +151,9 @@ fn image_to_image_counts_the_encoder() {
     let encoder_bytes = size.vae_encoder_params * 2;
     assert_eq!(img2img.denoise, text.denoise + encoder_bytes);
     assert_eq!(img2img.decode, text.decode + encoder_bytes);
-    // The picture is encoded with the UNet still on the device (`low` offloads it only
+    // The picture is encoded with the denoiser still on the device (`low` offloads it only
     // while decoding) and one tile's activations, as the decode has.
-    assert_eq!(img2img.encode, size.unet_params * 2 + img2img.decode);
+    assert_eq!(img2img.encode, size.denoiser_params * 2 + img2img.decode);
     // The encoder loaded for a text-to-image request still holds its weights.
     let loaded = estimate(&size, &with_encoder, &work(512));
     assert_eq!((loaded.encode, loaded.denoise), (0, img2img.denoise));
@@ -219,8 +222,8 @@ fn the_estimate_covers_the_measured_peaks() {
         ..Flux2TransformerConfig::klein_4b()
     };
     let size = ModelSize {
-        unet_params: shallow.parameters(),
-        unet_full_precision_params: shallow.full_precision_parameters(),
+        denoiser_params: shallow.parameters(),
+        denoiser_full_precision_params: shallow.full_precision_parameters(),
         ..upstream(Family::FLUX2_KLEIN)
     };
     for (profile, side, peak) in [

@@ -118,7 +118,7 @@ pub enum Progress {
     },
 }
 
-/// Where the UNet loop waits for the device.
+/// Where the denoiser loop waits for the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepSync {
     /// After every step: exact per-step times and live step progress, but the host cannot queue
@@ -167,10 +167,10 @@ pub struct StageTimings {
     /// Image-to-image: encoding the picture and noising it (0 otherwise).
     pub vae_encode: f64,
     /// Per-step seconds, with `StepSync::EveryStep` (empty otherwise).
-    pub unet_steps: Vec<f64>,
+    pub denoiser_steps: Vec<f64>,
     /// Steps run (image-to-image runs only the last part of the schedule).
     pub steps: usize,
-    pub unet_total: f64,
+    pub denoiser_total: f64,
     pub vae_decode: f64,
     pub total: f64,
 }
@@ -202,7 +202,7 @@ impl Generated {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParameterCounts {
     pub text_encoders: usize,
-    pub unet: usize,
+    pub denoiser: usize,
     pub vae: usize,
     pub vae_encoder: usize,
 }
@@ -340,7 +340,7 @@ impl Pipeline {
         })?;
         Ok(Pipeline {
             device: model.device().clone(),
-            precision: model.info().placement.unet,
+            precision: model.info().placement.denoiser,
             info: model.info().clone(),
             model,
             _heap: ReturnFreedOnDrop,
@@ -422,7 +422,7 @@ impl Pipeline {
     }
 
     /// Bytes of the denoiser's weights as stored (int8 weights count a byte each).
-    pub fn unet_weight_bytes(&self) -> u64 {
+    pub fn denoiser_weight_bytes(&self) -> u64 {
         self.model.denoiser_weight_bytes()
     }
 

@@ -1,5 +1,5 @@
 //! A denoiser whose weights may move to host memory while the VAE decodes (`LoadOptions::
-//! unet_offload`) and come back for the next image's steps. Every family's pipeline holds its
+//! denoiser_offload`) and come back for the next image's steps. Every family's pipeline holds its
 //! UNet or transformer in one of these.
 
 use std::sync::{Mutex, MutexGuard};

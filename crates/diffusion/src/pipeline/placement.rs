@@ -8,19 +8,19 @@ use crate::models::config::VaeConfig;
 use crate::pipeline::memory_need::RequestShape;
 use crate::pipeline::Family;
 
-/// Where each component runs and in which precision. The UNet runs on the pipeline's device in
+/// Where each component runs and in which precision. The denoiser runs on the pipeline's device in
 /// the run's precision; the text encoders and the VAE may run on the CPU backend instead (in f32),
-/// leaving the device's memory to the UNet. SDXL's VAE decodes in f32 unless its config says it is
-/// safe in f16 (`force_upcast: false`, the "fp16-fix" VAE), as diffusers' SDXL pipeline does, so
+/// leaving the device's memory to the denoiser. A VAE whose config asks for it
+/// (`force_upcast`, SDXL's) decodes in f32 where its family honours that, as diffusers does, so
 /// that f16 runs never give black images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
     pub text_encoders: Precision,
-    pub unet: Precision,
+    pub denoiser: Precision,
     pub vae: Precision,
     pub text_encoders_on_cpu: bool,
     pub vae_on_cpu: bool,
-    /// Guided steps run the UNet twice (unconditional, then conditional) on the batch instead of
+    /// Guided steps run the denoiser twice (unconditional, then conditional) on the batch instead of
     /// once on the doubled batch.
     pub sequential_cfg: bool,
     /// The VAE decodes (and encodes) tile by tile when the image is larger than its tile
@@ -28,11 +28,11 @@ pub struct Placement {
     pub vae_tiling: bool,
     /// The allocator's unused memory goes back to the device between denoising and decoding.
     pub release_memory_between_stages: bool,
-    /// The UNet's weights move to host memory while the VAE decodes, and back for the next image.
-    pub unet_offload: bool,
-    /// The UNet's linear and convolution weights are int8 on the device, dequantized to `unet`'s
+    /// The denoiser's weights move to host memory while the VAE decodes, and back for the next image.
+    pub denoiser_offload: bool,
+    /// The denoiser's linear and convolution weights are int8 on the device, dequantized to `denoiser`'s
     /// precision layer by layer (W8A16, `nn::int8`).
-    pub unet_int8: bool,
+    pub denoiser_int8: bool,
     /// Tiled decoding and encoding use tiles of half the VAE's own side (a quarter of its
     /// activations).
     pub small_vae_tiles: bool,
@@ -89,15 +89,15 @@ impl Placement {
             } else {
                 precision
             },
-            unet: precision,
+            denoiser: precision,
             vae: vae_precision,
             text_encoders_on_cpu: options.text_encoders_on_cpu,
             vae_on_cpu: options.vae_on_cpu,
             sequential_cfg: options.sequential_cfg,
             vae_tiling: options.vae_tiling,
             release_memory_between_stages: options.release_memory_between_stages,
-            unet_offload: options.unet_offload,
-            unet_int8: options.unet_int8,
+            denoiser_offload: options.denoiser_offload,
+            denoiser_int8: options.denoiser_int8,
             small_vae_tiles: options.vae_tiling && options.small_vae_tiles,
             // A family that never starts from a picture keeps no VAE encoder on the device.
             vae_encoder: options.vae_encoder && family.architecture().image_to_image,
@@ -114,24 +114,25 @@ pub struct LoadOptions {
     pub text_encoders_on_cpu: bool,
     /// Run the VAE on the CPU backend (f32) instead of the device.
     pub vae_on_cpu: bool,
-    /// Sequential classifier-free guidance: each guided step runs the UNet on the unconditional
-    /// and then the conditional half instead of on both at once, halving the UNet's activation
+    /// Sequential classifier-free guidance: each guided step runs the denoiser on the unconditional
+    /// and then the conditional half instead of on both at once, halving the denoiser's activation
     /// memory for two calls' worth of weight reads. The result is the same.
     pub sequential_cfg: bool,
     /// Tiled VAE decoding and encoding above the VAE's tile size: one tile's activation memory
     /// instead of the whole image's, at a slightly different result (diffusers' tiled output).
     pub vae_tiling: bool,
     /// Hand the allocator's unused memory back to the device after the denoising loop, so the
-    /// VAE (or another program) can have what the UNet's activations used. Costs a reallocation.
+    /// VAE (or another program) can have what the denoiser's activations used. Costs a reallocation.
     pub release_memory_between_stages: bool,
-    /// Move the UNet's weights to host memory before the VAE decodes (and back before the next
+    /// Move the denoiser's weights to host memory before the VAE decodes (and back before the next
     /// image's denoising), so the decode has the device's memory without them. Costs two weight
     /// transfers per image. Nothing moves when the pipeline runs on the CPU.
-    pub unet_offload: bool,
-    /// Store the UNet's linear and convolution weights as int8 with a scale per output channel
-    /// (W8A16: about half the weight memory of f16), dequantized layer by layer. Its first and
-    /// last convolutions and its embeddings stay in the run's precision (`UNet::load`).
-    pub unet_int8: bool,
+    pub denoiser_offload: bool,
+    /// Store the denoiser's linear and convolution weights as int8 with a scale per output channel
+    /// (W8A16: about half the weight memory of f16), dequantized layer by layer. Each family keeps
+    /// the layers int8 would harm in the run's precision (SD: the first and last convolutions and
+    /// the embeddings; the transformers: their embedders and more, as each family's load names).
+    pub denoiser_int8: bool,
     /// Attention in smaller query chunks (`memory::SMALL_SCORE_BUDGET` score elements per call
     /// instead of `nn::SCORE_BUDGET`) where the backend does not tile attention itself.
     pub small_attention_chunks: bool,

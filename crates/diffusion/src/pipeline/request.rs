@@ -62,7 +62,7 @@ pub struct GenerateRequest {
     pub width: usize,
     pub height: usize,
     pub noise: InitialNoise,
-    /// Images per prompt, made in one UNet call per step (two with guidance: diffusers'
+    /// Images per prompt, made in one denoiser call per step (two with guidance: diffusers'
     /// `num_images_per_prompt`).
     pub batch: usize,
     /// `Some`: image-to-image from this picture.
@@ -109,7 +109,7 @@ impl GenerateRequest {
 /// The pixels a reference picture reaches the model with (at most about 1024x1024: larger
 /// pictures are resized), for the memory estimate.
 fn reference_pixels(image: &RgbImage) -> usize {
-    let (w, h) = crate::models::flux2::reference::area_limited_size(image.width, image.height);
+    let (w, h) = crate::reference_pictures::area_limited_size(image.width, image.height);
     w * h
 }
 

@@ -59,7 +59,7 @@ pub(crate) trait GenerationSteps {
         latents: &mut Self::Latents,
         k: usize,
     ) -> Result<()>;
-    /// Moves the denoiser's weights to host memory (the placement's `unet_offload`).
+    /// Moves the denoiser's weights to host memory (the placement's `denoiser_offload`).
     fn offload_denoiser(&self);
     /// Image `n` of the batch, decoded.
     fn decode(&self, latents: &Self::Latents, n: usize) -> Result<GeneratedImage>;
@@ -113,8 +113,8 @@ pub(crate) fn generate<S: GenerationSteps>(
     let loop_times = run_steps(device, sync, steps, progress, cancel, |k| {
         family.denoise_step(&denoiser, request, &prompt, &mut latents, k)
     })?;
-    timings.unet_steps = loop_times.steps;
-    timings.unet_total = loop_times.total;
+    timings.denoiser_steps = loop_times.steps;
+    timings.denoiser_total = loop_times.total;
     timings.steps = steps;
     observing += loop_times.observing;
 
@@ -122,7 +122,7 @@ pub(crate) fn generate<S: GenerationSteps>(
     // decode, with a batch's peak memory no higher than one image's.
     let vae_start = Instant::now();
     drop(denoiser);
-    if placement.unet_offload {
+    if placement.denoiser_offload {
         family.offload_denoiser();
     }
     if placement.release_memory_between_stages {

@@ -17,8 +17,8 @@ use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::image::RgbImage;
 use sdbench_diffusion::io::resample::resize_lanczos;
 use sdbench_diffusion::models::flux2::latents::reference_positions;
-use sdbench_diffusion::models::flux2::reference::area_limited_size;
 use sdbench_diffusion::parity::{self, pattern_picture};
+use sdbench_diffusion::reference_pictures::area_limited_size;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitImage, InitialNoise, LoadOptions,
     ModelSource, Pipeline, Precision, SelectedDevice,

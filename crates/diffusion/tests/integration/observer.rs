@@ -42,7 +42,7 @@ fn a_slow_progress_handler_stays_outside_the_timings() {
     // Text encoded, each step (PNDM runs five for four), decoded: all but the last event fall
     // inside the image's clock, and the steps' events inside the UNet loop's. Bounds that hold
     // however loaded the machine is: the clock misses at least the handler's sleeps.
-    assert_eq!(t.unet_steps.len(), 5);
+    assert_eq!(t.denoiser_steps.len(), 5);
     assert_eq!(events, 7);
     let inside = 6.0 * delay.as_secs_f64();
     assert!(
@@ -51,11 +51,11 @@ fn a_slow_progress_handler_stays_outside_the_timings() {
         t.total
     );
     // The loop total is its steps plus bookkeeping, not the five 100 ms waits between them.
-    let steps: f64 = t.unet_steps.iter().sum();
+    let steps: f64 = t.denoiser_steps.iter().sum();
     assert!(
-        t.unet_total >= steps && t.unet_total - steps < 0.25,
+        t.denoiser_total >= steps && t.denoiser_total - steps < 0.25,
         "UNet loop {:.3} s against its steps' {steps:.3} s",
-        t.unet_total
+        t.denoiser_total
     );
 }
 
@@ -124,7 +124,7 @@ fn queued_steps_make_the_same_image_and_report_after_the_loop() {
         ]
     );
     let t = &queued.timings;
-    assert!(t.unet_steps.is_empty());
+    assert!(t.denoiser_steps.is_empty());
     assert_eq!(t.steps, synced.timings.steps);
     assert_eq!(t.steps, 5, "PNDM runs five steps for four");
     assert_eq!(queued.images[0].float_image, synced.images[0].float_image);
@@ -135,5 +135,5 @@ fn queued_steps_make_the_same_image_and_report_after_the_loop() {
         "image total {:.3} s of a {wall:.3} s call counts part of the handler's {inside:.3} s",
         t.total
     );
-    assert!(t.unet_total > 0.0 && t.unet_total < t.total);
+    assert!(t.denoiser_total > 0.0 && t.denoiser_total < t.total);
 }

@@ -412,7 +412,7 @@ fn bf16_generations_track_diffusers_on_cpu() {
         let pipe = load_in(name, BackendRequest::Cpu, Precision::Bf16);
         let p = pipe.info.placement;
         assert_eq!(
-            (p.unet, p.vae),
+            (p.denoiser, p.vae),
             (Precision::Bf16, Precision::Bf16),
             "{name}"
         );
@@ -426,7 +426,7 @@ fn sdxl_decodes_in_f32_when_its_vae_asks_for_it() {
         let sdxl = load_in("tiny-sdxl", BackendRequest::Vulkan, Precision::F16);
         let p = sdxl.info.placement;
         assert_eq!(
-            (p.text_encoders, p.unet, p.vae),
+            (p.text_encoders, p.denoiser, p.vae),
             (Precision::F16, Precision::F16, Precision::F32)
         );
         assert_eq!(sdxl.info.family, sdbench_diffusion::Family::SDXL);
@@ -456,8 +456,8 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
             sequential_cfg: false,
             vae_tiling: false,
             release_memory_between_stages: false,
-            unet_offload: false,
-            unet_int8: false,
+            denoiser_offload: false,
+            denoiser_int8: false,
             small_attention_chunks: false,
             small_vae_tiles: false,
             planned: None,
@@ -465,7 +465,7 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
         let sdxl = load_with("tiny-sdxl", BackendRequest::Vulkan, Precision::F16, options);
         let p = sdxl.info.placement;
         assert_eq!(
-            (p.text_encoders, p.unet, p.vae),
+            (p.text_encoders, p.denoiser, p.vae),
             (Precision::F32, Precision::F16, Precision::F32)
         );
         assert!(p.text_encoders_on_cpu && p.vae_on_cpu);
@@ -649,13 +649,13 @@ fn the_balanced_memory_profile_tracks_diffusers_on_vulkan() {
     }
 }
 
-/// `LoadOptions::unet_offload` (the `low` profile): the UNet's weights leave the device while the
+/// `LoadOptions::denoiser_offload` (the `low` profile): the UNet's weights leave the device while the
 /// VAE decodes, and come back for the next image, which is still what diffusers makes.
 #[test]
 fn the_unet_leaves_the_device_while_the_vae_decodes() {
     if vulkan_or_skip() {
         let options = LoadOptions {
-            unet_offload: true,
+            denoiser_offload: true,
             ..LoadOptions::default()
         };
         let pipe = load_with("tiny-sd", BackendRequest::Vulkan, Precision::F32, options);
@@ -668,7 +668,7 @@ fn the_unet_leaves_the_device_while_the_vae_decodes() {
             Some(&["generate.euler.neg", "generate.euler.noneg"]),
         );
         let after = pipe.device.allocator_memory().unwrap().in_use;
-        let unet_bytes = pipe.parameter_counts().unet as u64 * 4;
+        let unet_bytes = pipe.parameter_counts().denoiser as u64 * 4;
         assert!(
             after + unet_bytes * 9 / 10 <= loaded,
             "the UNet's {unet_bytes} bytes did not leave the device: {loaded} -> {after}"
@@ -695,13 +695,13 @@ const INT8_MIN_PSNR: f64 = 40.0;
 
 fn check_int8_unet(backend: BackendRequest, precision: Precision, models: &[&str]) {
     let int8 = LoadOptions {
-        unet_int8: true,
+        denoiser_int8: true,
         ..LoadOptions::default()
     };
     for &name in models {
         let plain = load_in(name, backend, precision);
         let quantized = load_with(name, backend, precision, int8);
-        assert!(quantized.info.placement.unet_int8);
+        assert!(quantized.info.placement.denoiser_int8);
         let request = GenerateRequest {
             negative_prompt: "blurry".into(),
             steps: 4,
@@ -724,7 +724,10 @@ fn check_int8_unet(backend: BackendRequest, precision: Precision, models: &[&str
             (INT8_MIN_PSNR..200.0).contains(&db),
             "{name}: int8 weights give {db:.1} dB (at least {INT8_MIN_PSNR} expected; 200+ means nothing was quantized)"
         );
-        let (p, q) = (plain.unet_weight_bytes(), quantized.unet_weight_bytes());
+        let (p, q) = (
+            plain.denoiser_weight_bytes(),
+            quantized.denoiser_weight_bytes(),
+        );
         eprintln!("{name}: UNet weights {p} bytes, {q} as int8");
         // A byte per quantized weight, instead of 2 (f16) or 4 (f32); the kept layers, norms
         // (f32 always) and per-channel f32 scales make up the rest, a larger share in the tiny

@@ -27,7 +27,7 @@ fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
         pipe.parameter_counts(),
         ParameterCounts {
             text_encoders: 123_060_480,
-            unet: 859_520_964,
+            denoiser: 859_520_964,
             vae: 49_490_199,
             vae_encoder: 34_163_664,
         }
@@ -63,7 +63,7 @@ fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
         .iter()
         .fold((1f32, 0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
     assert!(hi - lo > 0.05, "image is flat: {lo}..{hi}");
-    assert_eq!(out.timings.unet_steps.len(), 3);
+    assert_eq!(out.timings.denoiser_steps.len(), 3);
 
     // Image-to-image from that picture: half of 2 steps is one step.
     let redraw = GenerateRequest {
@@ -77,7 +77,7 @@ fn full_size_synthetic_sd15_generates_a_finite_varied_image() {
     let again = pipe
         .generate(&redraw, &mut |_| {}, &CancelToken::new())
         .unwrap();
-    assert_eq!(again.timings.unet_steps.len(), 1);
+    assert_eq!(again.timings.denoiser_steps.len(), 1);
     assert!(again.timings.vae_encode > 0.0);
     assert_eq!(again.non_finite(), 0);
     assert_ne!(again.images[0].image, image.image);
@@ -106,7 +106,7 @@ fn full_size_synthetic_sdxl_runs_one_step() {
         pipe.parameter_counts(),
         ParameterCounts {
             text_encoders: 123_060_480 + 694_659_840,
-            unet: 2_567_463_684,
+            denoiser: 2_567_463_684,
             vae: 49_490_199,
             vae_encoder: 0,
         }
@@ -124,5 +124,5 @@ fn full_size_synthetic_sdxl_runs_one_step() {
     assert_eq!(out.scheduler.name(), "euler", "SDXL base's scheduler");
     assert_eq!(out.images[0].image.width, 128);
     assert_eq!(out.non_finite(), 0);
-    assert_eq!(out.timings.unet_steps.len(), 1);
+    assert_eq!(out.timings.denoiser_steps.len(), 1);
 }

@@ -132,13 +132,13 @@ fn a_folder_is_sized_from_its_headers_as_it_loads() {
         assert_eq!(
             [
                 size.text_encoder_params,
-                size.unet_params,
+                size.denoiser_params,
                 size.vae_decoder_params,
                 size.vae_encoder_params
             ],
             [
                 counts.text_encoders,
-                counts.unet,
+                counts.denoiser,
                 counts.vae,
                 counts.vae_encoder
             ]

@@ -59,6 +59,7 @@ static KLEIN_4B: PresetSpec = PresetSpec {
     // some fifty times a guided SD1.5-512 step's arithmetic, but large matrix products run far
     // nearer a GPU's peak than SD1.5's small UNet does: counted at 3 per pixel (12 at 1024x1024).
     step_cost: 3.0,
+    op_cases: Some(super::op_cases::KLEIN_4B_OP_CASES),
 };
 
 impl Family {
@@ -112,9 +113,9 @@ const FLUX2_INT8_DEQUANTIZE_BYTES: u64 = int8_dequantize_bytes(12_288 * 3072);
 fn flux2_step_bytes(work: &RequestShape, rows: u64, placement: &Placement) -> u64 {
     let tokens =
         (work.width / 16 * (work.height / 16) + work.reference_pixels / 256 + PROMPT_TOKENS) as u64;
-    let mut step = FLUX2_STEP_BYTES_PER_TOKEN * tokens * rows * placement.unet.bytes() / 2
+    let mut step = FLUX2_STEP_BYTES_PER_TOKEN * tokens * rows * placement.denoiser.bytes() / 2
         + FLUX2_STEP_POOL_BYTES;
-    if placement.unet_int8 {
+    if placement.denoiser_int8 {
         step += FLUX2_INT8_DEQUANTIZE_BYTES;
     }
     step

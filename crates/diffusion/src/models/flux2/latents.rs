@@ -8,8 +8,10 @@ use burn::tensor::DType;
 
 use crate::error::Result;
 use crate::io::weights::{Init, Loader};
-use crate::models::flux2::reference::TIME_STEP;
 use crate::models::flux2::transformer::Position;
+
+/// The time position of the first reference picture's tokens; each further picture adds as much.
+pub const TIME_STEP: f32 = 10.0;
 
 /// The VAE's `bn` running statistics over patched channels: latents are stored as
 /// `(x - mean) / sqrt(var + eps)`.

@@ -6,8 +6,8 @@
 mod components;
 pub mod family;
 pub mod latents;
+mod op_cases;
 pub mod pipeline;
-pub mod reference;
 pub mod spec;
 pub mod transformer;
 
@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::error::{DiffusionError, Result};
 use crate::models::config::VaeConfig;
 use crate::pipeline::GenerateRequest;
+use crate::reference_pictures;
 pub use family::FAMILY;
 
 /// The tokens every prompt is padded or cut to (the pipeline's `max_sequence_length`).
@@ -25,8 +26,13 @@ pub const PROMPT_TOKENS: usize = 512;
 /// The text encoder's hidden states the transformer is conditioned on (`text_encoder_out_layers`).
 pub const HIDDEN_STATE_LAYERS: [usize; 3] = [9, 18, 27];
 
+/// The most reference pictures one request takes: each adds up to 4096 tokens to every step. Their
+/// tokens follow the image's in the transformer's sequence at time positions 10, 20, ... (one per
+/// picture, `latents::TIME_STEP`), and only the image's tokens are read back.
+pub const MAX_REFERENCE_PICTURES: usize = 4;
+
 /// What FLUX.2 klein cannot do for any request, checked before a model is loaded: start from a
-/// picture, take more than `reference::MAX_PICTURES` reference pictures or one too small or too
+/// picture, take more than `MAX_REFERENCE_PICTURES` reference pictures or one too small or too
 /// narrow (its scheduler is the registry's to check).
 pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
     if request.init_image.is_some() {
@@ -34,15 +40,15 @@ pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
             "FLUX.2 klein does not start from a picture (--init-image and strength; the app's \"Start from a picture\"); give it as a reference picture instead (--reference-image; the app's \"Reference pictures\"), which the image is conditioned on".into(),
         ));
     }
-    if request.reference_images.len() > reference::MAX_PICTURES {
+    if request.reference_images.len() > MAX_REFERENCE_PICTURES {
         return Err(DiffusionError::Request(format!(
             "{} reference pictures given; FLUX.2 klein takes at most {} here",
             request.reference_images.len(),
-            reference::MAX_PICTURES
+            MAX_REFERENCE_PICTURES
         )));
     }
     for image in &request.reference_images {
-        reference::check(image)?;
+        reference_pictures::check(image)?;
     }
     Ok(())
 }

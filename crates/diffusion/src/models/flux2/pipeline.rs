@@ -1,7 +1,7 @@
 //! `Flux2KleinPipeline`: encode the prompt (Qwen3, hidden states 9/18/27 per token), prepare
 //! packed noise and the token positions, run the flow-matching Euler loop on the transformer
 //! (classifier-free guidance only for models that are not step-distilled), then un-normalise,
-//! unpatchify and decode the latents. Reference pictures (`reference.rs`) are encoded once and
+//! unpatchify and decode the latents. Reference pictures (`crate::reference_pictures`) are encoded once and
 //! ride along as extra tokens in every transformer call.
 
 use std::path::{Path, PathBuf};
@@ -14,7 +14,6 @@ use burn::DispatchDevice;
 use serde_json::{Map, Value};
 
 use super::latents::{self, LatentNorm};
-use super::reference;
 use super::spec::Spec;
 use super::transformer::{Flux2Transformer, Position, Rope, IGNORED_PREFIXES};
 use super::{klein_vae, HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
@@ -40,6 +39,7 @@ use crate::pipeline::{
     GenerateRequest, Generated, GeneratedImage, InitialNoise, LoadOptions, ModelInfo, ModelSource,
     ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
+use crate::reference_pictures;
 use crate::scheduler::flow_match::{flux2_empirical_mu, FlowMatchConfig, FlowSchedule};
 use crate::scheduler::SchedulerKind;
 
@@ -110,7 +110,7 @@ impl Flux2Pipeline {
         let (mut tr, tr_files) = component_weights(
             &folder.join("transformer"),
             "diffusion_pytorch_model",
-            placement.unet,
+            placement.denoiser,
             IGNORED_PREFIXES,
         )?;
         let mut vae_ignored = vec!["bn.num_batches_tracked"];
@@ -204,10 +204,10 @@ impl Flux2Pipeline {
         let weights = "diffusion_pytorch_model";
         Ok(ModelSize {
             text_encoder_params: params("text_encoder", "model", &counted)?,
-            unet_params: params("transformer", weights, &|name| {
+            denoiser_params: params("transformer", weights, &|name| {
                 !IGNORED_PREFIXES.iter().any(|p| name.starts_with(p))
             })?,
-            unet_full_precision_params: spec.transformer.full_precision_parameters(),
+            denoiser_full_precision_params: spec.transformer.full_precision_parameters(),
             vae_decoder_params: params("vae", weights, &|n| !encoder(n) && !n.starts_with("bn."))?,
             vae_encoder_params: params("vae", weights, &encoder)?,
             ..upstream
@@ -267,8 +267,8 @@ impl Flux2Pipeline {
             options.small_attention_chunks,
             device.max_buffer_bytes(),
         );
-        let transformer = load_component(tr, &dev, placement.unet, |l| {
-            l.int8_weights = options.unet_int8;
+        let transformer = load_component(tr, &dev, placement.denoiser, |l| {
+            l.int8_weights = options.denoiser_int8;
             l.attention_score_budget = budget;
             Flux2Transformer::load(&spec.transformer, &spec.transformer_path, l)
         })?;
@@ -365,7 +365,7 @@ impl Flux2Pipeline {
         )?;
         Ok(embeds
             .to_device(&self.device.device)
-            .cast(self.info.placement.unet.dtype()))
+            .cast(self.info.placement.denoiser.dtype()))
     }
 
     /// One transformer call on packed latents [N, S, C] at sigma-scale `timestep` (component
@@ -378,7 +378,7 @@ impl Flux2Pipeline {
         grid: (usize, usize),
     ) -> Tensor<B, 3> {
         let positions = self.positions(context.dims()[1], grid);
-        let dtype = self.info.placement.unet.dtype();
+        let dtype = self.info.placement.denoiser.dtype();
         let slot = self.transformer.on_device(&self.device);
         let rope = slot.module.rope(&positions, dtype, &self.device.device);
         slot.module
@@ -392,7 +392,7 @@ impl Flux2Pipeline {
     }
 
     /// A reference picture's tokens [1, h*w, 4 x latent channels] (f32, on the transformer's
-    /// device) and their grid: prepared (`reference::prepare`), encoded to its latents' mean,
+    /// device) and their grid: prepared (`reference_pictures::prepare`), encoded to its latents' mean,
     /// patched and normalised.
     fn reference_tokens(&self, image: &RgbImage) -> Result<(Tensor<B, 3>, (usize, usize))> {
         let encoder = self.vae_encoder.as_ref().ok_or_else(|| {
@@ -400,7 +400,7 @@ impl Flux2Pipeline {
                 "reference pictures need the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
             )
         })?;
-        let image = reference::prepare(image, self.pixels_per_token())?;
+        let image = reference_pictures::prepare(image, self.pixels_per_token())?;
         let pixels = Tensor::<B, 4>::from_data(
             TensorData::new(preprocess(&image), [1, 3, image.height, image.width]),
             (self.vae_device(), DType::F32),
@@ -497,7 +497,7 @@ impl FamilyPipeline for Flux2Pipeline {
     fn parameter_counts(&self) -> ParameterCounts {
         ParameterCounts {
             text_encoders: self.text_encoder.num_params(),
-            unet: self.transformer.lock().module.num_params(),
+            denoiser: self.transformer.lock().module.num_params(),
             vae: self.vae.num_params(),
             vae_encoder: self.vae_encoder.as_ref().map_or(0, |e| e.num_params()),
         }
@@ -595,7 +595,7 @@ impl GenerationSteps for Flux2Run<'_> {
         let noise = Tensor::<B, 4>::from_data(TensorData::new(noise, shape), (dev, DType::F32));
         let (gh, gw) = (shape[2], shape[3]);
         let mut positions = pipe.positions(PROMPT_TOKENS, (gh, gw));
-        let dtype = pipe.info.placement.unet.dtype();
+        let dtype = pipe.info.placement.denoiser.dtype();
         let encode_start = Instant::now();
         let mut pictures = Vec::with_capacity(request.reference_images.len());
         for (i, image) in request.reference_images.iter().enumerate() {
@@ -643,7 +643,10 @@ impl GenerationSteps for Flux2Run<'_> {
     ) -> Result<()> {
         let transformer = &transformer.module;
         let t = state.schedule.model_timestep(i);
-        let mut input = state.latents.clone().cast(self.placement().unet.dtype());
+        let mut input = state
+            .latents
+            .clone()
+            .cast(self.placement().denoiser.dtype());
         if let Some(references) = &state.references {
             input = Tensor::cat(vec![input, references.clone()], 1);
         }

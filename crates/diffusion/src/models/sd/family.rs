@@ -124,8 +124,8 @@ fn unet_step_bytes(
     per_row: u64,
 ) -> u64 {
     let latent_pixels = (work.width / 8 * (work.height / 8)) as u64;
-    let activations = (per_step + per_row * rows) * latent_pixels * placement.unet.bytes() / 2;
-    match placement.unet_int8 {
+    let activations = (per_step + per_row * rows) * latent_pixels * placement.denoiser.bytes() / 2;
+    match placement.denoiser_int8 {
         true => activations + INT8_DEQUANTIZE_BYTES,
         false => activations,
     }

@@ -103,7 +103,7 @@ impl SdPipeline {
         let rows = context.dims()[0];
         let (h, w) = (request.height as f32, request.width as f32);
         Ok(Conditioning {
-            context: context.cast(self.info.placement.unet.dtype()),
+            context: context.cast(self.info.placement.denoiser.dtype()),
             text_time: pooled.map(|text_embeds| TextTime {
                 text_embeds,
                 time_ids: vec![[h, w, 0.0, 0.0, h, w]; rows],

@@ -3,6 +3,7 @@
 
 pub mod family;
 pub mod generate;
+mod op_cases;
 pub mod pipeline;
 pub mod presets;
 pub mod spec;

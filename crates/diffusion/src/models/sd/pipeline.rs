@@ -295,8 +295,8 @@ impl SdPipeline {
             };
             memory::attention_score_budget(options.small_attention_chunks, max_buffer)
         };
-        let unet = load_component(sources.unet, &dev, placement.unet, |l| {
-            l.int8_weights = options.unet_int8;
+        let unet = load_component(sources.unet, &dev, placement.denoiser, |l| {
+            l.int8_weights = options.denoiser_int8;
             l.attention_score_budget = score_budget(false);
             UNet::load(&spec.unet, &spec.unet_path, l)
         })?;
@@ -310,7 +310,7 @@ impl SdPipeline {
             Ok((decoder, encoder))
         })?;
         let pipeline = SdPipeline {
-            precision: placement.unet,
+            precision: placement.denoiser,
             tokenizer: spec.tokenizer,
             info: ModelInfo {
                 source,
@@ -499,7 +499,7 @@ impl FamilyPipeline for SdPipeline {
         ParameterCounts {
             text_encoders: self.text_encoder.num_params()
                 + self.second.as_ref().map_or(0, |(_, e)| e.num_params()),
-            unet: self.unet.lock().module.num_params(),
+            denoiser: self.unet.lock().module.num_params(),
             vae: self.vae.num_params(),
             vae_encoder: self.vae_encoder.as_ref().map_or(0, |e| e.num_params()),
         }

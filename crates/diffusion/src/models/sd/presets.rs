@@ -15,6 +15,7 @@ pub(super) static SD15: PresetSpec = PresetSpec {
     short_label: "SD1.5",
     long_label: "Stable Diffusion 1.5",
     step_cost: 1.0,
+    op_cases: Some(super::op_cases::SD15_OP_CASES),
 };
 
 /// 768 px, v-prediction.
@@ -25,6 +26,7 @@ pub(super) static SD21: PresetSpec = PresetSpec {
     short_label: "SD2.1",
     long_label: "Stable Diffusion 2.1",
     step_cost: 1.0,
+    op_cases: None,
 };
 
 pub(super) static SDXL_BASE: PresetSpec = PresetSpec {
@@ -35,6 +37,7 @@ pub(super) static SDXL_BASE: PresetSpec = PresetSpec {
     long_label: "Stable Diffusion XL base 1.0",
     // SDXL's UNet does about twice SD1.5's work per latent pixel.
     step_cost: 2.0,
+    op_cases: None,
 };
 
 impl Preset {

@@ -73,8 +73,8 @@ impl FolderFiles {
         Ok(ModelSize {
             family: spec.family,
             text_encoder_params,
-            unet_params: stored_parameters(&self.unet, |_| true)?,
-            unet_full_precision_params: 0,
+            denoiser_params: stored_parameters(&self.unet, |_| true)?,
+            denoiser_full_precision_params: 0,
             vae_decoder_params: stored_parameters(&self.vae, |name| !encoder(name))?,
             vae_encoder_params: stored_parameters(&self.vae, encoder)?,
             vae_tile: spec.vae.sample_size,

@@ -57,6 +57,7 @@ static TURBO: PresetSpec = PresetSpec {
     // FLUX.2 klein's reasoning: 6.2B transformer parameters over about 4,100 tokens at
     // 1024x1024, one call per step, some 1.6 times klein's arithmetic: counted at 5 per pixel.
     step_cost: 5.0,
+    op_cases: Some(super::op_cases::TURBO_OP_CASES),
 };
 
 impl Family {
@@ -110,8 +111,8 @@ fn step_bytes(work: &RequestShape, rows: u64, placement: &Placement) -> u64 {
     let image = (work.width / 16 * (work.height / 16)).div_ceil(32) * 32;
     let tokens = (image + PROMPT_TOKENS) as u64;
     let mut step =
-        STEP_BYTES_PER_TOKEN * tokens * rows * placement.unet.bytes() / 2 + STEP_POOL_BYTES;
-    if placement.unet_int8 {
+        STEP_BYTES_PER_TOKEN * tokens * rows * placement.denoiser.bytes() / 2 + STEP_POOL_BYTES;
+    if placement.denoiser_int8 {
         step += INT8_DEQUANTIZE_BYTES;
     }
     step

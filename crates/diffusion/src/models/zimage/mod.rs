@@ -4,6 +4,7 @@
 //! is the reference.
 
 pub mod family;
+mod op_cases;
 pub mod pipeline;
 mod spec;
 pub mod transformer;

@@ -109,7 +109,7 @@ impl ZImagePipeline {
         let (mut tr, tr_files) = component_weights(
             &folder.join("transformer"),
             "diffusion_pytorch_model",
-            placement.unet,
+            placement.denoiser,
             &[],
         )?;
         let (mut va, vae_files) = component_weights(
@@ -178,8 +178,8 @@ impl ZImagePipeline {
             text_encoder_params: params("text_encoder", "model", &|name| {
                 !unused.iter().any(|p| name.starts_with(p.as_str()))
             })?,
-            unet_params: params("transformer", weights, &|_| true)?,
-            unet_full_precision_params: 0,
+            denoiser_params: params("transformer", weights, &|_| true)?,
+            denoiser_full_precision_params: 0,
             vae_decoder_params: params("vae", weights, &|n| !encoder(n))?,
             vae_encoder_params: params("vae", weights, &encoder)?,
             ..upstream
@@ -236,8 +236,8 @@ impl ZImagePipeline {
             options.small_attention_chunks,
             device.max_buffer_bytes(),
         );
-        let transformer = load_component(tr, &dev, placement.unet, |l| {
-            l.int8_weights = options.unet_int8;
+        let transformer = load_component(tr, &dev, placement.denoiser, |l| {
+            l.int8_weights = options.denoiser_int8;
             l.attention_score_budget = budget;
             ZImageTransformer::load(&spec.transformer, &spec.transformer_path, l)
         })?;
@@ -328,7 +328,7 @@ impl ZImagePipeline {
         Ok(states
             .narrow(1, 0, real)
             .to_device(&self.device.device)
-            .cast(self.info.placement.unet.dtype()))
+            .cast(self.info.placement.denoiser.dtype()))
     }
 
     /// One transformer call (component access for parity tests and timing): `latents`
@@ -531,7 +531,7 @@ impl FamilyPipeline for ZImagePipeline {
     fn parameter_counts(&self) -> ParameterCounts {
         ParameterCounts {
             text_encoders: self.text_encoder.num_params(),
-            unet: self.transformer.lock().module.num_params(),
+            denoiser: self.transformer.lock().module.num_params(),
             vae: self.vae.num_params(),
             vae_encoder: 0,
         }

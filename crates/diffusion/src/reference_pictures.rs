@@ -1,10 +1,8 @@
-//! Reference pictures for FLUX.2 klein (diffusers' `image=` argument): the pictures the image is
-//! conditioned on, as `Flux2KleinPipeline` prepares them. A picture over 1024x1024 pixels is
-//! resized to about that area (PIL's Lanczos), every picture is centre-cropped to a multiple of
-//! the token side (16 pixels for FLUX.2's VAE), encoded to the mean of its latents, cut into 2x2
-//! patches and normalised like the noise. Its tokens follow the image's in the transformer's
-//! sequence at time positions 10, 20, ... (one per picture), and only the image's tokens are read
-//! back.
+//! Reference pictures (diffusers' `image=` argument of the pipelines that condition an image on
+//! pictures, FLUX.2 klein's among them): the size rules every such picture meets before a family
+//! encodes it. A picture over 1024x1024 pixels is resized to about that area (PIL's Lanczos), then
+//! centre-cropped to a multiple of the family's token side. The checks and sizes are request-level
+//! rules, so the generic request code and the front ends use them without naming a family.
 
 use crate::error::{DiffusionError, Result};
 use crate::io::image::RgbImage;
@@ -16,10 +14,9 @@ pub const MAX_AREA: usize = 1024 * 1024;
 const MIN_SIDE: usize = 64;
 /// The largest ratio of a reference picture's long side to its short side.
 const MAX_ASPECT: usize = 8;
-/// The time position of the first reference's tokens; each further picture adds as much.
-pub const TIME_STEP: f32 = 10.0;
-/// The most reference pictures one request takes: each adds up to 4096 tokens to every step.
-pub const MAX_PICTURES: usize = 4;
+/// Image sides made from a reference picture (when a request gives none) are cut to a multiple of
+/// this, which every family's latent grid divides.
+pub const SIDE_MULTIPLE: usize = 16;
 
 /// The checks diffusers makes of a reference picture, with what to do about a failure.
 pub fn check(image: &RgbImage) -> Result<()> {

@@ -10,7 +10,7 @@ use sdbench_diffusion::{
 };
 use sdbench_telemetry::{discover, Reading};
 
-use crate::metrics::{choose_source, device_vendor};
+use crate::telemetry_source::{choose_source, device_vendor};
 
 /// The most device memory a limit may name, in GiB.
 pub const MAX_MEMORY_LIMIT_GIB: f64 = 4096.0;

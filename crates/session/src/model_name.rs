@@ -3,16 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_diffusion::{CancelToken, ModelSource, Precision, Preset};
+use sdbench_diffusion::{CancelToken, ModelSource, Preset};
 use sdbench_hub::{Hub, HubError, HubSettings, RepoId, Resolved};
 
-use crate::error::{BenchError, Result};
+use crate::error::{Result, SessionError};
 use crate::events::Event;
-use crate::runner::ModelChoice;
-use crate::workload::Workload;
 
-/// The model `synthetic` names: the standard workload's architecture with generated weights.
-pub const PLAIN_SYNTHETIC: Preset = Workload::STANDARD_PRESET;
+/// The model `synthetic` names: SD1.5 with generated weights (the standard workload's model).
+pub const PLAIN_SYNTHETIC: Preset = Preset::SD15;
 
 /// A parsed model name.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +26,7 @@ impl ModelName {
     /// Hub id. `config` (a diffusers folder whose configs describe the file) goes with a checkpoint
     /// file only.
     pub fn parse(text: &str, config: Option<&Path>) -> Result<ModelName> {
-        let bad = |problem: String| Err(BenchError::Model(problem));
+        let bad = |problem: String| Err(SessionError::Model(problem));
         let path = PathBuf::from(text);
         if path.is_file() {
             if let Some(folder) = config {
@@ -102,82 +100,38 @@ impl ModelName {
             }
         }
     }
-
-    /// The standard workload for a benchmark that names this model and no workload, and why it
-    /// is that one (for a note): the one made for the model's architecture, read from its configs
-    /// (a Hub model's from the cache, or by the preset whose repository it is); the default one
-    /// for a Hub model that is not here yet, whose configs are checked against it as they
-    /// download. An error names the model's architecture when its family has no standard
-    /// workload. `label`: the model as the person named it.
-    pub fn standard_workload(
-        &self,
-        label: &str,
-        hub: &HubSettings,
-        revision: &str,
-    ) -> Result<(Workload, String)> {
-        let made_for = |family| -> Result<(Workload, String)> {
-            let workload = Workload::for_architecture(family, label)?;
-            Ok((
-                workload,
-                format!("the standard workload for {label}'s architecture ({family})"),
-            ))
-        };
-        let source = match self {
-            ModelName::Local(source) => source.clone(),
-            ModelName::Hub { id, .. } => {
-                if let Some(preset) = Preset::all().find(|p| p.repository() == id.as_str()) {
-                    return made_for(preset.family());
-                }
-                match sdbench_hub::cache::cached_snapshot(hub, id, revision) {
-                    Some(snapshot) => ModelSource::Folder(snapshot.path),
-                    None => {
-                        return Ok((
-                            Workload::standard(),
-                            format!(
-                                "the default: {label} is not in the model cache, so its \
-                                 architecture is not known before its configs download (name \
-                                 one with --workload)"
-                            ),
-                        ))
-                    }
-                }
-            }
-        };
-        let (size, _) = sdbench_diffusion::Pipeline::model_size(&source, Precision::F32)?;
-        made_for(size.family)
-    }
-
-    /// The model as the benchmark runner takes it; a Hub model is read at `revision`, and with
-    /// `fallback_to_synthetic` runs on synthetic weights when it is neither cached nor downloadable.
-    pub fn into_choice(self, revision: &str, fallback_to_synthetic: bool) -> ModelChoice {
-        match self {
-            ModelName::Local(source) => ModelChoice::Local(source),
-            ModelName::Hub { id, .. } => ModelChoice::Hub {
-                id,
-                revision: revision.into(),
-                fallback_to_synthetic,
-            },
-        }
-    }
 }
 
 /// `id` at `revision` from the cache or the Hub, with download progress and a note when the Hub
 /// was not reachable and the cache served it. A download runs `check` on the model its configs
-/// describe before it fetches the weights, and stops there when `check` refuses it.
-pub(crate) fn fetch_from_hub(
+/// describe before it fetches the weights, and stops there with `check`'s error when it refuses
+/// the model.
+pub fn fetch_from_hub<E: From<SessionError>>(
     hub: &HubSettings,
     id: &RepoId,
     revision: &str,
     observer: &mut dyn FnMut(&Event),
     cancel: &CancelToken,
-    check: &mut dyn FnMut(&ModelSource) -> Result<()>,
-) -> Result<Resolved> {
+    check: &mut dyn FnMut(&ModelSource) -> std::result::Result<(), E>,
+) -> std::result::Result<Resolved, E> {
+    /// The Hub's errors apart from the check's.
+    enum Fetch<E> {
+        Hub(HubError),
+        Check(E),
+    }
+    impl<E> From<HubError> for Fetch<E> {
+        fn from(e: HubError) -> Self {
+            Fetch::Hub(e)
+        }
+    }
     let resolved = Hub::new(hub.clone()).resolve_checked(
         id,
         revision,
         &mut |p| observer(&Event::Download(p.clone())),
         &|| cancel.is_cancelled(),
-        &mut |configs: &Path| check(&ModelSource::Folder(configs.to_path_buf())),
+        &mut |configs: &Path| {
+            check(&ModelSource::Folder(configs.to_path_buf())).map_err(Fetch::Check)
+        },
     );
     match resolved {
         Ok(r) => {
@@ -189,8 +143,9 @@ pub(crate) fn fetch_from_hub(
             }
             Ok(r)
         }
-        Err(BenchError::Hub(HubError::Cancelled)) => Err(BenchError::Cancelled),
-        Err(e) => Err(e),
+        Err(Fetch::Hub(HubError::Cancelled)) => Err(SessionError::Cancelled.into()),
+        Err(Fetch::Hub(e)) => Err(SessionError::Hub(e).into()),
+        Err(Fetch::Check(e)) => Err(e),
     }
 }
 
