@@ -186,6 +186,13 @@ fn the_estimate_covers_the_measured_peaks() {
     let minimal = placement(Family::SD1, MemoryProfile::Minimal, Precision::F16);
     assert!(need(Family::SD1, &minimal, &work(512)).peak() < 2_500_000_000);
 
+    sd15_vae_untiled_peaks_are_covered();
+}
+
+/// SDXL against its peaks measured on lavapipe.
+#[test]
+fn the_estimate_covers_sdxl_measured_peaks() {
+    let mib = 1u64 << 20;
     // SDXL at 1024x1024 in minimal on lavapipe: the step's peak reserved (decoding was not
     // measured: lavapipe's 128 MiB buffers would have cut its tiles smaller than a GPU's).
     let minimal = placement(Family::SDXL, MemoryProfile::Minimal, Precision::F16);
@@ -213,7 +220,12 @@ fn the_estimate_covers_the_measured_peaks() {
             "SDXL {profile} at {side}: estimated {denoise}, measured {peak}"
         );
     }
+}
 
+/// FLUX.2 klein against its peaks measured on lavapipe.
+#[test]
+fn the_estimate_covers_flux2_klein_measured_peaks() {
+    let mib = 1u64 << 20;
     // FLUX.2 klein on lavapipe (f16, one step): a model of klein 4B's widths, VAE and
     // encoder placement with 1 double- and 4 single-stream blocks; the step's peak reserved.
     let shallow = Flux2TransformerConfig {
@@ -255,9 +267,12 @@ fn the_estimate_covers_the_measured_peaks() {
         (peak..peak * 5 / 4).contains(&denoise),
         "FLUX.2 klein 4B minimal at 1024: estimated {denoise}, measured {peak}"
     );
+}
 
-    // The VAE untiled (SD1.5, one guided step): f16 in full and f32 in balanced, at 256x256
-    // and 352x352, the run's peak reserved (the decode's).
+/// The VAE untiled (SD1.5, one guided step): f16 in full and f32 in balanced, at 256x256 and
+/// 352x352, the run's peak reserved (the decode's).
+fn sd15_vae_untiled_peaks_are_covered() {
+    let mib = 1u64 << 20;
     for (profile, precision, side, peak) in [
         (MemoryProfile::Full, Precision::F16, 256, 2392 * mib),
         (MemoryProfile::Full, Precision::F16, 352, 2648 * mib),

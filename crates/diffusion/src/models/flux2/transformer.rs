@@ -242,6 +242,105 @@ pub struct Rope<B: Backend> {
     sin: Tensor<B, 4>,
 }
 
+/// Loads the transformer's double- and single-stream blocks. q and k come out of their
+/// projections with each head's channels in `half_split` order, and their norms read their
+/// weights in that order.
+struct BlockLoader {
+    d: usize,
+    heads: usize,
+    head_dim: usize,
+    mlp: usize,
+    eps: f64,
+    head_order: Vec<usize>,
+}
+
+impl BlockLoader {
+    fn new(config: &Flux2TransformerConfig) -> Self {
+        BlockLoader {
+            d: config.inner_dim(),
+            heads: config.num_attention_heads,
+            head_dim: config.attention_head_dim,
+            mlp: config.mlp_hidden(),
+            eps: config.eps,
+            head_order: half_split(config.attention_head_dim),
+        }
+    }
+
+    /// The output rows of a q or k projection whose first row is `start`, head by head.
+    fn qk_order(&self, start: usize) -> Vec<usize> {
+        (0..self.heads)
+            .flat_map(|h| {
+                self.head_order
+                    .iter()
+                    .map(move |&c| start + h * self.head_dim + c)
+            })
+            .collect()
+    }
+
+    fn rms<B: Backend>(&self, l: &mut Loader<B>, name: String) -> Result<RmsNorm<B>> {
+        RmsNorm::load_reordered(l, &name, &self.head_order, self.eps)
+    }
+
+    fn qk<B: Backend>(&self, l: &mut Loader<B>, name: String) -> Result<Linear<B>> {
+        let d = self.d;
+        let [layer] = parts(l.linear_parts(&name, d, d, false, &[self.qk_order(0)])?);
+        Ok(layer)
+    }
+
+    fn double<B: Backend>(&self, loader: &mut Loader<B>, i: usize) -> Result<DoubleBlock<B>> {
+        let (d, mlp) = (self.d, self.mlp);
+        let p = format!("transformer_blocks.{i}");
+        let lin = |l: &mut Loader<B>, name: &str| l.linear(&format!("{p}.{name}"), d, d, false);
+        Ok(DoubleBlock {
+            to_q: self.qk(loader, format!("{p}.attn.to_q"))?,
+            to_k: self.qk(loader, format!("{p}.attn.to_k"))?,
+            to_v: lin(loader, "attn.to_v")?,
+            norm_q: self.rms(loader, format!("{p}.attn.norm_q.weight"))?,
+            norm_k: self.rms(loader, format!("{p}.attn.norm_k.weight"))?,
+            to_out: lin(loader, "attn.to_out.0")?,
+            add_q_proj: self.qk(loader, format!("{p}.attn.add_q_proj"))?,
+            add_k_proj: self.qk(loader, format!("{p}.attn.add_k_proj"))?,
+            add_v_proj: lin(loader, "attn.add_v_proj")?,
+            norm_added_q: self.rms(loader, format!("{p}.attn.norm_added_q.weight"))?,
+            norm_added_k: self.rms(loader, format!("{p}.attn.norm_added_k.weight"))?,
+            to_add_out: lin(loader, "attn.to_add_out")?,
+            ff: FeedForward::load(loader, &format!("{p}.ff"), d, mlp)?,
+            ff_context: FeedForward::load(loader, &format!("{p}.ff_context"), d, mlp)?,
+        })
+    }
+
+    /// A single-stream block: q, k, v and the MLP's gate and value are one stored projection,
+    /// split into five layers at load.
+    fn single<B: Backend>(&self, loader: &mut Loader<B>, i: usize) -> Result<SingleBlock<B>> {
+        let (d, mlp) = (self.d, self.mlp);
+        let p = format!("single_transformer_blocks.{i}.attn");
+        let range = |start: usize, len: usize| (start..start + len).collect::<Vec<_>>();
+        let [to_q, to_k, to_v, mlp_gate, mlp_value] = parts(loader.linear_parts(
+            &format!("{p}.to_qkv_mlp_proj"),
+            d,
+            3 * d + 2 * mlp,
+            false,
+            &[
+                self.qk_order(0),
+                self.qk_order(d),
+                range(2 * d, d),
+                range(3 * d, mlp),
+                range(3 * d + mlp, mlp),
+            ],
+        )?);
+        Ok(SingleBlock {
+            to_q,
+            to_k,
+            to_v,
+            mlp_gate,
+            mlp_value,
+            norm_q: self.rms(loader, format!("{p}.norm_q.weight"))?,
+            norm_k: self.rms(loader, format!("{p}.norm_k.weight"))?,
+            to_out: loader.linear(&format!("{p}.to_out"), d + mlp, d, false)?,
+        })
+    }
+}
+
 impl<B: Backend> Flux2Transformer<B> {
     pub fn load(
         config: &Flux2TransformerConfig,
@@ -250,8 +349,6 @@ impl<B: Backend> Flux2Transformer<B> {
     ) -> Result<Self> {
         config.validate(path)?;
         let d = config.inner_dim();
-        let (dh, eps) = (config.attention_head_dim, config.eps);
-        let mlp = config.mlp_hidden();
         let tc = config.timestep_guidance_channels;
         let (time_linear_1, time_linear_2, modulation_img, modulation_txt, modulation_single) =
             loader.full_precision(|l| {
@@ -279,69 +376,13 @@ impl<B: Backend> Flux2Transformer<B> {
                 l.linear("context_embedder", config.joint_attention_dim, d, false)?,
             ))
         })?;
-        // q and k come out of their projections with each head's channels in `half_split`
-        // order, and their norms read their weights in that order.
-        let head_order = half_split(dh);
-        let qk_order = |start: usize| -> Vec<usize> {
-            (0..config.num_attention_heads)
-                .flat_map(|h| head_order.iter().map(move |&c| start + h * dh + c))
-                .collect()
-        };
-        let rms =
-            |l: &mut Loader<B>, name: String| RmsNorm::load_reordered(l, &name, &head_order, eps);
-        let qk = |l: &mut Loader<B>, name: String| -> Result<Linear<B>> {
-            let [layer] = parts(l.linear_parts(&name, d, d, false, &[qk_order(0)])?);
-            Ok(layer)
-        };
-        let mut double = Vec::with_capacity(config.num_layers);
-        for i in 0..config.num_layers {
-            let p = format!("transformer_blocks.{i}");
-            let lin = |l: &mut Loader<B>, name: &str| l.linear(&format!("{p}.{name}"), d, d, false);
-            double.push(DoubleBlock {
-                to_q: qk(loader, format!("{p}.attn.to_q"))?,
-                to_k: qk(loader, format!("{p}.attn.to_k"))?,
-                to_v: lin(loader, "attn.to_v")?,
-                norm_q: rms(loader, format!("{p}.attn.norm_q.weight"))?,
-                norm_k: rms(loader, format!("{p}.attn.norm_k.weight"))?,
-                to_out: lin(loader, "attn.to_out.0")?,
-                add_q_proj: qk(loader, format!("{p}.attn.add_q_proj"))?,
-                add_k_proj: qk(loader, format!("{p}.attn.add_k_proj"))?,
-                add_v_proj: lin(loader, "attn.add_v_proj")?,
-                norm_added_q: rms(loader, format!("{p}.attn.norm_added_q.weight"))?,
-                norm_added_k: rms(loader, format!("{p}.attn.norm_added_k.weight"))?,
-                to_add_out: lin(loader, "attn.to_add_out")?,
-                ff: FeedForward::load(loader, &format!("{p}.ff"), d, mlp)?,
-                ff_context: FeedForward::load(loader, &format!("{p}.ff_context"), d, mlp)?,
-            });
-        }
-        let mut single = Vec::with_capacity(config.num_single_layers);
-        for i in 0..config.num_single_layers {
-            let p = format!("single_transformer_blocks.{i}.attn");
-            let range = |start: usize, len: usize| (start..start + len).collect::<Vec<_>>();
-            let [to_q, to_k, to_v, mlp_gate, mlp_value] = parts(loader.linear_parts(
-                &format!("{p}.to_qkv_mlp_proj"),
-                d,
-                3 * d + 2 * mlp,
-                false,
-                &[
-                    qk_order(0),
-                    qk_order(d),
-                    range(2 * d, d),
-                    range(3 * d, mlp),
-                    range(3 * d + mlp, mlp),
-                ],
-            )?);
-            single.push(SingleBlock {
-                to_q,
-                to_k,
-                to_v,
-                mlp_gate,
-                mlp_value,
-                norm_q: rms(loader, format!("{p}.norm_q.weight"))?,
-                norm_k: rms(loader, format!("{p}.norm_k.weight"))?,
-                to_out: loader.linear(&format!("{p}.to_out"), d + mlp, d, false)?,
-            });
-        }
+        let blocks = BlockLoader::new(config);
+        let double = (0..config.num_layers)
+            .map(|i| blocks.double(loader, i))
+            .collect::<Result<Vec<_>>>()?;
+        let single = (0..config.num_single_layers)
+            .map(|i| blocks.single(loader, i))
+            .collect::<Result<Vec<_>>>()?;
         let (norm_out, proj_out) = loader.full_precision(|l| {
             Ok((
                 l.linear("norm_out.linear", d, 2 * d, false)?,
@@ -361,11 +402,11 @@ impl<B: Backend> Flux2Transformer<B> {
             norm_out,
             proj_out,
             heads: config.num_attention_heads,
-            head_dim: dh,
+            head_dim: config.attention_head_dim,
             time_channels: tc,
             axes: config.axes_dims_rope.clone(),
             rope_theta: config.rope_theta,
-            eps,
+            eps: config.eps,
         })
     }
 

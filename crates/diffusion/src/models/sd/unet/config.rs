@@ -171,7 +171,6 @@ impl UNetConfig {
 
     /// Checks every option against what the engine implements and resolves per-block values.
     pub fn plan(&self, path: &Path) -> Result<UNetBlockPlan> {
-        let unsupported = |what: String| Err(DiffusionError::unsupported(path, what));
         let blocks = self.block_out_channels.len();
         if blocks == 0 {
             return Err(DiffusionError::config(
@@ -189,6 +188,42 @@ impl UNetConfig {
                 ),
             ));
         }
+        self.check_block_types(path)?;
+        self.check_embeddings(path)?;
+        self.check_options(blocks, path)?;
+        self.check_channels(path)?;
+        let heads = self
+            .attention_head_dim
+            .expand(blocks, "attention_head_dim", path)?;
+        for (i, (&h, &c)) in heads.iter().zip(&self.block_out_channels).enumerate() {
+            if h == 0 || c % h != 0 {
+                return Err(DiffusionError::config(
+                    path,
+                    format!("block {i}: {c} channels cannot be split into {h} attention heads"),
+                ));
+            }
+        }
+        Ok(UNetBlockPlan {
+            layers_per_block: self
+                .layers_per_block
+                .expand(blocks, "layers_per_block", path)?,
+            heads,
+            cross_attention_dim: self.cross_attention_dim.expand(
+                blocks,
+                "cross_attention_dim",
+                path,
+            )?,
+            transformer_layers: self.transformer_layers_per_block.expand(
+                blocks,
+                "transformer_layers_per_block",
+                path,
+            )?,
+        })
+    }
+
+    /// The down, up and mid block types the engine builds.
+    fn check_block_types(&self, path: &Path) -> Result<()> {
+        let unsupported = |what: String| Err(DiffusionError::unsupported(path, what));
         for t in &self.down_block_types {
             if t != "CrossAttnDownBlock2D" && t != "DownBlock2D" {
                 return unsupported(format!(
@@ -211,6 +246,12 @@ impl UNetConfig {
                 ))
             }
         }
+        Ok(())
+    }
+
+    /// The heads key diffusers refuses, and SDXL's added embedding.
+    fn check_embeddings(&self, path: &Path) -> Result<()> {
+        let unsupported = |what: String| Err(DiffusionError::unsupported(path, what));
         if self.num_attention_heads.is_some() {
             // diffusers itself refuses this key for UNet2DConditionModel.
             return unsupported(
@@ -235,6 +276,12 @@ impl UNetConfig {
                 ))
             }
         }
+        Ok(())
+    }
+
+    /// Options that change what a block computes, which the engine does not implement.
+    fn check_options(&self, blocks: usize, path: &Path) -> Result<()> {
+        let unsupported = |what: String| Err(DiffusionError::unsupported(path, what));
         let checks: [(bool, &str); 16] = [
             (self.center_input_sample, "center_input_sample = true"),
             (self.dual_cross_attention, "dual_cross_attention = true"),
@@ -290,6 +337,11 @@ impl UNetConfig {
         {
             return unsupported("option only_cross_attention = true".into());
         }
+        Ok(())
+    }
+
+    /// Kernel sizes and group counts the layers can be built with.
+    fn check_channels(&self, path: &Path) -> Result<()> {
         if self.conv_in_kernel.is_multiple_of(2) || self.conv_out_kernel.is_multiple_of(2) {
             return Err(DiffusionError::config(
                 path,
@@ -307,32 +359,6 @@ impl UNetConfig {
                 ));
             }
         }
-        let heads = self
-            .attention_head_dim
-            .expand(blocks, "attention_head_dim", path)?;
-        for (i, (&h, &c)) in heads.iter().zip(&self.block_out_channels).enumerate() {
-            if h == 0 || c % h != 0 {
-                return Err(DiffusionError::config(
-                    path,
-                    format!("block {i}: {c} channels cannot be split into {h} attention heads"),
-                ));
-            }
-        }
-        Ok(UNetBlockPlan {
-            layers_per_block: self
-                .layers_per_block
-                .expand(blocks, "layers_per_block", path)?,
-            heads,
-            cross_attention_dim: self.cross_attention_dim.expand(
-                blocks,
-                "cross_attention_dim",
-                path,
-            )?,
-            transformer_layers: self.transformer_layers_per_block.expand(
-                blocks,
-                "transformer_layers_per_block",
-                path,
-            )?,
-        })
+        Ok(())
     }
 }

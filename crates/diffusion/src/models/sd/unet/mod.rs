@@ -12,7 +12,7 @@ use crate::error::{DiffusionError, Result};
 use crate::io::weights::Loader;
 use crate::nn::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
 use crate::nn::{silu, Conv2d, GroupNorm, Linear};
-use config::UNetConfig;
+use config::{UNetBlockPlan, UNetConfig};
 use transformer::{Transformer2DModel, TransformerSpec};
 
 /// A down or up block: resnets, each optionally followed by a transformer, then a resampler.
@@ -91,174 +91,31 @@ pub struct UNet<B: Backend> {
 impl<B: Backend> UNet<B> {
     pub fn load(config: &UNetConfig, path: &Path, loader: &mut Loader<B>) -> Result<Self> {
         let plan = config.plan(path)?;
+        let specs = BlockSpecs::new(config, &plan);
         let boc = &config.block_out_channels;
-        let n = boc.len();
-        let time_channels = boc[0];
-        let temb = config.time_embedding_dim.unwrap_or(4 * boc[0]);
-        let groups = config.norm_num_groups;
-        let eps = config.norm_eps;
-        let resnet = |inputs, outputs| ResnetSpec {
-            inputs,
-            outputs,
-            temb_channels: Some(temb),
-            groups,
-            eps,
-            output_scale_factor: 1.0,
-        };
-        let transformer = |channels, i: usize| TransformerSpec {
-            channels,
-            heads: plan.heads[i],
-            layers: plan.transformer_layers[i],
-            context_dim: plan.cross_attention_dim[i],
-            groups,
-            linear_projection: config.use_linear_projection,
-            upcast_attention: config.upcast_attention,
-        };
-
-        // With int8 weights (the `minimal` profile) these layers stay in the run's precision:
-        // the timestep and added embeddings feed every resnet, and conv_in/conv_out touch the
-        // latents directly, so their error would reach every output; together they are under
-        // 1% of the weights.
-        let (linear_1, linear_2, add_embedding, conv_in) = loader.full_precision(|loader| {
-            let linear_1 = loader.linear("time_embedding.linear_1", time_channels, temb, true)?;
-            let linear_2 = loader.linear("time_embedding.linear_2", temb, temb, true)?;
-            let add_embedding = match (
-                config.addition_time_embed_dim,
-                config.projection_class_embeddings_input_dim,
-            ) {
-                (Some(time_dim), Some(inputs)) if config.addition_embed_type.is_some() => {
-                    Some(AddEmbedding {
-                        time_dim,
-                        linear_1: loader.linear("add_embedding.linear_1", inputs, temb, true)?,
-                        linear_2: loader.linear("add_embedding.linear_2", temb, temb, true)?,
-                    })
-                }
-                _ => None,
-            };
-            let k_in = config.conv_in_kernel;
-            let conv_in =
-                loader.conv2d("conv_in", config.in_channels, boc[0], k_in, 1, k_in / 2)?;
-            Ok((linear_1, linear_2, add_embedding, conv_in))
-        })?;
-
-        let mut down = Vec::with_capacity(n);
-        let mut out_ch = boc[0];
-        for (i, kind) in config.down_block_types.iter().enumerate() {
-            let in_ch = out_ch;
-            out_ch = boc[i];
-            let p = format!("down_blocks.{i}");
-            let cross = kind == "CrossAttnDownBlock2D";
-            let mut block = Block {
-                resnets: Vec::new(),
-                attentions: Vec::new(),
-                downsampler: None,
-                upsampler: None,
-            };
-            for j in 0..plan.layers_per_block[i] {
-                let inputs = if j == 0 { in_ch } else { out_ch };
-                block.resnets.push(ResnetBlock2D::load(
-                    &format!("{p}.resnets.{j}"),
-                    &resnet(inputs, out_ch),
-                    loader,
-                )?);
-                if cross {
-                    block.attentions.push(Transformer2DModel::load(
-                        &format!("{p}.attentions.{j}"),
-                        &transformer(out_ch, i),
-                        loader,
-                    )?);
-                }
-            }
-            if i + 1 < n {
-                block.downsampler = Some(Downsample2D::load(
-                    &format!("{p}.downsamplers.0"),
-                    out_ch,
-                    config.downsample_padding,
-                    loader,
-                )?);
-            }
-            down.push(block);
-        }
-
-        let last = n - 1;
-        let mid = match config.mid_block_type {
-            Some(_) => {
-                let c = boc[last];
-                let spec = ResnetSpec {
-                    output_scale_factor: config.mid_block_scale_factor,
-                    ..resnet(c, c)
-                };
-                let first = ResnetBlock2D::load("mid_block.resnets.0", &spec, loader)?;
-                // diffusers' mid block has one attention/resnet pair; `transformer_layers_per_block`
-                // sets the depth inside that transformer.
-                let attn = Transformer2DModel::load(
-                    "mid_block.attentions.0",
-                    &transformer(c, last),
-                    loader,
-                )?;
-                let res = ResnetBlock2D::load("mid_block.resnets.1", &spec, loader)?;
-                let rest = vec![(attn, res)];
-                Some(MidBlock { first, rest })
-            }
-            None => None,
-        };
-
-        let mut up = Vec::with_capacity(n);
-        let reversed: Vec<usize> = boc.iter().rev().copied().collect();
-        let mut out_ch = reversed[0];
-        for (i, kind) in config.up_block_types.iter().enumerate() {
-            let rev = n - 1 - i; // the down block this up block mirrors
-            let prev_out = out_ch;
-            out_ch = reversed[i];
-            let in_ch = reversed[(i + 1).min(n - 1)];
-            let p = format!("up_blocks.{i}");
-            let cross = kind == "CrossAttnUpBlock2D";
-            let layers = plan.layers_per_block[rev] + 1;
-            let mut block = Block {
-                resnets: Vec::new(),
-                attentions: Vec::new(),
-                downsampler: None,
-                upsampler: None,
-            };
-            for j in 0..layers {
-                let skip = if j == layers - 1 { in_ch } else { out_ch };
-                let inputs = if j == 0 { prev_out } else { out_ch };
-                block.resnets.push(ResnetBlock2D::load(
-                    &format!("{p}.resnets.{j}"),
-                    &resnet(inputs + skip, out_ch),
-                    loader,
-                )?);
-                if cross {
-                    block.attentions.push(Transformer2DModel::load(
-                        &format!("{p}.attentions.{j}"),
-                        &transformer(out_ch, rev),
-                        loader,
-                    )?);
-                }
-            }
-            if i + 1 < n {
-                block.upsampler = Some(Upsample2D::load(
-                    &format!("{p}.upsamplers.0"),
-                    out_ch,
-                    loader,
-                )?);
-            }
-            up.push(block);
-        }
-
+        let embeddings = Embeddings::load(config, specs.temb, loader)?;
+        let down = load_down_blocks(&specs, loader)?;
+        let mid = load_mid_block(&specs, loader)?;
+        let up = load_up_blocks(&specs, loader)?;
         let k_out = config.conv_out_kernel;
         Ok(UNet {
-            time_channels,
+            time_channels: boc[0],
             flip_sin_to_cos: config.flip_sin_to_cos,
             freq_shift: config.freq_shift,
-            linear_1,
-            linear_2,
-            add_embedding,
-            conv_in,
+            linear_1: embeddings.linear_1,
+            linear_2: embeddings.linear_2,
+            add_embedding: embeddings.add_embedding,
+            conv_in: embeddings.conv_in,
             down,
             mid,
             up,
-            conv_norm_out: loader.group_norm("conv_norm_out", groups, boc[0], eps)?,
+            conv_norm_out: loader.group_norm(
+                "conv_norm_out",
+                config.norm_num_groups,
+                boc[0],
+                config.norm_eps,
+            )?,
+            // Kept in the run's precision under int8, as conv_in (`Embeddings::load`).
             conv_out: loader.full_precision(|loader| {
                 loader.conv2d("conv_out", boc[0], config.out_channels, k_out, 1, k_out / 2)
             })?,
@@ -403,4 +260,225 @@ impl<B: Backend> UNet<B> {
         }
         Ok(self.conv_out.forward(self.conv_norm_out.forward_silu(x)))
     }
+}
+
+/// The layer specs every block of one UNet shares: its resnets' and its transformers' by level.
+struct BlockSpecs<'a> {
+    config: &'a UNetConfig,
+    plan: &'a UNetBlockPlan,
+    /// The time embedding's width, which every resnet reads.
+    temb: usize,
+}
+
+impl<'a> BlockSpecs<'a> {
+    fn new(config: &'a UNetConfig, plan: &'a UNetBlockPlan) -> Self {
+        let boc = &config.block_out_channels;
+        BlockSpecs {
+            config,
+            plan,
+            temb: config.time_embedding_dim.unwrap_or(4 * boc[0]),
+        }
+    }
+
+    fn levels(&self) -> usize {
+        self.config.block_out_channels.len()
+    }
+
+    fn resnet(&self, inputs: usize, outputs: usize) -> ResnetSpec {
+        ResnetSpec {
+            inputs,
+            outputs,
+            temb_channels: Some(self.temb),
+            groups: self.config.norm_num_groups,
+            eps: self.config.norm_eps,
+            output_scale_factor: 1.0,
+        }
+    }
+
+    /// The transformer after a resnet of `channels` at down level `level`.
+    fn transformer(&self, channels: usize, level: usize) -> TransformerSpec {
+        TransformerSpec {
+            channels,
+            heads: self.plan.heads[level],
+            layers: self.plan.transformer_layers[level],
+            context_dim: self.plan.cross_attention_dim[level],
+            groups: self.config.norm_num_groups,
+            linear_projection: self.config.use_linear_projection,
+            upcast_attention: self.config.upcast_attention,
+        }
+    }
+}
+
+/// The time embedding, SDXL's added embedding and `conv_in`.
+struct Embeddings<B: Backend> {
+    linear_1: Linear<B>,
+    linear_2: Linear<B>,
+    add_embedding: Option<AddEmbedding<B>>,
+    conv_in: Conv2d<B>,
+}
+
+impl<B: Backend> Embeddings<B> {
+    /// With int8 weights (the `minimal` profile) these layers stay in the run's precision: the
+    /// timestep and added embeddings feed every resnet, and conv_in/conv_out touch the latents
+    /// directly, so their error would reach every output; together they are under 1% of the
+    /// weights.
+    fn load(config: &UNetConfig, temb: usize, loader: &mut Loader<B>) -> Result<Self> {
+        let time_channels = config.block_out_channels[0];
+        loader.full_precision(|loader| {
+            let linear_1 = loader.linear("time_embedding.linear_1", time_channels, temb, true)?;
+            let linear_2 = loader.linear("time_embedding.linear_2", temb, temb, true)?;
+            let add_embedding = match (
+                config.addition_time_embed_dim,
+                config.projection_class_embeddings_input_dim,
+            ) {
+                (Some(time_dim), Some(inputs)) if config.addition_embed_type.is_some() => {
+                    Some(AddEmbedding {
+                        time_dim,
+                        linear_1: loader.linear("add_embedding.linear_1", inputs, temb, true)?,
+                        linear_2: loader.linear("add_embedding.linear_2", temb, temb, true)?,
+                    })
+                }
+                _ => None,
+            };
+            let k_in = config.conv_in_kernel;
+            let conv_in = loader.conv2d(
+                "conv_in",
+                config.in_channels,
+                time_channels,
+                k_in,
+                1,
+                k_in / 2,
+            )?;
+            Ok(Embeddings {
+                linear_1,
+                linear_2,
+                add_embedding,
+                conv_in,
+            })
+        })
+    }
+}
+
+fn empty_block<B: Backend>() -> Block<B> {
+    Block {
+        resnets: Vec::new(),
+        attentions: Vec::new(),
+        downsampler: None,
+        upsampler: None,
+    }
+}
+
+fn load_down_blocks<B: Backend>(
+    specs: &BlockSpecs,
+    loader: &mut Loader<B>,
+) -> Result<Vec<Block<B>>> {
+    let config = specs.config;
+    let boc = &config.block_out_channels;
+    let n = specs.levels();
+    let mut down = Vec::with_capacity(n);
+    let mut out_ch = boc[0];
+    for (i, kind) in config.down_block_types.iter().enumerate() {
+        let in_ch = out_ch;
+        out_ch = boc[i];
+        let p = format!("down_blocks.{i}");
+        let cross = kind == "CrossAttnDownBlock2D";
+        let mut block = empty_block();
+        for j in 0..specs.plan.layers_per_block[i] {
+            let inputs = if j == 0 { in_ch } else { out_ch };
+            block.resnets.push(ResnetBlock2D::load(
+                &format!("{p}.resnets.{j}"),
+                &specs.resnet(inputs, out_ch),
+                loader,
+            )?);
+            if cross {
+                block.attentions.push(Transformer2DModel::load(
+                    &format!("{p}.attentions.{j}"),
+                    &specs.transformer(out_ch, i),
+                    loader,
+                )?);
+            }
+        }
+        if i + 1 < n {
+            block.downsampler = Some(Downsample2D::load(
+                &format!("{p}.downsamplers.0"),
+                out_ch,
+                config.downsample_padding,
+                loader,
+            )?);
+        }
+        down.push(block);
+    }
+    Ok(down)
+}
+
+fn load_mid_block<B: Backend>(
+    specs: &BlockSpecs,
+    loader: &mut Loader<B>,
+) -> Result<Option<MidBlock<B>>> {
+    let config = specs.config;
+    if config.mid_block_type.is_none() {
+        return Ok(None);
+    }
+    let last = specs.levels() - 1;
+    let c = config.block_out_channels[last];
+    let spec = ResnetSpec {
+        output_scale_factor: config.mid_block_scale_factor,
+        ..specs.resnet(c, c)
+    };
+    let first = ResnetBlock2D::load("mid_block.resnets.0", &spec, loader)?;
+    // diffusers' mid block has one attention/resnet pair; `transformer_layers_per_block` sets the
+    // depth inside that transformer.
+    let attn = Transformer2DModel::load(
+        "mid_block.attentions.0",
+        &specs.transformer(c, last),
+        loader,
+    )?;
+    let res = ResnetBlock2D::load("mid_block.resnets.1", &spec, loader)?;
+    Ok(Some(MidBlock {
+        first,
+        rest: vec![(attn, res)],
+    }))
+}
+
+fn load_up_blocks<B: Backend>(specs: &BlockSpecs, loader: &mut Loader<B>) -> Result<Vec<Block<B>>> {
+    let config = specs.config;
+    let n = specs.levels();
+    let mut up = Vec::with_capacity(n);
+    let reversed: Vec<usize> = config.block_out_channels.iter().rev().copied().collect();
+    let mut out_ch = reversed[0];
+    for (i, kind) in config.up_block_types.iter().enumerate() {
+        let rev = n - 1 - i; // the down block this up block mirrors
+        let prev_out = out_ch;
+        out_ch = reversed[i];
+        let in_ch = reversed[(i + 1).min(n - 1)];
+        let p = format!("up_blocks.{i}");
+        let cross = kind == "CrossAttnUpBlock2D";
+        let layers = specs.plan.layers_per_block[rev] + 1;
+        let mut block = empty_block();
+        for j in 0..layers {
+            let skip = if j == layers - 1 { in_ch } else { out_ch };
+            let inputs = if j == 0 { prev_out } else { out_ch };
+            block.resnets.push(ResnetBlock2D::load(
+                &format!("{p}.resnets.{j}"),
+                &specs.resnet(inputs + skip, out_ch),
+                loader,
+            )?);
+            if cross {
+                block.attentions.push(Transformer2DModel::load(
+                    &format!("{p}.attentions.{j}"),
+                    &specs.transformer(out_ch, rev),
+                    loader,
+                )?);
+            }
+        }
+        if i + 1 < n {
+            block.upsampler = Some(Upsample2D::load(
+                &format!("{p}.upsamplers.0"),
+                out_ch,
+                loader,
+            )?);
+        }
+        up.push(block);
+    }
+    Ok(up)
 }
