@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tauri::ipc::{Channel, Response};
 use tauri::State;
 
-use sdbench_diffusion::{InitialNoise, SchedulerKind};
+use sdbench_diffusion::{GuidanceOptions, InitialNoise, SchedulerKind};
 use sdbench_generate::{Context, Destination, GenerationRequest, InitPicture, Picture};
 use sdbench_history::{Generation, Record};
 
@@ -46,6 +46,12 @@ pub struct CreateRequest {
     /// FLUX.2 klein: pictures to condition the image on (other models refuse them).
     #[serde(default)]
     pub reference_images: Vec<PictureInput>,
+    /// Z-Image: steps past this fraction of the schedule run unguided (other models refuse it).
+    #[serde(default)]
+    pub cfg_truncation: Option<f64>,
+    /// Z-Image: each guided prediction's norm capped at this many times the unguided one's.
+    #[serde(default)]
+    pub cfg_normalization: Option<f64>,
 }
 
 /// A reference picture picked on the Create screen: its file name and bytes (PNG or JPEG).
@@ -108,6 +114,10 @@ impl CreateRequest {
             noise: InitialNoise::Seed(self.seed),
             init,
             references,
+            guidance_options: GuidanceOptions {
+                truncation: self.cfg_truncation,
+                normalization: self.cfg_normalization,
+            },
             ..GenerationRequest::new(self.prompt.clone())
         };
         request.check()?;

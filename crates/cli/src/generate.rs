@@ -130,7 +130,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         negative_prompt: args.negative.clone(),
         steps: args.steps,
         guidance: args.guidance,
-        guidance_options: guidance_options(&args)?,
+        guidance_options: guidance_options(&args),
         scheduler: args
             .scheduler
             .as_deref()
@@ -262,21 +262,10 @@ impl GenerationView {
     }
 }
 
-/// `--cfg-truncation` and `--cfg-normalization`, checked.
-fn guidance_options(args: &GenerateArgs) -> anyhow::Result<GuidanceOptions> {
-    if let Some(t) = args.cfg_truncation.filter(|t| !(0.0..=1.0).contains(t)) {
-        anyhow::bail!("--cfg-truncation {t}: give a fraction from 0 to 1");
-    }
-    if let Some(f) = args
-        .cfg_normalization
-        .filter(|f| !(f.is_finite() && *f > 0.0))
-    {
-        anyhow::bail!(
-            "--cfg-normalization {f}: give a factor above 0 (1 caps at the unguided norm)"
-        );
-    }
-    Ok(GuidanceOptions {
+/// `--cfg-truncation` and `--cfg-normalization` (checked with the request).
+fn guidance_options(args: &GenerateArgs) -> GuidanceOptions {
+    GuidanceOptions {
         truncation: args.cfg_truncation,
         normalization: args.cfg_normalization,
-    })
+    }
 }

@@ -3,6 +3,7 @@
 //! from here.
 
 use crate::io::weights::Precision;
+use crate::pipeline::GuidanceOptions;
 
 /// The largest image side in pixels. SDXL at 2048x2048 is already 16 times the work of 512x512;
 /// larger sides are beyond what a benchmark or a person waiting on the result needs.
@@ -46,6 +47,22 @@ pub fn batch_error(batch: usize) -> Option<String> {
 pub fn guidance_error(guidance: f64) -> Option<String> {
     (!guidance.is_finite() || !(0.0..=MAX_GUIDANCE).contains(&guidance))
         .then(|| format!("guidance must be from 0 to {MAX_GUIDANCE} (got {guidance})"))
+}
+
+/// Why `options` cannot shape guidance, or `None`: a truncation is a fraction of the schedule
+/// (0 to 1), a normalization a factor above 0.
+pub fn guidance_options_error(options: &GuidanceOptions) -> Option<String> {
+    if let Some(t) = options.truncation.filter(|t| !(0.0..=1.0).contains(t)) {
+        return Some(format!(
+            "the guidance truncation must be a fraction from 0 to 1 (got {t})"
+        ));
+    }
+    options
+        .normalization
+        .filter(|f| !(f.is_finite() && *f > 0.0))
+        .map(|f| {
+            format!("the guidance normalization must be a factor above 0 (got {f}; 1 caps each guided prediction at the unguided one's norm)")
+        })
 }
 
 /// The precision a choice names: `None` for `auto`.

@@ -190,7 +190,8 @@ impl GenerationRequest {
         let size = self.size()?;
         let problem = limits::steps_error(self.steps)
             .or_else(|| limits::batch_error(self.batch))
-            .or_else(|| limits::guidance_error(self.guidance));
+            .or_else(|| limits::guidance_error(self.guidance))
+            .or_else(|| limits::guidance_options_error(&self.guidance_options));
         if let Some(problem) = problem {
             return Err(GenerateError::Request(problem));
         }

@@ -62,6 +62,11 @@ pub struct Generation {
     /// The pictures the image was conditioned on (FLUX.2 klein's reference pictures), as named.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reference_images: Vec<String>,
+    /// Z-Image's guidance options (`cfg_truncation`, `cfg_normalization`), where given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cfg_truncation: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cfg_normalization: Option<f64>,
     /// Images made together in one run, and this one's place among them (from 0); the timings
     /// are the whole run's.
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -143,6 +148,8 @@ impl Generation {
             reference_images: (1..=request.reference_images.len())
                 .map(|i| format!("reference picture {i}"))
                 .collect(),
+            cfg_truncation: request.guidance_options.truncation,
+            cfg_normalization: request.guidance_options.normalization,
             batch: request.batch,
             batch_index,
             memory_profile: Some(memory.name().to_string()),
@@ -175,6 +182,12 @@ impl Generation {
         if let Some(init) = &self.init_image {
             parameters.push_str(&format!(", Denoising strength: {}", init.strength));
         }
+        if let Some(t) = self.cfg_truncation {
+            parameters.push_str(&format!(", CFG truncation: {t}"));
+        }
+        if let Some(f) = self.cfg_normalization {
+            parameters.push_str(&format!(", CFG normalization: {f}"));
+        }
         if self.batch > 1 {
             parameters.push_str(&format!(
                 ", Batch size: {}, Batch pos: {}",
@@ -198,6 +211,8 @@ impl Generation {
             "init_image": self.init_image.as_ref().map(|i| &i.source),
             "strength": self.init_image.as_ref().map(|i| i.strength),
             "reference_images": self.reference_images,
+            "cfg_truncation": self.cfg_truncation,
+            "cfg_normalization": self.cfg_normalization,
             "batch": self.batch,
             "batch_index": self.batch_index,
             "sdbench_version": version,

@@ -50,6 +50,8 @@ fn generation(id: &str, created_at: &str, prompt: &str) -> Generation {
         image_path: Some("/tmp/a.png".into()),
         init_image: None,
         reference_images: Vec::new(),
+        cfg_truncation: None,
+        cfg_normalization: None,
         batch: 1,
         batch_index: 0,
         memory_profile: Some("low".into()),

@@ -629,7 +629,15 @@ initImage?: InitImageInput | null,
 /**
  * FLUX.2 klein: pictures to condition the image on (other models refuse them).
  */
-referenceImages: Array<PictureInput>, };
+referenceImages: Array<PictureInput>, 
+/**
+ * Z-Image: steps past this fraction of the schedule run unguided (other models refuse it).
+ */
+cfgTruncation?: number | null, 
+/**
+ * Z-Image: each guided prediction's norm capped at this many times the unguided one's.
+ */
+cfgNormalization?: number | null, };
 
 export type InitImageInput = { name: string, bytes: Array<number>, strength: number, };
 
@@ -662,6 +670,10 @@ init_image?: InitImageRecord | null,
  * The pictures the image was conditioned on (FLUX.2 klein's reference pictures), as named.
  */
 reference_images?: Array<string>, 
+/**
+ * Z-Image's guidance options (`cfg_truncation`, `cfg_normalization`), where given.
+ */
+cfg_truncation?: number | null, cfg_normalization?: number | null, 
 /**
  * Images made together in one run, and this one's place among them (from 0); the timings
  * are the whole run's.

@@ -159,6 +159,33 @@ describe("Create screen", () => {
     expect(requests[1].referenceImages).toEqual([]);
   });
 
+  it("sends Z-Image's guidance options when given, and null when left empty", async () => {
+    const requests: CreateRequest[] = [];
+    mockShell({
+      start_generation: (a) => {
+        requests.push(a.request as CreateRequest);
+        const out = generation(9);
+        stream(a, [{ event: "finished", output: { ...out, generation: { ...out.generation, cfg_truncation: 0.3, cfg_normalization: 1 } } }]);
+        return 1;
+      },
+      read_image: () => new ArrayBuffer(8),
+    });
+    root.querySelector<HTMLTextAreaElement>("#create-prompt")!.value = "a fox";
+    root.querySelector<HTMLButtonElement>("#create-generate")!.click();
+    await settle(40);
+    expect(requests[0]).toMatchObject({ cfgTruncation: null, cfgNormalization: null });
+    root.querySelector<HTMLInputElement>("#create-cfg-truncation")!.value = "0.3";
+    root.querySelector<HTMLInputElement>("#create-cfg-normalization")!.value = "1";
+    root.querySelector<HTMLButtonElement>("#create-generate")!.click();
+    await settle(40);
+    expect(requests[1]).toMatchObject({ cfgTruncation: 0.3, cfgNormalization: 1 });
+    const timing = root.querySelector("#create-timing")!.textContent;
+    expect(timing).toContain("CFG truncation0.3");
+    expect(timing).toContain("CFG normalization1");
+    root.querySelector<HTMLInputElement>("#create-cfg-truncation")!.value = "";
+    root.querySelector<HTMLInputElement>("#create-cfg-normalization")!.value = "";
+  });
+
   it("shows the shell's refusal of a bad size as the engine words it", async () => {
     const refusal = { kind: "badInput", message: "width must be a multiple of 8 from 8 to 2048 pixels (got 500)", hint: "Correct the value and try again." };
     const calls = mockShell({ start_generation: () => { throw refusal; } });

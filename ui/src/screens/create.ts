@@ -49,7 +49,14 @@ const form = {
   picture: h("input", { type: "file", id: "create-init-image", accept: "image/png,image/jpeg" }),
   strength: h("input", { type: "number", id: "create-strength", min: 0.05, max: 1, step: 0.05, value: 0.8 }),
   references: h("input", { type: "file", id: "create-reference-images", accept: "image/png,image/jpeg", multiple: true }),
+  cfgTruncation: h("input", { type: "number", id: "create-cfg-truncation", min: 0, max: 1, step: 0.05, placeholder: "none" }),
+  cfgNormalization: h("input", { type: "number", id: "create-cfg-normalization", min: 0, step: 0.1, placeholder: "none" }),
 };
+
+/** An optional number field: null when left empty. */
+function optional(input: HTMLInputElement): number | null {
+  return input.value === "" ? null : input.valueAsNumber;
+}
 const clearPicture = h("button", { id: "create-clear-image", hidden: true }, "Remove picture");
 const pictureNote = h("span", { class: "muted", id: "create-picture-note" }, "none: text to image");
 let picture: Picture | null = null;
@@ -78,6 +85,8 @@ function request(): CreateRequest {
     backend: form.backend.value || null,
     initImage: picture ? { name: picture.name, bytes: picture.bytes, strength: form.strength.valueAsNumber } : null,
     referenceImages: references.map((p) => ({ name: p.name, bytes: p.bytes })),
+    cfgTruncation: optional(form.cfgTruncation),
+    cfgNormalization: optional(form.cfgNormalization),
   };
 }
 
@@ -147,8 +156,17 @@ async function show(g: Generation, url: string): Promise<void> {
       h("dt", {}, "seed"), h("dd", {}, String(g.seed)),
       ...(g.init_image ? [h("dt", {}, "from"), h("dd", {}, `${g.init_image.source} (strength ${g.init_image.strength})`)] : []),
       ...(g.reference_images?.length ? [h("dt", {}, "references"), h("dd", {}, g.reference_images.join(", "))] : []),
+      ...guidanceOptions(g),
       h("dt", {}, "on"), h("dd", {}, `${g.device} (${g.backend}, ${g.precision})`)),
     save);
+}
+
+/** Z-Image's guidance options, where the generation had any. */
+function guidanceOptions(g: Generation): HTMLElement[] {
+  return [
+    ...(g.cfg_truncation != null ? [h("dt", {}, "CFG truncation"), h("dd", {}, String(g.cfg_truncation))] : []),
+    ...(g.cfg_normalization != null ? [h("dt", {}, "CFG normalization"), h("dd", {}, String(g.cfg_normalization))] : []),
+  ];
 }
 
 async function generate(): Promise<void> {
@@ -266,6 +284,7 @@ export const createScreen: Screen = {
         pictureNote,
         h("div", { class: "row" }, field("Reference pictures (FLUX.2 klein)", form.references), clearReferences),
         referencesNote,
+        h("div", { class: "row" }, field("CFG truncation (Z-Image)", form.cfgTruncation), field("CFG normalization (Z-Image)", form.cfgNormalization)),
         h("div", { class: "row" }, generateButton, cancelButton, h("span", { class: "muted" }, "Ctrl+Enter")),
         status),
       h("div", { class: "card" }, viewer, strip)));

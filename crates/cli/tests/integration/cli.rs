@@ -354,6 +354,22 @@ fn bad_arguments_fail_without_output() {
         &out,
         "pndm, ddim, euler, euler_a, dpmpp_2m, dpmpp_2m_karras",
     );
+    // Guidance options out of range are refused before the model is read; in range, by a
+    // family that takes none.
+    let o = generate(&out, &["--cfg-truncation", "1.5"]);
+    assert_fails(
+        &o,
+        &out,
+        "guidance truncation must be a fraction from 0 to 1 (got 1.5)",
+    );
+    let o = generate(&out, &["--cfg-normalization", "0"]);
+    assert_fails(&o, &out, "guidance normalization must be a factor above 0");
+    let o = generate(&out, &["--cfg-truncation", "0.5"]);
+    assert_fails(
+        &o,
+        &out,
+        "guidance truncation and normalization do not apply to Stable Diffusion models",
+    );
     let o = sdbench(&[
         "generate",
         "--model",

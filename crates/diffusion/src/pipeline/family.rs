@@ -72,6 +72,9 @@ impl FamilyDescriptor {
                 self.name
             )));
         }
+        if let Some(problem) = crate::limits::guidance_options_error(&request.guidance_options) {
+            return Err(DiffusionError::Request(problem));
+        }
         (self.check_request)(request)
     }
 

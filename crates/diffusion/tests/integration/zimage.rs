@@ -292,4 +292,39 @@ fn other_families_refuse_guidance_options() {
             assert!(e.to_string().contains(family.name), "{e}");
         }
     }
+    // Out of range, Z-Image refuses them too, naming the option.
+    for (truncation, normalization, needle) in [
+        (
+            Some(1.5),
+            None,
+            "truncation must be a fraction from 0 to 1 (got 1.5)",
+        ),
+        (
+            Some(-0.1),
+            None,
+            "truncation must be a fraction from 0 to 1",
+        ),
+        (
+            None,
+            Some(0.0),
+            "normalization must be a factor above 0 (got 0",
+        ),
+        (
+            None,
+            Some(f64::NAN),
+            "normalization must be a factor above 0",
+        ),
+    ] {
+        let request = sdbench_diffusion::GenerateRequest {
+            guidance_options: sdbench_diffusion::GuidanceOptions {
+                truncation,
+                normalization,
+            },
+            ..sdbench_diffusion::GenerateRequest::new("a cat")
+        };
+        let e = sdbench_diffusion::models::zimage::FAMILY
+            .check_request(&request)
+            .unwrap_err();
+        assert!(e.to_string().contains(needle), "{e}");
+    }
 }
