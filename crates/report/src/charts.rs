@@ -3,6 +3,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use sdbench_bench::result::BenchResult;
 
@@ -309,7 +310,11 @@ pub fn stage_breakdown(runs: &[Run]) -> Result<String> {
         .iter()
         .map(|(_, s)| s.iter().sum::<f64>())
         .fold(0.0, f64::max);
-    let labels: Vec<String> = bars.iter().map(|(l, _)| l.to_string()).collect();
+    // One row per run, the first at the top, on a plain numeric axis: row i spans i..i+1 and its
+    // bar the middle 60% of it. (Bars between segmented coordinates had no height when the
+    // segment's end fell outside the axis: one run drew none.)
+    let rows = bars.len();
+    let row = |i: usize| (rows - 1 - i) as f64;
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .caption(
@@ -319,17 +324,13 @@ pub fn stage_breakdown(runs: &[Run]) -> Result<String> {
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(140)
-            // An integer range's segments include its end: 0..n-1 gives one row per run.
-            .build_cartesian_2d(0f64..upper(widest), (0..bars.len() - 1).into_segmented())
+            .build_cartesian_2d(0f64..upper(widest), 0f64..rows as f64)
             .map_err(draw_err)?;
         chart
             .configure_mesh()
             .disable_y_mesh()
+            .y_labels(0)
             .x_desc("seconds")
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
             .draw()
             .map_err(draw_err)?;
         for (stage, (name, c)) in STAGES.iter().enumerate() {
@@ -338,19 +339,21 @@ pub fn stage_breakdown(runs: &[Run]) -> Result<String> {
                 .draw_series(bars.iter().enumerate().map(|(i, (_, s))| {
                     let left: f64 = s[..stage].iter().sum();
                     let right = left + s[stage];
-                    let mut bar = Rectangle::new(
-                        [
-                            (left, SegmentValue::Exact(i)),
-                            (right, SegmentValue::Exact(i + 1)),
-                        ],
-                        c.filled(),
-                    );
-                    bar.set_margin(6, 6, 0, 0);
-                    bar
+                    Rectangle::new([(left, row(i) + 0.2), (right, row(i) + 0.8)], c.filled())
                 }))
                 .map_err(draw_err)?
                 .label(*name)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+        }
+        // Each run's label beside its row's middle, where the axis labels would be.
+        let style = ("sans-serif", 13)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        for (i, (label, _)) in bars.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(0.0, row(i) + 0.5));
+            root.draw(&Text::new(label.to_string(), (x - 8, y), style.clone()))
+                .map_err(draw_err)?;
         }
         draw_legend(&mut chart)
     })

@@ -148,6 +148,66 @@ fn stage_breakdown_stacks_three_stages_per_run() {
     }
 }
 
+/// Every filled rectangle of a chart has a positive width and height: a mark of negative or zero
+/// size is not drawn by browsers (the stage breakdown of one run once drew none of its bars).
+fn assert_marks_are_drawable(svg: &str) {
+    let doc = parse(svg);
+    let mut marks = 0;
+    for rect in doc.descendants().filter(|n| n.has_tag_name("rect")) {
+        let size = |name| rect.attribute(name).map(|v| v.parse::<f64>().unwrap());
+        if let (Some(w), Some(h)) = (size("width"), size("height")) {
+            assert!(w > 0.0 && h > 0.0, "a {w}x{h} mark: {svg}");
+            marks += 1;
+        }
+    }
+    assert!(marks > 0, "no marks drawn");
+}
+
+#[test]
+fn stage_breakdown_bars_have_a_size_for_one_run_and_for_several() {
+    let runs: Vec<BenchResult> = (1..=4).map(|k| run(3, 4, k as f64, 100.0)).collect();
+    let labels = ["one", "two", "three", "four"];
+    for n in 1..=4 {
+        let chosen: Vec<Run> = (0..n)
+            .map(|i| Run {
+                label: labels[i],
+                result: &runs[i],
+            })
+            .collect();
+        let svg = charts::stage_breakdown(&chosen).unwrap();
+        assert_marks_are_drawable(&svg);
+        let doc = parse(&svg);
+        for colour in ["#9EC5E8", "#1F77B4", "#FFBB78"] {
+            let bars = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some(colour))
+                .count();
+            assert_eq!(
+                bars,
+                n + 1,
+                "{colour}: a bar per run and the legend's swatch"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_chart_draws_marks_of_a_size() {
+    let a = run(3, 4, 1.0, 100.0);
+    let runs = [Run {
+        label: "a",
+        result: &a,
+    }];
+    for svg in [
+        charts::seconds_per_image(&runs).unwrap(),
+        charts::step_times(&runs).unwrap(),
+        charts::power_over_time(&runs).unwrap(),
+        charts::stage_breakdown(&runs).unwrap(),
+    ] {
+        assert_marks_are_drawable(&svg);
+    }
+}
+
 #[test]
 fn charts_without_data_say_why() {
     let mut r = run(2, 4, 1.0, 100.0);

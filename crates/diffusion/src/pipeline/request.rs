@@ -1,11 +1,15 @@
 //! A generation request as every family takes it, and the checks every family makes of it.
 
+use burn::tensor::{DType, Tensor, TensorData};
+
 use crate::error::{DiffusionError, Result};
 use crate::io::image::RgbImage;
 use crate::limits;
 use crate::scheduler::SchedulerKind;
 
 use super::memory_need::RequestShape;
+use super::B;
+use crate::noise::NormalGenerator;
 
 /// How the initial latents are made.
 #[derive(Debug, Clone)]
@@ -22,6 +26,29 @@ pub enum InitialNoise {
         data: Vec<f32>,
         step_seed: u64,
     },
+}
+
+impl InitialNoise {
+    /// The initial latents of `shape` in f32 on `device` (drawn, or as given: `check_request`
+    /// compared their shape), and the generator that continues the draws (ancestral samplers'
+    /// step noise).
+    pub(crate) fn latents(
+        &self,
+        shape: [usize; 4],
+        device: &burn::tensor::Device<B>,
+    ) -> (Tensor<B, 4>, NormalGenerator) {
+        let (values, generator) = match self {
+            InitialNoise::Seed(seed) => {
+                let mut generator = NormalGenerator::new(*seed);
+                (generator.normals(shape.iter().product()), generator)
+            }
+            InitialNoise::Latents {
+                data, step_seed, ..
+            } => (data.clone(), NormalGenerator::new(*step_seed)),
+        };
+        let latents = Tensor::from_data(TensorData::new(values, shape), (device, DType::F32));
+        (latents, generator)
+    }
 }
 
 /// How classifier-free guidance is shaped beyond its scale (diffusers' `ZImagePipeline` options;

@@ -27,7 +27,6 @@ use crate::models::config::VaeConfig;
 use crate::models::qwen3::prompt::QwenPrompt;
 use crate::models::qwen3::Qwen3TextEncoder;
 use crate::models::vae::{self, VaeDecoder, VaeEncoder};
-use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
 use crate::pipeline::memory::{self, MemoryProfile};
@@ -36,7 +35,7 @@ use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, classifier_free, GenerationSteps, Prepared};
 use crate::pipeline::{
     check_request, load_component, tensor_to_vec, CancelToken, Family, FamilyPipeline,
-    GenerateRequest, Generated, GeneratedImage, InitialNoise, LoadOptions, ModelInfo, ModelSource,
+    GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo, ModelSource,
     ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 use crate::reference_pictures;
@@ -588,11 +587,7 @@ impl GenerationSteps for Flux2Run<'_> {
         let pipe = self.0;
         let dev = &pipe.device.device;
         let shape = pipe.latent_shape(request);
-        let noise = match &request.noise {
-            InitialNoise::Seed(seed) => NormalGenerator::new(*seed).normals(shape.iter().product()),
-            InitialNoise::Latents { data, .. } => data.clone(),
-        };
-        let noise = Tensor::<B, 4>::from_data(TensorData::new(noise, shape), (dev, DType::F32));
+        let (noise, _) = request.noise.latents(shape, dev);
         let (gh, gw) = (shape[2], shape[3]);
         let mut positions = pipe.positions(PROMPT_TOKENS, (gh, gw));
         let dtype = pipe.info.placement.denoiser.dtype();

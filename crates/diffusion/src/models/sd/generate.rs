@@ -24,7 +24,7 @@ use crate::pipeline::offload::Slot;
 use crate::pipeline::stages::{self, classifier_free, GenerationSteps, Prepared};
 use crate::pipeline::{
     img2img_start, tensor_to_vec, CancelToken, FamilyPipeline, GenerateRequest, Generated,
-    GeneratedImage, InitialNoise, Placement, Progress, StepSync, B,
+    GeneratedImage, Placement, Progress, StepSync, B,
 };
 use crate::scheduler::{self, SchedulerKind};
 
@@ -336,20 +336,7 @@ impl GenerationSteps for SdRun<'_> {
             DiffusionError::Request("a generation's scheduler serves one run".into())
         })?;
         let shape = pipe.latent_shape(request);
-        let count: usize = shape.iter().product();
-        let (initial, noise) = match &request.noise {
-            InitialNoise::Seed(seed) => {
-                let mut generator = NormalGenerator::new(*seed);
-                (generator.normals(count), generator)
-            }
-            InitialNoise::Latents {
-                data, step_seed, ..
-            } => (data.clone(), NormalGenerator::new(*step_seed)),
-        };
-        let initial = Tensor::<B, 4>::from_data(
-            TensorData::new(initial, shape),
-            (&pipe.device.device, DType::F32),
-        );
+        let (initial, noise) = request.noise.latents(shape, &pipe.device.device);
         // Text-to-image starts from scaled noise at the first step; image-to-image from the
         // encoded picture noised to the level of its first step (diffusers' img2img
         // `prepare_latents`, with the latent distribution's mean).

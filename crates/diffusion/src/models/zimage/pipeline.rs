@@ -31,8 +31,8 @@ use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, GenerationSteps, Prepared};
 use crate::pipeline::{
     check_request, folder_index, load_component, tensor_to_vec, CancelToken, Family,
-    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, InitialNoise, LoadOptions,
-    ModelInfo, ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
+    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo,
+    ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 use crate::scheduler::flow_match::{FlowMatchConfig, FlowSchedule};
 use crate::scheduler::SchedulerKind;
@@ -402,14 +402,7 @@ impl GenerationSteps for ZImageRun<'_> {
     ) -> Result<Prepared<ZImageLatents>> {
         let pipe = self.0;
         let shape = pipe.latent_shape(request);
-        let noise = match &request.noise {
-            InitialNoise::Seed(seed) => NormalGenerator::new(*seed).normals(shape.iter().product()),
-            InitialNoise::Latents { data, .. } => data.clone(),
-        };
-        let latents = Tensor::<B, 4>::from_data(
-            TensorData::new(noise, shape),
-            (&pipe.device.device, DType::F32),
-        );
+        let (latents, _) = request.noise.latents(shape, &pipe.device.device);
         let tokens = shape[2] / 2 * (shape[3] / 2);
         let schedule = pipe
             .scheduler
