@@ -50,6 +50,8 @@ pub struct DenoiserMemory {
     /// Pool pages the denoiser's weights only partly fill, as a percentage of its weight bytes
     /// (0 where the coefficients were measured on whole models, pages included).
     pub load_pool_percent: u64,
+    /// The same with int8 weights, whose tensors are half the size and fill pages differently.
+    pub int8_load_pool_percent: u64,
     /// One denoising step's activations for `work` with `rows` rows at once (guidance's two rows
     /// per image, or one), int8 dequantization included.
     pub step_bytes: fn(work: &RequestShape, rows: u64, placement: &Placement) -> u64,
@@ -172,7 +174,11 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         size.denoiser_params * placement.denoiser.bytes()
     };
     let memory = family.architecture().denoiser_memory;
-    let denoiser = denoiser + denoiser * memory.load_pool_percent / 100;
+    let pool_percent = match placement.denoiser_int8 {
+        true => memory.int8_load_pool_percent,
+        false => memory.load_pool_percent,
+    };
+    let denoiser = denoiser + denoiser * pool_percent / 100;
     let vae = if placement.vae_on_cpu {
         0
     } else {

@@ -42,6 +42,7 @@ pub static FLUX2_KLEIN: Architecture = Architecture {
     upstream: upstream_klein_4b,
     denoiser_memory: DenoiserMemory {
         load_pool_percent: FLUX2_LOAD_POOL_PERCENT,
+        int8_load_pool_percent: FLUX2_LOAD_POOL_PERCENT,
         step_bytes: flux2_step_bytes,
     },
     honours_vae_force_upcast: false,

@@ -31,6 +31,7 @@ pub static SDXL: Architecture = Architecture {
     upstream: || upstream(123_060_480 + 694_659_840, 2_567_463_684),
     denoiser_memory: DenoiserMemory {
         load_pool_percent: 0,
+        int8_load_pool_percent: 0,
         step_bytes: sdxl_step_bytes,
     },
     honours_vae_force_upcast: true,
@@ -52,6 +53,7 @@ fn upstream(text_encoders: u64, denoiser: u64) -> UpstreamParameters {
 
 const SD_MEMORY: DenoiserMemory = DenoiserMemory {
     load_pool_percent: 0,
+    int8_load_pool_percent: 0,
     step_bytes: sd_step_bytes,
 };
 

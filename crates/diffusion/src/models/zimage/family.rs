@@ -41,6 +41,7 @@ pub static ZIMAGE: Architecture = Architecture {
     upstream: upstream_turbo,
     denoiser_memory: DenoiserMemory {
         load_pool_percent: LOAD_POOL_PERCENT,
+        int8_load_pool_percent: INT8_LOAD_POOL_PERCENT,
         step_bytes,
     },
     honours_vae_force_upcast: false,
@@ -93,15 +94,23 @@ fn upstream_turbo() -> UpstreamParameters {
     }
 }
 
-// Not yet measured on a device: FLUX.2 klein's coefficients (README, "Memory profiles"), scaled
-// by the model widths (3840 against 3072) where they depend on them. A measurement on lavapipe
-// the way klein's were replaces them.
-/// The step's pools and attention chunks beside its tokens.
-const STEP_POOL_BYTES: u64 = 256 << 20;
-/// Per token of one row (image and caption tokens alike), in f16: klein's 100 KB times 1.25.
-pub(crate) const STEP_BYTES_PER_TOKEN: u64 = 125_000;
-/// Pool pages the transformer's weights only partly fill: klein's measured 22%.
-const LOAD_POOL_PERCENT: u64 = 22;
+// Measured on lavapipe in f16 (README, "Memory profiles": `generate --vram-report`, a model of
+// Turbo's widths with 1 main block and 1+1 refiners, and one with 4 main blocks, loaded only).
+// The load's pool pages fit `a + b x weight bytes` at both precisions with a = 115 MiB; b is the
+// percentage below, a is counted with the step's pools.
+/// The step's pools beside its tokens and its int8 layer (1+1+1 blocks: 256 MiB over the load in
+/// `minimal` at 512x512, 1,056 tokens; 488 MiB at 1024x1024, 4,128 tokens; 112 MiB in `low` at
+/// 512x512; 20-40 MiB of that is neither), and the load's 115 MiB of pool pages.
+const STEP_POOL_BYTES: u64 = 160 << 20;
+/// Per token of one row (image and caption tokens alike), in f16: the step grew by 232 MiB from
+/// 1,056 to 4,128 tokens in `minimal`, 79 KB a token.
+pub(crate) const STEP_BYTES_PER_TOKEN: u64 = 80_000;
+/// Pool pages the transformer's f16 weights leave empty (`low`): 647 MiB over 1,051 MiB of
+/// weights (1 main block), 1,172 over 2,086 (4 main blocks): 51% of each block added. A block's
+/// 75 MiB feed-forward matrices fill their pages badly.
+const LOAD_POOL_PERCENT: u64 = 52;
+/// The same for int8 weights (`minimal`): 193 MiB over 525, 264 over 1,011: 15% of each block.
+const INT8_LOAD_POOL_PERCENT: u64 = 16;
 /// The largest int8 layer: a block's `w1` or `w3`, 3840 x 10240 weights.
 const INT8_DEQUANTIZE_BYTES: u64 = int8_dequantize_bytes(3840 * 10_240);
 
@@ -116,4 +125,75 @@ fn step_bytes(work: &RequestShape, rows: u64, placement: &Placement) -> u64 {
         step += INT8_DEQUANTIZE_BYTES;
     }
     step
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::weights::Precision;
+    use crate::pipeline::memory::MemoryProfile;
+    use crate::pipeline::memory_need::{estimate, ModelSize};
+    use crate::pipeline::LoadOptions;
+
+    const MIB: u64 = 1 << 20;
+
+    /// A model of Turbo's widths with `main` main blocks and 1+1 refiners, as measured.
+    fn shallow(main: usize) -> ModelSize {
+        let config = ZImageTransformerConfig {
+            n_layers: main,
+            n_refiner_layers: 1,
+            ..ZImageTransformerConfig::default()
+        };
+        ModelSize {
+            denoiser_params: config.parameters(),
+            ..ModelSize::upstream(Family::ZIMAGE, 1024)
+        }
+    }
+
+    fn placement(profile: MemoryProfile) -> Placement {
+        let options = profile.load_options(LoadOptions::default());
+        let vae = super::super::spec::turbo_vae();
+        Placement::for_model(Family::ZIMAGE, &vae, Precision::F16, &options)
+    }
+
+    fn unguided(side: usize) -> RequestShape {
+        RequestShape {
+            guided: false,
+            ..RequestShape::image(side, side)
+        }
+    }
+
+    /// The estimate against the peaks measured on lavapipe (f16, one unguided step, the step's
+    /// peak reserved): never below them, and not far above. The 4-block rows are loads only,
+    /// their step taken as the 1-block model's at that size.
+    #[test]
+    fn the_estimate_covers_the_measured_peaks() {
+        let mut outside = Vec::new();
+        for (main, profile, side, peak) in [
+            (1, MemoryProfile::Minimal, 512, 1088 * MIB),
+            (1, MemoryProfile::Minimal, 1024, 1320 * MIB),
+            (1, MemoryProfile::Low, 512, 1904 * MIB),
+            (4, MemoryProfile::Minimal, 512, (1432 + 256) * MIB),
+            (4, MemoryProfile::Low, 512, (3352 + 112) * MIB),
+        ] {
+            let need = estimate(&shallow(main), &placement(profile), &unguided(side)).denoise;
+            let line = format!(
+                "{main} main blocks, {profile} at {side}: estimated {} MiB, measured {} MiB",
+                need / MIB,
+                peak / MIB
+            );
+            eprintln!("{line}");
+            outside.extend((!(peak..peak * 5 / 4).contains(&need)).then_some(line));
+        }
+        assert!(outside.is_empty(), "{outside:#?}");
+    }
+
+    /// Z-Image-Turbo in `minimal` at 1024x1024 fits a card sold as 8 GB (8 GiB): estimated at
+    /// 8.08e9 bytes (7.5 GiB), the int8 transformer 6.3 GB of it.
+    #[test]
+    fn turbo_minimal_is_estimated_under_8_gib_at_1024() {
+        let size = ModelSize::upstream(Family::ZIMAGE, 1024);
+        let need = estimate(&size, &placement(MemoryProfile::Minimal), &unguided(1024));
+        assert!(need.peak() < 8 << 30, "{need:?}");
+    }
 }
