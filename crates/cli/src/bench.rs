@@ -67,7 +67,7 @@ pub struct BenchArgs {
     /// Custom run: height (a multiple of 8, at most 2048).
     #[arg(long)]
     height: Option<usize>,
-    /// Custom run: number of timed images (cycling through the five prompts).
+    /// Custom run: number of timed images (cycling through the workload's prompts).
     #[arg(long)]
     images: Option<usize>,
     #[arg(
@@ -79,7 +79,7 @@ pub struct BenchArgs {
     /// Custom run: one prompt for every image (seeds stay the standard ones).
     #[arg(long)]
     prompt: Option<String>,
-    /// Custom run: images per prompt, made together (one UNet call per step for all of them);
+    /// Custom run: images per prompt, made together (one denoiser call per step for all of them);
     /// each prompt gives this many timed images.
     #[arg(long)]
     batch: Option<usize>,

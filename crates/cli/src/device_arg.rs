@@ -27,8 +27,8 @@ impl DeviceArg {
 pub struct MemoryArg {
     /// Memory profile: full (everything on the GPU; the standard score's), balanced (text encoders
     /// on the CPU, pooled memory released before decoding), low (as balanced, plus sequential
-    /// guidance, the UNet off the GPU while decoding, tiled VAE), minimal (as low, plus int8 UNet
-    /// weights and smaller attention chunks), cpu (everything on the CPU), auto (the fastest that
+    /// guidance, the denoiser (UNet or transformer) off the GPU while decoding, tiled VAE), minimal
+    /// (as low, plus int8 denoiser weights and smaller attention chunks), cpu (everything on the CPU), auto (the fastest that
     /// fits the device's memory).
     #[arg(long = "memory", default_value = "full", value_parser = clap::builder::PossibleValuesParser::new(MEMORY_CHOICES))]
     memory: String,

@@ -18,9 +18,10 @@ use crate::progress::{DownloadBar, StepProgress};
 
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
-    /// A diffusers model folder, a single-file SD1.x checkpoint (.safetensors), a Hub id (from the
-    /// Hugging Face cache, downloaded if missing), or `synthetic` for SD1.5's architecture with
-    /// generated weights (`synthetic-sd21`, `synthetic-sdxl-base`: SD2.1's, SDXL base's).
+    /// A diffusers model folder (Stable Diffusion, FLUX.2 klein or Z-Image), a single-file SD1.x
+    /// checkpoint (.safetensors), a Hub id (from the Hugging Face cache, downloaded if missing), or
+    /// `synthetic` for SD1.5's architecture with generated weights (`synthetic-sd21`,
+    /// `synthetic-sdxl-base`, `synthetic-flux2-klein`, `synthetic-zimage-turbo`: those models').
     #[arg(long)]
     model: String,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
@@ -74,15 +75,16 @@ pub struct GenerateArgs {
     /// times for several pictures.
     #[arg(long, value_name = "FILE", conflicts_with = "init_image")]
     reference_image: Vec<PathBuf>,
-    /// Images per prompt, made together (one UNet call per step for all of them); with more than
+    /// Images per prompt, made together (one denoiser call per step for all of them); with more than
     /// one, --out NAME.png writes NAME-1.png, NAME-2.png, ...
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_BATCH as i64))]
     batch: u16,
     /// Seed of the initial noise (SD Bench's documented CPU generator, the same on every backend).
     #[arg(long, conflicts_with = "latents")]
     seed: Option<u64>,
-    /// Initial latents: a float32 .npy of shape [batch, 4, H/8, W/8], used like diffusers' `latents=`
-    /// (with --init-image: the noise added to the picture).
+    /// Initial latents: a float32 .npy of the model's latent shape (SD1.x/2.x/XL: [batch, 4, H/8,
+    /// W/8]; FLUX.2 klein: [batch, 128, H/16, W/16]; Z-Image: [batch, 16, H/8, W/8]), used like
+    /// diffusers' `latents=` (with --init-image: the noise added to the picture).
     #[arg(long)]
     latents: Option<PathBuf>,
     #[command(flatten)]

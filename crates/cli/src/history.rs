@@ -23,6 +23,7 @@ pub enum HistoryCommand {
         /// Only valid standard runs (comparable scores).
         #[arg(long)]
         standard: bool,
+        /// At most this many runs (the newest).
         #[arg(long)]
         limit: Option<usize>,
         /// Print JSON.
@@ -30,7 +31,10 @@ pub enum HistoryCommand {
         json: bool,
     },
     /// One run, whole, as JSON.
-    Show { id: String },
+    Show {
+        /// The run's id (`sdbench history list` shows them).
+        id: String,
+    },
     /// Regression check: is a benchmark run (default: the newest) slower than the median of the
     /// earlier runs of its key (same workload, size, steps, batch, precision, backend, device…) by
     /// more than their noise? Exit status 1 when it is.
@@ -50,13 +54,16 @@ pub enum HistoryCommand {
     },
     /// Forget runs (their files on disk are left alone).
     Delete {
+        /// The runs' ids.
         #[arg(required = true)]
         ids: Vec<String>,
     },
     /// Write runs, whole, to one JSON file.
     Export {
+        /// The runs' ids.
         #[arg(required = true)]
         ids: Vec<String>,
+        /// The JSON file to write.
         #[arg(long)]
         out: PathBuf,
     },

@@ -24,7 +24,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "sdbench",
     version,
-    about = "Stable Diffusion benchmark and image generator"
+    about = "Image-generation benchmark and image generator (Stable Diffusion 1.x/2.x/XL, FLUX.2 klein, Z-Image)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -33,13 +33,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the standard benchmark (sd15-512-30) and write benchmark_diffusion_result.json.
+    /// Run a standard benchmark (sd15-512-30 by default, or the one made for --model) and write benchmark_diffusion_result.json.
     Bench(bench::BenchArgs),
     /// Generate one image from a prompt and write it as a PNG.
     Generate(generate::GenerateArgs),
     /// List every backend, whether it is usable here, and why not.
     Devices(devices::DevicesArgs),
-    /// Time one UNet call (batch 2) and one VAE decode: warm-up, then the median of repeats.
+    /// Time one denoiser call (UNet or transformer, as its pipeline runs it) and one VAE decode: warm-up, then the median of repeats.
     Timing(timing::TimingArgs),
     /// Check the engine against diffusers' images on the tiny reference models (one backend and precision).
     Parity(parity::ParityArgs),

@@ -24,8 +24,10 @@ pub struct TimingArgs {
     /// describe it (default: SD1.5's, built in).
     #[arg(long, value_name = "FOLDER")]
     model_config: Option<PathBuf>,
+    /// Image width in pixels (the latents' and tokens' size follows).
     #[arg(long, default_value_t = 512)]
     width: usize,
+    /// Image height in pixels.
     #[arg(long, default_value_t = 512)]
     height: usize,
     /// Timed calls per component, after one warm-up call.
@@ -33,6 +35,7 @@ pub struct TimingArgs {
     repeat: usize,
     #[command(flatten)]
     device: crate::device_arg::DeviceArg,
+    /// Weights and activations: auto (f16 where the device supports it, else f32), f32, f16, bf16.
     #[arg(long, default_value = "auto", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
     #[command(flatten)]
