@@ -245,10 +245,16 @@ impl Settings {
         })
     }
 
+    /// Whether the model setting is the untouched default, which stands for each workload's own
+    /// model.
+    pub fn model_is_default(&self) -> bool {
+        self.model.trim() == DEFAULT_MODEL && self.model_config.is_none()
+    }
+
     /// The model a benchmark of `workload` runs: the setting, except that the untouched default
     /// stands for each workload's own model (SDXL's workload runs SDXL base, not SD1.5).
     pub fn model_name_for(&self, workload: &Workload) -> UiResult<ModelName> {
-        if self.model.trim() == DEFAULT_MODEL && self.model_config.is_none() {
+        if self.model_is_default() {
             return ModelName::parse(workload.preset.repository(), None)
                 .map_err(|e| UiError::internal(e.to_string()));
         }

@@ -61,6 +61,7 @@ fn wire_types() -> Vec<Declared> {
         declared::<benchmark::BenchmarkRequest>(),
         declared::<benchmark::CustomRun>(),
         declared::<benchmark::ModelStatus>(),
+        declared::<benchmark::OwnWorkload>(),
         declared::<benchmark::Downloaded>(),
         declared::<benchmark::ResultView>(),
         declared::<benchmark::BenchmarkOutput>(),

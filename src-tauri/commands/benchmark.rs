@@ -13,15 +13,16 @@ use sdbench_bench::submit::{Outcome, Submitter};
 use sdbench_bench::summary;
 use sdbench_bench::workload::WORKLOAD_NAMES;
 use sdbench_bench::{BenchResult, Overrides, Workload};
-use sdbench_diffusion::ModelSource;
+use sdbench_diffusion::{ModelSource, Preset};
 use sdbench_history::Record;
-use sdbench_hub::{cache, download::pipeline_files, Hub};
+use sdbench_hub::{cache, download::pipeline_files, Hub, HubSettings};
 use sdbench_report::Run;
 use sdbench_session::ModelName;
 
 use crate::errors::{UiError, UiResult};
 use crate::events::JobEvent;
 use crate::jobs::{JobId, JobKind};
+use crate::settings::Settings;
 use crate::state::AppState;
 
 use super::jobs::channel_sink;
@@ -47,6 +48,41 @@ pub struct ModelStatus {
     pub problem: Option<String>,
     /// E.g. a renamed Hub id.
     pub note: Option<String>,
+    /// The standard workload made for the model the setting names, where that is not the one
+    /// asked about (a FLUX.2 folder set while SD1.5's workload is chosen): the screen switches to
+    /// it. None for the untouched default, which stands for each workload's own model.
+    pub own_workload: Option<OwnWorkload>,
+}
+
+/// A workload and why it is the model's (for the screen to say).
+#[derive(Debug, Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnWorkload {
+    pub name: String,
+    pub why: String,
+}
+
+/// The standard workload made for the model the settings name, when it differs from `asked`.
+/// Nothing is downloaded: a Hub model is placed by its preset's repository or its cached configs,
+/// and one that is neither has no known architecture yet (the run checks its configs as they
+/// download). A model whose family has no standard workload has none here; the run says so.
+fn own_workload(settings: &Settings, hub: &HubSettings, asked: &Workload) -> Option<OwnWorkload> {
+    if settings.model_is_default() {
+        return None;
+    }
+    let name = settings.model_name().ok()?;
+    if let ModelName::Hub { id, .. } = &name {
+        let preset = Preset::all().any(|p| p.repository() == id.as_str());
+        if !preset && cache::cached_snapshot(hub, id, REVISION).is_none() {
+            return None;
+        }
+    }
+    let (workload, why) =
+        Workload::standard_for_model(&name, settings.model.trim(), hub, REVISION).ok()?;
+    (workload.name != asked.name).then(|| OwnWorkload {
+        name: workload.name.to_string(),
+        why,
+    })
 }
 
 /// The workload a request names (none: the default standard one).
@@ -62,14 +98,14 @@ fn chosen_workload(name: Option<&str>) -> UiResult<Workload> {
     }
 }
 
-/// Whether the model a benchmark of `workload` runs is on this machine, and if not, how big its
-/// download is.
 /// The standard workloads as the Benchmark screen lists them (from the bench's own settings).
 #[tauri::command]
 pub fn workloads() -> Vec<sdbench_bench::workload::WorkloadCard> {
     sdbench_bench::workload::cards()
 }
 
+/// Whether the model a benchmark of `workload` runs is on this machine, and if not, how big its
+/// download is; and the workload made for the model the settings name, when it is another.
 #[tauri::command]
 pub async fn model_status(
     state: State<'_, AppState>,
@@ -79,6 +115,7 @@ pub async fn model_status(
     blocking(move || {
         let settings = state.settings();
         let workload = chosen_workload(workload.as_deref())?;
+        let own = || own_workload(&settings, &state.hub, &workload);
         let local = |source: &str, path: Option<&Path>| ModelStatus {
             model: settings.model.clone(),
             source: source.into(),
@@ -87,6 +124,7 @@ pub async fn model_status(
             download_bytes: None,
             problem: None,
             note: None,
+            own_workload: own(),
         };
         Ok(match settings.model_name_for(&workload)? {
             ModelName::Local(ModelSource::Synthetic(_)) => local("synthetic", None),
@@ -104,6 +142,7 @@ pub async fn model_status(
                     download_bytes: None,
                     problem: None,
                     note,
+                    own_workload: own(),
                 };
                 if !status.ready {
                     let hub = Hub::new(state.hub.clone());

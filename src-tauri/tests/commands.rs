@@ -726,6 +726,32 @@ fn without_a_network_the_download_says_so() {
     );
 }
 
+/// A model set in the settings brings its own standard workload: the Benchmark screen switches to
+/// it, and says why.
+#[test]
+fn the_model_set_names_its_own_workload() {
+    let app = TestApp::new(None);
+    let klein = tiny().with_file_name("tiny-flux2-klein");
+    app.set(json!({ "model": klein, "backend": "cpu" }));
+    let status = app.ok("model_status", json!({}));
+    assert_eq!(
+        status["ownWorkload"]["name"], "flux2-klein-1024-4",
+        "{status}"
+    );
+    let why = status["ownWorkload"]["why"].as_str().unwrap();
+    assert!(why.contains("architecture (flux2-klein)"), "{why}");
+    let status = app.ok("model_status", json!({ "workload": "flux2-klein-1024-4" }));
+    assert!(status["ownWorkload"].is_null(), "{status}");
+    // Synthetic SD1.5 under SDXL's workload: SD1.5's own.
+    app.set(json!({ "model": "synthetic" }));
+    let status = app.ok("model_status", json!({ "workload": "sdxl-1024-20" }));
+    assert_eq!(status["ownWorkload"]["name"], "sd15-512-30", "{status}");
+    // The untouched default stands for every workload's own model.
+    app.set(json!({ "model": sdbench_hub::DEFAULT_MODEL }));
+    let status = app.ok("model_status", json!({ "workload": "sdxl-1024-20" }));
+    assert!(status["ownWorkload"].is_null(), "{status}");
+}
+
 /// The SDXL workload chosen in the app runs its settings (guidance 8) on the model set.
 #[test]
 fn the_sdxl_workload_runs_from_the_app() {

@@ -7,7 +7,7 @@ import type * as W from "./generated/wire";
 
 export type {
   UiError, ErrorKind, Settings, LiveSample, JobEvent, RunEvent, JobNews, JobStatus, BenchResult,
-  ResultView, BenchmarkOutput, BenchmarkRequest, CustomRun, ModelStatus, Generation, CreateOutput,
+  ResultView, BenchmarkOutput, BenchmarkRequest, CustomRun, ModelStatus, OwnWorkload, Generation, CreateOutput,
   CreateRequest, InitImageInput, RunSummary, HistoryRecord, Chart, Charts, DeviceReport,
   BackendReport,
   WorkloadCard, RequestLimits, SystemReport, CachedModel, KernelCacheInfo, CacheInfo, Cleaned,

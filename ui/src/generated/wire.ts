@@ -177,7 +177,15 @@ problem: string | null,
 /**
  * E.g. a renamed Hub id.
  */
-note: string | null, };
+note: string | null, 
+/**
+ * The standard workload made for the model the setting names, where that is not the one
+ * asked about (a FLUX.2 folder set while SD1.5's workload is chosen): the screen switches to
+ * it. None for the untouched default, which stands for each workload's own model.
+ */
+ownWorkload: OwnWorkload | null, };
+
+export type OwnWorkload = { name: string, why: string, };
 
 export type Downloaded = { model: string, path: string, files: number, bytes: number, downloadedBytes: number, };
 

@@ -86,6 +86,28 @@ async function runThenCancel(calls: { cmd: string; args: Record<string, unknown>
 const ready = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", source: "hub", ready: true, path: "/hub/snap", downloadBytes: null, problem: null, note: null };
 
 describe("Benchmark screen", () => {
+  it("switches once to the workload made for the model in the settings, and says why", async () => {
+    const asked: unknown[] = [];
+    mockShell({
+      model_status: (a) => {
+        asked.push(a.workload);
+        const own = a.workload === "flux2-klein-1024-4" ? null : { name: "flux2-klein-1024-4", why: "the standard workload for /m's architecture (flux2-klein)" };
+        return { ...ready, model: "/m", source: "folder", ownWorkload: own };
+      },
+    });
+    benchmarkScreen.show?.();
+    await settle(40);
+    const select = root.querySelector<HTMLSelectElement>("#workload")!;
+    expect(select.value).toBe("flux2-klein-1024-4");
+    expect(root.querySelector("#workload-description")!.textContent).toContain("architecture (flux2-klein)");
+    expect(asked.slice(-2)).toEqual(["sd15-512-30", "flux2-klein-1024-4"]);
+    // A workload chosen afterwards stays chosen.
+    select.value = "sd15-512-30";
+    select.dispatchEvent(new Event("change"));
+    await settle(40);
+    expect(select.value).toBe("sd15-512-30");
+  });
+
   it("shows live progress, then the score, every metric, charts and images", async () => {
     let args: Record<string, unknown> = {};
     mockShell({

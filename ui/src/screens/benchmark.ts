@@ -6,7 +6,7 @@ import { fill, h } from "../dom";
 import * as fmt from "../format";
 import { drawLiveChart } from "../livechart";
 import { ProgressTracker, type ProgressView } from "../progress";
-import type { BenchmarkOutput, JobEvent, JobStatus, ModelStatus, WorkloadCard } from "../types";
+import type { BenchmarkOutput, JobEvent, JobStatus, ModelStatus, OwnWorkload, WorkloadCard } from "../types";
 import { showError, notify } from "../ui";
 import { boundFields, checkWhole } from "../validate";
 import type { Screen } from "../main";
@@ -48,12 +48,32 @@ function setRunning(running: boolean): void {
   progress.hidden = !running && progress.hidden;
 }
 
+/** The model setting whose own workload the screen last switched to: once per setting, so a
+ * workload chosen afterwards stays chosen. */
+let followedModel: string | null = null;
+
+/** Switches to the standard workload made for the model in the settings, saying why. */
+function followModel(own: OwnWorkload): boolean {
+  if (!WORKLOADS.some((w) => w.name === own.name)) return false;
+  workloadSelect.value = own.name;
+  workloadDescription.textContent = `${chosenWorkload().description} Chosen for the model in System > Settings: ${own.why}.`;
+  return true;
+}
+
 async function refreshModel(): Promise<void> {
   try {
     const name = chosenWorkload().name;
     const status = await api.modelStatus(name);
     // The workload may have changed while the status was on its way.
-    if (name === chosenWorkload().name) renderModel(status);
+    if (name !== chosenWorkload().name) return;
+    if (status.ownWorkload && status.model !== followedModel) {
+      followedModel = status.model;
+      if (followModel(status.ownWorkload)) {
+        await refreshModel();
+        return;
+      }
+    }
+    renderModel(status);
   } catch (e) {
     fill(model, h("p", { class: "invalid" }, "The model setting is not usable."));
     showError(e);
