@@ -22,7 +22,7 @@ length matter: the timed calls never run it).
 
 With --sdbench BINARY it first runs `BINARY timing --backend cpu` on the same model, size, repeats and
 threads, then torch, and prints each component's ratio (sdbench / torch): the two measured back to back
-in one run, as the performance section of the README reports them. On a shared machine whose speed
+in one run, as docs/cpu-performance.md reports them. On a shared machine whose speed
 drifts over minutes, --rounds N alternates the two N times (sdbench, torch, sdbench, torch, ...; each
 side warms up in every round) and reports each round's ratio and their median: a slow stretch then
 lands on both sides of a pair instead of on one side of the comparison. torch's models stay loaded

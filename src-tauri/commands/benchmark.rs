@@ -498,7 +498,7 @@ fn submit_endpoint(state: &AppState) -> UiResult<String> {
     state.settings().submit_endpoint.ok_or_else(|| {
         UiError::bad_input(
             "No submission endpoint is set, and there is no public SD Bench results service yet",
-            "Run your own (sdbench-server, see the README) and enter its …/api/v1/results address in System.",
+            "Run your own (sdbench-server, see docs/server.md) and enter its …/api/v1/results address in System.",
         )
     })
 }

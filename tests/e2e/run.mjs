@@ -13,6 +13,7 @@ import { connect } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Session } from "./webdriver.mjs";
+import { decodePng, drawnShare } from "./png.mjs";
 import { answerSaveDialog, focusWindow, startTestServer, until, xdotool } from "./native.mjs";
 
 const [app, serverBinary, shotsArg] = process.argv.slice(2);
@@ -83,7 +84,12 @@ let session;
 async function shot(name) {
   // WebKit screenshots the last painted frame: let the latest DOM change be painted first.
   await session.execute("return new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))");
-  writeFileSync(join(shots, `${name}.png`), await session.screenshot());
+  const png = await session.screenshot();
+  writeFileSync(join(shots, `${name}.png`), png);
+  // A screen that drew nothing (a blank or single-colour window) fails here, not in a reader's eyes:
+  // every screen has text, fields and buttons on its background, well over 2% of its pixels.
+  const share = drawnShare(decodePng(png));
+  if (share < 0.02) throw new Error(`the ${name} screenshot is blank: ${(share * 100).toFixed(2)}% of its pixels drawn`);
 }
 
 /** A start that fails (its data folder cannot be made) is told in a message box, not only on a

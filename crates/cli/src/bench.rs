@@ -28,8 +28,8 @@ pub struct BenchArgs {
     workload: Option<String>,
     /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a
     /// single-file SD1.x checkpoint (.safetensors), or `synthetic`. Default: the workload's model
-    /// (stable-diffusion-v1-5/stable-diffusion-v1-5, stabilityai/stable-diffusion-xl-base-1.0 or
-    /// black-forest-labs/FLUX.2-klein-4B).
+    /// (stable-diffusion-v1-5/stable-diffusion-v1-5, stabilityai/stable-diffusion-xl-base-1.0,
+    /// black-forest-labs/FLUX.2-klein-4B or Tongyi-MAI/Z-Image-Turbo).
     #[arg(long)]
     model: Option<String>,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler

@@ -67,7 +67,7 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "FILE")]
     init_image: Option<PathBuf>,
     /// With --init-image: how much to redraw, more than 0 and at most 1 (diffusers' `strength`);
-    /// only the last steps x strength steps run.
+    /// only the last steps x strength steps run. Default 0.8.
     #[arg(long, requires = "init_image")]
     strength: Option<f64>,
     /// FLUX.2 klein: a picture to condition the image on (PNG or JPEG, sides at least 64 pixels;
@@ -79,7 +79,8 @@ pub struct GenerateArgs {
     /// one, --out NAME.png writes NAME-1.png, NAME-2.png, ...
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_BATCH as i64))]
     batch: u16,
-    /// Seed of the initial noise (SD Bench's documented CPU generator, the same on every backend).
+    /// Seed of the initial noise (SD Bench's documented CPU generator, the same on every backend);
+    /// default 0.
     #[arg(long, conflicts_with = "latents")]
     seed: Option<u64>,
     /// Initial latents: a float32 .npy of the model's latent shape (SD1.x/2.x/XL: [batch, 4, H/8,

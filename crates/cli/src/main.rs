@@ -13,6 +13,7 @@ mod interrupt;
 mod model_arg;
 mod parity;
 mod progress;
+mod reference;
 mod report;
 mod submit;
 mod threads;
@@ -26,7 +27,7 @@ use clap::{Parser, Subcommand};
     version,
     about = "Image-generation benchmark and image generator (Stable Diffusion 1.x/2.x/XL, FLUX.2 klein, Z-Image)"
 )]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -55,6 +56,9 @@ enum Command {
     /// List, show, delete or export the runs SD Bench remembers.
     #[command(subcommand)]
     History(history::HistoryCommand),
+    /// Print the command-line reference in Markdown (docs/cli-reference.md), or check a command line.
+    #[command(hide = true)]
+    Reference(reference::ReferenceArgs),
 }
 
 fn main() {
@@ -77,6 +81,7 @@ fn main() {
         Command::Submit(args) => submit::run(args),
         Command::Report(args) => report::run(args),
         Command::History(command) => history::run(command),
+        Command::Reference(args) => reference::run(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error}");

@@ -1,7 +1,7 @@
 //! `sdbench parity`: the engine against diffusers' images on the tiny reference models, on one
 //! backend and precision. `scripts/gpu-check` runs it on every usable backend.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use sdbench_diffusion::device::select;
@@ -11,13 +11,14 @@ use sdbench_diffusion::{ModelSource, Pipeline};
 
 #[derive(clap::Args, Debug)]
 pub struct ParityArgs {
-    /// The fixtures folder: the repository's crates/diffusion/tests/fixtures.
-    #[arg(long, default_value = "crates/diffusion/tests/fixtures")]
-    fixtures: PathBuf,
+    /// The fixtures folder (the repository's crates/diffusion/tests/fixtures). Default: that folder
+    /// in the current folder or one above it, else in the source tree this binary was built from.
+    #[arg(long)]
+    fixtures: Option<PathBuf>,
     #[command(flatten)]
     device: crate::device_arg::DeviceArg,
-    /// `auto`: the device's default (f16 on GPUs that support it).
-    #[arg(long, default_value = "f32", value_parser = limits::PRECISION_CHOICES)]
+    /// `auto`: the device's default (f16 on GPUs that support it, f32 on the CPU).
+    #[arg(long, default_value = "auto", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
     /// Only these fixtures (comma-separated; default: all).
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(FIXTURES))]
@@ -29,12 +30,44 @@ pub struct ParityArgs {
     json: bool,
 }
 
+/// Where the fixtures are below a clone's root.
+const FIXTURES_IN_CLONE: &str = "crates/diffusion/tests/fixtures";
+
+fn has_fixtures(dir: &Path) -> bool {
+    dir.join("tiny-sd.reference.json").is_file()
+}
+
+/// The fixtures folder `--fixtures` names, or the first that holds fixtures of: the current folder
+/// and each folder above it (a clone's root or any folder inside it), then the source tree this
+/// binary was built from. Otherwise an error naming every place looked at.
+fn find_fixtures(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = given {
+        anyhow::ensure!(
+            has_fixtures(&dir),
+            "--fixtures {}: no reference fixtures there; give the repository's {FIXTURES_IN_CLONE}",
+            dir.display()
+        );
+        return Ok(dir);
+    }
+    let mut looked = Vec::new();
+    let here = std::env::current_dir().context("reading the current folder")?;
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let candidates = here.ancestors().map(Path::to_path_buf).chain([built_from]);
+    for root in candidates {
+        let dir = root.join(FIXTURES_IN_CLONE);
+        if has_fixtures(&dir) {
+            return Ok(dir);
+        }
+        looked.push(dir.display().to_string());
+    }
+    anyhow::bail!(
+        "no reference fixtures found; looked in:\n  {}\nrun it inside a clone of the repository, or give --fixtures FOLDER",
+        looked.join("\n  ")
+    )
+}
+
 pub fn run(args: ParityArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.fixtures.join("tiny-sd.reference.json").is_file(),
-        "--fixtures {}: no reference fixtures there; give the repository's crates/diffusion/tests/fixtures",
-        args.fixtures.display()
-    );
+    let fixtures = find_fixtures(args.fixtures.clone())?;
     let choice = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     args.threads.apply()?;
     let backend = args.device.request()?;
@@ -53,16 +86,16 @@ pub fn run(args: ParityArgs) -> anyhow::Result<()> {
     let mut results = Vec::new();
     let mut all_ok = true;
     for name in names {
-        let tolerance = parity::fixture_tolerance(&args.fixtures, name, precision)?;
+        let tolerance = parity::fixture_tolerance(&fixtures, name, precision)?;
         let device = select(backend)?;
         (device_name, backend_name) = (device.info.name.clone(), device.kind.name().to_string());
         let (model, options) = parity::fixture_model(name);
-        let source = ModelSource::Folder(args.fixtures.join(model));
+        let source = ModelSource::Folder(fixtures.join(model));
         // A fixture that cannot load or run is reported and fails the check; the others still run.
         let diffs = Pipeline::load_with(&source, device, Some(precision), options)
             .with_context(|| format!("loading {name}"))
             .and_then(|pipe| {
-                parity::generations(&pipe, &args.fixtures, name, None)
+                parity::generations(&pipe, &fixtures, name, None)
                     .with_context(|| format!("{name}'s reference generations"))
             });
         let diffs = match diffs {

@@ -23,7 +23,7 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<()> {
     let result = BenchResult::load(&args.file)?;
     let Some(endpoint) = args.endpoint.as_deref() else {
         anyhow::bail!(
-            "no results service is set and there is no public one yet: run your own              (`sdbench-server`, see the README) and pass --endpoint http://HOST:PORT/api/v1/results,              or set SDBENCH_SUBMIT_ENDPOINT"
+            "no results service is set and there is no public one yet: run your own              (`sdbench-server`, see docs/server.md) and pass --endpoint http://HOST:PORT/api/v1/results,              or set SDBENCH_SUBMIT_ENDPOINT"
         );
     };
     if args.dry_run {

@@ -1,4 +1,4 @@
-//! Single layers timed at the shapes a preset runs them (the op tables of the README's performance
+//! Single layers timed at the shapes a preset runs them (the op tables of docs/cpu-performance.md
 //! section; each family lists its cases, `PresetSpec::op_cases`). Each case builds the engine's own layer (`nn`) on random inputs, runs it once to warm
 //! up, then times `repeat` calls bounded by device syncs. `sdbench timing --ops` prints one line per
 //! case; `scripts/torch_reference_timing.py --ops` reads those lines and runs the same cases in

@@ -41,7 +41,7 @@ pub struct Config {
 }
 
 /// The built-in reference hashes: empty until a machine that can download the real weights fills
-/// it (`scripts/reference-hashes`, see the README).
+/// it (`scripts/reference-hashes`, see docs/server.md).
 pub const BUILT_IN_REFERENCES: &str = include_str!("../reference-hashes.json");
 
 /// Everything a request needs.

@@ -531,8 +531,18 @@ fn parity_checks_the_engine_against_the_reference_images() {
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["backend"], "cpu");
+    // `auto` precision: the CPU's f32.
+    assert_eq!(report["precision"], "f32");
     assert_eq!(report["fixtures"][0]["runs"].as_array().unwrap().len(), 12);
     assert!(report["fixtures"][0]["worst"].as_f64().unwrap() < 1e-4);
+
+    // Without --fixtures, from a folder inside the clone: found above it.
+    let inside = Command::new(env!("CARGO_BIN_EXE_sdbench"))
+        .args(["parity", "--backend", "cpu", "--only", "tiny-sd", "--json"])
+        .current_dir(fixtures.join("tiny-sd").join("unet"))
+        .output()
+        .unwrap();
+    assert!(inside.status.success(), "{}", stderr(&inside));
 
     let dir = tempfile::tempdir().unwrap();
     let copy = |name: &str| std::fs::copy(fixtures.join(name), dir.path().join(name)).unwrap();

@@ -4,3 +4,4 @@
 mod bench;
 mod cli;
 mod kernel_cache;
+mod reference;

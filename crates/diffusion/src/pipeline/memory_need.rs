@@ -2,8 +2,8 @@
 //! weights it keeps on the device plus the largest activations of encoding (image-to-image),
 //! denoising and decoding. The parameter counts are the model's own (a folder's weight files'
 //! headers; the upstream model's for checkpoints and synthetic weights); the activation
-//! coefficients are the family's, from peaks measured with `--vram-report` (README, "Memory
-//! profiles"), with a margin for the allocator's pools.
+//! coefficients are the family's, from peaks measured with `--vram-report` (docs/memory.md), with
+//! a margin for the allocator's pools.
 
 use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};

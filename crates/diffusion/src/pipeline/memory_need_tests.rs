@@ -159,7 +159,7 @@ fn image_to_image_counts_the_encoder() {
     assert_eq!((loaded.encode, loaded.denoise), (0, img2img.denoise));
 }
 
-/// The estimate against the peaks measured on lavapipe (README): never below them, and not
+/// The estimate against the peaks measured on lavapipe (docs/memory.md): never below them, and not
 /// far above. SD1.5's runs at 512x512 decoded in tiles (lavapipe's 128 MiB buffers: 352-pixel
 /// tiles for full, balanced and low; minimal's own 256-pixel tiles), so the estimate is made
 /// for those tiles.

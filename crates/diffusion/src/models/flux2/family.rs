@@ -87,7 +87,7 @@ fn upstream_klein_4b() -> UpstreamParameters {
 
 /// FLUX.2 klein's transformer step in f16: the allocator's pools and attention chunks, which do
 /// not grow with the image, and a part per token of one row (text and image tokens alike).
-/// Measured on lavapipe (README, "Memory profiles") with a model of klein 4B's widths and 1
+/// Measured on lavapipe (docs/memory.md) with a model of klein 4B's widths and 1
 /// double- and 4 single-stream blocks (of its 5 and 20: the blocks run one after another, so a
 /// step's activations do not grow with depth) as the step's peak reserved bytes less the
 /// reserved bytes after loading: in `minimal`, 464 MiB at 512x512 (1,536 tokens) and 656 MiB at

@@ -68,7 +68,7 @@ impl Family {
 /// and a part per row (f32 doubles both). SD's, from SD1.5 at 512x512 on lavapipe (64x64
 /// latents), the allocator's peak reserved during the step less its in-use bytes after loading:
 /// 455 MiB with batched guidance (2 rows, `full`) and 370 MiB with sequential guidance (1 row,
-/// `low`): 85 MiB per row and 285 MiB besides (README, "Memory profiles"). A later run (group
+/// `low`): 85 MiB per row and 285 MiB besides (docs/memory.md). A later run (group
 /// norm in two steps) peaked at 282 MiB over the weights in `low`: the coefficients keep the
 /// larger figures.
 const SD_UNET_STEP_BYTES_PER_LATENT_PIXEL: u64 = 73_000;

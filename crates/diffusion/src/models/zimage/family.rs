@@ -94,7 +94,7 @@ fn upstream_turbo() -> UpstreamParameters {
     }
 }
 
-// Measured on lavapipe in f16 (README, "Memory profiles": `generate --vram-report`, a model of
+// Measured on lavapipe in f16 (docs/memory.md: `generate --vram-report`, a model of
 // Turbo's widths with 1 main block and 1+1 refiners, and one with 4 main blocks, loaded only).
 // The load's pool pages fit `a + b x weight bytes` at both precisions with a = 115 MiB; b is the
 // percentage below, a is counted with the step's pools.
