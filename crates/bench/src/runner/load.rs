@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use sdbench_diffusion::{
-    DeviceRequest, LoadOptions, MemoryProfile, ModelSource, Pipeline, Preset, RequestShape,
+    DeviceRequest, LoadOptions, MemoryProfile, ModelSource, Pipeline, RequestShape,
 };
 
 use super::model::{file_record, ResolvedModel};
@@ -114,7 +114,8 @@ pub(super) fn standing(
     let workload = &options.workload;
     let info = &loaded.pipeline.info;
     let record = &mut model.record;
-    record.sd15_architecture = info.preset == Some(Preset::SD15);
+    // The schema's version-1 field: the standard workload's (SD1.5's) architecture.
+    record.sd15_architecture = info.preset == Some(crate::workload::Workload::STANDARD_PRESET);
     record.family = Some(info.family.name().into());
     record.preset = info.preset.map(|p| p.name().into());
     record.files = info

@@ -91,7 +91,7 @@ pub const fn int8_dequantize_bytes(weights: u64) -> u64 {
 /// larger of the two sizes' per-pixel figures over the load's reserved bytes, so that large
 /// decodes (SDXL's 1024 pixels) are not underestimated.
 const VAE_F16_POOL_BYTES: u64 = 256 << 20;
-const VAE_F16_BYTES_PER_PIXEL: u64 = 4_700;
+pub(crate) const VAE_F16_BYTES_PER_PIXEL: u64 = 4_700;
 const VAE_F32_POOL_BYTES: u64 = 512 << 20;
 const VAE_F32_BYTES_PER_PIXEL: u64 = 6_700;
 

@@ -11,6 +11,9 @@ pub mod pipeline;
 pub mod spec;
 pub mod transformer;
 
+#[cfg(test)]
+mod memory_tests;
+
 use std::path::Path;
 
 use serde::Deserialize;

@@ -10,6 +10,9 @@ pub mod spec;
 mod timing;
 pub mod unet;
 
+#[cfg(test)]
+mod memory_tests;
+
 use crate::pipeline::family::{Family, FamilyDescriptor, Preset};
 use crate::pipeline::FamilyPipeline;
 use crate::scheduler::SchedulerKind;

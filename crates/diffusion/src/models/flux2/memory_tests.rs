@@ -1,0 +1,114 @@
+//! FLUX.2 klein's memory estimate against what was measured on lavapipe (docs/memory.md).
+
+use super::family::FLUX2_STEP_BYTES_PER_TOKEN;
+use super::transformer::Flux2TransformerConfig;
+use crate::io::weights::Precision;
+use crate::models::config::VaeConfig;
+use crate::pipeline::family::Family;
+use crate::pipeline::memory::MemoryProfile;
+use crate::pipeline::memory_need::{estimate, MemoryNeed, ModelSize, RequestShape};
+use crate::pipeline::{LoadOptions, Placement};
+
+fn placement(family: Family, profile: MemoryProfile, precision: Precision) -> Placement {
+    let options = profile.load_options(LoadOptions::default());
+    let vae = VaeConfig::sd15();
+    Placement::for_model(family, &vae, precision, &options)
+}
+
+/// The upstream model of `family`, with its VAE's own tile.
+fn upstream(family: Family) -> ModelSize {
+    ModelSize::upstream(family, family.usual_side())
+}
+
+fn need(family: Family, placement: &Placement, work: &RequestShape) -> MemoryNeed {
+    estimate(&upstream(family), placement, work)
+}
+
+/// One guided image of `side` pixels.
+fn work(side: usize) -> RequestShape {
+    RequestShape::image(side, side)
+}
+
+/// The target for FLUX.2 klein 4B at 1024x1024 in `minimal`: under 8 GB of device
+/// memory (measured on lavapipe: 5416 MiB, `the_estimate_covers_the_measured_peaks`).
+#[test]
+fn flux2_klein_minimal_is_estimated_under_8_gb_at_1024() {
+    let family = Family::FLUX2_KLEIN;
+    let minimal = placement(family, MemoryProfile::Minimal, Precision::F16);
+    let peak = need(family, &minimal, &work(1024)).peak();
+    assert!(peak < 8_000_000_000, "{peak}");
+}
+
+/// A 1024x1024 reference picture adds its 4096 tokens to every step's sequence (4608 ->
+/// 8704 tokens) and the VAE encoder to the device.
+#[test]
+fn flux2_reference_pictures_count_their_tokens_and_the_encoder() {
+    let family = Family::FLUX2_KLEIN;
+    let full = placement(family, MemoryProfile::Full, Precision::F16);
+    // klein 4B is step-distilled: one transformer row per image.
+    let base = RequestShape {
+        guided: false,
+        ..work(1024)
+    };
+    let plain = need(family, &full, &base);
+    let referenced = need(
+        family,
+        &full,
+        &RequestShape {
+            image_to_image: true,
+            reference_pixels: 1024 * 1024,
+            ..base
+        },
+    );
+    let extra_tokens = FLUX2_STEP_BYTES_PER_TOKEN * 4096;
+    let encoder = upstream(family).vae_encoder_params * 2;
+    assert_eq!(referenced.denoise - plain.denoise, extra_tokens + encoder);
+    assert!(referenced.encode > 0 && plain.encode == 0);
+}
+
+/// FLUX.2 klein against its peaks measured on lavapipe.
+#[test]
+fn the_estimate_covers_flux2_klein_measured_peaks() {
+    let mib = 1u64 << 20;
+    // FLUX.2 klein on lavapipe (f16, one step): a model of klein 4B's widths, VAE and
+    // encoder placement with 1 double- and 4 single-stream blocks; the step's peak reserved.
+    let shallow = Flux2TransformerConfig {
+        num_layers: 1,
+        num_single_layers: 4,
+        ..Flux2TransformerConfig::klein_4b()
+    };
+    let size = ModelSize {
+        denoiser_params: shallow.parameters(),
+        denoiser_full_precision_params: shallow.full_precision_parameters(),
+        ..upstream(Family::FLUX2_KLEIN)
+    };
+    for (profile, side, peak) in [
+        (MemoryProfile::Minimal, 1024, 1984 * mib),
+        (MemoryProfile::Minimal, 512, 1792 * mib),
+        (MemoryProfile::Low, 512, 2464 * mib),
+        (MemoryProfile::Low, 1024, 2752 * mib),
+    ] {
+        let placement = placement(Family::FLUX2_KLEIN, profile, Precision::F16);
+        let distilled = RequestShape {
+            guided: false,
+            ..work(side)
+        };
+        let denoise = estimate(&size, &placement, &distilled).denoise;
+        assert!(
+            (peak..peak * 5 / 4).contains(&denoise),
+            "FLUX.2 {profile} at {side}: estimated {denoise}, measured {peak}"
+        );
+    }
+    // The whole of klein 4B (`synthetic-flux2-klein`), the same way: `minimal` at 1024x1024.
+    let minimal = placement(Family::FLUX2_KLEIN, MemoryProfile::Minimal, Precision::F16);
+    let distilled = RequestShape {
+        guided: false,
+        ..work(1024)
+    };
+    let denoise = estimate(&upstream(Family::FLUX2_KLEIN), &minimal, &distilled).denoise;
+    let peak = 5416 * mib;
+    assert!(
+        (peak..peak * 5 / 4).contains(&denoise),
+        "FLUX.2 klein 4B minimal at 1024: estimated {denoise}, measured {peak}"
+    );
+}
