@@ -264,6 +264,29 @@ fn generations_match_diffusers_on_the_cpu_in_f16() {
     );
 }
 
+/// The fixture's bf16 weights reach a bf16 run unconverted (wgpu has no bf16: the CPU runs it).
+#[test]
+fn generations_match_diffusers_on_the_cpu_in_bf16() {
+    check_generations(
+        select(BackendRequest::Cpu).unwrap(),
+        Precision::Bf16,
+        &["generate.square2", "generate.cfg_wide3"],
+    );
+}
+
+#[test]
+fn generations_match_diffusers_on_vulkan_in_f16() {
+    if let Some(device) = common::vulkan_device() {
+        if device.supports(Precision::F16) {
+            check_generations(
+                device,
+                Precision::F16,
+                &["generate.tall2", "generate.cfg_square2"],
+            );
+        }
+    }
+}
+
 #[test]
 fn generations_match_diffusers_on_vulkan() {
     if let Some(device) = common::vulkan_device() {
