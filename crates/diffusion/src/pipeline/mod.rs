@@ -455,6 +455,25 @@ pub(crate) fn load_component<T>(
     Ok(model)
 }
 
+/// Loads a family's denoiser (UNet or transformer) onto the run's device as the placement and
+/// options say: its precision, int8 weights where the profile asks for them, and attention
+/// chunked to fit the device's largest buffer.
+pub(crate) fn load_denoiser<T>(
+    source: &mut dyn WeightSource,
+    device: &SelectedDevice,
+    placement: &Placement,
+    options: &LoadOptions,
+    build: impl FnOnce(&mut Loader<B>) -> Result<T>,
+) -> Result<T> {
+    let budget =
+        memory::attention_score_budget(options.small_attention_chunks, device.max_buffer_bytes());
+    load_component(source, &device.device, placement.denoiser, |l| {
+        l.int8_weights = options.denoiser_int8;
+        l.attention_score_budget = budget;
+        build(l)
+    })
+}
+
 pub(crate) fn device_sync(device: &SelectedDevice) -> Result<()> {
     device.sync()
 }

@@ -29,14 +29,14 @@ use crate::models::qwen3::Qwen3TextEncoder;
 use crate::models::vae::{self, VaeDecoder, VaeEncoder};
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
-use crate::pipeline::memory::{self, MemoryProfile};
+use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
 use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, classifier_free, GenerationSteps, Prepared};
 use crate::pipeline::{
-    check_request, load_component, tensor_to_vec, CancelToken, Family, FamilyPipeline,
-    GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo, ModelSource,
-    ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
+    check_request, load_component, load_denoiser, tensor_to_vec, CancelToken, Family,
+    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo,
+    ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 use crate::reference_pictures;
 use crate::scheduler::flow_match::{flux2_empirical_mu, FlowMatchConfig, FlowSchedule};
@@ -235,16 +235,7 @@ impl Flux2Pipeline {
         };
         memory_need::check_fit(&size, &spec.vae, &placement, &device, &planned, &options)?;
         if let Some(prompt) = &prompt {
-            if prompt.vocab_size() > spec.text_encoder.vocab_size {
-                return Err(DiffusionError::config(
-                    &spec.text_encoder_path,
-                    format!(
-                        "the tokenizer has {} tokens but the text encoder's vocab_size is {}",
-                        prompt.vocab_size(),
-                        spec.text_encoder.vocab_size
-                    ),
-                ));
-            }
+            prompt.check_fits(&spec.text_encoder, &spec.text_encoder_path)?;
         }
         let dev = device.device.clone();
         let cpu = device::cpu_device();
@@ -262,13 +253,7 @@ impl Flux2Pipeline {
                 )
             },
         )?;
-        let budget = memory::attention_score_budget(
-            options.small_attention_chunks,
-            device.max_buffer_bytes(),
-        );
-        let transformer = load_component(tr, &dev, placement.denoiser, |l| {
-            l.int8_weights = options.denoiser_int8;
-            l.attention_score_budget = budget;
+        let transformer = load_denoiser(tr, &device, &placement, &options, |l| {
             Flux2Transformer::load(&spec.transformer, &spec.transformer_path, l)
         })?;
         let channels = 4 * spec.vae.latent_channels;

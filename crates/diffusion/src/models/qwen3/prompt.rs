@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::Qwen3Config;
 use crate::error::{DiffusionError, Result};
 
 /// The tokens of one prompt.
@@ -115,6 +116,22 @@ impl QwenPrompt {
 
     pub fn vocab_size(&self) -> usize {
         self.tokenizer.get_vocab_size(true)
+    }
+
+    /// An error naming the text encoder's config (`config_path`) when the tokenizer has ids its
+    /// embedding table does not.
+    pub fn check_fits(&self, config: &Qwen3Config, config_path: &Path) -> Result<()> {
+        if self.vocab_size() > config.vocab_size {
+            return Err(DiffusionError::config(
+                config_path,
+                format!(
+                    "the tokenizer has {} tokens but the text encoder's vocab_size is {}",
+                    self.vocab_size(),
+                    config.vocab_size
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The chat-templated prompt (thinking off) as `length` ids.

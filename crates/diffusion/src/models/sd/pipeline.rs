@@ -26,9 +26,9 @@ use crate::pipeline::memory::{self, MemoryProfile};
 use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
 use crate::pipeline::offload::Offloadable;
 use crate::pipeline::{
-    check_request, device_sync, img2img_start, load_component, CancelToken, Family, FamilyPipeline,
-    GenerateRequest, Generated, LoadOptions, ModelInfo, ModelSource, ParameterCounts, Placement,
-    Preset, Progress, StepSync, TimedCall, B,
+    check_request, device_sync, img2img_start, load_component, load_denoiser, CancelToken, Family,
+    FamilyPipeline, GenerateRequest, Generated, LoadOptions, ModelInfo, ModelSource,
+    ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 
 pub struct SdPipeline {
@@ -295,9 +295,7 @@ impl SdPipeline {
             };
             memory::attention_score_budget(options.small_attention_chunks, max_buffer)
         };
-        let unet = load_component(sources.unet, &dev, placement.denoiser, |l| {
-            l.int8_weights = options.denoiser_int8;
-            l.attention_score_budget = score_budget(false);
+        let unet = load_denoiser(sources.unet, &device, &placement, &options, |l| {
             UNet::load(&spec.unet, &spec.unet_path, l)
         })?;
         let (vae, vae_encoder) = load_component(sources.vae, &vae_dev, placement.vae, |l| {

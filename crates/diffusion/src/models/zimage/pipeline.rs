@@ -25,12 +25,12 @@ use crate::models::vae::{self, VaeDecoder};
 use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
-use crate::pipeline::memory::{self, MemoryProfile};
+use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
 use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, GenerationSteps, Prepared};
 use crate::pipeline::{
-    check_request, folder_index, load_component, tensor_to_vec, CancelToken, Family,
+    check_request, folder_index, load_component, load_denoiser, tensor_to_vec, CancelToken, Family,
     FamilyPipeline, GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo,
     ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
@@ -203,16 +203,7 @@ impl ZImagePipeline {
             .unwrap_or_else(|| RequestShape::usual(Family::ZIMAGE));
         memory_need::check_fit(&size, &spec.vae, &placement, &device, &planned, &options)?;
         if let Some(prompt) = &prompt {
-            if prompt.vocab_size() > spec.text_encoder.vocab_size {
-                return Err(DiffusionError::config(
-                    &spec.text_encoder_path,
-                    format!(
-                        "the tokenizer has {} tokens but the text encoder's vocab_size is {}",
-                        prompt.vocab_size(),
-                        spec.text_encoder.vocab_size
-                    ),
-                ));
-            }
+            prompt.check_fits(&spec.text_encoder, &spec.text_encoder_path)?;
         }
         let dev = device.device.clone();
         let cpu = device::cpu_device();
@@ -232,13 +223,7 @@ impl ZImagePipeline {
                 )
             },
         )?;
-        let budget = memory::attention_score_budget(
-            options.small_attention_chunks,
-            device.max_buffer_bytes(),
-        );
-        let transformer = load_component(tr, &dev, placement.denoiser, |l| {
-            l.int8_weights = options.denoiser_int8;
-            l.attention_score_budget = budget;
+        let transformer = load_denoiser(tr, &device, &placement, &options, |l| {
             ZImageTransformer::load(&spec.transformer, &spec.transformer_path, l)
         })?;
         let vae = load_component(va, &on(placement.vae_on_cpu), placement.vae, |l| {
