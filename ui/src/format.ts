@@ -38,3 +38,12 @@ export function when(rfc3339: string): string {
 export function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
+
+/** The operating system named once, as `SystemInfo::os_label` names it in Rust (sdbench-telemetry):
+ * "Debian GNU/Linux" with "Linux (Debian GNU/Linux 12)" → "Debian GNU/Linux 12". */
+export function osLabel(name: string, version: string): string {
+  const inner = /\(([^()]*)\)$/.exec(version)?.[1];
+  if (inner !== undefined && name !== "" && inner.includes(name)) return inner;
+  if (/^\p{L}/u.test(version)) return version;
+  return `${name} ${version}`.trim();
+}

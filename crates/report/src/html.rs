@@ -106,10 +106,7 @@ pub fn report_body(r: &BenchResult) -> String {
     for (k, v) in [
         (
             "system",
-            format!(
-                "{} {} · {}",
-                r.system.os, r.system.os_version, r.system.cpu_model
-            ),
+            format!("{} · {}", r.system.os_label(), r.system.cpu_model),
         ),
         ("GPUs", gpus.join(", ")),
         ("app", format!("{} {}", r.app.name, r.app.version)),

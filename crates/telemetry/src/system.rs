@@ -31,6 +31,12 @@ pub struct SystemInfo {
 }
 
 impl SystemInfo {
+    /// The operating system as a person names it: "Debian GNU/Linux 12", "Windows 11 Pro", not the
+    /// two fields side by side ("Debian GNU/Linux Linux (Debian GNU/Linux 12)").
+    pub fn os_label(&self) -> String {
+        os_label(&self.os, &self.os_version)
+    }
+
     /// Reads the running machine (`root` is `/` except in tests; NVML is asked when `use_nvml`).
     pub fn collect(root: &Path, use_nvml: bool) -> SystemInfo {
         let mut sys = sysinfo::System::new();
@@ -62,6 +68,21 @@ impl SystemInfo {
             ram_bytes: sys.total_memory(),
             gpus,
         }
+    }
+}
+
+/// `name` and `version` as sysinfo gives them, said once: the version's parenthesised part when it
+/// names the system (Linux: "Linux (Debian GNU/Linux 12)"), the version alone when it starts
+/// with a name of its own ("Windows 11 Pro", macOS's "macOS 15.1 Sequoia" beside "Darwin"), else
+/// both ("Debian GNU/Linux" and "12").
+pub fn os_label(name: &str, version: &str) -> String {
+    let inner = version
+        .strip_suffix(')')
+        .and_then(|v| v.rsplit_once('(').map(|(_, inner)| inner));
+    match inner {
+        Some(inner) if !name.is_empty() && inner.contains(name) => inner.to_string(),
+        _ if version.starts_with(|c: char| c.is_alphabetic()) => version.to_string(),
+        _ => format!("{name} {version}").trim().to_string(),
     }
 }
 
@@ -125,5 +146,27 @@ pub fn normalize_pci_bus(bus: &str) -> String {
             u32::from_str_radix(domain, 16).unwrap_or(0)
         ),
         None => lower,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::os_label;
+
+    #[test]
+    fn the_system_is_named_once() {
+        // sysinfo on Debian, Windows and macOS.
+        assert_eq!(
+            os_label("Debian GNU/Linux", "Linux (Debian GNU/Linux 12)"),
+            "Debian GNU/Linux 12"
+        );
+        assert_eq!(os_label("Windows", "Windows 11 Pro"), "Windows 11 Pro");
+        assert_eq!(
+            os_label("Darwin", "macOS 15.1 Sequoia"),
+            "macOS 15.1 Sequoia"
+        );
+        assert_eq!(os_label("Debian GNU/Linux", "12"), "Debian GNU/Linux 12");
+        assert_eq!(os_label("Linux", ""), "Linux");
+        assert_eq!(os_label("", "12"), "12");
     }
 }

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { mockShell, settle } from "../test-support";
 import { setMessageArea } from "../ui";
-import { historyScreen } from "./history";
+import { historyScreen, shortModel } from "./history";
 import type { RunSummary } from "../types";
 
 const SVG = '<svg xmlns="http://www.w3.org/2000/svg"><rect width="5" height="5"/></svg>';
@@ -105,5 +105,45 @@ describe("History screen", () => {
     expect(calls.find((c) => c.cmd === "history_delete")!.args.ids).toEqual(["g1"]);
     expect(rows()[0].textContent).toContain("No runs yet");
     expect(messages.textContent).toContain("Deleted 1 run.");
+  });
+
+  it("shows each run's model, sorts by a column, and filters by model", async () => {
+    const runs = [
+      run("a", "benchmark", { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", score: 300, created_at: "2026-11-22T10:00:00Z" }),
+      run("b", "benchmark", { model: "/home/me/models/my-finetune.safetensors", score: 900, created_at: "2026-11-22T11:00:00Z" }),
+      run("c", "generation", { model: "/home/me/.cache/huggingface/hub/models--Tongyi-MAI--Z-Image-Turbo/snapshots/0123abcd", created_at: "2026-11-22T12:00:00Z" }),
+    ];
+    mockShell({ history_list: () => runs });
+    historyScreen.show?.();
+    await settle();
+    const cells = (column: number) => rows().map((r) => r.children[column].textContent);
+    // Newest first; the model column names each model shortly, its whole name in the tooltip.
+    expect(cells(3)).toEqual(["Tongyi-MAI/Z-Image-Turbo", "my-finetune.safetensors", "stable-diffusion-v1-5/stable-diffusion-v1-5"]);
+    expect(rows()[1].children[3].getAttribute("title")).toBe("/home/me/models/my-finetune.safetensors");
+    expect(cells(5)[0]).toBe("cuda, f16");
+    expect(cells(6)[0]).toBe("NVIDIA H100");
+
+    const byScore = root.querySelector<HTMLButtonElement>("button[data-sort=score]")!;
+    byScore.click();
+    expect(rows().map((r) => r.querySelector("button[data-run]")!.getAttribute("data-run"))).toEqual(["b", "a", "c"]);
+    expect(byScore.parentElement!.getAttribute("aria-sort")).toBe("descending");
+    byScore.click();
+    expect(rows().map((r) => r.querySelector("button[data-run]")!.getAttribute("data-run"))).toEqual(["c", "a", "b"]);
+
+    const model = root.querySelector<HTMLSelectElement>("#history-model")!;
+    expect([...model.options].map((o) => o.textContent)).toEqual(["all models", "my-finetune.safetensors", "stable-diffusion-v1-5/stable-diffusion-v1-5", "Tongyi-MAI/Z-Image-Turbo"]);
+    model.value = "/home/me/models/my-finetune.safetensors";
+    model.dispatchEvent(new Event("input"));
+    expect(rows()).toHaveLength(1);
+    expect(root.querySelector("#history-count")!.textContent).toBe("1 run");
+    model.value = "";
+    model.dispatchEvent(new Event("input"));
+    root.querySelector<HTMLButtonElement>("button[data-sort=when]")!.click();
+  });
+
+  it("names a model by its Hub id or its file", () => {
+    expect(shortModel("org/model")).toBe("org/model");
+    expect(shortModel("C:\\models\\x.safetensors")).toBe("x.safetensors");
+    expect(shortModel("synthetic")).toBe("synthetic");
   });
 });

@@ -17,6 +17,8 @@ const filters = {
   standard: h("input", { type: "checkbox", id: "history-standard" }),
   valid: h("input", { type: "checkbox", id: "history-valid" }),
 };
+/** Runs of one model only (chosen among the listed runs' models; applied here, not in the query). */
+const modelFilter = h("select", { id: "history-model" }, h("option", { value: "" }, "all models"));
 const list = h("tbody", { id: "history-rows" });
 const detail = h("div", { class: "card", id: "history-detail", hidden: true });
 const compareButton = h("button", { id: "history-compare", disabled: true }, "Compare");
@@ -25,6 +27,54 @@ const exportButton = h("button", { id: "history-export", disabled: true }, "Expo
 const count = h("span", { class: "muted", id: "history-count" });
 let runs: RunSummary[] = [];
 const selected = new Set<string>();
+
+/** The columns a click on the header sorts by, and how each compares two runs. */
+type SortKey = "when" | "kind" | "model" | "run" | "backend" | "device" | "score" | "seconds";
+const byText = (f: (r: RunSummary) => string) => (a: RunSummary, b: RunSummary) => f(a).localeCompare(f(b));
+const byNumber = (f: (r: RunSummary) => number | null) => (a: RunSummary, b: RunSummary) =>
+  (f(a) ?? -Infinity) - (f(b) ?? -Infinity);
+const comparators: Record<SortKey, (a: RunSummary, b: RunSummary) => number> = {
+  when: byText((r) => r.created_at),
+  kind: byText((r) => r.kind),
+  model: byText((r) => shortModel(r.model)),
+  run: byText((r) => r.title),
+  backend: byText((r) => `${r.backend} ${r.precision}`),
+  device: byText((r) => r.device),
+  score: byNumber((r) => r.score),
+  seconds: byNumber((r) => r.seconds_per_image),
+};
+let sort: { key: SortKey; descending: boolean } = { key: "when", descending: true };
+
+/** A model as the list shows it: a Hub id as it is, a file or folder by its last name (the whole
+ * path is the cell's tooltip). */
+export function shortModel(model: string): string {
+  const local = model.startsWith("/") || model.startsWith("~") || /^[A-Za-z]:[\\/]/.test(model);
+  if (!local) return model;
+  const parts = model.split(/[\\/]/).filter((p) => p !== "");
+  // A Hub cache snapshot's folder is named by its commit: show the repository instead.
+  const snapshot = parts.lastIndexOf("snapshots");
+  if (snapshot > 0 && parts[snapshot - 1].startsWith("models--")) {
+    return parts[snapshot - 1].slice("models--".length).replace("--", "/");
+  }
+  return parts[parts.length - 1] ?? model;
+}
+
+/** The runs the table shows: the model filter applied, in the chosen order. */
+function shown(): RunSummary[] {
+  const model = modelFilter.value;
+  const list = runs.filter((r) => !model || r.model === model);
+  const compare = comparators[sort.key];
+  return list.sort((a, b) => (sort.descending ? -compare(a, b) : compare(a, b)));
+}
+
+/** The model filter lists the models of the runs the query returned, keeping the choice. */
+function fillModelFilter(): void {
+  const chosen = modelFilter.value;
+  const models = [...new Set(runs.map((r) => r.model))].sort((a, b) => shortModel(a).localeCompare(shortModel(b)));
+  fill(modelFilter, h("option", { value: "" }, "all models"),
+    models.map((m) => h("option", { value: m, title: m }, shortModel(m))));
+  modelFilter.value = models.includes(chosen) ? chosen : "";
+}
 
 export function currentFilter(): HistoryFilter {
   const f: HistoryFilter = {};
@@ -38,11 +88,12 @@ export function currentFilter(): HistoryFilter {
 
 function updateButtons(): void {
   const chosen = runs.filter((r) => selected.has(r.id));
+  const listed = shown().length;
   compareButton.disabled = chosen.length < 2 || chosen.some((r) => r.kind !== "benchmark");
   compareButton.title = compareButton.disabled ? "Select two or more benchmark runs" : "";
   deleteButton.disabled = chosen.length === 0;
   exportButton.disabled = chosen.length === 0;
-  count.textContent = `${fmt.count(runs.length, "run")}${chosen.length ? `, ${chosen.length} selected` : ""}`;
+  count.textContent = `${fmt.count(listed, "run")}${chosen.length ? `, ${chosen.length} selected` : ""}`;
 }
 
 export async function refresh(): Promise<void> {
@@ -52,28 +103,41 @@ export async function refresh(): Promise<void> {
     showError(e);
     return;
   }
-  for (const id of [...selected]) if (!runs.some((r) => r.id === id)) selected.delete(id);
-  fill(list, runs.length === 0
-    ? h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No runs yet. Run a benchmark or create an image."))
-    : runs.map((r) => {
+  fillModelFilter();
+  render();
+}
+
+/** Draws the rows of the runs listed, filtered by model and sorted. */
+function render(): void {
+  const visible = shown();
+  for (const id of [...selected]) if (!visible.some((r) => r.id === id)) selected.delete(id);
+  fill(list, visible.length === 0
+    ? h("tr", {}, h("td", { colspan: COLUMNS.length, class: "muted" }, runs.length === 0
+      ? "No runs yet. Run a benchmark or create an image." : "No runs of this model match."))
+    : visible.map((r) => {
         const box = h("input", { type: "checkbox", "aria-label": `Select ${r.title}`, checked: selected.has(r.id) });
         box.addEventListener("change", () => {
           if (box.checked) selected.add(r.id);
           else selected.delete(r.id);
           updateButtons();
         });
-        const open = h("button", { class: "link", "data-run": r.id }, r.kind === "benchmark" ? r.title : `“${r.title}”`);
+        const open = h("button", { class: "link", "data-run": r.id, title: r.title }, r.kind === "benchmark" ? r.title : `“${r.title}”`);
         open.addEventListener("click", () => showDetail(r));
         return h("tr", { class: r.valid ? "" : "invalid-row" },
           h("td", {}, box),
-          h("td", {}, fmt.when(r.created_at)),
+          h("td", { class: "nowrap" }, fmt.when(r.created_at)),
           h("td", {}, r.kind === "benchmark" ? "benchmark" : "image"),
-          h("td", {}, open),
-          h("td", {}, `${r.device} (${r.backend}, ${r.precision}${profileNote(r.memory_profile)})`),
+          h("td", { class: "clip", title: r.model }, shortModel(r.model)),
+          h("td", { class: "clip" }, open),
+          h("td", { class: "nowrap" }, `${r.backend}, ${r.precision}${profileNote(r.memory_profile)}`),
+          h("td", { class: "clip", title: r.device }, r.device),
           h("td", { class: "num" }, r.score === null ? (r.kind === "benchmark" ? "invalid" : "—") : String(r.score)),
           h("td", { class: "num" }, fmt.fixed(r.seconds_per_image)),
           h("td", {}, r.standard ? "standard" : ""));
       }));
+  for (const [key, cell] of headers) {
+    cell.setAttribute("aria-sort", sort.key === key ? (sort.descending ? "descending" : "ascending") : "none");
+  }
   updateButtons();
 }
 
@@ -159,22 +223,43 @@ async function exportRuns(): Promise<void> {
   notify(`Exported ${fmt.count(n, "run")} to ${path}`);
 }
 
+/** The table's columns: header text and the key a click on it sorts by (none: not sortable). */
+const COLUMNS: [string, SortKey | null][] = [
+  ["", null], ["when", "when"], ["kind", "kind"], ["model", "model"], ["run", "run"], ["backend", "backend"],
+  ["device", "device"], ["score", "score"], ["s/image", "seconds"], ["", null],
+];
+const headers = new Map<SortKey, HTMLElement>();
+
+/** A column header; a sortable one sorts by its column on click, again for the other order. */
+function header(label: string, key: SortKey | null): HTMLElement {
+  if (!key) return h("th", { scope: "col" }, label);
+  const button = h("button", { class: "link sort", "data-sort": key }, label);
+  button.addEventListener("click", () => {
+    sort = { key, descending: sort.key === key ? !sort.descending : key === "when" || key === "score" };
+    render();
+  });
+  const cell = h("th", { scope: "col", "aria-sort": "none" }, button);
+  headers.set(key, cell);
+  return cell;
+}
+
 export const historyScreen: Screen = {
   id: "history",
   title: "History",
   mount(root) {
     for (const input of Object.values(filters)) input.addEventListener("input", () => refresh());
+    modelFilter.addEventListener("input", () => render());
     compareButton.addEventListener("click", () => busy(compareButton, compare));
     deleteButton.addEventListener("click", () => busy(deleteButton, remove));
     exportButton.addEventListener("click", () => busy(exportButton, exportRuns));
     root.append(
       h("div", { class: "card" },
         h("div", { class: "row filters" },
-          h("label", {}, "Show", filters.kind), h("label", {}, "Search", filters.text), h("label", {}, "Backend", filters.backend),
+          h("label", {}, "Show", filters.kind), h("label", {}, "Search", filters.text), h("label", {}, "Model", modelFilter), h("label", {}, "Backend", filters.backend),
           h("label", { class: "check" }, filters.standard, "standard only"), h("label", { class: "check" }, filters.valid, "valid only")),
         h("div", { class: "row" }, compareButton, deleteButton, exportButton, count),
         h("table", { class: "runs" },
-          h("thead", {}, h("tr", {}, ["", "when", "kind", "run", "device", "score", "s/image", ""].map((c) => h("th", { scope: "col" }, c)))),
+          h("thead", {}, h("tr", {}, COLUMNS.map(([label, key]) => header(label, key)))),
           list)),
       detail);
   },

@@ -107,7 +107,7 @@ async function loadDevices(): Promise<void> {
     fill(devices,
       h("h2", {}, "This machine"),
       definitionList([
-        ["system", `${s.os} ${s.os_version}`], ["CPU", `${s.cpu_model} (${s.cpu_logical_cores} threads)`],
+        ["system", fmt.osLabel(s.os, s.os_version)], ["CPU", `${s.cpu_model} (${s.cpu_logical_cores} threads)`],
         ["memory", fmt.bytes(s.ram_bytes)], ["GPUs", s.gpus.map((g) => g.name).join(", ") || "none found"],
         ["auto selects", auto], ["SD Bench", report.appVersion], ["data folder", report.dataDir],
       ]),
