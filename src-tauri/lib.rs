@@ -48,6 +48,7 @@ pub fn with_commands<R: Runtime>(builder: Builder<R>, state: AppState) -> Builde
             commands::history::history_export,
             commands::history::run_charts,
             commands::cache::cache_info,
+            commands::models::local_models,
             commands::cache::clean_cache,
             commands::cache::clean_kernel_cache,
             commands::updates::check_for_update,

@@ -61,6 +61,8 @@ fn wire_types() -> Vec<Declared> {
         declared::<benchmark::BenchmarkRequest>(),
         declared::<benchmark::CustomRun>(),
         declared::<benchmark::ModelStatus>(),
+        declared::<crate::commands::models::LocalModelView>(),
+        declared::<crate::commands::models::ModelDefaults>(),
         declared::<benchmark::OwnWorkload>(),
         declared::<benchmark::Downloaded>(),
         declared::<benchmark::ResultView>(),

@@ -8,7 +8,7 @@ use tauri::ipc::Channel;
 use tauri::State;
 
 use sdbench_bench::result::{write_atomically, AppInfo};
-use sdbench_bench::runner::{self, RunOptions};
+use sdbench_bench::runner::{self, ModelChoice, RunOptions};
 use sdbench_bench::submit::{Outcome, Submitter};
 use sdbench_bench::summary;
 use sdbench_bench::workload::WORKLOAD_NAMES;
@@ -29,7 +29,7 @@ use super::jobs::channel_sink;
 use super::{blocking, target_path};
 
 /// Hub models are always read at this revision.
-const REVISION: &str = "main";
+pub(crate) const REVISION: &str = "main";
 
 #[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
@@ -233,6 +233,9 @@ pub struct BenchmarkRequest {
     pub custom: Option<CustomRun>,
     /// Seconds of idle power sampling before the run (default 1).
     pub baseline_seconds: Option<f64>,
+    /// Synthetic weights of the workload's architecture instead of the model setting's model: the
+    /// same computation with no download (offline, say); never a standard score.
+    pub synthetic: Option<bool>,
 }
 
 /// A benchmark result as the result view shows it: the figures formatted exactly as the CLI and
@@ -339,7 +342,7 @@ pub fn start_benchmark_job(
             })
             .map_err(|e| UiError::bad_input(e.to_string(), "Correct the custom run's values."))?,
     };
-    let model = settings.model_choice_for(&workload)?;
+    let model = benchmark_model(&settings, &workload, request.synthetic == Some(true))?;
     let mut options = RunOptions::new(workload, model, app_info());
     let device = settings.device_request()?;
     (options.backend, options.device_index) = (device.backend, device.index);
@@ -371,6 +374,19 @@ pub fn start_benchmark_job(
             };
             serde_json::to_value(out).map_err(|e| UiError::internal(e.to_string()))
         })
+}
+
+/// The model a benchmark of `workload` runs: the setting's (the untouched default being the
+/// workload's own), or with `synthetic` generated weights of the workload's architecture.
+fn benchmark_model(
+    settings: &Settings,
+    workload: &Workload,
+    synthetic: bool,
+) -> UiResult<ModelChoice> {
+    if synthetic {
+        return Ok(ModelChoice::Local(ModelSource::Synthetic(workload.preset)));
+    }
+    settings.model_choice_for(workload)
 }
 
 /// A benchmark result from the history.
@@ -563,4 +579,29 @@ pub async fn submit_result(state: State<'_, AppState>, run_id: String) -> UiResu
         })
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_synthetic_run_takes_the_workloads_architecture_whatever_the_setting() {
+        let settings = Settings {
+            model: "/models/some-finetune".into(),
+            ..Settings::default()
+        };
+        let klein = Workload::named("flux2-klein-1024-4").unwrap();
+        match benchmark_model(&settings, &klein, true).unwrap() {
+            ModelChoice::Local(ModelSource::Synthetic(preset)) => {
+                assert_eq!(preset, klein.preset)
+            }
+            other => panic!("{other:?}"),
+        }
+        let default = Settings::default();
+        match benchmark_model(&default, &klein, false).unwrap() {
+            ModelChoice::Hub { id, .. } => assert_eq!(id.to_string(), klein.preset.repository()),
+            other => panic!("{other:?}"),
+        }
+    }
 }

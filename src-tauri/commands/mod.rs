@@ -6,6 +6,7 @@ pub mod cache;
 pub mod create;
 pub mod history;
 pub mod jobs;
+pub mod models;
 pub mod system;
 pub mod updates;
 

@@ -642,6 +642,27 @@ fn the_model_downloads_with_progress_and_the_cache_is_cleaned_up() {
     assert_eq!(last_progress["total"], pipeline_bytes);
     assert_eq!(app.ok("model_status", json!({}))["ready"], true);
 
+    // The model choice lists it with its family and its family's settings, beside every
+    // preset's synthetic weights.
+    let models = app.ok("local_models", json!({}));
+    let tiny_sd = &models[0];
+    assert_eq!(tiny_sd["name"], "test-org/tiny-sd", "{models}");
+    assert_eq!(tiny_sd["family"], "Stable Diffusion");
+    assert!(tiny_sd["format"]
+        .as_str()
+        .unwrap()
+        .contains("Hugging Face cache"));
+    assert!(tiny_sd["problem"].is_null() && tiny_sd["sizeBytes"].as_u64().unwrap() > 0);
+    assert_eq!(
+        tiny_sd["defaults"],
+        json!({ "width": 512, "height": 512, "steps": 30, "guidance": 7.5 })
+    );
+    let synthetic: Vec<&Value> = models.as_array().unwrap()[1..].iter().collect();
+    assert!(synthetic.iter().all(|m| m["synthetic"] == true), "{models}");
+    assert!(synthetic
+        .iter()
+        .any(|m| m["name"] == "synthetic-zimage-turbo"));
+
     let cache = app.ok("cache_info", json!({}));
     assert_eq!(cache["models"][0]["repo"], "test-org/tiny-sd");
     assert_eq!(cache["models"][0]["runnable"], true);
@@ -742,6 +763,15 @@ fn the_model_set_names_its_own_workload() {
     assert!(why.contains("architecture (flux2-klein)"), "{why}");
     let status = app.ok("model_status", json!({ "workload": "flux2-klein-1024-4" }));
     assert!(status["ownWorkload"].is_null(), "{status}");
+    // The model choice lists the folder first, with klein's own settings.
+    let listed = &app.ok("local_models", json!({}))[0];
+    assert_eq!(listed["name"], json!(klein), "{listed}");
+    assert_eq!(listed["family"], "FLUX.2 klein");
+    assert_eq!(listed["format"], "diffusers folder");
+    assert_eq!(
+        (&listed["defaults"]["steps"], &listed["defaults"]["width"]),
+        (&json!(4), &json!(1024))
+    );
     // Synthetic SD1.5 under SDXL's workload: SD1.5's own.
     app.set(json!({ "model": "synthetic" }));
     let status = app.ok("model_status", json!({ "workload": "sdxl-1024-20" }));

@@ -96,6 +96,8 @@ export const api = {
   historyExport: (ids: string[], path: string) => invoke<number>("history_export", { ids, path }),
   runCharts: (ids: string[]) => invoke<T.Charts>("run_charts", { ids }),
   cacheInfo: () => invoke<T.CacheInfo>("cache_info"),
+  /** The models on this machine (cache, the setting's folder or file, synthetic weights). */
+  localModels: () => invoke<T.LocalModelView[]>("local_models"),
   cleanCache: (models: string[]) => invoke<T.Cleaned>("clean_cache", { models }),
   cleanKernelCache: () => invoke<T.Cleaned>("clean_kernel_cache"),
   checkForUpdate: () => invoke<T.UpdateInfo>("check_for_update"),

@@ -145,7 +145,12 @@ custom?: CustomRun | null,
 /**
  * Seconds of idle power sampling before the run (default 1).
  */
-baselineSeconds?: number | null, };
+baselineSeconds?: number | null, 
+/**
+ * Synthetic weights of the workload's architecture instead of the model setting's model: the
+ * same computation with no download (offline, say); never a standard score.
+ */
+synthetic?: boolean | null, };
 
 export type CustomRun = { steps?: number | null, width?: number | null, height?: number | null, images?: number | null, };
 
@@ -184,6 +189,27 @@ note: string | null,
  * it. None for the untouched default, which stands for each workload's own model.
  */
 ownWorkload: OwnWorkload | null, };
+
+export type LocalModelView = { 
+/**
+ * What the model setting takes: a Hub id, a path, or `synthetic-<preset>`.
+ */
+name: string, 
+/**
+ * The model family ("Stable Diffusion", "FLUX.2 klein", "Z-Image") and the architecture its
+ * configs describe ("sdxl"); none when they could not be read.
+ */
+family: string | null, architecture: string | null, 
+/**
+ * Where it is and in what form ("diffusers folder (Hugging Face cache)", "single file", ...).
+ */
+format: string, synthetic: boolean, sizeBytes: number | null, 
+/**
+ * Why SD Bench cannot run it; none when it can.
+ */
+problem: string | null, defaults: ModelDefaults | null, };
+
+export type ModelDefaults = { width: number, height: number, steps: number, guidance: number, };
 
 export type OwnWorkload = { name: string, why: string, };
 
@@ -377,7 +403,7 @@ source: string, synthetic: boolean,
  */
 sd15_architecture: boolean, 
 /**
- * The model family: sd1, sd2 or sdxl (absent in results from before SDXL).
+ * The model family: sd1, sd2, sdxl, flux2-klein or zimage (absent in results from before SDXL).
  */
 family?: string | null, 
 /**

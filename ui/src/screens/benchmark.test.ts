@@ -348,4 +348,45 @@ describe("Benchmark screen", () => {
     expect(alert.textContent).toContain("no NVIDIA driver");
     expect(alert.textContent).toContain("Choose another backend");
   });
+
+  it("lists the models on this machine, and runs on synthetic weights without the model", async () => {
+    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null };
+    let saved: Record<string, unknown> | null = null;
+    let request: Record<string, unknown> = {};
+    const calls = mockShell({
+      model_status: () => ({ ...ready, ready: false, path: null, problem: "no network", ownWorkload: null }),
+      get_settings: () => settings,
+      save_settings: (a) => (saved = a.settings as Record<string, unknown>),
+      local_models: () => [
+        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 } },
+        { name: "synthetic-flux2-klein", family: "FLUX.2 klein", architecture: "flux2-klein", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 } },
+      ],
+      start_benchmark: (a) => {
+        request = a.request as Record<string, unknown>;
+        stream(a, [{ event: "failed", error: { kind: "cancelled", message: "cancelled", hint: "" } }]);
+        return 7;
+      },
+    });
+    benchmarkScreen.show?.();
+    await settle(40);
+    const model = root.querySelector<HTMLSelectElement>("#bench-model")!;
+    expect([...model.options].map((o) => o.textContent)).toEqual([
+      "stable-diffusion-v1-5/stable-diffusion-v1-5 (not on this machine yet)", "none yet",
+      "Stable Diffusion · sd15", "FLUX.2 klein · flux2-klein",
+      "another diffusers folder…", "another .safetensors file…",
+    ]);
+    expect(model.value).toBe("stable-diffusion-v1-5/stable-diffusion-v1-5");
+    // Offline without the model: the standard run waits, a synthetic one is offered.
+    expect(root.querySelector<HTMLButtonElement>("#run-standard")!.disabled).toBe(true);
+    root.querySelector<HTMLButtonElement>("#run-synthetic")!.click();
+    await settle(40);
+    expect(request).toEqual({ workload: "sd15-512-30", synthetic: true });
+
+    // Choosing a model saves it as the setting.
+    model.value = "synthetic-flux2-klein";
+    model.dispatchEvent(new Event("change"));
+    await settle(40);
+    expect(saved).toMatchObject({ model: "synthetic-flux2-klein", modelConfig: null });
+    expect(calls.filter((c) => c.cmd === "model_status").length).toBeGreaterThan(1);
+  });
 });

@@ -5,6 +5,7 @@ import { api, attachJob, type JobHandle } from "../api";
 import { fill, h } from "../dom";
 import * as fmt from "../format";
 import { drawLiveChart } from "../livechart";
+import { modelChoice } from "../modelchoice";
 import { ProgressTracker, type ProgressView } from "../progress";
 import type { BenchmarkOutput, JobEvent, JobStatus, ModelStatus, OwnWorkload, WorkloadCard } from "../types";
 import { showError, notify } from "../ui";
@@ -24,6 +25,8 @@ const nextFrame = (f: () => void) =>
   typeof requestAnimationFrame === "function" ? requestAnimationFrame(f) : setTimeout(f, 16);
 
 const model = h("div", { class: "card", id: "model-card" }, h("h2", {}, "Model"), h("p", { class: "muted" }, "Checking the model…"));
+/** The model setting, chosen here as on Create; the workload follows it (`followModel`). */
+const choice = modelChoice("bench-model", () => refreshModel());
 const workloadSelect = h("select", { id: "workload", "aria-label": "Workload" });
 const workloadDescription = h("p", { class: "muted", id: "workload-description" });
 const runButton = h("button", { class: "primary big", id: "run-standard" }, "Run the standard benchmark");
@@ -86,6 +89,7 @@ function renderModel(status: ModelStatus): void {
     : status.path ?? "not downloaded yet";
   const parts: (Node | string)[] = [
     h("h2", {}, "Model"),
+    choice.element,
     h("p", {}, h("strong", {}, status.model), " — ", where),
   ];
   if (status.note) parts.push(h("p", { class: "muted" }, status.note));
@@ -93,12 +97,24 @@ function renderModel(status: ModelStatus): void {
     const size = status.downloadBytes !== null ? fmt.bytes(status.downloadBytes) : "size unknown";
     const download = h("button", { class: "primary", id: "download-model" }, `Download (${size})`);
     download.addEventListener("click", () => startDownload(download));
-    parts.push(h("p", {}, "The model is not on this machine yet."), download);
+    // Without the model (offline, or before a long download), the same computation runs on
+    // synthetic weights of the workload's architecture: a timing, never a standard score.
+    const synthetic = h("button", { id: "run-synthetic", disabled: job !== null }, "Run on synthetic weights");
+    synthetic.addEventListener("click", () => startSynthetic());
+    parts.push(h("p", {}, "The model is not on this machine yet."), h("div", { class: "row" }, download, synthetic),
+      h("p", { class: "muted" }, "A run on synthetic weights needs no download and measures the same work, but its images are noise and it is not a standard score."));
     if (status.problem) parts.push(h("p", { class: "muted" }, `The Hub did not answer: ${status.problem}`));
   }
   fill(model, ...parts);
   runButton.disabled = !status.ready || job !== null;
   quickButton.disabled = !status.ready || job !== null;
+}
+
+/** The chosen workload on synthetic weights of its architecture (no download). */
+function startSynthetic(): void {
+  const workload = chosenWorkload();
+  followBenchmark(`Synthetic weights (${workload.name}'s architecture): timing only, not a standard score.`, null,
+    (onEvent) => api.benchmark({ workload: workload.name, synthetic: true }, onEvent));
 }
 
 function startDownload(button: HTMLButtonElement): void {
@@ -257,5 +273,6 @@ export const benchmarkScreen: Screen = {
   },
   show() {
     if (job === null) refreshModel();
+    choice.refresh();
   },
 };

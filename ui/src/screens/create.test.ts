@@ -205,4 +205,41 @@ describe("Create screen", () => {
     expect(messages.querySelector("[role=alert]")!.textContent).toContain("Width must be a whole number.");
     root.querySelector<HTMLInputElement>("#create-width")!.value = "512";
   });
+
+  it("chooses a model on this machine and takes its family's settings", async () => {
+    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null };
+    let current = settings;
+    mockShell({
+      schedulers: () => [],
+      system_info: () => ({ backends: [] }),
+      get_settings: () => current,
+      save_settings: (a) => (current = a.settings as typeof settings),
+      local_models: () => [
+        { name: "black-forest-labs/FLUX.2-klein-4B", family: "FLUX.2 klein", architecture: "flux2-klein", format: "diffusers folder (Hugging Face cache)", synthetic: false, sizeBytes: 15.6e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 } },
+        { name: "/models/broken", family: null, architecture: null, format: "diffusers folder", synthetic: false, sizeBytes: 10, problem: "has no model_index.json", defaults: null },
+        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 } },
+      ],
+    });
+    createScreen.show?.();
+    await settle(40);
+    const model = root.querySelector<HTMLSelectElement>("#create-model")!;
+    const klein = [...model.options].find((o) => o.value === "black-forest-labs/FLUX.2-klein-4B")!;
+    expect(klein.textContent).toBe("FLUX.2 klein · black-forest-labs/FLUX.2-klein-4B · 15.6 GB");
+    expect([...model.options].find((o) => o.value === "/models/broken")!.disabled).toBe(true);
+    model.value = klein.value;
+    model.dispatchEvent(new Event("change"));
+    await settle(40);
+    expect(current.model).toBe("black-forest-labs/FLUX.2-klein-4B");
+    expect(model.value).toBe("black-forest-labs/FLUX.2-klein-4B");
+    expect(root.querySelector<HTMLInputElement>("#create-steps")!.value).toBe("4");
+    expect(root.querySelector<HTMLInputElement>("#create-width")!.value).toBe("1024");
+    expect(root.querySelector<HTMLSelectElement>("#create-size")!.value).toBe("1024x1024");
+    expect(root.querySelector<HTMLInputElement>("#create-guidance")!.value).toBe("1");
+    expect(root.querySelector("#create-model-note")!.textContent).toContain("Hugging Face cache");
+    // Back to SD1.5's settings for the other tests.
+    model.value = "synthetic-sd15";
+    model.dispatchEvent(new Event("change"));
+    await settle(40);
+    expect(root.querySelector<HTMLInputElement>("#create-steps")!.value).toBe("30");
+  });
 });

@@ -6,7 +6,8 @@ import { api, attachJob, imageUrl, type JobHandle } from "../api";
 import { fill, h } from "../dom";
 import * as fmt from "../format";
 import { ProgressTracker } from "../progress";
-import type { CreateOutput, CreateRequest, Generation, JobEvent, JobStatus } from "../types";
+import { modelChoice } from "../modelchoice";
+import type { CreateOutput, CreateRequest, Generation, JobEvent, JobStatus, ModelDefaults } from "../types";
 import { busy, notify, pickSavePath, showError } from "../ui";
 import { boundFields, checkWhole } from "../validate";
 import type { Screen } from "../main";
@@ -18,8 +19,20 @@ export function randomSeed(): number {
 
 export const SIZE_PRESETS: [string, number, number][] = [
   ["512 × 512", 512, 512], ["512 × 768 (portrait)", 512, 768], ["768 × 512 (landscape)", 768, 512],
-  ["256 × 256 (fast)", 256, 256],
+  ["768 × 768", 768, 768], ["1024 × 1024", 1024, 1024], ["832 × 1216 (portrait)", 832, 1216],
+  ["1216 × 832 (landscape)", 1216, 832], ["256 × 256 (fast)", 256, 256],
 ];
+
+/** A chosen model's family settings in the form (FLUX.2 klein: 1024 × 1024, 4 steps, guidance
+ * 1, which is none), so its first image runs as the model is meant to run. */
+export function applyDefaults(d: ModelDefaults): void {
+  form.steps.value = String(d.steps);
+  form.guidance.value = String(d.guidance);
+  form.width.value = String(d.width);
+  form.height.value = String(d.height);
+  const preset = `${d.width}x${d.height}`;
+  form.size.value = SIZE_PRESETS.some(([, w, hgt]) => `${w}x${hgt}` === preset) ? preset : "custom";
+}
 
 /** The fields that hold no number the request can carry (empty, or a fraction where a whole
  * number goes); null when it can be sent. The shell checks every rule on the values. */
@@ -71,6 +84,12 @@ const viewer = h("div", { class: "viewer", id: "create-viewer" }, h("p", { class
 const strip = h("div", { class: "strip", id: "create-strip", "aria-label": "This session's images" });
 let lastSeed: number | null = null;
 let optionsLoaded = false;
+const model = modelChoice("create-model", (m) => {
+  if (m?.defaults) {
+    applyDefaults(m.defaults);
+    notify(`${m.family}: ${m.defaults.width} × ${m.defaults.height}, ${m.defaults.steps} steps, guidance ${m.defaults.guidance}, as its standard workload runs it.`);
+  }
+});
 
 function request(): CreateRequest {
   return {
@@ -274,6 +293,7 @@ export const createScreen: Screen = {
     root.append(h("div", { class: "create" },
       h("div", { class: "card form" },
         h("h2", {}, "Create"),
+        model.element,
         field("Prompt", form.prompt),
         field("Negative prompt", form.negative),
         h("div", { class: "row" }, field("Steps", form.steps), field("Guidance", form.guidance)),
@@ -291,5 +311,6 @@ export const createScreen: Screen = {
   },
   show() {
     loadOptions();
+    model.refresh();
   },
 };

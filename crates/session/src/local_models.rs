@@ -1,0 +1,219 @@
+//! The models a run can use on this machine without downloading: the Hugging Face cache's
+//! repositories, every preset's synthetic weights, and a folder or file the person named. Each
+//! with its family and architecture (read from its configs), its size and whether SD Bench can
+//! run it, and why not. Nothing is copied or moved.
+
+use std::path::Path;
+
+use sdbench_diffusion::{Family, ModelSource, Pipeline, Precision, Preset};
+use sdbench_hub::{cache, HubSettings, RepoId};
+
+use crate::model_name::ModelName;
+
+/// Where a model on this machine comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalKind {
+    /// A repository in the Hugging Face cache (a diffusers folder).
+    HubCache,
+    /// A diffusers folder elsewhere.
+    Folder,
+    /// A single-file checkpoint.
+    File,
+    /// Generated weights of a preset's architecture: no download, never a standard score.
+    Synthetic,
+}
+
+impl LocalKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            LocalKind::HubCache => "diffusers folder (Hugging Face cache)",
+            LocalKind::Folder => "diffusers folder",
+            LocalKind::File => "single file",
+            LocalKind::Synthetic => {
+                "synthetic weights (no download; timing only, never a standard score)"
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LocalModel {
+    /// What `--model` (and the app's model setting) takes to run it.
+    pub name: String,
+    pub kind: LocalKind,
+    /// The architecture its configs describe (`None` when they could not be read).
+    pub architecture: Option<Family>,
+    /// Bytes on disk (`None` for synthetic weights).
+    pub size_bytes: Option<u64>,
+    /// Why SD Bench cannot run it; `None` when it can.
+    pub problem: Option<String>,
+}
+
+/// Every model on this machine, the cache's first (by id), then each preset's synthetic weights;
+/// `named`: a model the person named (a folder or file not in the cache is added first).
+pub fn list(hub: &HubSettings, revision: &str, named: Option<&str>) -> Vec<LocalModel> {
+    let mut models = Vec::new();
+    if let Some(Ok(ModelName::Local(source))) = named.map(|n| ModelName::parse(n, None)) {
+        match &source {
+            ModelSource::Folder(path) => models.push(on_disk(
+                named.unwrap_or_default(),
+                LocalKind::Folder,
+                path,
+                &source,
+            )),
+            ModelSource::Checkpoint { file, .. } => models.push(on_disk(
+                named.unwrap_or_default(),
+                LocalKind::File,
+                file,
+                &source,
+            )),
+            ModelSource::Synthetic(_) => {}
+        }
+    }
+    match cache::list(hub) {
+        Ok(cached) => {
+            for model in cached {
+                models.push(cached_model(hub, revision, &model));
+            }
+        }
+        Err(e) => models.push(LocalModel {
+            name: hub.cache_dir.display().to_string(),
+            kind: LocalKind::HubCache,
+            architecture: None,
+            size_bytes: None,
+            problem: Some(format!("the model cache could not be read: {e}")),
+        }),
+    }
+    models.extend(Preset::all().map(|preset| LocalModel {
+        name: format!("synthetic-{}", preset.name()),
+        kind: LocalKind::Synthetic,
+        architecture: Some(preset.family()),
+        size_bytes: None,
+        problem: None,
+    }));
+    models
+}
+
+fn cached_model(hub: &HubSettings, revision: &str, model: &cache::CachedModel) -> LocalModel {
+    let snapshot = RepoId::parse(&model.repo)
+        .ok()
+        .and_then(|(id, _)| cache::cached_snapshot(hub, &id, revision))
+        .or_else(|| {
+            // Another revision than the one runs ask for: any complete snapshot tells the family.
+            model.snapshots.iter().find_map(|s| {
+                let path = model.path.join("snapshots").join(s);
+                cache::missing_pipeline_files(&path)
+                    .is_empty()
+                    .then_some(cache::CachedSnapshot {
+                        path,
+                        commit: s.clone(),
+                    })
+            })
+        });
+    let mut entry = match snapshot {
+        Some(snapshot) => {
+            let source = ModelSource::Folder(snapshot.path.clone());
+            on_disk(&model.repo, LocalKind::HubCache, &snapshot.path, &source)
+        }
+        None => LocalModel {
+            name: model.repo.clone(),
+            kind: LocalKind::HubCache,
+            architecture: None,
+            size_bytes: None,
+            problem: Some(if model.partial_bytes > 0 {
+                "its download is not finished".into()
+            } else {
+                "the cache holds no complete pipeline of it".into()
+            }),
+        },
+    };
+    entry.size_bytes = Some(model.size_bytes);
+    entry
+}
+
+/// A folder or file: its architecture from its configs (or the error that says why it cannot run).
+fn on_disk(name: &str, kind: LocalKind, path: &Path, source: &ModelSource) -> LocalModel {
+    let (architecture, problem) = match Pipeline::model_size(source, Precision::F32) {
+        Ok((size, _)) => (Some(size.family), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    LocalModel {
+        name: name.to_string(),
+        kind,
+        architecture,
+        size_bytes: size_on_disk(path),
+        problem,
+    }
+}
+
+/// A file's size, or the sum of a folder's files (links followed, as the cache's snapshots are).
+fn size_on_disk(path: &Path) -> Option<u64> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.is_file() {
+        return Some(meta.len());
+    }
+    let mut total = 0;
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+            match std::fs::metadata(entry.path()) {
+                Ok(m) if m.is_dir() => stack.push(entry.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixtures() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures")
+    }
+
+    #[test]
+    fn lists_synthetic_models_the_named_folder_and_the_cache() {
+        let cache_dir = tempfile::tempdir().unwrap();
+        let hub = HubSettings {
+            cache_dir: cache_dir.path().to_path_buf(),
+            endpoint: "http://127.0.0.1:9".into(),
+            token: None,
+            offline: true,
+        };
+        // An empty cache: every preset's synthetic weights.
+        let models = list(&hub, "main", None);
+        assert_eq!(models.len(), Preset::all().count());
+        assert!(models
+            .iter()
+            .all(|m| m.kind == LocalKind::Synthetic && m.problem.is_none()));
+        assert!(models.iter().any(|m| m.name == "synthetic-flux2-klein"));
+
+        // A named folder comes first, with its architecture from its configs.
+        let folder = fixtures().join("tiny-zimage");
+        let named = folder.display().to_string();
+        let models = list(&hub, "main", Some(&named));
+        let first = &models[0];
+        assert_eq!(
+            (first.kind, first.name.as_str()),
+            (LocalKind::Folder, named.as_str())
+        );
+        assert_eq!(
+            first.architecture.map(|f| f.descriptor().name),
+            Some("Z-Image")
+        );
+        assert!(first.size_bytes.unwrap() > 100_000 && first.problem.is_none());
+
+        // A folder that is no model says why.
+        let empty = tempfile::tempdir().unwrap();
+        let models = list(&hub, "main", Some(&empty.path().display().to_string()));
+        assert!(models[0].architecture.is_none());
+        assert!(models[0]
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("model_index.json"));
+    }
+}

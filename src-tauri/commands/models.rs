@@ -1,0 +1,73 @@
+//! The models on this machine, for the model choice on the Create and Benchmark screens.
+
+use serde::Serialize;
+use tauri::State;
+
+use sdbench_bench::workload::Workload;
+use sdbench_session::local_models::{self, LocalKind};
+
+use super::blocking;
+use crate::errors::UiResult;
+use crate::state::AppState;
+
+/// What a run of a model uses by default: its family's standard workload's size, steps and
+/// guidance (FLUX.2 klein: 1024x1024, 4 steps; SD1.5: 512x512, 30 steps, 7.5).
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
+pub struct ModelDefaults {
+    pub width: usize,
+    pub height: usize,
+    pub steps: usize,
+    pub guidance: f64,
+}
+
+/// One model the choice lists.
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalModelView {
+    /// What the model setting takes: a Hub id, a path, or `synthetic-<preset>`.
+    pub name: String,
+    /// The model family ("Stable Diffusion", "FLUX.2 klein", "Z-Image") and the architecture its
+    /// configs describe ("sdxl"); none when they could not be read.
+    pub family: Option<String>,
+    pub architecture: Option<String>,
+    /// Where it is and in what form ("diffusers folder (Hugging Face cache)", "single file", ...).
+    pub format: String,
+    pub synthetic: bool,
+    pub size_bytes: Option<u64>,
+    /// Why SD Bench cannot run it; none when it can.
+    pub problem: Option<String>,
+    pub defaults: Option<ModelDefaults>,
+}
+
+/// The Hugging Face cache's models, a folder or file the model setting names, and each preset's
+/// synthetic weights (nothing is copied or moved).
+#[tauri::command]
+pub async fn local_models(state: State<'_, AppState>) -> UiResult<Vec<LocalModelView>> {
+    let state = state.inner().clone();
+    blocking(move || {
+        let named = state.settings().model;
+        let models = local_models::list(&state.hub, super::benchmark::REVISION, Some(&named));
+        Ok(models
+            .into_iter()
+            .map(|m| LocalModelView {
+                family: m.architecture.map(|a| a.descriptor().name.to_string()),
+                architecture: m.architecture.map(|a| a.name().to_string()),
+                format: m.kind.describe().to_string(),
+                synthetic: m.kind == LocalKind::Synthetic,
+                size_bytes: m.size_bytes,
+                defaults: m.architecture.and_then(|a| {
+                    let w = Workload::for_architecture(a, &m.name).ok()?;
+                    Some(ModelDefaults {
+                        width: w.width,
+                        height: w.height,
+                        steps: w.steps,
+                        guidance: w.guidance,
+                    })
+                }),
+                problem: m.problem,
+                name: m.name,
+            })
+            .collect())
+    })
+    .await
+}
