@@ -17,6 +17,7 @@ use sdbench_diffusion::{ModelSource, Preset};
 use sdbench_history::Record;
 use sdbench_hub::{cache, download::pipeline_files, Hub, HubSettings};
 use sdbench_report::Run;
+use sdbench_session::model_name::license_note;
 use sdbench_session::ModelName;
 
 use crate::errors::{UiError, UiResult};
@@ -46,6 +47,9 @@ pub struct ModelStatus {
     pub download_bytes: Option<u64>,
     /// Why the download size is unknown (no network…).
     pub problem: Option<String>,
+    /// For a Hub model that is not cached, when the Hub answered: its licence (its authors', from
+    /// its card) and where to read it, shown before the download.
+    pub license_note: Option<String>,
     /// E.g. a renamed Hub id.
     pub note: Option<String>,
     /// The standard workload made for the model the setting names, where that is not the one
@@ -123,6 +127,7 @@ pub async fn model_status(
             path: path.map(|p| p.display().to_string()),
             download_bytes: None,
             problem: None,
+            license_note: None,
             note: None,
             own_workload: own(),
         };
@@ -141,17 +146,20 @@ pub async fn model_status(
                     path: cached.map(|c| c.path.display().to_string()),
                     download_bytes: None,
                     problem: None,
+                    license_note: None,
                     note,
                     own_workload: own(),
                 };
                 if !status.ready {
                     let hub = Hub::new(state.hub.clone());
-                    match hub
-                        .listing(&id, REVISION)
-                        .and_then(|l| pipeline_files(&id, &l))
-                    {
-                        Ok(files) => {
-                            status.download_bytes = Some(files.iter().map(|f| f.size).sum())
+                    let listed = hub.listing(&id, REVISION).and_then(|l| {
+                        let files = pipeline_files(&id, &l)?;
+                        Ok((files, l.license))
+                    });
+                    match listed {
+                        Ok((files, license)) => {
+                            status.download_bytes = Some(files.iter().map(|f| f.size).sum());
+                            status.license_note = Some(license_note(&id, license.as_deref()));
                         }
                         Err(e) => status.problem = Some(e.to_string()),
                     }
@@ -171,6 +179,8 @@ pub struct Downloaded {
     pub files: usize,
     pub bytes: u64,
     pub downloaded_bytes: u64,
+    /// The model's licence (its authors', from its card) and where to read it.
+    pub license_note: String,
 }
 
 /// Downloads the Hub model a benchmark of `workload` runs into the cache (resuming a partial
@@ -206,6 +216,7 @@ pub async fn start_download(
                 files: snapshot.files.len(),
                 bytes: snapshot.files.iter().map(|f| f.size).sum(),
                 downloaded_bytes: snapshot.downloaded_bytes,
+                license_note: license_note(&id, snapshot.license.as_deref()),
             };
             serde_json::to_value(out).map_err(|e| UiError::internal(e.to_string()))
         })

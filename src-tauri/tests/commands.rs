@@ -616,7 +616,8 @@ fn a_cancelled_run_saves_nothing_and_only_one_job_runs_at_a_time() {
 #[test]
 fn the_model_downloads_with_progress_and_the_cache_is_cleaned_up() {
     let server = TestServer::start();
-    let repo = FakeRepo::from_folder("test-org/tiny-sd", &"ab".repeat(20), &tiny()).unwrap();
+    let mut repo = FakeRepo::from_folder("test-org/tiny-sd", &"ab".repeat(20), &tiny()).unwrap();
+    repo.license = Some("creativeml-openrail-m".into());
     let size: u64 = repo.files.iter().map(|f| f.bytes.len() as u64).sum();
     server.add_repo(repo);
     let app = TestApp::new(Some(&server.url()));
@@ -628,10 +629,18 @@ fn the_model_downloads_with_progress_and_the_cache_is_cleaned_up() {
     // The pipeline's files, not everything in the repository.
     let pipeline_bytes = status["downloadBytes"].as_u64().unwrap();
     assert!(pipeline_bytes > 0 && pipeline_bytes < size, "{status}");
+    // Its licence is shown before the download, and again when it is done.
+    let license = status["licenseNote"].as_str().unwrap();
+    assert!(
+        license.contains("(creativeml-openrail-m)")
+            && license.contains("https://huggingface.co/test-org/tiny-sd"),
+        "{license}"
+    );
 
     let job = app.run_job("start_download", json!({}), 21);
     assert_eq!(job["state"], "finished", "{job}");
     assert_eq!(job["output"]["bytes"], pipeline_bytes);
+    assert_eq!(job["output"]["licenseNote"], json!(license));
     let events = app.messages(21);
     let last_progress = events
         .iter()

@@ -38,5 +38,9 @@ pub fn run(args: DownloadArgs) -> anyhow::Result<()> {
         human_bytes(snapshot.downloaded_bytes),
         snapshot.path.display()
     );
+    eprintln!(
+        "note: {}",
+        sdbench_session::model_name::license_note(&id, snapshot.license.as_deref())
+    );
     Ok(())
 }

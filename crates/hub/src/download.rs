@@ -31,6 +31,9 @@ pub struct RemoteFile {
 pub struct Listing {
     pub commit: String,
     pub files: Vec<RemoteFile>,
+    /// The licence the model card declares (`license:` in its metadata), as the Hub reports it:
+    /// "apache-2.0", "openrail++", ...; `None` when the card names none.
+    pub license: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -38,6 +41,46 @@ struct ApiModel {
     sha: Option<String>,
     #[serde(default)]
     siblings: Vec<ApiSibling>,
+    #[serde(rename = "cardData", default)]
+    card_data: Option<ApiCard>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct ApiCard {
+    /// A licence name, or a list of them.
+    #[serde(default)]
+    license: Option<serde_json::Value>,
+}
+
+impl ApiModel {
+    /// The card's `license` (a list joined with " or "), else the Hub's `license:` tags.
+    fn license(&self) -> Option<String> {
+        let names: Vec<String> = match self.card_data.as_ref().and_then(|c| c.license.as_ref()) {
+            Some(serde_json::Value::String(name)) => vec![name.clone()],
+            Some(serde_json::Value::Array(list)) => list
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let names = if names.is_empty() {
+            self.tags
+                .iter()
+                .filter_map(|t| t.strip_prefix("license:").map(String::from))
+                .collect()
+        } else {
+            names
+        };
+        // A licence name is short; anything else is not one.
+        let names: Vec<String> = names
+            .into_iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty() && n.len() <= 64)
+            .collect();
+        (!names.is_empty()).then(|| names.join(" or "))
+    }
 }
 
 #[derive(Deserialize)]
@@ -96,6 +139,8 @@ pub struct Snapshot {
     pub files: Vec<RemoteFile>,
     /// Bytes fetched by this call (0 when everything was cached).
     pub downloaded_bytes: u64,
+    /// The licence the model card declares (see `Listing::license`).
+    pub license: Option<String>,
 }
 
 /// How a model was found.
@@ -106,6 +151,8 @@ pub struct Resolved {
     /// Set when the network could not be used and the cache served the model.
     pub offline_reason: Option<String>,
     pub downloaded_bytes: u64,
+    /// The licence the model card declares, when the Hub was asked (not when served offline).
+    pub license: Option<String>,
 }
 
 pub struct Hub {
@@ -163,6 +210,7 @@ impl Hub {
             problem,
         };
         let model: ApiModel = serde_json::from_str(&body).map_err(|e| bad(e.to_string()))?;
+        let license = model.license();
         let commit = model.sha.ok_or_else(|| bad("no commit sha".into()))?;
         let files = model
             .siblings
@@ -186,7 +234,11 @@ impl Hub {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Listing { commit, files })
+        Ok(Listing {
+            commit,
+            files,
+            license,
+        })
     }
 
     /// Makes `repo` runnable from the cache: uses the cache when it is complete and either the
@@ -222,6 +274,7 @@ impl Hub {
                 commit: c.commit.clone(),
                 offline_reason: Some(reason),
                 downloaded_bytes: 0,
+                license: None,
             }),
             None => Err(HubError::NotCached {
                 repo: repo.to_string(),
@@ -253,6 +306,7 @@ impl Hub {
             commit: snapshot.commit,
             offline_reason: None,
             downloaded_bytes: snapshot.downloaded_bytes,
+            license: snapshot.license,
         })
     }
 
@@ -358,6 +412,7 @@ impl Hub {
             path: snapshot,
             files,
             downloaded_bytes: downloaded,
+            license: listing.license.clone(),
         })
     }
 

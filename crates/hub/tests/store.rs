@@ -76,6 +76,7 @@ fn fake_pipeline() -> FakeRepo {
             file("safety_checker/model.safetensors", payload(6, 50_000), true),
             file("v1-5-pruned.safetensors", payload(7, 90_000), true),
         ],
+        license: Some("creativeml-openrail-m".into()),
     }
 }
 
@@ -139,6 +140,8 @@ fn downloads_only_the_pipeline_files_into_the_hf_layout() {
 
     let model_dir = dir.path().join("models--test-org--tiny-pipeline");
     assert_eq!(snapshot.commit, COMMIT);
+    // The model card's licence, as the Hub's API reports it.
+    assert_eq!(snapshot.license.as_deref(), Some("creativeml-openrail-m"));
     assert_eq!(snapshot.path, model_dir.join("snapshots").join(COMMIT));
     assert_eq!(
         fs::read_to_string(model_dir.join("refs/main")).unwrap(),
@@ -324,6 +327,7 @@ fn a_cached_model_works_with_no_network_and_a_missing_one_says_what_to_do() {
         .resolve(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
     assert!(downloaded.offline_reason.is_none());
+    assert_eq!(downloaded.license.as_deref(), Some("creativeml-openrail-m"));
 
     let start = std::time::Instant::now();
     let offline = Hub::new(settings(dir.path(), &dead_endpoint())).with_retry(quick_retry());

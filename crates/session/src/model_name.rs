@@ -102,6 +102,19 @@ impl ModelName {
     }
 }
 
+/// What a person is told when a model arrives: its authors' licence and where to read it.
+pub fn license_note(id: &RepoId, license: Option<&str>) -> String {
+    let card = format!("https://huggingface.co/{id}");
+    match license {
+        Some(license) => format!(
+            "{id} is under its authors' licence ({license}), not SD Bench's: read it at {card} before using the model"
+        ),
+        None => format!(
+            "{id}'s model card names no licence: read {card} before using the model"
+        ),
+    }
+}
+
 /// `id` at `revision` from the cache or the Hub, with download progress and a note when the Hub
 /// was not reachable and the cache served it. A download runs `check` on the model its configs
 /// describe before it fetches the weights, and stops there with `check`'s error when it refuses
@@ -140,6 +153,9 @@ pub fn fetch_from_hub<E: From<SessionError>>(
                 observer(&Event::note(format!(
                     "the Hub is not reachable ({reason}); using the cached {id} at {commit}"
                 )));
+            }
+            if r.downloaded_bytes > 0 {
+                observer(&Event::note(license_note(id, r.license.as_deref())));
             }
             Ok(r)
         }

@@ -25,6 +25,8 @@ pub struct FakeRepo {
     pub id: String,
     pub commit: String,
     pub files: Vec<RepoFile>,
+    /// The model card's `license`, as the Hub's API reports it (`cardData.license`).
+    pub license: Option<String>,
 }
 
 impl FakeRepo {
@@ -60,6 +62,7 @@ impl FakeRepo {
             id: id.into(),
             commit: commit.into(),
             files,
+            license: None,
         })
     }
 }
@@ -205,7 +208,12 @@ fn listing(repo: &FakeRepo) -> String {
             entry
         })
         .collect();
-    serde_json::json!({ "id": repo.id, "sha": repo.commit, "siblings": siblings }).to_string()
+    let mut model = serde_json::json!({ "id": repo.id, "sha": repo.commit, "siblings": siblings });
+    if let Some(license) = &repo.license {
+        model["cardData"] = serde_json::json!({ "license": license });
+        model["tags"] = serde_json::json!([format!("license:{license}")]);
+    }
+    model.to_string()
 }
 
 fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {

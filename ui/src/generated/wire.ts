@@ -180,6 +180,11 @@ downloadBytes: number | null,
  */
 problem: string | null, 
 /**
+ * For a Hub model that is not cached, when the Hub answered: its licence (its authors', from
+ * its card) and where to read it, shown before the download.
+ */
+licenseNote: string | null, 
+/**
  * E.g. a renamed Hub id.
  */
 note: string | null, 
@@ -213,7 +218,11 @@ export type ModelDefaults = { width: number, height: number, steps: number, guid
 
 export type OwnWorkload = { name: string, why: string, };
 
-export type Downloaded = { model: string, path: string, files: number, bytes: number, downloadedBytes: number, };
+export type Downloaded = { model: string, path: string, files: number, bytes: number, downloadedBytes: number, 
+/**
+ * The model's licence (its authors', from its card) and where to read it.
+ */
+licenseNote: string, };
 
 export type ResultView = { result: BenchResult, 
 /**

@@ -354,7 +354,7 @@ describe("Benchmark screen", () => {
     let saved: Record<string, unknown> | null = null;
     let request: Record<string, unknown> = {};
     const calls = mockShell({
-      model_status: () => ({ ...ready, ready: false, path: null, problem: "no network", ownWorkload: null }),
+      model_status: () => ({ ...ready, ready: false, path: null, problem: null, downloadBytes: 2e9, licenseNote: "stable-diffusion-v1-5/stable-diffusion-v1-5 is under its authors' licence (creativeml-openrail-m), not SD Bench's: read it at https://huggingface.co/stable-diffusion-v1-5/stable-diffusion-v1-5 before using the model", ownWorkload: null }),
       get_settings: () => settings,
       save_settings: (a) => (saved = a.settings as Record<string, unknown>),
       local_models: () => [
@@ -376,7 +376,9 @@ describe("Benchmark screen", () => {
       "another diffusers folder…", "another .safetensors file…",
     ]);
     expect(model.value).toBe("stable-diffusion-v1-5/stable-diffusion-v1-5");
-    // Offline without the model: the standard run waits, a synthetic one is offered.
+    // The licence is shown before the download.
+    expect(root.querySelector("#model-license")!.textContent).toContain("(creativeml-openrail-m)");
+    // Without the model: the standard run waits, a synthetic one is offered.
     expect(root.querySelector<HTMLButtonElement>("#run-standard")!.disabled).toBe(true);
     root.querySelector<HTMLButtonElement>("#run-synthetic")!.click();
     await settle(40);

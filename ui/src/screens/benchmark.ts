@@ -87,7 +87,7 @@ function renderModel(status: ModelStatus): void {
   const where = status.source === "synthetic"
     ? "synthetic weights (timing only; never a standard score)"
     : status.path ?? "not downloaded yet";
-  const parts: (Node | string)[] = [
+  const parts: (Node | string | null)[] = [
     h("h2", {}, "Model"),
     choice.element,
     h("p", {}, h("strong", {}, status.model), " — ", where),
@@ -101,7 +101,9 @@ function renderModel(status: ModelStatus): void {
     // synthetic weights of the workload's architecture: a timing, never a standard score.
     const synthetic = h("button", { id: "run-synthetic", disabled: job !== null }, "Run on synthetic weights");
     synthetic.addEventListener("click", () => startSynthetic());
-    parts.push(h("p", {}, "The model is not on this machine yet."), h("div", { class: "row" }, download, synthetic),
+    parts.push(h("p", {}, "The model is not on this machine yet."),
+      status.licenseNote ? h("p", { id: "model-license" }, status.licenseNote) : null,
+      h("div", { class: "row" }, download, synthetic),
       h("p", { class: "muted" }, "A run on synthetic weights needs no download and measures the same work, but its images are noise and it is not a standard score."));
     if (status.problem) parts.push(h("p", { class: "muted" }, `The Hub did not answer: ${status.problem}`));
   }
@@ -143,7 +145,7 @@ function followDownload(subscribe: (onEvent: (e: JobEvent) => void) => JobHandle
   job = handle;
   cancel.addEventListener("click", () => handle.cancel().catch(showError));
   handle.done
-    .then(() => notify("The model is downloaded."))
+    .then((out) => notify(`The model is downloaded. ${(out as { licenseNote?: string }).licenseNote ?? ""}`))
     .catch((e) => showError(e))
     .finally(() => {
       job = null;
