@@ -15,8 +15,11 @@ use sdbench_diffusion::{
     SchedulerKind,
 };
 
-/// As in parity.rs: the same engine code runs, only the names differ.
-const IMAGE_ATOL: f32 = 2e-4;
+/// As in parity.rs: the same engine code and weights as tiny-sd's, only the names differ, so
+/// tiny-sd's own f32 bound (`parity::fixture_tolerance`).
+fn image_atol() -> f32 {
+    sdbench_diffusion::parity::fixture_tolerance(&fixtures(), "tiny-sd", Precision::F32).unwrap()
+}
 
 fn tiny_checkpoint() -> PathBuf {
     fixtures().join("tiny-sd.ldm.safetensors")
@@ -101,7 +104,7 @@ fn tiny_checkpoint_generates_what_diffusers_generates() {
         "tiny-sd checkpoint, euler",
         &out.images[0].float_image,
         &reference.read_f32("image").unwrap(),
-        IMAGE_ATOL,
+        image_atol(),
     );
 }
 
