@@ -952,3 +952,50 @@ fn a_flux2_klein_model_generates_benchmarks_and_times() {
         "{stdout}"
     );
 }
+
+/// A model that cannot fit the machine's memory on the CPU is refused before anything loads,
+/// with its need and what would fit: never a kill by the kernel's out-of-memory killer part-way.
+/// (FLUX.2 klein 4B in f32 needs about 27 GiB; the check is told the machine has 12.)
+#[test]
+fn a_model_larger_than_host_memory_is_refused_before_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("klein.png");
+    let started = std::time::Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_sdbench"))
+        .args([
+            "generate",
+            "--model",
+            "synthetic-flux2-klein",
+            "--backend",
+            "cpu",
+        ])
+        .args([
+            "--precision",
+            "f32",
+            "--prompt",
+            "a lighthouse",
+            "--steps",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .env("SDBENCH_HOST_MEMORY_LIMIT_GIB", "12")
+        .env("SDBENCH_DATA_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let message = stderr(&o);
+    assert!(
+        message.contains("out of host memory before starting")
+            && message.contains("needs about")
+            && message.contains("of RAM"),
+        "{message}"
+    );
+    assert!(!out.exists());
+    // Refused from the configs, not after making 27 GiB of weights.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}

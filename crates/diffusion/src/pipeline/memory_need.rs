@@ -163,16 +163,7 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
     } else {
         size.text_encoder_params * placement.text_encoders.bytes()
     };
-    // Int8: a byte per weight, plus the scales and SD's few layers kept in the run's precision
-    // (2%), plus the layers a family names as kept.
-    let denoiser = if placement.denoiser_int8 {
-        let kept = size
-            .denoiser_full_precision_params
-            .min(size.denoiser_params);
-        (size.denoiser_params - kept) * 102 / 100 + kept * placement.denoiser.bytes()
-    } else {
-        size.denoiser_params * placement.denoiser.bytes()
-    };
+    let denoiser = denoiser_weight_bytes(size, placement);
     let memory = family.architecture().denoiser_memory;
     let pool_percent = match placement.denoiser_int8 {
         true => memory.int8_load_pool_percent,
@@ -188,28 +179,8 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         };
         (size.vae_decoder_params + encoder) * placement.vae.bytes()
     };
-    let rows = work.batch as u64
-        * if work.guided && !placement.sequential_cfg {
-            2
-        } else {
-            1
-        };
-    let denoiser_activations = (memory.step_bytes)(work, rows, placement);
-    // Images decode one at a time, and image-to-image encodes its one picture; a tiled pass
-    // holds one tile's activations. The encoder's are taken as the decoder's, which bound them:
-    // at every resolution it has at most the decoder's channels and fewer layers.
-    // FLUX.2's reference pictures encode one at a time, each at most about 1024x1024; their sum
-    // bounds the largest.
-    let mut vae_pixels = (work.width * work.height).max(work.reference_pixels) as u64;
-    if placement.vae_tiling {
-        let side = match placement.small_vae_tiles {
-            true => size.vae_tile / 2,
-            false => size.vae_tile,
-        };
-        // Rounded as the pipeline rounds it (every family's VAE scales by 8).
-        let tile = VaeTiles::new(side, 8).sample;
-        vae_pixels = vae_pixels.min((tile * tile) as u64);
-    }
+    let denoiser_activations = denoiser_step_bytes(size, placement, work);
+    let vae_pixels = vae_pixels(size, placement, work);
     let vae_activations = if placement.vae_on_cpu {
         0
     } else {
@@ -235,6 +206,53 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         denoise: text + denoiser + vae + denoiser_activations,
         decode: text + denoiser_while_decoding + vae + vae_activations,
     }
+}
+
+/// The denoiser's weights as the placement holds them. Int8: a byte per weight, plus the scales and
+/// SD's few layers kept in the run's precision (2%), plus the layers a family names as kept.
+pub(crate) fn denoiser_weight_bytes(size: &ModelSize, placement: &Placement) -> u64 {
+    if placement.denoiser_int8 {
+        let kept = size
+            .denoiser_full_precision_params
+            .min(size.denoiser_params);
+        (size.denoiser_params - kept) * 102 / 100 + kept * placement.denoiser.bytes()
+    } else {
+        size.denoiser_params * placement.denoiser.bytes()
+    }
+}
+
+/// The activations of one denoising step (the family's measured coefficients).
+pub(crate) fn denoiser_step_bytes(
+    size: &ModelSize,
+    placement: &Placement,
+    work: &RequestShape,
+) -> u64 {
+    let rows = work.batch as u64
+        * if work.guided && !placement.sequential_cfg {
+            2
+        } else {
+            1
+        };
+    (size.family.architecture().denoiser_memory.step_bytes)(work, rows, placement)
+}
+
+/// The pixels one VAE pass holds activations for. Images decode one at a time, and
+/// image-to-image encodes its one picture; a tiled pass holds one tile's activations. The
+/// encoder's are taken as the decoder's, which bound them: at every resolution it has at most the
+/// decoder's channels and fewer layers. FLUX.2's reference pictures encode one at a time, each at
+/// most about 1024x1024; their sum bounds the largest.
+pub(crate) fn vae_pixels(size: &ModelSize, placement: &Placement, work: &RequestShape) -> u64 {
+    let pixels = (work.width * work.height).max(work.reference_pixels) as u64;
+    if !placement.vae_tiling {
+        return pixels;
+    }
+    let side = match placement.small_vae_tiles {
+        true => size.vae_tile / 2,
+        false => size.vae_tile,
+    };
+    // Rounded as the pipeline rounds it (every family's VAE scales by 8).
+    let tile = VaeTiles::new(side, 8).sample;
+    pixels.min((tile * tile) as u64)
 }
 
 /// Refuses work that will not fit the device's memory, naming what it needs and the profile that

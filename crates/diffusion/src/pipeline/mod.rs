@@ -8,6 +8,7 @@
 pub(crate) mod backend_failure;
 pub(crate) mod decode;
 pub mod family;
+pub mod host_memory;
 pub mod memory;
 pub mod memory_need;
 pub(crate) mod offload;
@@ -334,6 +335,16 @@ impl Pipeline {
             });
         }
         let family = registry::family_of(source)?;
+        if let Some(available) = host_memory::available_host_memory() {
+            let (size, vae) = Self::model_size(source, precision)?;
+            let placement = Placement::for_model(size.family, &vae, precision, &options);
+            let work = options
+                .planned
+                .unwrap_or_else(|| RequestShape::usual(size.family));
+            host_memory::check_host_fit(
+                &size, &vae, &placement, &device, &work, &options, available,
+            )?;
+        }
         let profile = memory::MemoryProfile::of_options(&options);
         let model = backend_failure::guard(&device, profile, || {
             (family.load)(source, device.clone(), precision, options)

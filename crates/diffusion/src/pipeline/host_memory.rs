@@ -1,0 +1,190 @@
+//! The host memory (RAM) a run needs, checked before any weight is read. On the CPU backend every
+//! component lives there; on a GPU backend, what a profile keeps on the CPU (the text encoders
+//! and the VAE, in f32) and the denoiser's weights while they are offloaded. A run that cannot fit
+//! is refused with what it needs and what would fit, instead of being killed part-way by the
+//! kernel's out-of-memory killer with no word (synthetic-flux2-klein in f32 on a 24 GB machine).
+
+use crate::device::{BackendKind, SelectedDevice};
+use crate::error::{DiffusionError, Result};
+use crate::io::weights::Precision;
+use crate::models::config::VaeConfig;
+use crate::pipeline::memory::MemoryProfile;
+use crate::pipeline::memory_need::{
+    denoiser_step_bytes, denoiser_weight_bytes, gib, vae_pixels, ModelSize, RequestShape,
+};
+use crate::pipeline::{LoadOptions, Placement};
+
+/// What the process holds beside the model: code, the runtime, the backends' pools.
+const PROCESS_BYTES: u64 = 256 << 20;
+
+/// The VAE's activations per decoded pixel on the CPU backend: SD1.5 at 512x512 and SDXL at
+/// 1024x1024 in f32 peaked at their weights plus about 3.4 KB per pixel (docs/memory.md's CPU
+/// table: 4791 and 16488 MiB resident).
+const CPU_VAE_BYTES_PER_PIXEL: u64 = 3_400;
+
+/// The environment variable that caps the memory the check assumes free, in GiB (below what the
+/// machine reports): to keep headroom for other programs, or to try a smaller machine.
+pub const HOST_MEMORY_LIMIT_VAR: &str = "SDBENCH_HOST_MEMORY_LIMIT_GIB";
+
+/// Bytes of host memory `placement` needs for `work` on a model of `size`; `cpu_backend`: the
+/// whole model runs on the CPU backend.
+pub fn host_need(
+    size: &ModelSize,
+    placement: &Placement,
+    cpu_backend: bool,
+    work: &RequestShape,
+) -> u64 {
+    let text = size.text_encoder_params * placement.text_encoders.bytes();
+    let vae_encoder = match placement.vae_encoder || work.image_to_image {
+        true => size.vae_encoder_params,
+        false => 0,
+    };
+    let vae = (size.vae_decoder_params + vae_encoder) * placement.vae.bytes();
+    let vae_activations = vae_pixels(size, placement, work) * CPU_VAE_BYTES_PER_PIXEL;
+    if cpu_backend {
+        return PROCESS_BYTES
+            + text
+            + denoiser_weight_bytes(size, placement)
+            + vae
+            + denoiser_step_bytes(size, placement, work).max(vae_activations);
+    }
+    let mut need = PROCESS_BYTES;
+    if placement.text_encoders_on_cpu {
+        need += text;
+    }
+    if placement.vae_on_cpu {
+        need += vae + vae_activations;
+    }
+    if placement.denoiser_offload {
+        need += denoiser_weight_bytes(size, placement);
+    }
+    need
+}
+
+/// The host memory free for the run: what the system reports available (free plus reclaimable
+/// caches), capped by `SDBENCH_HOST_MEMORY_LIMIT_GIB`; `None` where neither is known.
+pub fn available_host_memory() -> Option<u64> {
+    let limit = std::env::var(HOST_MEMORY_LIMIT_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|gib| gib.is_finite() && *gib > 0.0)
+        .map(|gib| (gib * (1u64 << 30) as f64) as u64);
+    let mut system = sysinfo::System::new();
+    system.refresh_memory();
+    let reported = Some(system.available_memory()).filter(|&bytes| bytes > 0);
+    match (reported, limit) {
+        (Some(r), Some(l)) => Some(r.min(l)),
+        (r, l) => r.or(l),
+    }
+}
+
+/// Refuses a load whose host memory need is more than `available`, naming the need and the
+/// lighter settings that would fit (bf16 where the device has it; the `minimal` profile's int8
+/// denoiser).
+pub fn check_host_fit(
+    size: &ModelSize,
+    vae: &VaeConfig,
+    placement: &Placement,
+    device: &SelectedDevice,
+    work: &RequestShape,
+    options: &LoadOptions,
+    available: u64,
+) -> Result<()> {
+    let cpu_backend = device.kind == BackendKind::Cpu;
+    let need = host_need(size, placement, cpu_backend, work);
+    if need <= available {
+        return Ok(());
+    }
+    let lighter = |precision: Precision, profile: MemoryProfile| {
+        let options = match profile {
+            MemoryProfile::Minimal => profile.load_options(*options),
+            _ => *options,
+        };
+        let placement = Placement::for_model(size.family, vae, precision, &options);
+        host_need(size, &placement, cpu_backend, work)
+    };
+    let mut tried = Vec::new();
+    if placement.denoiser != Precision::Bf16 && device.supports(Precision::Bf16) {
+        tried.push((
+            "--precision bf16",
+            lighter(Precision::Bf16, MemoryProfile::Full),
+        ));
+    }
+    if !placement.denoiser_int8 {
+        tried.push((
+            "--memory minimal (int8 weights)",
+            lighter(placement.denoiser, MemoryProfile::Minimal),
+        ));
+    }
+    let advice = match tried.iter().find(|(_, need)| *need <= available) {
+        Some((what, need)) => format!("{what} needs about {}", gib(*need)),
+        None => "no lighter setting fits either: close other programs, or use a machine with \
+                 more memory"
+            .to_string(),
+    };
+    let on = match cpu_backend {
+        true => "on the CPU".to_string(),
+        false => format!("beside {}", device.info.name),
+    };
+    Err(DiffusionError::DoesNotFit(format!(
+        "out of host memory before starting: {} in {} {on} needs about {} of RAM for {}, but \
+         this machine has {} available; {advice}",
+        size.family,
+        placement.denoiser.name(),
+        gib(need),
+        work.describe(),
+        gib(available),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::Preset;
+
+    fn need(preset: Preset, precision: Precision, profile: MemoryProfile) -> u64 {
+        let family = preset.family();
+        let size = ModelSize::upstream(family, family.usual_side());
+        let options = profile.load_options(LoadOptions::default());
+        let vae = VaeConfig::sd15();
+        let placement = Placement::for_model(family, &vae, precision, &options);
+        host_need(&size, &placement, true, &RequestShape::usual(family))
+    }
+
+    /// The CPU's measured peaks (docs/memory.md, f32, one guided step, resident memory): never
+    /// under them, and not far over.
+    #[test]
+    fn the_cpu_need_covers_the_measured_peaks() {
+        let mib = 1u64 << 20;
+        for (preset, measured) in [
+            (
+                Preset::all().find(|p| p.name() == "sd15").unwrap(),
+                4791 * mib,
+            ),
+            (
+                Preset::all().find(|p| p.name() == "sdxl-base").unwrap(),
+                16488 * mib,
+            ),
+        ] {
+            let need = need(preset, Precision::F32, MemoryProfile::Full);
+            assert!(
+                (measured..measured * 5 / 4).contains(&need),
+                "{preset}: estimated {need}, measured {measured}"
+            );
+        }
+    }
+
+    /// Every preset's f32 need on the CPU is about its parameters at 4 bytes, and bf16 halves it.
+    #[test]
+    fn bf16_and_int8_need_less() {
+        for preset in Preset::all() {
+            let f32 = need(preset, Precision::F32, MemoryProfile::Full);
+            let bf16 = need(preset, Precision::Bf16, MemoryProfile::Full);
+            let int8 = need(preset, Precision::F32, MemoryProfile::Minimal);
+            assert!(
+                bf16 < f32 * 7 / 10 && int8 < f32,
+                "{preset}: {f32} {bf16} {int8}"
+            );
+        }
+    }
+}
