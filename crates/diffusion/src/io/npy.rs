@@ -12,15 +12,21 @@ pub struct NpyArray {
 }
 
 pub fn read_f32(path: &Path) -> Result<NpyArray> {
+    let bytes = std::fs::read(path).map_err(|e| DiffusionError::io(path, e))?;
+    parse_f32(&bytes, path)
+}
+
+/// A float32 array from a `.npy` file's bytes, every size checked against them before anything is
+/// allocated; `path` names the file in errors.
+pub fn parse_f32(bytes: &[u8], path: &Path) -> Result<NpyArray> {
     let bad = |problem: String| DiffusionError::Latents {
         path: path.to_path_buf(),
         problem,
     };
-    let bytes = std::fs::read(path).map_err(|e| DiffusionError::io(path, e))?;
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
         return Err(bad("not a .npy file (missing the \\x93NUMPY magic)".into()));
     }
-    let (header_len, start) = match bytes[6] {
+    let (header_len, start): (usize, usize) = match bytes[6] {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
         2 | 3 if bytes.len() >= 12 => (
             u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
@@ -29,7 +35,7 @@ pub fn read_f32(path: &Path) -> Result<NpyArray> {
         v => return Err(bad(format!("unsupported .npy version {v}"))),
     };
     let header = bytes
-        .get(start..start + header_len)
+        .get(start..start.saturating_add(header_len))
         .ok_or_else(|| bad("truncated .npy header".into()))?;
     let header =
         std::str::from_utf8(header).map_err(|_| bad("the .npy header is not text".into()))?;
@@ -62,12 +68,12 @@ pub fn read_f32(path: &Path) -> Result<NpyArray> {
         .map(|s| s.parse::<usize>())
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|_| bad("malformed shape in the .npy header".into()))?;
-    let count: usize = shape.iter().product();
+    let needed = shape.iter().try_fold(4usize, |n, &d| n.checked_mul(d));
     let body = &bytes[start + header_len..];
-    if body.len() != count * 4 {
+    if needed != Some(body.len()) {
         return Err(bad(format!(
             "shape {shape:?} needs {} data bytes but the file has {}",
-            count * 4,
+            needed.map_or("more than 2^64".to_string(), |n| n.to_string()),
             body.len()
         )));
     }

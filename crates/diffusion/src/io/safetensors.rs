@@ -57,6 +57,13 @@ pub struct TensorInfo {
     end: u64,
 }
 
+impl TensorInfo {
+    /// Where the tensor's bytes are, from the start of the file's data.
+    pub fn data_range(&self) -> std::ops::Range<u64> {
+        self.begin..self.end
+    }
+}
+
 /// An open safetensors file whose header has been checked against the file's length.
 pub struct SafeTensors {
     path: PathBuf,
@@ -70,75 +77,12 @@ const MAX_HEADER: u64 = 100 * 1024 * 1024;
 
 impl SafeTensors {
     pub fn open(path: &Path) -> Result<Self> {
-        let bad = |problem: String| DiffusionError::Weights {
-            path: path.to_path_buf(),
-            problem,
-        };
         let mut file = File::open(path).map_err(|e| DiffusionError::io(path, e))?;
         let file_len = file
             .metadata()
             .map_err(|e| DiffusionError::io(path, e))?
             .len();
-        if file_len < 8 {
-            return Err(bad(format!(
-                "is {file_len} bytes long: truncated or not a safetensors file"
-            )));
-        }
-        let mut len_bytes = [0u8; 8];
-        file.read_exact(&mut len_bytes)
-            .map_err(|e| DiffusionError::io(path, e))?;
-        let header_len = u64::from_le_bytes(len_bytes);
-        if header_len > MAX_HEADER || header_len > file_len - 8 {
-            return Err(bad(format!(
-                "not a safetensors file, or truncated (header length {header_len} but the file has {file_len} bytes)"
-            )));
-        }
-        let mut header = vec![0u8; header_len as usize];
-        file.read_exact(&mut header)
-            .map_err(|e| DiffusionError::io(path, e))?;
-        let json: serde_json::Value = serde_json::from_slice(&header)
-            .map_err(|e| bad(format!("not a safetensors file: header is not JSON ({e})")))?;
-        let map = json
-            .as_object()
-            .ok_or_else(|| bad("not a safetensors file: header is not a JSON object".into()))?;
-        let data_start = 8 + header_len;
-        let data_len = file_len - data_start;
-        let mut tensors = BTreeMap::new();
-        for (name, entry) in map {
-            if name == "__metadata__" {
-                continue;
-            }
-            let info = parse_entry(entry).ok_or_else(|| DiffusionError::Tensor {
-                path: path.to_path_buf(),
-                tensor: name.clone(),
-                problem: "has a malformed header entry".into(),
-            })?;
-            let (info, elem_size) = info;
-            let numel: u64 = info.shape.iter().map(|&d| d as u64).product();
-            if info.end < info.begin || info.end - info.begin != numel * elem_size as u64 {
-                return Err(DiffusionError::Tensor {
-                    path: path.to_path_buf(),
-                    tensor: name.clone(),
-                    problem: format!(
-                        "has {} bytes of data but shape {:?} needs {}",
-                        info.end.saturating_sub(info.begin),
-                        info.shape,
-                        numel * elem_size as u64
-                    ),
-                });
-            }
-            if info.end > data_len {
-                return Err(DiffusionError::Tensor {
-                    path: path.to_path_buf(),
-                    tensor: name.clone(),
-                    problem: format!(
-                        "lies past the end of the file ({} of {} data bytes present): the file is truncated; download it again",
-                        data_len, info.end
-                    ),
-                });
-            }
-            tensors.insert(name.clone(), info);
-        }
+        let (data_start, tensors) = read_header(&mut file, file_len, path)?;
         Ok(SafeTensors {
             path: path.to_path_buf(),
             file,
@@ -246,6 +190,85 @@ impl Stored {
             StDtype::Other(_) => Vec::new(),
         }
     }
+}
+
+/// Reads and checks a safetensors header from `file` (at its start; `file_len` bytes long):
+/// where the data starts and each tensor's dtype, shape and byte range, every range inside the
+/// file and of the size its shape needs. Sizes are checked before anything is allocated; `path`
+/// names the file in errors.
+pub fn read_header(
+    file: &mut impl Read,
+    file_len: u64,
+    path: &Path,
+) -> Result<(u64, BTreeMap<String, TensorInfo>)> {
+    let bad = |problem: String| DiffusionError::Weights {
+        path: path.to_path_buf(),
+        problem,
+    };
+    if file_len < 8 {
+        return Err(bad(format!(
+            "is {file_len} bytes long: truncated or not a safetensors file"
+        )));
+    }
+    let mut len_bytes = [0u8; 8];
+    file.read_exact(&mut len_bytes)
+        .map_err(|e| DiffusionError::io(path, e))?;
+    let header_len = u64::from_le_bytes(len_bytes);
+    if header_len > MAX_HEADER || header_len > file_len - 8 {
+        return Err(bad(format!(
+            "not a safetensors file, or truncated (header length {header_len} but the file has {file_len} bytes)"
+        )));
+    }
+    let mut header = vec![0u8; header_len as usize];
+    file.read_exact(&mut header)
+        .map_err(|e| DiffusionError::io(path, e))?;
+    let json: serde_json::Value = serde_json::from_slice(&header)
+        .map_err(|e| bad(format!("not a safetensors file: header is not JSON ({e})")))?;
+    let map = json
+        .as_object()
+        .ok_or_else(|| bad("not a safetensors file: header is not a JSON object".into()))?;
+    let data_start = 8 + header_len;
+    let data_len = file_len - data_start;
+    let mut tensors = BTreeMap::new();
+    for (name, entry) in map {
+        if name == "__metadata__" {
+            continue;
+        }
+        let info = parse_entry(entry).ok_or_else(|| DiffusionError::Tensor {
+            path: path.to_path_buf(),
+            tensor: name.clone(),
+            problem: "has a malformed header entry".into(),
+        })?;
+        let (info, elem_size) = info;
+        let bytes = info
+            .shape
+            .iter()
+            .try_fold(elem_size as u64, |n, &d| n.checked_mul(d as u64));
+        if info.end < info.begin || Some(info.end - info.begin) != bytes {
+            return Err(DiffusionError::Tensor {
+                path: path.to_path_buf(),
+                tensor: name.clone(),
+                problem: format!(
+                    "has {} bytes of data but shape {:?} needs {}",
+                    info.end.saturating_sub(info.begin),
+                    info.shape,
+                    bytes.map_or("more than 2^64".to_string(), |b| b.to_string())
+                ),
+            });
+        }
+        if info.end > data_len {
+            return Err(DiffusionError::Tensor {
+                path: path.to_path_buf(),
+                tensor: name.clone(),
+                problem: format!(
+                    "lies past the end of the file ({} of {} data bytes present): the file is truncated; download it again",
+                    data_len, info.end
+                ),
+            });
+        }
+        tensors.insert(name.clone(), info);
+    }
+    Ok((data_start, tensors))
 }
 
 /// The element types a stored tensor converts to.

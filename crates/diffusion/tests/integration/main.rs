@@ -16,6 +16,7 @@ mod flux2;
 mod flux2_reference;
 mod observer;
 mod parity;
+mod parsers_fuzz;
 mod schedulers;
 mod synthetic;
 mod tokenizer;

@@ -1,0 +1,207 @@
+//! Model files and pictures come from strangers: every parser must answer any bytes with a value
+//! or an error, never a panic, an overflow or an allocation its input's sizes do not justify.
+//! Each parser here gets a seed corpus (valid files of its format, made in code below, so the
+//! corpus is committed with the test) and mutations of it: bytes flipped, cut, repeated and
+//! inserted, and integers (a header's length, a shape, an offset) set to the values that break
+//! size arithmetic (0, 1, 2^31, 2^32, 2^63, 2^64 - 1). The run is bounded (`FUZZ_SECONDS` per
+//! parser, default 3, and at most `FUZZ_INPUTS`, default 20,000) and deterministic for a seed
+//! (`FUZZ_SEED`), so CI runs it in every test run; a longer run by hand:
+//! `FUZZ_SECONDS=600 FUZZ_INPUTS=100000000 cargo test ... parsers_fuzz -- --nocapture`.
+
+use std::io::Cursor;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use sdbench_diffusion::io::{image, npy, safetensors};
+
+/// SplitMix64: a small deterministic generator for the mutations.
+struct Mutator(u64);
+
+impl Mutator {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    /// One to four mutations of `input`.
+    fn mutate(&mut self, input: &[u8]) -> Vec<u8> {
+        const EDGES: [u64; 8] = [0, 1, 0x7fff_ffff, 1 << 31, 1 << 32, 1 << 63, u64::MAX, 100];
+        let mut out = input.to_vec();
+        for _ in 0..1 + self.below(4) {
+            let at = self.below(out.len() + 1);
+            match self.below(7) {
+                0 if !out.is_empty() => {
+                    let i = at.min(out.len() - 1);
+                    out[i] ^= 1 << self.below(8);
+                }
+                1 => out.truncate(at),
+                2 => {
+                    let len = self.below(16);
+                    let end = (at + len).min(out.len());
+                    let copy = out[at..end].to_vec();
+                    out.splice(at..at, copy);
+                }
+                3 => {
+                    let byte = self.next() as u8;
+                    out.insert(at, byte);
+                }
+                4 if out.len() >= at + 8 => {
+                    // A little-endian integer where a length or count may be.
+                    let edge = EDGES[self.below(EDGES.len())];
+                    out[at..at + 8].copy_from_slice(&edge.to_le_bytes());
+                }
+                5 => {
+                    // A decimal number in a text header (a JSON shape or offset, a .npy shape).
+                    let digits = out[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+                    let edge = EDGES[self.below(EDGES.len())].to_string();
+                    out.splice(at..at + digits, edge.into_bytes());
+                }
+                _ => {
+                    let other = self.below(out.len() + 1);
+                    out.truncate(other.max(at));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn budget() -> (Duration, usize, u64) {
+    let var = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        Duration::from_secs(var("FUZZ_SECONDS", 3)),
+        var("FUZZ_INPUTS", 20_000) as usize,
+        var("FUZZ_SEED", 1),
+    )
+}
+
+/// Feeds `parse` the seeds and mutations of them until the budget is spent; returns how many
+/// inputs it tried and how many it accepted (a run that accepts none mutated nothing useful).
+fn fuzz(what: &str, seeds: &[Vec<u8>], parse: impl Fn(&[u8]) -> bool) -> (usize, usize) {
+    let (time, inputs, seed) = budget();
+    let mut mutator = Mutator(seed);
+    let started = Instant::now();
+    let (mut tried, mut accepted) = (0, 0);
+    for input in seeds {
+        assert!(parse(input), "{what}: a seed is refused");
+    }
+    while tried < inputs && started.elapsed() < time {
+        let base = &seeds[mutator.below(seeds.len())];
+        let input = mutator.mutate(base);
+        accepted += parse(&input) as usize;
+        tried += 1;
+    }
+    eprintln!(
+        "{what}: {tried} inputs in {:.1} s, {accepted} accepted, no panic",
+        started.elapsed().as_secs_f64()
+    );
+    (tried, accepted)
+}
+
+fn safetensors_file(tensors: &[(&str, Vec<usize>)]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seed.safetensors");
+    let data: Vec<Vec<f32>> = tensors
+        .iter()
+        .map(|(_, shape)| {
+            (0..shape.iter().product::<usize>())
+                .map(|i| i as f32)
+                .collect()
+        })
+        .collect();
+    let list: Vec<(&str, Vec<usize>, &[f32])> = tensors
+        .iter()
+        .zip(&data)
+        .map(|((name, shape), d)| (*name, shape.clone(), d.as_slice()))
+        .collect();
+    safetensors::write_f32(&path, &list).unwrap();
+    std::fs::read(path).unwrap()
+}
+
+#[test]
+fn safetensors_headers_from_strangers() {
+    let seeds = vec![
+        safetensors_file(&[("w", vec![2, 3])]),
+        safetensors_file(&[
+            ("a.weight", vec![4]),
+            ("b.bias", vec![1, 1, 2]),
+            ("c", vec![]),
+        ]),
+    ];
+    let path = Path::new("fuzz.safetensors");
+    let (tried, accepted) = fuzz("safetensors header", &seeds, |bytes| {
+        let header = safetensors::read_header(&mut Cursor::new(bytes), bytes.len() as u64, path);
+        match header {
+            Ok((start, tensors)) => {
+                // What is accepted lies inside the file.
+                let data = bytes.len() as u64 - start;
+                assert!(tensors.values().all(|t| {
+                    let range = t.data_range();
+                    range.start <= range.end && range.end <= data
+                }));
+                true
+            }
+            Err(_) => false,
+        }
+    });
+    assert!(tried > seeds.len() && accepted > 0 && accepted < tried);
+}
+
+fn npy_file(shape: &[usize]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seed.npy");
+    let data: Vec<f32> = (0..shape.iter().product::<usize>())
+        .map(|i| i as f32)
+        .collect();
+    npy::write_f32(&path, shape, &data).unwrap();
+    std::fs::read(path).unwrap()
+}
+
+#[test]
+fn npy_latents_from_strangers() {
+    let seeds = vec![npy_file(&[1, 4, 2, 2]), npy_file(&[3]), npy_file(&[])];
+    let path = Path::new("fuzz.npy");
+    let (tried, accepted) = fuzz(".npy latents", &seeds, |bytes| {
+        match npy::parse_f32(bytes, path) {
+            Ok(array) => {
+                assert_eq!(array.data.len(), array.shape.iter().product::<usize>());
+                true
+            }
+            Err(_) => false,
+        }
+    });
+    assert!(tried > seeds.len() && accepted > 0 && accepted < tried);
+}
+
+#[test]
+fn pictures_from_strangers() {
+    // The committed pictures the parity tests read: a PNG and a JPEG with EXIF orientation.
+    let seeds: Vec<Vec<u8>> = ["tiny-sd.init.png", "oriented-6.jpg"]
+        .iter()
+        .map(|name| std::fs::read(crate::common::fixtures().join(name)).unwrap())
+        .collect();
+    let (tried, accepted) = fuzz(
+        "PNG and JPEG pictures",
+        &seeds,
+        |bytes| match image::decode_image(bytes) {
+            Ok(p) => {
+                assert_eq!(p.pixels.len(), p.width * p.height * 3);
+                true
+            }
+            Err(_) => false,
+        },
+    );
+    assert!(tried > seeds.len() && accepted > 0);
+}
