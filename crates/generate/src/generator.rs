@@ -266,6 +266,9 @@ fn load(
         ..LoadOptions::default()
     });
     let pipeline = Pipeline::load_with(&source, placement.device, setup.precision, options)?;
+    for note in &pipeline.notes {
+        observer(&Event::note(note.clone()));
+    }
     observer(&Event::Loaded {
         seconds: start.elapsed().as_secs_f64(),
         device: pipeline.device.info.name.clone(),

@@ -85,6 +85,9 @@ pub(super) fn load(
         }),
     )?;
     let seconds = start.elapsed().as_secs_f64();
+    for note in &pipeline.notes {
+        observer(&Event::note(note.clone()));
+    }
     let dev = &pipeline.device;
     let vram_after_load = dev
         .allocator_memory()

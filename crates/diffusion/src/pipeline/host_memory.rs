@@ -78,6 +78,39 @@ pub fn available_host_memory() -> Option<u64> {
     }
 }
 
+/// The precision `--precision auto` runs in: the device's default, except on the CPU backend when
+/// the default (f32) does not fit the host's memory and bf16 does, with a note saying so. `None`
+/// for `available`: nothing is known to compare with, the default stands.
+pub fn auto_precision(
+    size: &ModelSize,
+    vae: &VaeConfig,
+    device: &SelectedDevice,
+    work: &RequestShape,
+    options: &LoadOptions,
+    available: Option<u64>,
+) -> (Precision, Option<String>) {
+    let default = device.default_precision();
+    let (Some(available), true) = (available, device.kind == BackendKind::Cpu) else {
+        return (default, None);
+    };
+    let need = |precision| {
+        let placement = Placement::for_model(size.family, vae, precision, options);
+        host_need(size, &placement, true, work)
+    };
+    let (full, half) = (need(default), need(Precision::Bf16));
+    if full <= available || !device.supports(Precision::Bf16) || half > available {
+        return (default, None);
+    }
+    let note = format!(
+        "--precision auto runs bf16 on the CPU: {} needs about {} of RAM, bf16 about {}, and this          machine has {} available (bf16 is slower there; the result records it)",
+        default.name(),
+        gib(full),
+        gib(half),
+        gib(available)
+    );
+    (Precision::Bf16, Some(note))
+}
+
 /// Refuses a load whose host memory need is more than `available`, naming the need and the
 /// lighter settings that would fit (bf16 where the device has it; the `minimal` profile's int8
 /// denoiser).
@@ -172,6 +205,29 @@ mod tests {
                 "{preset}: estimated {need}, measured {measured}"
             );
         }
+    }
+
+    /// `--precision auto` on the CPU: f32 where it fits, bf16 (said in a note) where only that
+    /// fits, and f32 again where neither does (the check then refuses it, naming bf16's need).
+    #[test]
+    fn auto_precision_takes_bf16_on_the_cpu_only_when_f32_does_not_fit() {
+        let cpu = crate::device::select(crate::BackendRequest::Cpu).unwrap();
+        let family = Preset::all()
+            .find(|p| p.name() == "flux2-klein")
+            .unwrap()
+            .family();
+        let size = ModelSize::upstream(family, family.usual_side());
+        let vae = VaeConfig::sd15();
+        let work = RequestShape::usual(family);
+        let options = LoadOptions::default();
+        let gib = |n: u64| Some(n << 30);
+        let auto = |available| auto_precision(&size, &vae, &cpu, &work, &options, available);
+        assert_eq!(auto(gib(64)), (Precision::F32, None));
+        let (precision, note) = auto(gib(22));
+        assert_eq!(precision, Precision::Bf16);
+        assert!(note.unwrap().contains("runs bf16 on the CPU"));
+        assert_eq!(auto(gib(4)), (Precision::F32, None));
+        assert_eq!(auto(None), (Precision::F32, None));
     }
 
     /// Every preset's f32 need on the CPU is about its parameters at 4 bytes, and bf16 halves it.

@@ -262,6 +262,9 @@ pub struct Pipeline {
     pub precision: Precision,
     pub info: ModelInfo,
     model: Box<dyn FamilyPipeline>,
+    /// What the load chose that the person did not ask for, for the front ends to show (the
+    /// precision `auto` took on a machine short of memory).
+    pub notes: Vec<String>,
     /// Declared after `model`, so it drops after the weights are freed.
     _heap: ReturnFreedOnDrop,
 }
@@ -318,7 +321,21 @@ impl Pipeline {
         precision: Option<Precision>,
         options: LoadOptions,
     ) -> Result<Self> {
-        let precision = precision.unwrap_or_else(|| device.default_precision());
+        let available = host_memory::available_host_memory();
+        let mut notes = Vec::new();
+        let precision = match precision {
+            Some(precision) => precision,
+            None => {
+                let (size, vae) = Self::model_size(source, device.default_precision())?;
+                let work = options
+                    .planned
+                    .unwrap_or_else(|| RequestShape::usual(size.family));
+                let (precision, note) =
+                    host_memory::auto_precision(&size, &vae, &device, &work, &options, available);
+                notes.extend(note);
+                precision
+            }
+        };
         if !device.supports(precision) {
             let instead = if device.supports(Precision::F16) {
                 "f16 or f32"
@@ -335,7 +352,7 @@ impl Pipeline {
             });
         }
         let family = registry::family_of(source)?;
-        if let Some(available) = host_memory::available_host_memory() {
+        if let Some(available) = available {
             let (size, vae) = Self::model_size(source, precision)?;
             let placement = Placement::for_model(size.family, &vae, precision, &options);
             let work = options
@@ -354,6 +371,7 @@ impl Pipeline {
             precision: model.info().placement.denoiser,
             info: model.info().clone(),
             model,
+            notes,
             _heap: ReturnFreedOnDrop,
         })
     }
