@@ -14,6 +14,8 @@ import type { Screen } from "../main";
 import { renderResult } from "./result";
 
 let job: JobHandle<unknown> | null = null;
+/** The licence line of the model downloaded last, shown in the model card once it is here. */
+let downloadedLicense: { model: string; note: string } | null = null;
 
 /** The standard workloads, as the app lists them (main.ts sets them before the screen is built). */
 let WORKLOADS: WorkloadCard[] = [];
@@ -93,6 +95,8 @@ function renderModel(status: ModelStatus): void {
     h("p", {}, h("strong", {}, status.model), " — ", where),
   ];
   if (status.note) parts.push(h("p", { class: "muted" }, status.note));
+  const license = status.licenseNote ?? (downloadedLicense?.model === status.model ? downloadedLicense.note : null);
+  if (status.ready && license) parts.push(h("p", { class: "muted", id: "model-license" }, license));
   if (!status.ready) {
     const size = status.downloadBytes !== null ? fmt.bytes(status.downloadBytes) : "size unknown";
     const download = h("button", { class: "primary", id: "download-model" }, `Download (${size})`);
@@ -145,7 +149,11 @@ function followDownload(subscribe: (onEvent: (e: JobEvent) => void) => JobHandle
   job = handle;
   cancel.addEventListener("click", () => handle.cancel().catch(showError));
   handle.done
-    .then((out) => notify(`The model is downloaded. ${(out as { licenseNote?: string }).licenseNote ?? ""}`))
+    .then((out) => {
+      const done = out as { model?: string; licenseNote?: string };
+      if (done.model && done.licenseNote) downloadedLicense = { model: done.model, note: done.licenseNote };
+      notify("The model is downloaded.");
+    })
     .catch((e) => showError(e))
     .finally(() => {
       job = null;

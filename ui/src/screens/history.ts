@@ -121,16 +121,19 @@ function render(): void {
           else selected.delete(r.id);
           updateButtons();
         });
-        const open = h("button", { class: "link", "data-run": r.id, title: r.title }, r.kind === "benchmark" ? r.title : `“${r.title}”`);
+        // A long prompt is cut in the text, not by CSS: WebKit's WebDriver reads an overflow-clipped
+        // button as not displayed.
+        const title = r.title.length > 48 ? `${r.title.slice(0, 47)}…` : r.title;
+        const open = h("button", { class: "link", "data-run": r.id, title: r.title }, r.kind === "benchmark" ? title : `“${title}”`);
         open.addEventListener("click", () => showDetail(r));
         return h("tr", { class: r.valid ? "" : "invalid-row" },
           h("td", {}, box),
           h("td", { class: "nowrap" }, fmt.when(r.created_at)),
           h("td", {}, r.kind === "benchmark" ? "benchmark" : "image"),
-          h("td", { class: "clip", title: r.model }, shortModel(r.model)),
-          h("td", { class: "clip" }, open),
+          h("td", { title: r.model }, h("span", { class: "cut" }, shortModel(r.model))),
+          h("td", {}, open),
           h("td", { class: "nowrap" }, `${r.backend}, ${r.precision}${profileNote(r.memory_profile)}`),
-          h("td", { class: "clip", title: r.device }, r.device),
+          h("td", { title: r.device }, h("span", { class: "cut" }, r.device)),
           h("td", { class: "num" }, r.score === null ? (r.kind === "benchmark" ? "invalid" : "—") : String(r.score)),
           h("td", { class: "num" }, fmt.fixed(r.seconds_per_image)),
           h("td", {}, r.standard ? "standard" : ""));
