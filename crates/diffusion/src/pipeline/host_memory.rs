@@ -131,19 +131,34 @@ pub fn check_host_fit(
     let lighter = |precision: Precision, profile: MemoryProfile| {
         let options = match profile {
             MemoryProfile::Minimal => profile.load_options(*options),
+            // Full's own switches, not added to the ones that moved things to the host.
+            MemoryProfile::Full => profile.load_options(LoadOptions {
+                vae_encoder: options.vae_encoder,
+                planned: options.planned,
+                ..LoadOptions::default()
+            }),
             _ => *options,
         };
         let placement = Placement::for_model(size.family, vae, precision, &options);
         host_need(size, &placement, cpu_backend, work)
     };
     let mut tried = Vec::new();
-    if placement.denoiser != Precision::Bf16 && device.supports(Precision::Bf16) {
+    let in_host =
+        placement.text_encoders_on_cpu || placement.vae_on_cpu || placement.denoiser_offload;
+    if !cpu_backend && in_host {
+        // On a GPU, what the host holds is what the profile moved off the device.
+        tried.push((
+            "--memory full (everything on the GPU, if it fits there)",
+            lighter(placement.denoiser, MemoryProfile::Full),
+        ));
+    }
+    if cpu_backend && placement.denoiser != Precision::Bf16 && device.supports(Precision::Bf16) {
         tried.push((
             "--precision bf16",
             lighter(Precision::Bf16, MemoryProfile::Full),
         ));
     }
-    if !placement.denoiser_int8 {
+    if cpu_backend && !placement.denoiser_int8 {
         tried.push((
             "--memory minimal (int8 weights)",
             lighter(placement.denoiser, MemoryProfile::Minimal),
@@ -228,6 +243,34 @@ mod tests {
         assert!(note.unwrap().contains("runs bf16 on the CPU"));
         assert_eq!(auto(gib(4)), (Precision::F32, None));
         assert_eq!(auto(None), (Precision::F32, None));
+    }
+
+    /// On a GPU the host holds what a profile moved off the device: klein's f32 text encoder in
+    /// `balanced` (16 GB) is refused on a small host, naming `--memory full`.
+    #[test]
+    fn a_gpu_run_counts_what_its_profile_keeps_in_host_memory() {
+        let gpu = crate::device::SelectedDevice {
+            kind: BackendKind::Cuda,
+            ..crate::device::select(crate::BackendRequest::Cpu).unwrap()
+        };
+        let family = Preset::all()
+            .find(|p| p.name() == "flux2-klein")
+            .unwrap()
+            .family();
+        let size = ModelSize::upstream(family, family.usual_side());
+        let vae = VaeConfig::sd15();
+        let work = RequestShape::usual(family);
+        let balanced = MemoryProfile::Balanced.load_options(LoadOptions::default());
+        let placement = Placement::for_model(family, &vae, Precision::F16, &balanced);
+        let need = host_need(&size, &placement, false, &work);
+        assert!(need > size.text_encoder_params * 4, "{need}");
+        let full = Placement::for_model(family, &vae, Precision::F16, &LoadOptions::default());
+        assert_eq!(host_need(&size, &full, false, &work), PROCESS_BYTES);
+        let refused = check_host_fit(&size, &vae, &placement, &gpu, &work, &balanced, 8 << 30)
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("--memory full"), "{refused}");
+        assert!(check_host_fit(&size, &vae, &placement, &gpu, &work, &balanced, 64 << 30).is_ok());
     }
 
     /// Every preset's f32 need on the CPU is about its parameters at 4 bytes, and bf16 halves it.
