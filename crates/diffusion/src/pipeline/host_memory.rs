@@ -190,6 +190,16 @@ mod tests {
     use super::*;
     use crate::pipeline::Preset;
 
+    /// FLUX.2 klein 4B at its usual size: its upstream size, a VAE config, the request.
+    fn klein() -> (ModelSize, VaeConfig, RequestShape) {
+        let family = Preset::all()
+            .find(|p| p.name() == "flux2-klein")
+            .unwrap()
+            .family();
+        let size = ModelSize::upstream(family, family.usual_side());
+        (size, VaeConfig::sd15(), RequestShape::usual(family))
+    }
+
     fn need(preset: Preset, precision: Precision, profile: MemoryProfile) -> u64 {
         let family = preset.family();
         let size = ModelSize::upstream(family, family.usual_side());
@@ -227,13 +237,7 @@ mod tests {
     #[test]
     fn auto_precision_takes_bf16_on_the_cpu_only_when_f32_does_not_fit() {
         let cpu = crate::device::select(crate::BackendRequest::Cpu).unwrap();
-        let family = Preset::all()
-            .find(|p| p.name() == "flux2-klein")
-            .unwrap()
-            .family();
-        let size = ModelSize::upstream(family, family.usual_side());
-        let vae = VaeConfig::sd15();
-        let work = RequestShape::usual(family);
+        let (size, vae, work) = klein();
         let options = LoadOptions::default();
         let gib = |n: u64| Some(n << 30);
         let auto = |available| auto_precision(&size, &vae, &cpu, &work, &options, available);
@@ -253,18 +257,12 @@ mod tests {
             kind: BackendKind::Cuda,
             ..crate::device::select(crate::BackendRequest::Cpu).unwrap()
         };
-        let family = Preset::all()
-            .find(|p| p.name() == "flux2-klein")
-            .unwrap()
-            .family();
-        let size = ModelSize::upstream(family, family.usual_side());
-        let vae = VaeConfig::sd15();
-        let work = RequestShape::usual(family);
+        let (size, vae, work) = klein();
         let balanced = MemoryProfile::Balanced.load_options(LoadOptions::default());
-        let placement = Placement::for_model(family, &vae, Precision::F16, &balanced);
+        let placement = Placement::for_model(size.family, &vae, Precision::F16, &balanced);
         let need = host_need(&size, &placement, false, &work);
         assert!(need > size.text_encoder_params * 4, "{need}");
-        let full = Placement::for_model(family, &vae, Precision::F16, &LoadOptions::default());
+        let full = Placement::for_model(size.family, &vae, Precision::F16, &LoadOptions::default());
         assert_eq!(host_need(&size, &full, false, &work), PROCESS_BYTES);
         let refused = check_host_fit(&size, &vae, &placement, &gpu, &work, &balanced, 8 << 30)
             .unwrap_err()

@@ -2,35 +2,15 @@
 //! measured peaks are tested in its folder (models/<family>/).
 
 use super::*;
-use crate::models::config::VaeConfig;
+use crate::pipeline::memory_test_support::{need, placement, work};
 use crate::pipeline::registry::FAMILIES;
-use crate::pipeline::{LoadOptions, Preset};
+use crate::pipeline::Preset;
 
 /// Every architecture of every family.
 fn architectures() -> impl Iterator<Item = Family> {
     FAMILIES
         .iter()
         .flat_map(|d| d.architectures.iter().copied())
-}
-
-fn placement(family: Family, profile: MemoryProfile, precision: Precision) -> Placement {
-    let options = profile.load_options(LoadOptions::default());
-    let vae = VaeConfig::sd15();
-    Placement::for_model(family, &vae, precision, &options)
-}
-
-/// The upstream model of `family`, with its VAE's own tile.
-fn upstream(family: Family) -> ModelSize {
-    ModelSize::upstream(family, family.usual_side())
-}
-
-fn need(family: Family, placement: &Placement, work: &RequestShape) -> MemoryNeed {
-    estimate(&upstream(family), placement, work)
-}
-
-/// One guided image of `side` pixels.
-fn work(side: usize) -> RequestShape {
-    RequestShape::image(side, side)
 }
 
 #[test]

@@ -11,6 +11,8 @@ pub mod family;
 pub mod host_memory;
 pub mod memory;
 pub mod memory_need;
+#[cfg(test)]
+pub(crate) mod memory_test_support;
 pub(crate) mod offload;
 mod placement;
 pub mod registry;

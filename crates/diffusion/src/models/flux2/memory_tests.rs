@@ -3,31 +3,10 @@
 use super::family::FLUX2_STEP_BYTES_PER_TOKEN;
 use super::transformer::Flux2TransformerConfig;
 use crate::io::weights::Precision;
-use crate::models::config::VaeConfig;
 use crate::pipeline::family::Family;
 use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::memory_need::{estimate, MemoryNeed, ModelSize, RequestShape};
-use crate::pipeline::{LoadOptions, Placement};
-
-fn placement(family: Family, profile: MemoryProfile, precision: Precision) -> Placement {
-    let options = profile.load_options(LoadOptions::default());
-    let vae = VaeConfig::sd15();
-    Placement::for_model(family, &vae, precision, &options)
-}
-
-/// The upstream model of `family`, with its VAE's own tile.
-fn upstream(family: Family) -> ModelSize {
-    ModelSize::upstream(family, family.usual_side())
-}
-
-fn need(family: Family, placement: &Placement, work: &RequestShape) -> MemoryNeed {
-    estimate(&upstream(family), placement, work)
-}
-
-/// One guided image of `side` pixels.
-fn work(side: usize) -> RequestShape {
-    RequestShape::image(side, side)
-}
+use crate::pipeline::memory_need::{estimate, ModelSize, RequestShape};
+use crate::pipeline::memory_test_support::{need, placement, upstream, work};
 
 /// The target for FLUX.2 klein 4B at 1024x1024 in `minimal`: under 8 GB of device
 /// memory (measured on lavapipe: 5416 MiB, `the_estimate_covers_the_measured_peaks`).

@@ -5,30 +5,9 @@ use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
 use crate::pipeline::family::Family;
 use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::memory_need::{
-    estimate, MemoryNeed, ModelSize, RequestShape, VAE_F16_BYTES_PER_PIXEL,
-};
+use crate::pipeline::memory_need::{estimate, ModelSize, RequestShape, VAE_F16_BYTES_PER_PIXEL};
+use crate::pipeline::memory_test_support::{need, placement, upstream, work};
 use crate::pipeline::{LoadOptions, Placement};
-
-fn placement(family: Family, profile: MemoryProfile, precision: Precision) -> Placement {
-    let options = profile.load_options(LoadOptions::default());
-    let vae = VaeConfig::sd15();
-    Placement::for_model(family, &vae, precision, &options)
-}
-
-/// The upstream model of `family`, with its VAE's own tile.
-fn upstream(family: Family) -> ModelSize {
-    ModelSize::upstream(family, family.usual_side())
-}
-
-fn need(family: Family, placement: &Placement, work: &RequestShape) -> MemoryNeed {
-    estimate(&upstream(family), placement, work)
-}
-
-/// One guided image of `side` pixels.
-fn work(side: usize) -> RequestShape {
-    RequestShape::image(side, side)
-}
 
 /// The estimate against the peaks measured on lavapipe (docs/memory.md): never below them, and not
 /// far above. SD1.5's runs at 512x512 decoded in tiles (lavapipe's 128 MiB buffers: 352-pixel

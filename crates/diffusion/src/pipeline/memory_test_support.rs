@@ -1,0 +1,31 @@
+//! What the memory tests of every family share: a placement, the upstream model's size, its need
+//! for a request, a square request.
+
+use crate::io::weights::Precision;
+use crate::models::config::VaeConfig;
+use crate::pipeline::family::Family;
+use crate::pipeline::memory::MemoryProfile;
+use crate::pipeline::memory_need::{estimate, MemoryNeed, ModelSize, RequestShape};
+use crate::pipeline::{LoadOptions, Placement};
+
+/// `family` placed as `profile` places it, in `precision` (with SD1.5's VAE config: the VAE's
+/// precision rule is all it is read for).
+pub fn placement(family: Family, profile: MemoryProfile, precision: Precision) -> Placement {
+    let options = profile.load_options(LoadOptions::default());
+    Placement::for_model(family, &VaeConfig::sd15(), precision, &options)
+}
+
+/// The upstream model of `family`, with its VAE's own tile.
+pub fn upstream(family: Family) -> ModelSize {
+    ModelSize::upstream(family, family.usual_side())
+}
+
+/// What the upstream model of `family` needs with `placement` for `work`.
+pub fn need(family: Family, placement: &Placement, work: &RequestShape) -> MemoryNeed {
+    estimate(&upstream(family), placement, work)
+}
+
+/// One guided image of `side` pixels.
+pub fn work(side: usize) -> RequestShape {
+    RequestShape::image(side, side)
+}
