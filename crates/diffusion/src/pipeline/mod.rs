@@ -325,16 +325,21 @@ impl Pipeline {
     ) -> Result<Self> {
         let available = host_memory::available_host_memory();
         let mut notes = Vec::new();
+        // The model's size, read from its configs and weight headers once for both memory
+        // checks below (again only where `auto` chose another precision than the default).
+        let mut sized = None;
         let precision = match precision {
             Some(precision) => precision,
             None => {
-                let (size, vae) = Self::model_size(source, device.default_precision())?;
+                let default = device.default_precision();
+                let (size, vae) = Self::model_size(source, default)?;
                 let work = options
                     .planned
                     .unwrap_or_else(|| RequestShape::usual(size.family));
                 let (precision, note) =
                     host_memory::auto_precision(&size, &vae, &device, &work, &options, available);
                 notes.extend(note);
+                sized = Some((default, size, vae));
                 precision
             }
         };
@@ -355,7 +360,10 @@ impl Pipeline {
         }
         let family = registry::family_of(source)?;
         if let Some(available) = available {
-            let (size, vae) = Self::model_size(source, precision)?;
+            let (size, vae) = match sized {
+                Some((sized_in, size, vae)) if sized_in == precision => (size, vae),
+                _ => Self::model_size(source, precision)?,
+            };
             let placement = Placement::for_model(size.family, &vae, precision, &options);
             let work = options
                 .planned
