@@ -5,6 +5,7 @@ use tauri::State;
 
 use sdbench_bench::workload::Workload;
 use sdbench_session::local_models::{self, LocalKind};
+use sdbench_session::model_folders;
 
 use super::blocking;
 use crate::errors::UiResult;
@@ -30,7 +31,8 @@ pub struct LocalModelView {
     /// configs describe ("sdxl"); none when they could not be read.
     pub family: Option<String>,
     pub architecture: Option<String>,
-    /// Where it is and in what form ("diffusers folder (Hugging Face cache)", "single file", ...).
+    /// Where it is and in what form ("diffusers folder (Hugging Face cache)", "single file
+    /// (ComfyUI), GGUF Q8_0+F16", ...).
     pub format: String,
     pub synthetic: bool,
     pub size_bytes: Option<u64>,
@@ -39,20 +41,27 @@ pub struct LocalModelView {
     pub defaults: Option<ModelDefaults>,
 }
 
-/// The Hugging Face cache's models, a folder or file the model setting names, and each preset's
-/// synthetic weights (nothing is copied or moved).
+/// The Hugging Face cache's models, other apps' model folders (and `SDBENCH_MODELS_DIRS`'), a
+/// folder or file the model setting names, and each preset's synthetic weights (nothing is
+/// copied or moved).
 #[tauri::command]
 pub async fn local_models(state: State<'_, AppState>) -> UiResult<Vec<LocalModelView>> {
     let state = state.inner().clone();
     blocking(move || {
         let named = state.settings().model;
-        let models = local_models::list(&state.hub, super::benchmark::REVISION, Some(&named));
+        let folders = model_folders::from_environment(&[]);
+        let models = local_models::list(
+            &state.hub,
+            super::benchmark::REVISION,
+            Some(&named),
+            &folders,
+        );
         Ok(models
             .into_iter()
             .map(|m| LocalModelView {
                 family: m.architecture.map(|a| a.descriptor().name.to_string()),
                 architecture: m.architecture.map(|a| a.name().to_string()),
-                format: m.kind.describe().to_string(),
+                format: m.describe(),
                 synthetic: m.kind == LocalKind::Synthetic,
                 size_bytes: m.size_bytes,
                 defaults: m.architecture.and_then(|a| {

@@ -20,6 +20,9 @@ pub struct ComparisonKey {
     pub batch: usize,
     pub scheduler: String,
     pub precision: String,
+    /// The weights' stored types beyond plain floats (`Q4_K`, `F8_E4M3`), or `float`: a
+    /// quantized file never compares with the model's own weights.
+    pub weights: String,
     /// The memory profile (`full` for results that predate profiles).
     pub memory: String,
     pub backend: String,
@@ -44,6 +47,11 @@ impl ComparisonKey {
             batch: w.batch,
             scheduler: w.scheduler.clone(),
             precision: r.backend.precision.clone(),
+            weights: w
+                .model
+                .quantization
+                .clone()
+                .unwrap_or_else(|| "float".into()),
             memory: r
                 .backend
                 .memory_profile
@@ -56,7 +64,7 @@ impl ComparisonKey {
     }
 
     /// (property, value) in a fixed order, for saying what differs.
-    fn properties(&self) -> [(&'static str, String); 11] {
+    fn properties(&self) -> [(&'static str, String); 12] {
         [
             ("workload", self.workload.clone()),
             ("model", self.model.clone()),
@@ -65,6 +73,7 @@ impl ComparisonKey {
             ("batch", self.batch.to_string()),
             ("scheduler", self.scheduler.clone()),
             ("precision", self.precision.clone()),
+            ("weights", self.weights.clone()),
             ("memory profile", self.memory.clone()),
             ("backend", self.backend.clone()),
             ("device", self.device.clone()),
@@ -90,6 +99,9 @@ impl ComparisonKey {
             self.precision,
             self.memory
         );
+        if self.weights != "float" {
+            text.push_str(&format!(", {} weights", self.weights));
+        }
         if let Some(t) = self.threads {
             text.push_str(&format!(", {t} threads"));
         }
@@ -102,7 +114,8 @@ const WORK_PROPERTIES: usize = 6;
 
 /// How runs differ, property by property (`size: 512x512 / 1024x1024`): in the work they did
 /// (workload, model, size, steps, batch, scheduler), and in what they ran on (precision, memory
-/// profile, backend, device, CPU threads).
+/// profile, backend, device, CPU threads) — the weights' quantization counts as setup, like
+/// precision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Differences {
     pub work: Vec<String>,
@@ -110,7 +123,7 @@ pub struct Differences {
 }
 
 pub fn differences(results: &[&BenchResult]) -> Differences {
-    let keys: Vec<[(&str, String); 11]> = results
+    let keys: Vec<[(&str, String); 12]> = results
         .iter()
         .map(|r| ComparisonKey::of(r).properties())
         .collect();
@@ -269,7 +282,7 @@ mod tests {
     fn every_property_of_the_key_tells_runs_apart() {
         let base = sample();
         type Change = (&'static str, fn(&mut BenchResult));
-        let changes: [Change; 11] = [
+        let changes: [Change; 12] = [
             ("workload", |r| r.workload.version += 1),
             ("model", |r| {
                 r.workload.model.preset = Some("sdxl-base".into())
@@ -281,6 +294,9 @@ mod tests {
                 r.workload.scheduler = "a-scheduler-of-its-own".into()
             }),
             ("precision", |r| r.backend.precision = "f32".into()),
+            ("weights", |r| {
+                r.workload.model.quantization = Some("Q4_K+Q6_K".into())
+            }),
             ("memory profile", |r| {
                 r.backend.memory_profile = Some("low".into())
             }),

@@ -2,6 +2,7 @@
 //! (`schema/benchmark_diffusion_result.v1.schema.json`) describes the same document; tests check
 //! that every result this crate writes validates against it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -212,6 +213,25 @@ pub struct ModelRecord {
     pub preset: Option<String>,
     /// The weight files read, with their sha256.
     pub files: Vec<FileRecord>,
+    /// The weights' stored types other than plain floats, when any (`F8_E4M3`, `Q4_K+Q6_K`): an
+    /// FP8 or GGUF file, dequantized as it loads. Such runs are never standard, and compare only
+    /// with runs of the same types; absent for F32/F16/BF16 weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<String>,
+}
+
+impl ModelRecord {
+    /// `quantization` of weights files whose parameters are stored in `types` (name → count).
+    pub fn quantization_of<'a>(types: impl IntoIterator<Item = &'a String>) -> Option<String> {
+        let mut quantized: Vec<&str> = types
+            .into_iter()
+            .map(String::as_str)
+            .filter(|t| !sdbench_diffusion::io::tensor_file::is_plain_float(t))
+            .collect();
+        quantized.sort();
+        quantized.dedup();
+        (!quantized.is_empty()).then(|| quantized.join("+"))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
@@ -219,6 +239,9 @@ pub struct FileRecord {
     pub path: String,
     pub bytes: u64,
     pub sha256: String,
+    /// Parameters stored per element type (`F16`, `Q8_0`, ...); absent in older results.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub weight_types: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]

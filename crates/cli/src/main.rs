@@ -11,6 +11,7 @@ mod generate;
 mod history;
 mod interrupt;
 mod model_arg;
+mod models;
 mod parity;
 mod progress;
 mod reference;
@@ -44,6 +45,8 @@ enum Command {
     Timing(timing::TimingArgs),
     /// Check the engine against diffusers' images on the tiny reference models (one backend and precision).
     Parity(parity::ParityArgs),
+    /// List the models on this machine (the Hugging Face cache, ComfyUI's, AUTOMATIC1111's, Forge's, InvokeAI's and stable-diffusion.cpp's folders, --models-dir), and whether each runs.
+    Models(models::ModelsArgs),
     /// Download a model into the Hugging Face cache.
     Download(download::DownloadArgs),
     /// List or clean the model cache.
@@ -76,6 +79,7 @@ fn main() {
         Command::Devices(args) => devices::run(args),
         Command::Timing(args) => timing::run(args),
         Command::Parity(args) => parity::run(args),
+        Command::Models(args) => models::run(args),
         Command::Download(args) => download::run(args),
         Command::Cache(command) => cache::run(command),
         Command::Submit(args) => submit::run(args),

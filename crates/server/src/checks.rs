@@ -227,6 +227,9 @@ fn check_standard(r: &BenchResult) -> Result<()> {
     if r.backend.memory_profile.as_deref().unwrap_or("full") != "full" {
         return differs("memory profile (full)");
     }
+    if let Some(types) = &w.model.quantization {
+        return differs(&format!("weights (plain floats, not {types})"));
+    }
     // Every prompt once, in order.
     let order: Vec<usize> = r.results.iter().map(|i| i.prompt_index).collect();
     if order != (0..expected.prompts.len()).collect::<Vec<_>>() {
@@ -409,5 +412,23 @@ mod tests {
         assert!(check_plausible(&klein).is_ok());
         klein.scores.steps_per_second = 25.0;
         assert!(check_plausible(&klein).is_err());
+    }
+
+    #[test]
+    fn a_standard_run_on_quantized_weights_is_refused() {
+        let mut r = result("sd15", 512);
+        r.workload.prompts = Workload::named("sd15-512-30").unwrap().prompts;
+        // The sample holds one image of the workload's prompts: refused for that, not its weights.
+        let plain = check_standard(&r).unwrap_err().to_string();
+        assert!(
+            plain.contains("images") && !plain.contains("weights"),
+            "{plain}"
+        );
+        r.workload.model.quantization = Some("Q4_K".into());
+        let quantized = check_standard(&r).unwrap_err().to_string();
+        assert!(
+            quantized.contains("weights (plain floats, not Q4_K)"),
+            "{quantized}"
+        );
     }
 }

@@ -7,6 +7,7 @@ pub mod device_memory;
 pub mod error;
 pub mod events;
 pub mod local_models;
+pub mod model_folders;
 pub mod model_name;
 pub mod telemetry_source;
 pub mod vram_report;

@@ -1,13 +1,16 @@
 //! The models a run can use on this machine without downloading: the Hugging Face cache's
-//! repositories, every preset's synthetic weights, and a folder or file the person named. Each
-//! with its family and architecture (read from its configs), its size and whether SD Bench can
-//! run it, and why not. Nothing is copied or moved.
+//! repositories, other apps' model folders (ComfyUI, AUTOMATIC1111/Forge, InvokeAI,
+//! stable-diffusion.cpp, and folders the person adds), every preset's synthetic weights, and a
+//! folder or file the person named. Each with its family and architecture (read from its configs
+//! or its tensor names), its format, its size and whether SD Bench can run it, and why not.
+//! Nothing is copied or moved.
 
 use std::path::Path;
 
 use sdbench_diffusion::{Family, ModelSource, Pipeline, Precision, Preset};
 use sdbench_hub::{cache, HubSettings, RepoId};
 
+use crate::model_folders::{self, AppFolder, Found};
 use crate::model_name::ModelName;
 
 /// Where a model on this machine comes from.
@@ -47,11 +50,36 @@ pub struct LocalModel {
     pub size_bytes: Option<u64>,
     /// Why SD Bench cannot run it; `None` when it can.
     pub problem: Option<String>,
+    /// The app whose model folder holds it ("ComfyUI"), for models found there.
+    pub found_in: Option<&'static str>,
+    /// A weights file's format and stored types (`GGUF Q4_K+F32`); `None` for folders and
+    /// synthetic weights.
+    pub weights: Option<String>,
 }
 
-/// Every model on this machine, the cache's first (by id), then each preset's synthetic weights;
-/// `named`: a model the person named (a folder or file not in the cache is added first).
-pub fn list(hub: &HubSettings, revision: &str, named: Option<&str>) -> Vec<LocalModel> {
+impl LocalModel {
+    /// Where it is and in what form: "single file (ComfyUI), GGUF Q8_0+F16".
+    pub fn describe(&self) -> String {
+        let mut text = self.kind.describe().to_string();
+        if let Some(app) = self.found_in {
+            text = format!("{text} ({app})");
+        }
+        if let Some(weights) = &self.weights {
+            text = format!("{text}, {weights}");
+        }
+        text
+    }
+}
+
+/// Every model on this machine, the cache's first (by id), then what `folders` hold (in their
+/// order), then each preset's synthetic weights; `named`: a model the person named (a folder or
+/// file not in the cache is added first).
+pub fn list(
+    hub: &HubSettings,
+    revision: &str,
+    named: Option<&str>,
+    folders: &[AppFolder],
+) -> Vec<LocalModel> {
     let mut models = Vec::new();
     if let Some(Ok(ModelName::Local(source))) = named.map(|n| ModelName::parse(n, None)) {
         match &source {
@@ -82,7 +110,32 @@ pub fn list(hub: &HubSettings, revision: &str, named: Option<&str>) -> Vec<Local
             architecture: None,
             size_bytes: None,
             problem: Some(format!("the model cache could not be read: {e}")),
+            found_in: None,
+            weights: None,
         }),
+    }
+    for folder in folders {
+        for found in model_folders::scan(&folder.path) {
+            let mut model = match found {
+                Found::Folder(path) => on_disk(
+                    &path.display().to_string(),
+                    LocalKind::Folder,
+                    &path,
+                    &ModelSource::Folder(path.clone()),
+                ),
+                Found::File(file) => on_disk(
+                    &file.display().to_string(),
+                    LocalKind::File,
+                    &file,
+                    &ModelSource::Checkpoint {
+                        file: file.clone(),
+                        config: None,
+                    },
+                ),
+            };
+            model.found_in = Some(folder.app);
+            models.push(model);
+        }
     }
     models.extend(Preset::all().map(|preset| LocalModel {
         name: format!("synthetic-{}", preset.name()),
@@ -90,6 +143,8 @@ pub fn list(hub: &HubSettings, revision: &str, named: Option<&str>) -> Vec<Local
         architecture: Some(preset.family()),
         size_bytes: None,
         problem: None,
+        found_in: None,
+        weights: None,
     }));
     models
 }
@@ -125,6 +180,8 @@ fn cached_model(hub: &HubSettings, revision: &str, model: &cache::CachedModel) -
             } else {
                 "the cache holds no complete pipeline of it".into()
             }),
+            found_in: None,
+            weights: None,
         },
     };
     entry.size_bytes = Some(model.size_bytes);
@@ -137,12 +194,20 @@ fn on_disk(name: &str, kind: LocalKind, path: &Path, source: &ModelSource) -> Lo
         Ok((size, _)) => (Some(size.family), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let weights = match source {
+        ModelSource::Checkpoint { file, .. } => {
+            sdbench_diffusion::io::tensor_file::describe_weights(file).ok()
+        }
+        _ => None,
+    };
     LocalModel {
         name: name.to_string(),
         kind,
         architecture,
         size_bytes: size_on_disk(path),
         problem,
+        found_in: None,
+        weights,
     }
 }
 
@@ -184,7 +249,7 @@ mod tests {
             offline: true,
         };
         // An empty cache: every preset's synthetic weights.
-        let models = list(&hub, "main", None);
+        let models = list(&hub, "main", None, &[]);
         assert_eq!(models.len(), Preset::all().count());
         assert!(models
             .iter()
@@ -194,7 +259,7 @@ mod tests {
         // A named folder comes first, with its architecture from its configs.
         let folder = fixtures().join("tiny-zimage");
         let named = folder.display().to_string();
-        let models = list(&hub, "main", Some(&named));
+        let models = list(&hub, "main", Some(&named), &[]);
         let first = &models[0];
         assert_eq!(
             (first.kind, first.name.as_str()),
@@ -208,7 +273,7 @@ mod tests {
 
         // A folder that is no model says why.
         let empty = tempfile::tempdir().unwrap();
-        let models = list(&hub, "main", Some(&empty.path().display().to_string()));
+        let models = list(&hub, "main", Some(&empty.path().display().to_string()), &[]);
         assert!(models[0].architecture.is_none());
         assert!(models[0]
             .problem

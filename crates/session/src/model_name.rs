@@ -44,7 +44,7 @@ impl ModelName {
         }
         if let Some(folder) = config {
             return bad(format!(
-                "the model config {} applies only to a single-file checkpoint (a .safetensors file)",
+                "the model config {} applies only to a single-file checkpoint (a .safetensors or .gguf file)",
                 folder.display()
             ));
         }
@@ -73,7 +73,7 @@ impl ModelName {
         match RepoId::parse(text) {
             Ok((id, note)) => Ok(ModelName::Hub { id, note }),
             Err(_) if looks_like_path => bad(format!(
-                "model {} does not exist (name a diffusers model folder, a single-file .safetensors checkpoint, a Hub id like stable-diffusion-v1-5/stable-diffusion-v1-5, or `synthetic`)",
+                "model {} does not exist (name a diffusers model folder, a single-file .safetensors or .gguf checkpoint, a Hub id like stable-diffusion-v1-5/stable-diffusion-v1-5, or `synthetic`)",
                 path.display()
             )),
             Err(e) => Err(e.into()),

@@ -206,7 +206,8 @@ name: string,
  */
 family: string | null, architecture: string | null, 
 /**
- * Where it is and in what form ("diffusers folder (Hugging Face cache)", "single file", ...).
+ * Where it is and in what form ("diffusers folder (Hugging Face cache)", "single file
+ * (ComfyUI), GGUF Q8_0+F16", ...).
  */
 format: string, synthetic: boolean, sizeBytes: number | null, 
 /**
@@ -423,9 +424,19 @@ preset?: string | null,
 /**
  * The weight files read, with their sha256.
  */
-files: Array<FileRecord>, };
+files: Array<FileRecord>, 
+/**
+ * The weights' stored types other than plain floats, when any (`F8_E4M3`, `Q4_K+Q6_K`): an
+ * FP8 or GGUF file, dequantized as it loads. Such runs are never standard, and compare only
+ * with runs of the same types; absent for F32/F16/BF16 weights.
+ */
+quantization?: string | null, };
 
-export type FileRecord = { path: string, bytes: number, sha256: string, };
+export type FileRecord = { path: string, bytes: number, sha256: string, 
+/**
+ * Parameters stored per element type (`F16`, `Q8_0`, ...); absent in older results.
+ */
+weight_types?: { [key in string]?: number }, };
 
 export type ImageResult = { 
 /**

@@ -12,6 +12,7 @@ use super::model::{file_record, ResolvedModel};
 use super::RunOptions;
 use crate::error::Result;
 use crate::kernels::KernelCounters;
+use crate::result::ModelRecord;
 use sdbench_session::device_memory::{place, MemoryChoice, Placement};
 use sdbench_session::events::Event;
 use sdbench_session::vram_report::VramPhase;
@@ -126,6 +127,15 @@ pub(super) fn standing(
         .iter()
         .map(|p| file_record(p))
         .collect::<Result<_>>()?;
+    record.quantization =
+        ModelRecord::quantization_of(record.files.iter().flat_map(|f| f.weight_types.keys()));
+    if let (true, Some(types)) = (workload.standard, &record.quantization) {
+        observer(&Event::note(format!(
+            "the weights are stored as {types} (dequantized as they load), not as {}'s own, so this {} run is reported as custom",
+            workload.preset.repository(),
+            workload.name
+        )));
+    }
     let architecture_matches = info.preset == Some(workload.preset);
     let full_profile = loaded.memory == MemoryProfile::Full;
     if workload.standard && !full_profile {
@@ -142,5 +152,9 @@ pub(super) fn standing(
             workload.name
         )));
     }
-    Ok(workload.standard && !record.synthetic && architecture_matches && full_profile)
+    Ok(workload.standard
+        && !record.synthetic
+        && record.quantization.is_none()
+        && architecture_matches
+        && full_profile)
 }

@@ -99,17 +99,29 @@ fn model_record(id: &str, revision: Option<String>, source: &str) -> ModelRecord
         family: None,
         preset: None,
         files: Vec::new(),
+        quantization: None,
     }
 }
 
-/// Size and sha256 of a weights file (from the cache's blob name where it can).
+/// Size, sha256 and stored element types of a weights file (the hash from the cache's blob name
+/// where it can). A sharded component's index records no types (its shards are not listed).
 pub(super) fn file_record(path: &Path) -> Result<FileRecord> {
     let bytes = std::fs::metadata(path)
         .map_err(|e| BenchError::io(path, e))?
         .len();
+    let is_index = path.extension().is_some_and(|e| e == "json");
+    let weight_types = if is_index {
+        Default::default()
+    } else {
+        sdbench_diffusion::io::tensor_file::stored_types(path)?
+            .into_iter()
+            .map(|(name, count)| (name.to_string(), count))
+            .collect()
+    };
     Ok(FileRecord {
         path: path.display().to_string(),
         bytes,
         sha256: sdbench_hub::cache::file_sha256(path)?,
+        weight_types,
     })
 }

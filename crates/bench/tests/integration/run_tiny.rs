@@ -432,7 +432,40 @@ fn a_single_file_checkpoint_runs_and_is_recorded_as_one_file() {
         model.files[0].sha256,
         sdbench_bench::checks::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes))
     );
+    // Plain float weights: no quantization, each type's parameters counted.
+    assert_eq!(model.quantization, None);
+    assert!(
+        model.files[0].weight_types["F16"] > 100_000,
+        "{:?}",
+        model.files[0].weight_types
+    );
     assert!(output.result.valid);
+    validate(&serde_json::to_value(&output.result).unwrap()).unwrap();
+}
+
+#[test]
+fn a_gguf_checkpoint_is_recorded_with_its_quantization() {
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 1);
+    o.baseline = Duration::ZERO;
+    let file = tiny().with_file_name("weight-formats/tiny-sd.ldm.q8_0.gguf");
+    o.model = ModelChoice::Local(ModelSource::Checkpoint {
+        file: file.clone(),
+        config: Some(tiny()),
+    });
+    let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
+    let model = &output.result.workload.model;
+    assert_eq!(model.quantization.as_deref(), Some("Q8_0"));
+    let types = &model.files[0].weight_types;
+    assert!(types["Q8_0"] > 0 && types["F16"] > 0, "{types:?}");
+    let key = sdbench_bench::comparison::ComparisonKey::of(&output.result);
+    assert_eq!(key.weights, "Q8_0");
+    assert!(
+        key.describe().contains("Q8_0 weights"),
+        "{}",
+        key.describe()
+    );
+    assert!(!output.result.workload.standard);
     validate(&serde_json::to_value(&output.result).unwrap()).unwrap();
 }
 

@@ -999,3 +999,90 @@ fn a_model_larger_than_host_memory_is_refused_before_loading() {
         started.elapsed()
     );
 }
+
+/// `sdbench models` finds what other apps keep, says what each is and why it cannot run.
+#[test]
+fn models_lists_other_apps_files_and_why_each_runs_or_not() {
+    let home = tempfile::tempdir().unwrap();
+    let comfy = home.path().join("ComfyUI/models");
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures");
+    std::fs::create_dir_all(comfy.join("checkpoints")).unwrap();
+    std::fs::create_dir_all(comfy.join("diffusion_models")).unwrap();
+    let gguf = comfy.join("checkpoints/tiny-sd.gguf");
+    std::fs::copy(fixtures.join("weight-formats/tiny-sd.ldm.q8_0.gguf"), &gguf).unwrap();
+    std::fs::write(comfy.join("checkpoints/old.ckpt"), b"pickle").unwrap();
+    let flux = comfy.join("diffusion_models/flux-2-klein-4b.safetensors");
+    sdbench_diffusion::io::safetensors::write_f32(
+        &flux,
+        &[("double_blocks.0.img_attn.qkv.weight", vec![3, 2], &[0.0; 6])],
+    )
+    .unwrap();
+    let models = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sdbench"))
+            .arg("models")
+            .args(args)
+            .env("HOME", home.path())
+            .env("HF_HUB_CACHE", home.path().join("hf"))
+            .env_remove("SDBENCH_MODELS_DIRS")
+            .env_remove("INVOKEAI_ROOT")
+            .output()
+            .unwrap()
+    };
+    let o = models(&["--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(listed["folders"][0]["app"], "ComfyUI", "{listed}");
+    let entry = |path: &Path| {
+        listed["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["model"] == path.display().to_string())
+            .unwrap_or_else(|| panic!("{} is not listed: {listed}", path.display()))
+            .clone()
+    };
+    let tiny = entry(&gguf);
+    assert_eq!(tiny["runnable"], true, "{tiny}");
+    assert_eq!(tiny["found_in"], "ComfyUI");
+    assert_eq!(tiny["family"], "Stable Diffusion");
+    let weights = tiny["weights"].as_str().unwrap();
+    assert!(
+        weights.starts_with("GGUF ") && weights.contains("Q8_0"),
+        "{weights}"
+    );
+    let flux = entry(&flux);
+    assert_eq!(flux["runnable"], false);
+    assert!(
+        flux["problem"]
+            .as_str()
+            .unwrap()
+            .contains("FLUX checkpoint"),
+        "{flux}"
+    );
+    let pickle = entry(&comfy.join("checkpoints/old.ckpt"));
+    assert!(
+        pickle["problem"].as_str().unwrap().contains("pickle"),
+        "{pickle}"
+    );
+
+    // The text form says how to run what runs; --runnable leaves out the rest.
+    let o = models(&["--runnable"]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        text.contains(&format!("runs: --model {}", gguf.display())),
+        "{text}"
+    );
+    assert!(
+        !text.contains("old.ckpt") && !text.contains("cannot run"),
+        "{text}"
+    );
+
+    // A folder that is not there is a usage error, named.
+    let o = models(&["--models-dir", "/no/such/folder"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("/no/such/folder is not a folder"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use crate::error::{DiffusionError, Result};
-use crate::io::safetensors::SafeTensors;
+use crate::io::tensor_file::TensorFile;
+use crate::io::weights::is_fp8_scale;
 
 pub const UNET_PREFIX: &str = "model.diffusion_model.";
 pub const VAE_PREFIX: &str = "first_stage_model.";
@@ -78,7 +79,7 @@ pub fn diffusers_name(component: Component, name: &str, layout: &Layout) -> Opti
 /// A component's tensors in a checkpoint: diffusers name → stored name. Errors name a
 /// checkpoint of another model family, a missing component, or a tensor with no diffusers name.
 pub fn component_names(
-    file: &SafeTensors,
+    file: &TensorFile,
     component: Component,
     layout: &Layout,
 ) -> Result<BTreeMap<String, String>> {
@@ -94,7 +95,10 @@ pub fn component_names(
         ));
     }
     let mut names = BTreeMap::new();
-    for stored in file.names().filter(|n| n.starts_with(prefix)) {
+    for stored in file
+        .names()
+        .filter(|n| n.starts_with(prefix) && !is_fp8_scale(n))
+    {
         let converted = diffusers_name(component, stored, layout).ok_or_else(|| {
             DiffusionError::Tensor {
                 path: path.to_path_buf(),

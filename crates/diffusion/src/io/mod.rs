@@ -1,10 +1,13 @@
-//! Files in and out: safetensors weights and the loader that puts them on a device, single-file
+//! Files in and out: safetensors and GGUF weights and the loader that puts them on a device, single-file
 //! checkpoints' names, NumPy arrays, PNG and JPEG pictures.
 
 pub mod checkpoint;
+pub mod ggml_blocks;
+pub mod gguf;
 pub mod image;
 pub mod npy;
 pub mod resample;
 pub mod safetensors;
 pub mod sharded;
+pub mod tensor_file;
 pub mod weights;

@@ -15,14 +15,22 @@ use std::path::{Path, PathBuf};
 use half::slice::HalfFloatSliceExt;
 
 use crate::error::{DiffusionError, Result};
+use crate::io::ggml_blocks::{self, GgmlType};
 
-/// Element types the engine can read as floats.
+/// Element types the engine can read as floats: safetensors' float types, FP8, and (from GGUF
+/// files) ggml's block-quantized types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StDtype {
     F32,
     F16,
     BF16,
-    /// Any other type (integers, f64, fp8): listed so the header parses, refused when read.
+    /// FP8 with 4 exponent bits, bias 7, no infinities (`float8_e4m3fn`), as ComfyUI stores DiTs.
+    F8E4M3,
+    /// FP8 with 5 exponent bits (`float8_e5m2`): the top byte of an f16.
+    F8E5M2,
+    /// A ggml block-quantized type, from a GGUF file.
+    Ggml(GgmlType),
+    /// Any other type (integers, f64): listed so the header parses, refused when read.
     Other(&'static str),
 }
 
@@ -32,6 +40,8 @@ impl StDtype {
             "F32" => (StDtype::F32, 4),
             "F16" => (StDtype::F16, 2),
             "BF16" => (StDtype::BF16, 2),
+            "F8_E4M3" => (StDtype::F8E4M3, 1),
+            "F8_E5M2" => (StDtype::F8E5M2, 1),
             "F64" => (StDtype::Other("F64"), 8),
             "I64" => (StDtype::Other("I64"), 8),
             "U64" => (StDtype::Other("U64"), 8),
@@ -42,11 +52,53 @@ impl StDtype {
             "I8" => (StDtype::Other("I8"), 1),
             "U8" => (StDtype::Other("U8"), 1),
             "BOOL" => (StDtype::Other("BOOL"), 1),
-            "F8_E4M3" => (StDtype::Other("F8_E4M3"), 1),
-            "F8_E5M2" => (StDtype::Other("F8_E5M2"), 1),
             _ => return None,
         })
     }
+
+    /// A GGUF tensor's type: its plain float types as safetensors' own.
+    pub fn from_ggml(kind: GgmlType) -> StDtype {
+        match kind {
+            GgmlType::F32 => StDtype::F32,
+            GgmlType::F16 => StDtype::F16,
+            GgmlType::BF16 => StDtype::BF16,
+            quantized => StDtype::Ggml(quantized),
+        }
+    }
+
+    /// The type's name as its file format spells it (`F8_E4M3`, `Q4_K`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StDtype::F32 => "F32",
+            StDtype::F16 => "F16",
+            StDtype::BF16 => "BF16",
+            StDtype::F8E4M3 => "F8_E4M3",
+            StDtype::F8E5M2 => "F8_E5M2",
+            StDtype::Ggml(kind) => kind.name(),
+            StDtype::Other(name) => name,
+        }
+    }
+}
+
+/// An FP8 E4M3FN value as f32 (exact): bias 7, subnormals below exponent 1, S.1111.111 is NaN.
+pub fn f8_e4m3_to_f32(bits: u8) -> f32 {
+    let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exponent = ((bits >> 3) & 0x0F) as i32;
+    let mantissa = (bits & 0x07) as f32;
+    if exponent == 0x0F && bits & 0x07 == 0x07 {
+        return f32::NAN;
+    }
+    let magnitude = if exponent == 0 {
+        mantissa / 8.0 * 2f32.powi(-6)
+    } else {
+        (1.0 + mantissa / 8.0) * 2f32.powi(exponent - 7)
+    };
+    sign * magnitude
+}
+
+/// An FP8 E5M2 value as f32 (exact): the same bits as the top byte of an f16.
+pub fn f8_e5m2_to_f32(bits: u8) -> f32 {
+    half::f16::from_bits((bits as u16) << 8).to_f32()
 }
 
 #[derive(Debug, Clone)]
@@ -119,7 +171,9 @@ impl SafeTensors {
             return Err(DiffusionError::Tensor {
                 path: self.path.clone(),
                 tensor: name.to_string(),
-                problem: format!("has element type {kind}; expected F32, F16 or BF16"),
+                problem: format!(
+                    "has element type {kind}; SD Bench reads F32, F16, BF16, F8_E4M3 and F8_E5M2 weights"
+                ),
             });
         }
         let mut bytes = vec![0u8; (info.end - info.begin) as usize];
@@ -139,7 +193,7 @@ impl SafeTensors {
     }
 }
 
-/// A tensor's bytes as the file stores them: little-endian F32, F16 or BF16.
+/// A tensor's bytes as the file stores them: little-endian floats, FP8, or ggml blocks.
 #[derive(Debug, Clone)]
 pub struct Stored {
     pub dtype: StDtype,
@@ -156,7 +210,17 @@ impl Stored {
                 return out;
             }
         }
+        if let StDtype::Ggml(kind) = self.dtype {
+            return self.dequantized(kind);
+        }
         self.convert()
+    }
+
+    fn dequantized(&self, kind: GgmlType) -> Vec<f32> {
+        let (values, bytes) = kind.block();
+        let mut out = vec![0f32; self.bytes.len() / bytes * values];
+        ggml_blocks::dequantize(kind, &self.bytes, &mut out);
+        out
     }
 
     pub fn to_f16(&self) -> Vec<half::f16> {
@@ -186,6 +250,22 @@ impl Stored {
                 .bytes
                 .chunks_exact(2)
                 .map(|c| T::from_f32(half::bf16::from_le_bytes([c[0], c[1]]).to_f32()))
+                .collect(),
+            // Every FP8 value is exact in f16 and bf16: one rounding-free step.
+            StDtype::F8E4M3 => self
+                .bytes
+                .iter()
+                .map(|&b| T::from_f32(f8_e4m3_to_f32(b)))
+                .collect(),
+            StDtype::F8E5M2 => self
+                .bytes
+                .iter()
+                .map(|&b| T::from_f32(f8_e5m2_to_f32(b)))
+                .collect(),
+            StDtype::Ggml(kind) => self
+                .dequantized(kind)
+                .into_iter()
+                .map(T::from_f32)
                 .collect(),
             StDtype::Other(_) => Vec::new(),
         }
@@ -240,10 +320,13 @@ pub fn read_header(
             problem: "has a malformed header entry".into(),
         })?;
         let (info, elem_size) = info;
+        // Non-zero dimensions as 1, so no product of the shape in any order overflows later (a
+        // zero dimension made the product 0 and hid the overflow of the others).
         let bytes = info
             .shape
             .iter()
-            .try_fold(elem_size as u64, |n, &d| n.checked_mul(d as u64));
+            .try_fold(elem_size as u64, |n, &d| n.checked_mul((d as u64).max(1)))
+            .map(|_| elem_size as u64 * info.shape.iter().map(|&d| d as u64).product::<u64>());
         if info.end < info.begin || Some(info.end - info.begin) != bytes {
             return Err(DiffusionError::Tensor {
                 path: path.to_path_buf(),

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
-use crate::io::safetensors::{SafeTensors, StDtype};
+use crate::io::safetensors::StDtype;
+use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{choose_weights_file, FileWeights, Init, Precision, Values, WeightSource};
 
 /// A component's weights in `folder`: sharded with an index, or one file (the `.fp16` variant
@@ -40,14 +41,15 @@ pub fn index_path(folder: &Path, stem: &str) -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-/// The weights a safetensors file stores under the names `counted` picks, from its header
-/// (floating-point tensors: integer buffers such as CLIP's position ids are not weights).
+/// The weights a weights file stores under the names `counted` picks, from its header
+/// (floating-point and quantized tensors: integer buffers such as CLIP's position ids are not
+/// weights, nor are FP8 scales).
 pub fn stored_parameters(path: &Path, counted: impl Fn(&str) -> bool) -> Result<u64> {
-    let file = SafeTensors::open(path)?;
+    let file = TensorFile::open(path)?;
     Ok(file
         .names()
-        .filter(|name| counted(name))
-        .filter_map(|name| file.info(name))
+        .filter(|name| counted(name) && !crate::io::weights::is_fp8_scale(name))
+        .filter_map(|name| file.entry(name))
         .filter(|info| !matches!(info.dtype, StDtype::Other(_)))
         .map(|info| info.shape.iter().product::<usize>() as u64)
         .sum())

@@ -11,7 +11,8 @@ use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 
 use crate::error::{DiffusionError, Result};
-use crate::io::safetensors::{SafeTensors, StDtype, Stored};
+use crate::io::safetensors::{StDtype, Stored};
+use crate::io::tensor_file::TensorFile;
 use crate::nn::int8::{Int8Matrix, PackedInt8, ScaleAxis};
 use crate::nn::{Conv2d, GroupNorm, LayerNorm, Linear, Weight};
 
@@ -137,10 +138,12 @@ pub fn choose_weights_file(folder: &Path, stem: &str, precision: Precision) -> R
     })
 }
 
-/// Tensors from one safetensors file: a diffusers component file, or one component of a
-/// single-file checkpoint whose names were converted.
+/// Tensors from one weights file (safetensors or GGUF): a diffusers component file, or one
+/// component of a single-file checkpoint whose names were converted. A "scaled FP8" file
+/// (ComfyUI's) stores `X.scale_weight` beside an FP8 `X.weight`: the weight is taken multiplied
+/// by it, as ComfyUI and diffusers dequantize it.
 pub struct FileWeights {
-    file: SafeTensors,
+    file: TensorFile,
     /// The model's name for each tensor this source offers → the name stored in the file.
     names: BTreeMap<String, String>,
     /// Stored names already taken.
@@ -154,7 +157,7 @@ pub struct FileWeights {
 impl FileWeights {
     /// Every tensor of the file, under its own name.
     pub fn open(path: &Path) -> Result<Self> {
-        let file = SafeTensors::open(path)?;
+        let file = TensorFile::open(path)?;
         let names = file
             .names()
             .map(|n| (n.to_string(), n.to_string()))
@@ -164,7 +167,7 @@ impl FileWeights {
 
     /// The tensors `names` lists (model name → stored name); the file's other tensors are not
     /// this source's.
-    pub fn renamed(file: SafeTensors, names: BTreeMap<String, String>) -> Self {
+    pub fn renamed(file: TensorFile, names: BTreeMap<String, String>) -> Self {
         FileWeights {
             file,
             names,
@@ -207,6 +210,46 @@ impl FileWeights {
             self.names.get(&candidate).cloned()
         })
     }
+
+    /// `values` of the stored tensor `stored`, multiplied by its FP8 scale when the file has one
+    /// (`X.scale_weight` for `X.weight`, a single f32).
+    fn scaled(&mut self, stored: &str, values: Stored) -> Result<Values> {
+        let Some(scale_name) = stored
+            .strip_suffix(".weight")
+            .map(|base| format!("{base}.scale_weight"))
+            .filter(|scale| self.file.entry(scale).is_some())
+        else {
+            return Ok(Values::Stored(values));
+        };
+        let scale = self.file.read(&scale_name)?.to_f32();
+        let [scale] = scale.as_slice() else {
+            return Err(DiffusionError::Tensor {
+                path: self.path().to_path_buf(),
+                tensor: scale_name,
+                problem: format!(
+                    "holds {} values; an FP8 weight's scale is one number",
+                    scale.len()
+                ),
+            });
+        };
+        let scale = *scale;
+        self.used.insert(scale_name);
+        let mut values = values.to_f32();
+        values.iter_mut().for_each(|v| *v *= scale);
+        Ok(Values::F32(values))
+    }
+}
+
+/// Tensors of a scaled-FP8 file that carry no weight: the marker `scaled_fp8` and the
+/// activation scales `X.scale_input` (for FP8 matrix products, which SD Bench does not run).
+fn is_fp8_scale_input(stored: &str) -> bool {
+    stored == "scaled_fp8" || stored.ends_with(".scale_input")
+}
+
+/// Any tensor of a scaled-FP8 file's bookkeeping: a name conversion passes these by, and
+/// `FileWeights` applies the weight scales itself.
+pub(crate) fn is_fp8_scale(stored: &str) -> bool {
+    is_fp8_scale_input(stored) || stored.ends_with(".scale_weight")
 }
 
 impl WeightSource for FileWeights {
@@ -216,14 +259,14 @@ impl WeightSource for FileWeights {
             tensor: name.to_string(),
             problem: format!("is missing (the config needs shape {shape:?})"),
         })?;
-        let found = &self.file.info(&stored).expect("listed names exist").shape;
+        let found = self.file.entry(&stored).expect("listed names exist").shape;
         // Legacy checkpoints store some linear layers as 1x1 convolutions: same numbers.
         let same_numbers = found.len() == 4
             && shape.len() == 2
             && found[..2] == shape[..]
             && found[2] == 1
             && found[3] == 1;
-        if found.as_slice() != shape && !same_numbers {
+        if found != shape && !same_numbers {
             return Err(DiffusionError::Tensor {
                 path: self.path().to_path_buf(),
                 tensor: stored,
@@ -231,8 +274,9 @@ impl WeightSource for FileWeights {
             });
         }
         let values = self.file.read(&stored)?;
+        let scaled = self.scaled(&stored, values)?;
         self.used.insert(stored);
-        Ok(Values::Stored(values))
+        Ok(scaled)
     }
 
     fn finish(&mut self) -> Result<()> {
@@ -240,6 +284,7 @@ impl WeightSource for FileWeights {
             .names
             .iter()
             .filter(|(_, stored)| !self.used.contains(*stored))
+            .filter(|(_, stored)| !is_fp8_scale_input(stored))
             .filter(|(name, _)| !self.ignored_prefixes.iter().any(|p| name.starts_with(p)))
             .map(|(_, stored)| stored.as_str())
             .collect();

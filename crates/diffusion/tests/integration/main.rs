@@ -21,4 +21,5 @@ mod schedulers;
 mod synthetic;
 mod tokenizer;
 mod weight_files;
+mod weight_formats;
 mod zimage;

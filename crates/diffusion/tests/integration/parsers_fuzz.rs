@@ -12,7 +12,7 @@ use std::io::Cursor;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use sdbench_diffusion::io::{image, npy, safetensors};
+use sdbench_diffusion::io::{gguf, image, npy, safetensors};
 
 /// SplitMix64: a small deterministic generator for the mutations.
 struct Mutator(u64);
@@ -204,4 +204,65 @@ fn pictures_from_strangers() {
         },
     );
     assert!(tried > seeds.len() && accepted > 0);
+}
+
+#[test]
+fn gguf_files_from_strangers() {
+    // A file of every ggml type SD Bench decodes (gguf-py's), and a small one with metadata.
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("seed.gguf");
+    gguf::write_f32(
+        &small,
+        &[("general.architecture", "sd1")],
+        &[
+            ("a.weight", vec![2, 3], &[1.0; 6]),
+            ("b", vec![4], &[2.0; 4]),
+        ],
+    )
+    .unwrap();
+    let seeds = vec![
+        std::fs::read(crate::common::fixtures().join("weight-formats/ggml-blocks.gguf")).unwrap(),
+        std::fs::read(small).unwrap(),
+    ];
+    let path = Path::new("fuzz.gguf");
+    let (tried, accepted) = fuzz("GGUF header and blocks", &seeds, |bytes| {
+        match gguf::read_header(&mut Cursor::new(bytes), bytes.len() as u64, path) {
+            Ok((_, tensors)) => {
+                // What is accepted lies inside the file and decodes to one value per element.
+                for tensor in tensors.values() {
+                    let range = tensor.data_range();
+                    assert!(range.start <= range.end && range.end <= bytes.len() as u64);
+                    let stored = safetensors::Stored {
+                        dtype: tensor.dtype,
+                        bytes: bytes[range.start as usize..range.end as usize].to_vec(),
+                    };
+                    if !matches!(tensor.dtype, safetensors::StDtype::Other(_)) {
+                        let count: usize = tensor.shape.iter().product();
+                        assert_eq!(stored.to_f32().len(), count);
+                    }
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    });
+    assert!(tried > seeds.len() && accepted > 0 && accepted < tried);
+}
+
+/// The GGUF fuzzer's finding, in both formats: a shape with an empty dimension has no data, but
+/// its other dimensions' product overflows wherever it is computed without the zero first.
+#[test]
+fn an_empty_tensor_with_an_overflowing_shape_is_refused() {
+    let huge = 1u64 << 40;
+    let header =
+        format!(r#"{{"w":{{"dtype":"F32","shape":[0,{huge},{huge}],"data_offsets":[0,0]}}}}"#);
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    let refused = safetensors::read_header(
+        &mut Cursor::new(&bytes),
+        bytes.len() as u64,
+        Path::new("empty.safetensors"),
+    );
+    let message = refused.expect_err("refused").to_string();
+    assert!(message.contains("more than 2^64"), "{message}");
 }

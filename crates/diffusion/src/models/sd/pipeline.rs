@@ -16,7 +16,7 @@ use super::unet::UNet;
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
 use crate::io::checkpoint;
-use crate::io::safetensors::SafeTensors;
+use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{FileWeights, Precision, SyntheticWeights, WeightSource};
 use crate::models::clip::ClipTextModel;
 use crate::models::config::VaeConfig;
@@ -159,24 +159,10 @@ impl SdPipeline {
         precision: Precision,
         options: LoadOptions,
     ) -> Result<Self> {
-        check_checkpoint_file(file)?;
-        let spec = match config {
-            Some(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
-            None => ModelSpec::builtin(Preset::SD15),
-        };
-        if spec.family == Family::SDXL {
-            return Err(DiffusionError::Weights {
-                path: file.to_path_buf(),
-                problem: "is read as an SD1.x checkpoint, but --model-config describes an SDXL model; SDXL single files are not supported yet: use the diffusers folder".into(),
-            });
-        }
+        let (spec, layout) = checkpoint_spec(file, config)?;
         let placement = Placement::for_model(spec.family, &spec.vae, precision, &options);
-        let layout = checkpoint::Layout {
-            unet_layers_per_block: spec.unet.plan(&spec.unet_path)?.layers_per_block,
-            vae_blocks: spec.vae.block_out_channels.len(),
-        };
         let open = |component| -> Result<FileWeights> {
-            let tensors = SafeTensors::open(file)?;
+            let tensors = TensorFile::open(file)?;
             let names = checkpoint::component_names(&tensors, component, &layout)?;
             Ok(FileWeights::renamed(tensors, names))
         };
@@ -407,12 +393,8 @@ impl SdPipeline {
                     FolderFiles::choose(&layout, precision, placement.vae)?.model_size(&spec)?;
                 (size, spec.vae)
             }
-            ModelSource::Checkpoint {
-                config: Some(folder),
-                ..
-            } => upstream(ModelSpec::read(&ModelLayout::check(folder)?)?),
-            ModelSource::Checkpoint { config: None, .. } => {
-                upstream(ModelSpec::builtin(Preset::SD15))
+            ModelSource::Checkpoint { file, config } => {
+                upstream(checkpoint_spec(file, config.as_deref())?.0)
             }
         })
     }
@@ -530,4 +512,34 @@ impl FamilyPipeline for SdPipeline {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+}
+
+/// A single-file checkpoint's configs (`config`'s, or SD1.5's) and layout, with its tensor names
+/// checked against them: a file of another family, or one missing a component, is refused by
+/// name from its header alone.
+fn checkpoint_spec(file: &Path, config: Option<&Path>) -> Result<(ModelSpec, checkpoint::Layout)> {
+    check_checkpoint_file(file)?;
+    let spec = match config {
+        Some(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
+        None => ModelSpec::builtin(Preset::SD15),
+    };
+    if spec.family == Family::SDXL {
+        return Err(DiffusionError::Weights {
+            path: file.to_path_buf(),
+            problem: "is read as an SD1.x checkpoint, but --model-config describes an SDXL model; SDXL single files are not supported yet: use the diffusers folder".into(),
+        });
+    }
+    let layout = checkpoint::Layout {
+        unet_layers_per_block: spec.unet.plan(&spec.unet_path)?.layers_per_block,
+        vae_blocks: spec.vae.block_out_channels.len(),
+    };
+    let tensors = TensorFile::open(file)?;
+    for component in [
+        checkpoint::Component::TextEncoder,
+        checkpoint::Component::UNet,
+        checkpoint::Component::Vae,
+    ] {
+        checkpoint::component_names(&tensors, component, &layout)?;
+    }
+    Ok((spec, layout))
 }

@@ -1,0 +1,114 @@
+//! A weights file of either format SD Bench reads: safetensors or GGUF, told apart by the
+//! first bytes, not the name. Both give named tensors with a shape and a stored element type.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::{DiffusionError, Result};
+use crate::io::gguf::{self, Gguf};
+use crate::io::safetensors::{SafeTensors, StDtype, Stored};
+
+pub enum TensorFile {
+    Safetensors(SafeTensors),
+    Gguf(Gguf),
+}
+
+/// What a file says of one tensor.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    pub dtype: StDtype,
+    pub shape: &'a [usize],
+}
+
+impl TensorFile {
+    /// Opens `path` as GGUF when it starts with GGUF's magic or is named `.gguf` (so a broken
+    /// GGUF file is reported as one), as safetensors otherwise.
+    pub fn open(path: &Path) -> Result<Self> {
+        let mut magic = [0u8; 4];
+        let mut file = std::fs::File::open(path).map_err(|e| DiffusionError::io(path, e))?;
+        let is_gguf = (file.read_exact(&mut magic).is_ok() && &magic == gguf::MAGIC)
+            || path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+        if is_gguf {
+            Ok(TensorFile::Gguf(Gguf::open(path)?))
+        } else {
+            Ok(TensorFile::Safetensors(SafeTensors::open(path)?))
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            TensorFile::Safetensors(f) => f.path(),
+            TensorFile::Gguf(f) => f.path(),
+        }
+    }
+
+    pub fn names(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match self {
+            TensorFile::Safetensors(f) => Box::new(f.names()),
+            TensorFile::Gguf(f) => Box::new(f.names()),
+        }
+    }
+
+    pub fn entry(&self, name: &str) -> Option<Entry<'_>> {
+        match self {
+            TensorFile::Safetensors(f) => f.info(name).map(|i| Entry {
+                dtype: i.dtype,
+                shape: &i.shape,
+            }),
+            TensorFile::Gguf(f) => f.tensor(name).map(|t| Entry {
+                dtype: t.dtype,
+                shape: &t.shape,
+            }),
+        }
+    }
+
+    pub fn read(&mut self, name: &str) -> Result<Stored> {
+        match self {
+            TensorFile::Safetensors(f) => f.read(name),
+            TensorFile::Gguf(f) => f.read(name),
+        }
+    }
+}
+
+/// A weights file's format and stored types, most parameters first: `GGUF Q4_K+F32`,
+/// `safetensors F8_E4M3+BF16`, `safetensors F16`.
+pub fn describe_weights(path: &Path) -> Result<String> {
+    let format = match TensorFile::open(path)? {
+        TensorFile::Safetensors(_) => "safetensors",
+        TensorFile::Gguf(_) => "GGUF",
+    };
+    let mut types: Vec<(&str, u64)> = stored_types(path)?.into_iter().collect();
+    types.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let names: Vec<&str> = types.iter().map(|(name, _)| *name).collect();
+    Ok(format!("{format} {}", names.join("+"))
+        .trim_end()
+        .to_string())
+}
+
+/// The parameters a weights file stores per element type (`F16`, `F8_E4M3`, `Q4_K`...), from its
+/// header: weights only (not integer buffers, nor FP8 scales). What a result records of a file.
+pub fn stored_types(path: &Path) -> Result<BTreeMap<&'static str, u64>> {
+    let file = TensorFile::open(path)?;
+    let mut types = BTreeMap::new();
+    for name in file
+        .names()
+        .filter(|n| !crate::io::weights::is_fp8_scale(n))
+    {
+        let entry = file.entry(name).expect("listed names exist");
+        if matches!(entry.dtype, StDtype::Other(_)) {
+            continue;
+        }
+        *types.entry(entry.dtype.name()).or_insert(0) +=
+            entry.shape.iter().product::<usize>() as u64;
+    }
+    Ok(types)
+}
+
+/// Whether values of the named type are plain floats (F32, F16, BF16): what every model folder
+/// on the Hub stores, and what a standard run's weights are.
+pub fn is_plain_float(type_name: &str) -> bool {
+    matches!(type_name, "F32" | "F16" | "BF16")
+}

@@ -1,0 +1,319 @@
+//! Weight formats beyond plain float safetensors: GGUF files (ggml's block-quantized types, as
+//! stable-diffusion.cpp and ComfyUI-GGUF write them) and FP8 safetensors (plain and ComfyUI's
+//! "scaled"). Decoders are checked against gguf-py's and torch's, a GGUF checkpoint against
+//! diffusers loading the same file, and broken files are refused by name.
+//! Fixtures: scripts/make_weight_format_fixtures.py.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::{assert_close, assert_mentions, fixtures};
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::io::gguf::Gguf;
+use sdbench_diffusion::io::safetensors::{SafeTensors, StDtype};
+use sdbench_diffusion::io::tensor_file::TensorFile;
+use sdbench_diffusion::io::weights::{FileWeights, Init, Values, WeightSource};
+use sdbench_diffusion::{
+    BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
+    SchedulerKind,
+};
+
+fn formats() -> PathBuf {
+    fixtures().join("weight-formats")
+}
+
+/// Bit-for-bit equality, NaN equal to NaN.
+fn assert_same_bits(what: &str, got: &[f32], expected: &[f32]) {
+    assert_eq!(got.len(), expected.len(), "{what}: length");
+    for (i, (g, e)) in got.iter().zip(expected).enumerate() {
+        assert!(
+            g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()),
+            "{what}[{i}]: {g} but the reference has {e}"
+        );
+    }
+}
+
+#[test]
+fn every_ggml_type_decodes_as_gguf_py_decodes_it() {
+    // The decoders do the same f32 operations in the same order as ggml's and gguf-py's
+    // (a scale times a small integer, minus a minimum), so the values agree bit for bit.
+    let mut file = Gguf::open(&formats().join("ggml-blocks.gguf")).unwrap();
+    let mut reference =
+        SafeTensors::open(&formats().join("ggml-blocks.reference.safetensors")).unwrap();
+    let names: Vec<String> = file.names().map(str::to_string).collect();
+    let expected_types = [
+        "F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K",
+        "Q5_K", "Q6_K",
+    ];
+    assert_eq!(names.len(), expected_types.len());
+    for name in &names {
+        let tensor = file.tensor(name).unwrap();
+        assert_eq!(
+            tensor.dtype.name(),
+            name,
+            "each tensor is named by its type"
+        );
+        assert_eq!(tensor.shape, vec![2, 256], "{name}: ggml's dims reversed");
+        let stored = file.read(name).unwrap();
+        assert_same_bits(name, &stored.to_f32(), &reference.read_f32(name).unwrap());
+        // The same values through the bf16 and f16 conversions the loader uses.
+        let via_bf16: Vec<f32> = stored.to_bf16().iter().map(|v| v.to_f32()).collect();
+        let rounded: Vec<f32> = stored
+            .to_f32()
+            .iter()
+            .map(|v| half::bf16::from_f32(*v).to_f32())
+            .collect();
+        assert_same_bits(name, &via_bf16, &rounded);
+    }
+    for t in expected_types {
+        assert!(names.iter().any(|n| n == t), "{t} is in the fixture");
+    }
+}
+
+#[test]
+fn fp8_codes_decode_as_torch_decodes_them() {
+    let mut file = SafeTensors::open(&formats().join("fp8.safetensors")).unwrap();
+    let mut reference = SafeTensors::open(&formats().join("fp8.reference.safetensors")).unwrap();
+    for (name, dtype) in [("e4m3", StDtype::F8E4M3), ("e5m2", StDtype::F8E5M2)] {
+        let stored = file.read(name).unwrap();
+        assert_eq!(stored.dtype, dtype);
+        let values = stored.to_f32();
+        assert_same_bits(name, &values, &reference.read_f32(name).unwrap());
+        // Every FP8 value is exact in bf16 and f16 (fewer mantissa bits, a narrower range).
+        let bf16: Vec<f32> = stored.to_bf16().iter().map(|v| v.to_f32()).collect();
+        let f16: Vec<f32> = stored.to_f16().iter().map(|v| v.to_f32()).collect();
+        assert_same_bits(name, &bf16, &values);
+        assert_same_bits(name, &f16, &values);
+    }
+}
+
+#[test]
+fn a_scaled_fp8_layer_is_its_weight_times_its_scale() {
+    let path = formats().join("fp8.safetensors");
+    let mut weights = FileWeights::open(&path).unwrap();
+    let mut reference = SafeTensors::open(&formats().join("fp8.reference.safetensors")).unwrap();
+    let Values::F32(weight) = weights.take("layer.weight", &[4, 8], Init::Zeros).unwrap() else {
+        panic!("a scaled weight is taken as f32 values");
+    };
+    // torch multiplies the f32 value by the f32 scale: one rounding, as here.
+    assert_same_bits(
+        "layer.weight",
+        &weight,
+        &reference.read_f32("layer.weight").unwrap(),
+    );
+    for (name, shape) in [
+        ("layer.bias", vec![4]),
+        ("e4m3", vec![256]),
+        ("e5m2", vec![256]),
+    ] {
+        weights.take(name, &shape, Init::Zeros).unwrap();
+    }
+    // The scale was used; the activation scale and the marker are not weights.
+    weights.finish().unwrap();
+
+    // A weight whose scale is not one number is refused by name.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad-scale.safetensors");
+    sdbench_diffusion::io::safetensors::write_f32(
+        &bad,
+        &[
+            ("x.weight", vec![2], &[1.0, 2.0]),
+            ("x.scale_weight", vec![2], &[1.0, 2.0]),
+        ],
+    )
+    .unwrap();
+    let message = FileWeights::open(&bad)
+        .unwrap()
+        .take("x.weight", &[2], Init::Zeros)
+        .err()
+        .unwrap()
+        .to_string();
+    assert_mentions(&message, &["x.scale_weight", "one number"]);
+}
+
+fn load_checkpoint(file: &Path) -> sdbench_diffusion::Result<Pipeline> {
+    Pipeline::load(
+        &ModelSource::Checkpoint {
+            file: file.to_path_buf(),
+            config: Some(fixtures().join("tiny-sd")),
+        },
+        select(BackendRequest::Cpu).unwrap(),
+        Some(Precision::F32),
+    )
+}
+
+#[test]
+fn a_gguf_checkpoint_generates_what_diffusers_generates_from_it() {
+    let file = formats().join("tiny-sd.ldm.q8_0.gguf");
+    let pipe = load_checkpoint(&file).unwrap();
+    assert_eq!(pipe.info.weight_files, vec![file.clone()]);
+    let mut reference =
+        SafeTensors::open(&formats().join("tiny-sd.ldm.q8_0.reference.safetensors")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(formats().join("tiny-sd.ldm.q8_0.reference.json")).unwrap(),
+    )
+    .unwrap();
+    let request = GenerateRequest {
+        steps: meta["steps"].as_u64().unwrap() as usize,
+        guidance_scale: meta["guidance"].as_f64().unwrap(),
+        scheduler: Some(SchedulerKind::from_name(meta["scheduler"].as_str().unwrap()).unwrap()),
+        width: meta["width"].as_u64().unwrap() as usize,
+        height: meta["height"].as_u64().unwrap() as usize,
+        noise: InitialNoise::Latents {
+            shape: reference.info("latents").unwrap().shape.clone(),
+            data: reference.read_f32("latents").unwrap(),
+            step_seed: 0,
+        },
+        ..GenerateRequest::new(meta["prompt"].as_str().unwrap())
+    };
+    let out = pipe
+        .generate(&request, &mut |_| {}, &CancelToken::new())
+        .unwrap();
+    assert_eq!(out.non_finite(), 0);
+    let expected = reference.read_f32("image").unwrap();
+    // The dequantized weights are exact f32 values, so the run differs from diffusers' only by
+    // f32 rounding: tiny-sd's own f32 bound, derived from diffusers' rounding.
+    let atol = sdbench_diffusion::parity::fixture_tolerance(&fixtures(), "tiny-sd", Precision::F32)
+        .unwrap();
+    // The bound must be able to tell the quantized model from the checkpoint it was made from.
+    let unquantized = SafeTensors::open(&fixtures().join("tiny-sd.ldm.reference.safetensors"))
+        .unwrap()
+        .read_f32("image")
+        .unwrap();
+    let quantization_effect = unquantized
+        .iter()
+        .zip(&expected)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        atol < quantization_effect / 4.0,
+        "bound {atol} vs Q8_0's effect {quantization_effect}"
+    );
+    assert_close(
+        "tiny-sd GGUF checkpoint (Q8_0), euler",
+        &out.images[0].float_image,
+        &expected,
+        atol,
+    );
+}
+
+/// A GGUF file built by hand: one tensor `w` with ggml type `type_id`, dims `dims` (ggml order),
+/// data offset `offset` and `data` bytes after the aligned header.
+fn gguf_bytes(type_id: u32, dims: &[u64], offset: u64, data: &[u8]) -> Vec<u8> {
+    let mut out = b"GGUF".to_vec();
+    out.extend_from_slice(&3u32.to_le_bytes());
+    out.extend_from_slice(&1u64.to_le_bytes()); // tensors
+    out.extend_from_slice(&0u64.to_le_bytes()); // metadata
+    out.extend_from_slice(&1u64.to_le_bytes());
+    out.push(b'w');
+    out.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+    for d in dims {
+        out.extend_from_slice(&d.to_le_bytes());
+    }
+    out.extend_from_slice(&type_id.to_le_bytes());
+    out.extend_from_slice(&offset.to_le_bytes());
+    out.resize(out.len().div_ceil(32) * 32, 0);
+    out.extend_from_slice(data);
+    out
+}
+
+fn open_err(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    match TensorFile::open(&path) {
+        Ok(_) => panic!("{name} should be refused"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn broken_gguf_files_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // The valid base: 32 Q8_0 values.
+    let block = [0u8; 34];
+    let good = dir.join("good.gguf");
+    std::fs::write(&good, gguf_bytes(8, &[32], 0, &block)).unwrap();
+    let mut file = TensorFile::open(&good).unwrap();
+    assert_eq!(file.read("w").unwrap().to_f32(), vec![0.0; 32]);
+
+    let cases: Vec<(&str, Vec<u8>, Vec<&str>)> = vec![
+        (
+            "unknown-type.gguf",
+            gguf_bytes(99, &[32], 0, &block),
+            vec!["unknown ggml type 99"],
+        ),
+        (
+            "iq-type.gguf",
+            gguf_bytes(16, &[256], 0, &[0; 256]),
+            vec!["IQ type", "does not decode"],
+        ),
+        (
+            "past-the-end.gguf",
+            gguf_bytes(8, &[32], 64, &block),
+            vec!["`w`", "past the end", "truncated"],
+        ),
+        (
+            "partial-block.gguf",
+            gguf_bytes(8, &[48], 0, &[0; 68]),
+            vec!["`w`", "whole number of Q8_0 blocks"],
+        ),
+        (
+            // Found by the fuzzer: an empty dimension hid a size that overflows.
+            "empty-but-huge.gguf",
+            gguf_bytes(0, &[0, 1 << 40, 1 << 40], 0, &[]),
+            vec!["`w`", "overflows 64 bits"],
+        ),
+        (
+            "misaligned.gguf",
+            gguf_bytes(0, &[4], 4, &[0; 32]),
+            vec!["`w`", "not aligned"],
+        ),
+        (
+            "too-many-dims.gguf",
+            gguf_bytes(0, &[1, 1, 1, 1, 1], 0, &[0; 4]),
+            vec!["`w`", "5 dimensions"],
+        ),
+        (
+            "truncated.gguf",
+            gguf_bytes(8, &[32], 0, &block)[..30].to_vec(),
+            vec!["truncated"],
+        ),
+        (
+            "not-gguf.gguf",
+            b"GGML this is not it".to_vec(),
+            vec!["not a GGUF file"],
+        ),
+        (
+            "version-1.gguf",
+            [b"GGUF".as_slice(), &1u32.to_le_bytes(), &[0; 16]].concat(),
+            vec!["version 1", "versions 2 and 3"],
+        ),
+    ];
+    for (name, bytes, words) in cases {
+        let message = open_err(dir, name, &bytes);
+        assert_mentions(&message, &[&[name][..], &words[..]].concat());
+    }
+
+    // An integer tensor is listed but not read as a weight.
+    let ints = dir.join("ints.gguf");
+    std::fs::write(&ints, gguf_bytes(26, &[8], 0, &[0; 32])).unwrap();
+    let message = TensorFile::open(&ints)
+        .unwrap()
+        .read("w")
+        .err()
+        .unwrap()
+        .to_string();
+    assert_mentions(&message, &["`w`", "I32", "not a weight type"]);
+}
+
+#[test]
+fn a_truncated_gguf_checkpoint_is_refused_before_loading() {
+    let bytes = std::fs::read(formats().join("tiny-sd.ldm.q8_0.gguf")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.gguf");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let message = load_checkpoint(&cut).err().unwrap().to_string();
+    assert_mentions(&message, &["cut.gguf", "truncated", "download it again"]);
+}

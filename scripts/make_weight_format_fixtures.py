@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Make the fixtures for weight formats other than plain float safetensors (issue 49).
+
+1. `ggml-blocks.gguf`: one tensor per ggml type SD Bench decodes (2 rows of 512 values), each of
+   random blocks whose f16 scale fields hold finite values, written by gguf-py;
+   `ggml-blocks.reference.safetensors` holds what gguf-py's own decoders (`gguf.quants.dequantize`,
+   ggml's formulas in NumPy) give for each, as f32.
+2. `fp8.safetensors`: every FP8 code in both formats (`e4m3`, `e5m2`, 256 values each) and a scaled
+   layer as ComfyUI stores one (`layer.weight` F8_E4M3, `layer.scale_weight` F32, `layer.scale_input`,
+   the `scaled_fp8` marker); `fp8.reference.safetensors` holds torch's f32 values of each (the
+   layer's multiplied by its scale, as ComfyUI and diffusers dequantize it).
+3. `tiny-sd.ldm.q8_0.gguf`: the tiny SD1.x checkpoint (`tiny-sd.ldm.safetensors`) as
+   stable-diffusion.cpp stores one in GGUF: the same tensor names, the UNet's matrices whose rows
+   are whole 32-value blocks in Q8_0, the rest as stored. `tiny-sd.ldm.q8_0.reference.*` records
+   diffusers generating from it: its UNet loaded from the GGUF file by diffusers' GGUF quantizer
+   (`from_single_file` with `GGUFQuantizationConfig`), its VAE and text encoder from the checkpoint.
+   One change to diffusers: its Q8_0 decoder leaves `scale * q` in float16 (its `dtype=None`
+   default), a rounding ggml, gguf-py and stable-diffusion.cpp do not make (they compute in f32);
+   the reference decodes in float32, as ggml defines the format.
+
+Usage (after scripts/make_checkpoint_fixtures.py; torch, diffusers and gguf are needed only here):
+    ~/.cache/sdbench/venv/bin/python scripts/make_weight_format_fixtures.py
+"""
+
+import importlib.metadata
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.numpy import save_file as save_numpy
+from safetensors.torch import load_file, save_file
+
+import diffusers
+import gguf
+from gguf import GGMLQuantizationType as Q
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "crates" / "diffusion" / "tests" / "fixtures"
+OUT = FIXTURES / "weight-formats"
+
+# Byte offsets of each type's f16 scale fields inside a block (ggml-common.h).
+HALF_FIELDS = {
+    Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0],
+    Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208],
+}
+
+
+def ggml_blocks():
+    rng = np.random.default_rng(49)
+    rows, width = 2, 256
+    writer = gguf.GGUFWriter(str(OUT / "ggml-blocks.gguf"), "sdbench-test")
+    reference = {}
+    for kind, fields in HALF_FIELDS.items():
+        block_values, block_bytes = gguf.GGML_QUANT_SIZES[kind]
+        blocks = rows * width // block_values
+        data = rng.integers(0, 256, size=(blocks, block_bytes), dtype=np.uint8)
+        for at in fields:
+            scale = rng.uniform(-0.05, 0.05, size=blocks).astype(np.float16)
+            data[:, at:at + 2] = scale.view(np.uint8).reshape(blocks, 2)
+        data = data.reshape(rows, width // block_values * block_bytes)
+        writer.add_tensor(kind.name, data, raw_dtype=kind)
+        reference[kind.name] = gguf.quants.dequantize(data, kind).astype(np.float32)
+    plain = rng.standard_normal((rows, width)).astype(np.float32)
+    writer.add_tensor("F32", plain)
+    writer.add_tensor("F16", plain.astype(np.float16))
+    reference["F32"] = plain
+    reference["F16"] = plain.astype(np.float16).astype(np.float32)
+    bf16 = gguf.quants.quantize(plain, Q.BF16)
+    writer.add_tensor("BF16", bf16, raw_dtype=Q.BF16)
+    reference["BF16"] = gguf.quants.dequantize(bf16, Q.BF16).astype(np.float32)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    save_numpy({k: np.ascontiguousarray(v) for k, v in reference.items()},
+               str(OUT / "ggml-blocks.reference.safetensors"))
+
+
+def fp8():
+    codes = torch.arange(256, dtype=torch.uint8)
+    e4m3 = codes.view(torch.float8_e4m3fn)
+    e5m2 = codes.clone().view(torch.float8_e5m2)
+    rng = torch.Generator().manual_seed(49)
+    weight = (torch.randn(4, 8, generator=rng) * 3).to(torch.float8_e4m3fn)
+    scale = torch.tensor(0.0123, dtype=torch.float32)
+    save_file({
+        "e4m3": e4m3, "e5m2": e5m2,
+        "layer.weight": weight, "layer.scale_weight": scale,
+        "layer.scale_input": torch.tensor(1.0, dtype=torch.float32),
+        "layer.bias": torch.randn(4, generator=rng),
+        "scaled_fp8": torch.zeros(0, dtype=torch.float8_e4m3fn),
+    }, str(OUT / "fp8.safetensors"))
+    save_file({
+        "e4m3": e4m3.to(torch.float32), "e5m2": e5m2.to(torch.float32),
+        "layer.weight": weight.to(torch.float32) * scale,
+    }, str(OUT / "fp8.reference.safetensors"))
+
+
+def quantizable(name, tensor):
+    return (name.startswith("model.diffusion_model.") and tensor.ndim == 2
+            and tensor.shape[-1] % 32 == 0)
+
+
+def tiny_sd_gguf():
+    state = load_file(str(FIXTURES / "tiny-sd.ldm.safetensors"))
+    path = OUT / "tiny-sd.ldm.q8_0.gguf"
+    writer = gguf.GGUFWriter(str(path), "sdbench-test")
+    quantized = 0
+    for name, tensor in state.items():
+        if not tensor.is_floating_point():
+            continue
+        if quantizable(name, tensor):
+            data = gguf.quants.quantize(tensor.to(torch.float32).numpy(), Q.Q8_0)
+            writer.add_tensor(name, data, raw_dtype=Q.Q8_0)
+            quantized += 1
+        elif tensor.dtype == torch.float16:
+            writer.add_tensor(name, tensor.numpy())
+        else:
+            writer.add_tensor(name, tensor.to(torch.float32).numpy())
+    assert quantized > 10, quantized
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    from diffusers import (EulerDiscreteScheduler, GGUFQuantizationConfig, StableDiffusionPipeline,
+                           UNet2DConditionModel)
+    from diffusers.quantizers.gguf import utils as gguf_utils
+    decode_q8_0 = gguf_utils.dequantize_functions[Q.Q8_0]
+    gguf_utils.dequantize_functions[Q.Q8_0] = (
+        lambda blocks, block_size, type_size, dtype=None: decode_q8_0(blocks, block_size, type_size, torch.float32))
+    folder = FIXTURES / "tiny-sd"
+    unet = UNet2DConditionModel.from_single_file(
+        str(path), config=str(folder), subfolder="unet", local_files_only=True,
+        quantization_config=GGUFQuantizationConfig(compute_dtype=torch.float32), torch_dtype=torch.float32,
+    )
+    pipe = StableDiffusionPipeline.from_single_file(
+        str(FIXTURES / "tiny-sd.ldm.safetensors"), config=str(folder), local_files_only=True, unet=unet,
+        safety_checker=None, requires_safety_checker=False, torch_dtype=torch.float32,
+    )
+    height, width, steps = 16, 24, 4
+    prompt = "a photograph of an astronaut riding a horse"
+    latents = torch.randn(1, 4, height // 2, width // 2, generator=torch.Generator().manual_seed(11))
+    pipe.scheduler = EulerDiscreteScheduler.from_config(pipe.scheduler.config)
+    with torch.no_grad():
+        image = pipe(
+            prompt, num_inference_steps=steps, guidance_scale=7.5, height=height, width=width,
+            latents=latents.clone(), output_type="np",
+        ).images[0]
+    save_file(
+        {"latents": latents.contiguous(), "image": torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))},
+        str(OUT / "tiny-sd.ldm.q8_0.reference.safetensors"),
+    )
+    meta = {"diffusers_version": diffusers.__version__, "gguf_version": importlib.metadata.version("gguf"),
+            "prompt": prompt, "steps": steps, "guidance": 7.5, "height": height, "width": width,
+            "scheduler": "euler", "quantized_tensors": quantized,
+            "q8_0_decoded_in": "float32, as ggml (diffusers' default rounds scale * q to float16)"}
+    with open(OUT / "tiny-sd.ldm.q8_0.reference.json", "w") as f:
+        json.dump(meta, f, indent=2)
+
+
+def main():
+    OUT.mkdir(exist_ok=True)
+    ggml_blocks()
+    fp8()
+    tiny_sd_gguf()
+
+
+if __name__ == "__main__":
+    main()
