@@ -7,7 +7,13 @@
    diffusers' own single-file loader must read it back into exactly the folder's weights, which checks
    the names against the reference implementation. `tiny-sd.ldm.reference.*` records a generation
    that diffusers makes from this file.
-2. `sd15-ldm-names.json`: every tensor name of a full-size SD1.5 checkpoint with the diffusers name that
+2. `tiny-sdxl.ldm.safetensors`: the tiny-sdxl fixture's weights (fp16) as an original SDXL
+   checkpoint stores them: the UNet (with `label_emb` for the size conditioning), the VAE, CLIP-L
+   under `conditioner.embedders.0.transformer.` and the OpenCLIP encoder under
+   `conditioner.embedders.1.model.` in OpenCLIP's own names (fused `in_proj` attention, a transposed
+   `text_projection`, `logit_scale`). diffusers' single-file loader must read it back into exactly
+   the folder's weights; `tiny-sdxl.ldm.reference.*` records a generation diffusers makes from it.
+3. `sd15-ldm-names.json`: every tensor name of a full-size SD1.5 checkpoint with the diffusers name that
    diffusers' converter gives it, built on the meta device (no weights), so the engine's name
    conversion is checked against the real architecture without a 2 GB file.
 
@@ -124,10 +130,15 @@ def vae_to_ldm(name, tensor, blocks):
     raise ValueError(name)
 
 
-def ldm_state_dict(unet, vae, text_encoder):
+def ldm_state_dict(unet, vae, text_encoder, text_encoder_prefix="cond_stage_model.transformer."):
     """The three models' weights under an original SD checkpoint's names."""
     out = {}
     for name, t in unet.state_dict().items():
+        if name.startswith("add_embedding.linear_"):
+            # SDXL's size conditioning: `label_emb.0.0` and `label_emb.0.2`.
+            layer = {"1": "0", "2": "2"}[name[len("add_embedding.linear_")]]
+            out["model.diffusion_model.label_emb.0." + layer + name[len("add_embedding.linear_1"):]] = t
+            continue
         out["model.diffusion_model." + unet_to_ldm(name, unet.config)] = t
     blocks = len(vae.config.block_out_channels)
     for name, t in vae.state_dict().items():
@@ -136,8 +147,79 @@ def ldm_state_dict(unet, vae, text_encoder):
     for name, t in text_encoder.state_dict().items():
         # transformers 5 drops the `text_model.` level; SD1.5 checkpoints have it.
         name = name if name.startswith("text_model.") else "text_model." + name
-        out["cond_stage_model.transformer." + name] = t
+        out[text_encoder_prefix + name] = t
     return out
+
+
+def open_clip_state_dict(text_encoder, prefix):
+    """A CLIPTextModelWithProjection's weights in OpenCLIP's names, as SDXL checkpoints store the
+    second text encoder."""
+    sd = {(k if k.startswith(("text_model.", "text_projection")) else "text_model." + k): v
+          for k, v in text_encoder.state_dict().items()}
+    out = {
+        prefix + "token_embedding.weight": sd["text_model.embeddings.token_embedding.weight"],
+        prefix + "positional_embedding": sd["text_model.embeddings.position_embedding.weight"],
+        prefix + "ln_final.weight": sd["text_model.final_layer_norm.weight"],
+        prefix + "ln_final.bias": sd["text_model.final_layer_norm.bias"],
+        prefix + "text_projection": sd["text_projection.weight"].T.contiguous(),
+        prefix + "logit_scale": torch.tensor(4.6052, dtype=torch.float32),
+    }
+    for i in range(text_encoder.config.num_hidden_layers):
+        src = f"text_model.encoder.layers.{i}."
+        dst = f"{prefix}transformer.resblocks.{i}."
+        attn = src + "self_attn."
+        for kind in ("weight", "bias"):
+            out[dst + f"attn.in_proj_{kind}"] = torch.cat(
+                [sd[attn + f"{p}_proj.{kind}"] for p in ("q", "k", "v")], dim=0)
+            out[dst + f"attn.out_proj.{kind}"] = sd[attn + f"out_proj.{kind}"]
+            out[dst + f"ln_1.{kind}"] = sd[src + f"layer_norm1.{kind}"]
+            out[dst + f"ln_2.{kind}"] = sd[src + f"layer_norm2.{kind}"]
+            out[dst + f"mlp.c_fc.{kind}"] = sd[src + f"mlp.fc1.{kind}"]
+            out[dst + f"mlp.c_proj.{kind}"] = sd[src + f"mlp.fc2.{kind}"]
+    return out
+
+
+def tiny_sdxl_checkpoint():
+    from diffusers import StableDiffusionXLPipeline
+    folder = FIXTURES / "tiny-sdxl"
+    pipe = StableDiffusionXLPipeline.from_pretrained(folder)
+    state = ldm_state_dict(pipe.unet, pipe.vae, pipe.text_encoder, "conditioner.embedders.0.transformer.")
+    state.update(open_clip_state_dict(pipe.text_encoder_2, "conditioner.embedders.1.model."))
+    state = {k: (v.to(torch.float16) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
+    state["conditioner.embedders.0.transformer.text_model.embeddings.position_ids"] = torch.arange(77, dtype=torch.int64)[None]
+    path = FIXTURES / "tiny-sdxl.ldm.safetensors"
+    save_file(state, str(path))
+
+    # diffusers' loader must give back the folder's weights, rounded to fp16.
+    loaded = StableDiffusionXLPipeline.from_single_file(str(path), config=str(folder), local_files_only=True)
+    for part in ("unet", "vae", "text_encoder", "text_encoder_2"):
+        want = getattr(pipe, part).state_dict()
+        got = getattr(loaded, part).state_dict()
+        missing = {k for k in set(want) ^ set(got) if not k.endswith("position_ids")}
+        assert not missing, (part, missing)
+        for k in want:
+            if k.endswith("position_ids"):
+                continue
+            expected = want[k].to(torch.float16).to(torch.float32)
+            assert torch.equal(got[k].to(torch.float32).reshape(expected.shape), expected), (part, k)
+
+    height, width, steps = 32, 24, 4
+    prompt = "a photograph of an astronaut riding a horse"
+    latents = torch.randn(1, 4, height // 2, width // 2, generator=torch.Generator().manual_seed(11))
+    loaded.scheduler = EulerDiscreteScheduler.from_config(loaded.scheduler.config)
+    with torch.no_grad():
+        image = loaded(
+            prompt, num_inference_steps=steps, guidance_scale=5.0, height=height, width=width,
+            latents=latents.clone(), output_type="np",
+        ).images[0]
+    save_file(
+        {"latents": latents.contiguous(), "image": torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))},
+        str(FIXTURES / "tiny-sdxl.ldm.reference.safetensors"),
+    )
+    meta = {"diffusers_version": diffusers.__version__, "prompt": prompt, "steps": steps, "guidance": 5.0,
+            "height": height, "width": width, "scheduler": "euler"}
+    with open(FIXTURES / "tiny-sdxl.ldm.reference.json", "w") as f:
+        json.dump(meta, f, indent=2)
 
 
 def tiny_checkpoint():
@@ -225,6 +307,7 @@ def sd15_names():
 def main():
     torch.set_grad_enabled(False)
     tiny_checkpoint()
+    tiny_sdxl_checkpoint()
     sd15_names()
 
 

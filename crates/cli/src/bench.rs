@@ -27,13 +27,13 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(WORKLOAD_NAMES))]
     workload: Option<String>,
     /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a
-    /// single-file SD1.x checkpoint (.safetensors), or `synthetic`. Default: the workload's model
+    /// single-file SD1.x or SDXL checkpoint (.safetensors or .gguf), or `synthetic`. Default: the workload's model
     /// (stable-diffusion-v1-5/stable-diffusion-v1-5, stabilityai/stable-diffusion-xl-base-1.0,
     /// black-forest-labs/FLUX.2-klein-4B or Tongyi-MAI/Z-Image-Turbo).
     #[arg(long)]
     model: Option<String>,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
-    /// describe it (default: SD1.5's, built in).
+    /// describe it (default: SD1.5's or SDXL base's, built in, by the file's tensor names).
     #[arg(long, value_name = "FOLDER")]
     model_config: Option<PathBuf>,
     /// Run on synthetic weights of the workload's architecture (no download; never a standard

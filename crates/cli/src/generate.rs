@@ -18,14 +18,14 @@ use crate::progress::{DownloadBar, StepProgress};
 
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
-    /// A diffusers model folder (Stable Diffusion, FLUX.2 klein or Z-Image), a single-file SD1.x
-    /// checkpoint (.safetensors), a Hub id (from the Hugging Face cache, downloaded if missing), or
+    /// A diffusers model folder (Stable Diffusion, FLUX.2 klein or Z-Image), a single-file SD1.x or
+    /// SDXL checkpoint (.safetensors or .gguf), a Hub id (from the Hugging Face cache, downloaded if missing), or
     /// `synthetic` for SD1.5's architecture with generated weights (`synthetic-sd21`,
     /// `synthetic-sdxl-base`, `synthetic-flux2-klein`, `synthetic-zimage-turbo`: those models').
     #[arg(long)]
     model: String,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
-    /// describe it (default: SD1.5's, built in).
+    /// describe it (default: SD1.5's or SDXL base's, built in, by the file's tensor names).
     #[arg(long, value_name = "FOLDER")]
     model_config: Option<PathBuf>,
     /// What to draw.

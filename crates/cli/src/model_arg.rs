@@ -1,5 +1,5 @@
 //! `--model`: a local folder, a single-file checkpoint, a Hub id (from the cache, or downloaded),
-//! or `synthetic`; `--model-config` describes a checkpoint that is not SD1.5-shaped.
+//! or `synthetic`; `--model-config` describes a checkpoint that is not shaped as SD1.5 or SDXL base.
 
 use std::path::Path;
 

@@ -1,27 +1,38 @@
 //! Single-file checkpoints in the original Stable Diffusion (LDM) layout, as fine-tunes are usually
-//! shared: one safetensors file holding the UNet under `model.diffusion_model.`, the VAE under
-//! `first_stage_model.` and the CLIP text encoder under `cond_stage_model.transformer.`. Each tensor
-//! name is converted to the diffusers name the engine loads by, as diffusers' single-file loader does
+//! shared: one safetensors (or GGUF) file holding the UNet under `model.diffusion_model.`, the VAE
+//! under `first_stage_model.` and the text encoders: SD1.x's CLIP under
+//! `cond_stage_model.transformer.`, SDXL's CLIP-L under `conditioner.embedders.0.transformer.` and
+//! its OpenCLIP encoder under `conditioner.embedders.1.model.` (in OpenCLIP's names: one fused
+//! q/k/v projection per layer, a transposed text projection). Each tensor name is converted to the
+//! diffusers name the engine loads by, as diffusers' single-file loader does
 //! (`diffusers/loaders/single_file_utils.py`); tests check the conversion against names that
-//! diffusers gives every tensor of a full-size SD1.5 checkpoint.
+//! diffusers gives every tensor of a full-size SD1.5 checkpoint, and tiny SD1.x and SDXL files
+//! against diffusers reading them.
 
 use std::collections::BTreeMap;
 
 use crate::error::{DiffusionError, Result};
 use crate::io::tensor_file::TensorFile;
-use crate::io::weights::is_fp8_scale;
+use crate::io::weights::{is_fp8_scale, Derived};
 
 pub const UNET_PREFIX: &str = "model.diffusion_model.";
 pub const VAE_PREFIX: &str = "first_stage_model.";
 pub const TEXT_ENCODER_PREFIX: &str = "cond_stage_model.transformer.";
+pub const SDXL_TEXT_ENCODER_PREFIX: &str = "conditioner.embedders.0.transformer.";
+pub const SDXL_TEXT_ENCODER_2_PREFIX: &str = "conditioner.embedders.1.model.";
+/// What every SDXL checkpoint's text encoders sit under.
+const SDXL_MARK: &str = "conditioner.embedders.";
 
-/// Prefixes that mark checkpoints of other model families, with what they are.
+/// Prefixes that mark checkpoints SD Bench does not read, with what they are.
 const OTHER_FAMILIES: &[(&str, &str)] = &[
     (
         "cond_stage_model.model.",
         "a Stable Diffusion 2 checkpoint (OpenCLIP text encoder)",
     ),
-    ("conditioner.embedders.", "a Stable Diffusion XL checkpoint"),
+    (
+        "conditioner.embedders.0.model.",
+        "a Stable Diffusion XL refiner checkpoint",
+    ),
     (
         "model.diffusion_model.joint_blocks.",
         "a Stable Diffusion 3 checkpoint",
@@ -29,18 +40,27 @@ const OTHER_FAMILIES: &[(&str, &str)] = &[
     ("double_blocks.", "a FLUX checkpoint"),
 ];
 
-/// One model of the three in a checkpoint.
+/// Whether `file` is an SDXL checkpoint (its text encoders sit under `conditioner.embedders.`).
+pub fn is_sdxl(file: &TensorFile) -> bool {
+    file.names().any(|n| n.starts_with(SDXL_MARK))
+}
+
+/// One model of the three (SDXL: four) in a checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Component {
     TextEncoder,
+    /// SDXL's OpenCLIP text encoder (diffusers' `text_encoder_2`).
+    TextEncoder2,
     UNet,
     Vae,
 }
 
 impl Component {
-    fn prefix(self) -> &'static str {
+    fn prefix(self, layout: &Layout) -> &'static str {
         match self {
+            Component::TextEncoder if layout.sdxl => SDXL_TEXT_ENCODER_PREFIX,
             Component::TextEncoder => TEXT_ENCODER_PREFIX,
+            Component::TextEncoder2 => SDXL_TEXT_ENCODER_2_PREFIX,
             Component::UNet => UNET_PREFIX,
             Component::Vae => VAE_PREFIX,
         }
@@ -49,6 +69,7 @@ impl Component {
     fn describe(self) -> &'static str {
         match self {
             Component::TextEncoder => "text encoder",
+            Component::TextEncoder2 => "second (OpenCLIP) text encoder",
             Component::UNet => "UNet",
             Component::Vae => "VAE",
         }
@@ -62,65 +83,179 @@ pub struct Layout {
     pub unet_layers_per_block: Vec<usize>,
     /// Blocks in the VAE encoder and decoder.
     pub vae_blocks: usize,
+    /// An SDXL checkpoint (two text encoders under `conditioner.embedders.`).
+    pub sdxl: bool,
 }
 
 /// The diffusers name for a tensor of the checkpoint, by its full name; `None` for a tensor outside
-/// `component` or one the conversion does not know.
+/// `component` or one the conversion does not know. (The OpenCLIP encoder's fused and transposed
+/// tensors have no one name: `component_names` gives their parts.)
 pub fn diffusers_name(component: Component, name: &str, layout: &Layout) -> Option<String> {
-    let rest = name.strip_prefix(component.prefix())?;
+    let rest = name.strip_prefix(component.prefix(layout))?;
     match component {
         // The transformers names, as SD1.x files store them.
         Component::TextEncoder => Some(rest.to_string()),
+        Component::TextEncoder2 => match open_clip_name(rest)? {
+            OpenClip::Name(name) => Some(name),
+            _ => None,
+        },
         Component::UNet => unet_name(rest, &layout.unet_layers_per_block),
         Component::Vae => vae_name(rest, layout.vae_blocks),
     }
 }
 
-/// A component's tensors in a checkpoint: diffusers name → stored name. Errors name a
-/// checkpoint of another model family, a missing component, or a tensor with no diffusers name.
+/// A component's tensors: diffusers name → stored name, and the tensors made from parts of
+/// stored ones (the OpenCLIP encoder's q/k/v and text projection).
+#[derive(Debug, Clone, Default)]
+pub struct ComponentNames {
+    pub names: BTreeMap<String, String>,
+    pub derived: BTreeMap<String, Derived>,
+}
+
+/// What an OpenCLIP tensor name (after its prefix) is in diffusers' CLIPTextModelWithProjection.
+enum OpenClip {
+    Name(String),
+    /// A fused `in_proj` of q, k and v (weight or bias): diffusers' `...self_attn.{q,k,v}_proj.*`.
+    Fused {
+        base: String,
+        kind: String,
+    },
+    /// `text_projection`, stored as (width, projection): the Linear's weight is its transpose.
+    Transposed(String),
+    /// Not a weight of the text model (`logit_scale`, `attn_mask`).
+    Ignored,
+}
+
+fn open_clip_name(rest: &str) -> Option<OpenClip> {
+    const FIXED: &[(&str, &str)] = &[
+        (
+            "token_embedding.weight",
+            "text_model.embeddings.token_embedding.weight",
+        ),
+        (
+            "positional_embedding",
+            "text_model.embeddings.position_embedding.weight",
+        ),
+        ("ln_final.weight", "text_model.final_layer_norm.weight"),
+        ("ln_final.bias", "text_model.final_layer_norm.bias"),
+    ];
+    if let Some((_, name)) = FIXED.iter().find(|(old, _)| *old == rest) {
+        return Some(OpenClip::Name(name.to_string()));
+    }
+    match rest {
+        "text_projection" => return Some(OpenClip::Transposed("text_projection.weight".into())),
+        "logit_scale" | "attn_mask" => return Some(OpenClip::Ignored),
+        _ => {}
+    }
+    let rest = rest.strip_prefix("transformer.resblocks.")?;
+    let (layer, tail) = rest.split_once('.')?;
+    let layer: usize = layer.parse().ok()?;
+    let base = format!("text_model.encoder.layers.{layer}.");
+    if let Some(kind) = tail.strip_prefix("attn.in_proj_") {
+        return Some(OpenClip::Fused {
+            base: format!("{base}self_attn."),
+            kind: kind.to_string(),
+        });
+    }
+    const LAYER: &[(&str, &str)] = &[
+        ("attn.out_proj.", "self_attn.out_proj."),
+        ("ln_1.", "layer_norm1."),
+        ("ln_2.", "layer_norm2."),
+        ("mlp.c_fc.", "mlp.fc1."),
+        ("mlp.c_proj.", "mlp.fc2."),
+    ];
+    LAYER.iter().find_map(|(old, new)| {
+        tail.strip_prefix(old)
+            .map(|t| OpenClip::Name(format!("{base}{new}{t}")))
+    })
+}
+
+/// A component's tensors in a checkpoint. Errors name a checkpoint of another model family, a
+/// missing component, or a tensor with no diffusers name.
 pub fn component_names(
     file: &TensorFile,
     component: Component,
     layout: &Layout,
-) -> Result<BTreeMap<String, String>> {
+) -> Result<ComponentNames> {
     let path = file.path();
-    let prefix = component.prefix();
+    let prefix = component.prefix(layout);
     if let Some((_, family)) = OTHER_FAMILIES
         .iter()
         .find(|(p, _)| file.names().any(|n| n.starts_with(p)))
     {
         return Err(DiffusionError::unsupported(
             path,
-            format!("the file is {family}; SD Bench reads SD1.x checkpoints"),
+            format!("the file is {family}; SD Bench reads SD1.x and SDXL checkpoints"),
         ));
     }
-    let mut names = BTreeMap::new();
+    let expected = if layout.sdxl { "SDXL" } else { "SD1.x" };
+    if is_sdxl(file) != layout.sdxl {
+        let found = if layout.sdxl { "SD1.x" } else { "SDXL" };
+        return Err(DiffusionError::Weights {
+            path: path.to_path_buf(),
+            problem: format!(
+                "is an {found} checkpoint, but its configs (--model-config) describe an {expected} model"
+            ),
+        });
+    }
+    let mut found = ComponentNames::default();
     for stored in file
         .names()
         .filter(|n| n.starts_with(prefix) && !is_fp8_scale(n))
     {
-        let converted = diffusers_name(component, stored, layout).ok_or_else(|| {
+        let unknown = || {
             DiffusionError::Tensor {
-                path: path.to_path_buf(),
-                tensor: stored.to_string(),
-                problem: format!(
-                    "has no counterpart in an SD1.x {} of this layout; is the checkpoint from a different architecture?",
-                    component.describe()
-                ),
+            path: path.to_path_buf(),
+            tensor: stored.to_string(),
+            problem: format!(
+                "has no counterpart in an {expected} {} of this layout; is the checkpoint from a different architecture?",
+                component.describe()
+            ),
+        }
+        };
+        if component == Component::TextEncoder2 {
+            let rest = &stored[prefix.len()..];
+            match open_clip_name(rest).ok_or_else(unknown)? {
+                OpenClip::Name(name) => {
+                    found.names.insert(name, stored.to_string());
+                }
+                OpenClip::Fused { base, kind } => {
+                    for (part, which) in ["q", "k", "v"].iter().enumerate() {
+                        found.derived.insert(
+                            format!("{base}{which}_proj.{kind}"),
+                            Derived::Rows {
+                                stored: stored.to_string(),
+                                part,
+                                parts: 3,
+                            },
+                        );
+                    }
+                }
+                OpenClip::Transposed(name) => {
+                    found.derived.insert(
+                        name,
+                        Derived::Transposed {
+                            stored: stored.to_string(),
+                        },
+                    );
+                }
+                OpenClip::Ignored => {}
             }
-        })?;
-        names.insert(converted, stored.to_string());
+            continue;
+        }
+        let converted = diffusers_name(component, stored, layout).ok_or_else(unknown)?;
+        found.names.insert(converted, stored.to_string());
     }
-    if names.is_empty() {
+    if found.names.is_empty() && found.derived.is_empty() {
         return Err(DiffusionError::Weights {
             path: path.to_path_buf(),
             problem: format!(
-                "has no {} tensors (names starting with `{prefix}`): not a single-file SD1.x checkpoint",
+                "has no {} tensors (names starting with `{prefix}`): not a single-file {expected} checkpoint",
                 component.describe()
             ),
         });
     }
-    Ok(names)
+    Ok(found)
 }
 
 /// A resnet's inner names: original → diffusers.
@@ -184,6 +319,9 @@ fn unet_name(name: &str, layers_per_block: &[usize]) -> Option<String> {
         ("time_embed.2.", "time_embedding.linear_2."),
         ("out.0.", "conv_norm_out."),
         ("out.2.", "conv_out."),
+        // SDXL's size and crop conditioning.
+        ("label_emb.0.0.", "add_embedding.linear_1."),
+        ("label_emb.0.2.", "add_embedding.linear_2."),
     ];
     if let Some(found) = FIXED
         .iter()
@@ -311,6 +449,7 @@ mod tests {
         Layout {
             unet_layers_per_block: vec![2, 2, 2, 2],
             vae_blocks: 4,
+            sdxl: false,
         }
     }
 
@@ -367,6 +506,64 @@ mod tests {
         );
         assert_eq!(name("decoder.up.4.block.0.conv1.weight"), None);
         assert_eq!(name("decoder.down.0.block.0.conv1.weight"), None);
+    }
+
+    #[test]
+    fn open_clip_names_convert_as_diffusers_converts_them() {
+        let name = |n: &str| match open_clip_name(n) {
+            Some(OpenClip::Name(name)) => name,
+            _ => panic!("{n} has no one name"),
+        };
+        assert_eq!(
+            name("transformer.resblocks.31.mlp.c_fc.bias"),
+            "text_model.encoder.layers.31.mlp.fc1.bias"
+        );
+        assert_eq!(
+            name("transformer.resblocks.0.attn.out_proj.weight"),
+            "text_model.encoder.layers.0.self_attn.out_proj.weight"
+        );
+        assert_eq!(
+            name("positional_embedding"),
+            "text_model.embeddings.position_embedding.weight"
+        );
+        assert!(matches!(
+            open_clip_name("transformer.resblocks.2.attn.in_proj_weight"),
+            Some(OpenClip::Fused { base, kind })
+                if base == "text_model.encoder.layers.2.self_attn." && kind == "weight"
+        ));
+        assert!(matches!(
+            open_clip_name("text_projection"),
+            Some(OpenClip::Transposed(n)) if n == "text_projection.weight"
+        ));
+        assert!(matches!(
+            open_clip_name("logit_scale"),
+            Some(OpenClip::Ignored)
+        ));
+        assert!(open_clip_name("transformer.resblocks.x.ln_1.weight").is_none());
+        // SDXL's size conditioning in the UNet.
+        let sdxl = Layout {
+            unet_layers_per_block: vec![2, 2, 2],
+            vae_blocks: 4,
+            sdxl: true,
+        };
+        assert_eq!(
+            diffusers_name(
+                Component::UNet,
+                "model.diffusion_model.label_emb.0.2.bias",
+                &sdxl
+            )
+            .unwrap(),
+            "add_embedding.linear_2.bias"
+        );
+        assert_eq!(
+            diffusers_name(
+                Component::TextEncoder,
+                "conditioner.embedders.0.transformer.text_model.final_layer_norm.weight",
+                &sdxl
+            )
+            .unwrap(),
+            "text_model.final_layer_norm.weight"
+        );
     }
 
     #[test]

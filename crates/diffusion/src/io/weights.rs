@@ -77,6 +77,13 @@ pub enum Values {
 }
 
 impl Values {
+    fn into_f32(self) -> Vec<f32> {
+        match self {
+            Values::F32(values) => values,
+            Values::Stored(stored) => stored.to_f32(),
+        }
+    }
+
     /// Rows `rows` (in that order) of a row-major tensor of `row_count` rows.
     fn select_rows(&self, row_count: usize, rows: &[usize]) -> Values {
         fn pick<T: Copy>(values: &[T], row_count: usize, rows: &[usize]) -> Vec<T> {
@@ -138,6 +145,42 @@ pub fn choose_weights_file(folder: &Path, stem: &str, precision: Precision) -> R
     })
 }
 
+/// A model tensor made from a stored one that holds more (or is laid out otherwise), as
+/// checkpoints in their authors' names store them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Derived {
+    /// Part `part` of `parts` equal slices along the first dimension (a fused q/k/v projection).
+    Rows {
+        stored: String,
+        part: usize,
+        parts: usize,
+    },
+    /// The transpose of a stored matrix (OpenCLIP's `text_projection`).
+    Transposed { stored: String },
+}
+
+impl Derived {
+    fn stored(&self) -> &str {
+        match self {
+            Derived::Rows { stored, .. } | Derived::Transposed { stored } => stored,
+        }
+    }
+
+    /// The shape of the tensor made from a stored one of shape `found`, if it can be made.
+    fn shape(&self, found: &[usize]) -> Option<Vec<usize>> {
+        match self {
+            Derived::Rows { parts, .. } => {
+                let (&rows, rest) = found.split_first()?;
+                (rows % parts == 0).then(|| [&[rows / parts], rest].concat())
+            }
+            Derived::Transposed { .. } => match found {
+                [a, b] => Some(vec![*b, *a]),
+                _ => None,
+            },
+        }
+    }
+}
+
 /// Tensors from one weights file (safetensors or GGUF): a diffusers component file, or one
 /// component of a single-file checkpoint whose names were converted. A "scaled FP8" file
 /// (ComfyUI's) stores `X.scale_weight` beside an FP8 `X.weight`: the weight is taken multiplied
@@ -152,6 +195,8 @@ pub struct FileWeights {
     aliases: Vec<(&'static str, &'static str)>,
     /// Name prefixes of tensors the engine deliberately does not load (e.g. the VAE encoder).
     ignored_prefixes: Vec<String>,
+    /// Model names of tensors made from parts of stored ones.
+    derived: BTreeMap<String, Derived>,
 }
 
 impl FileWeights {
@@ -174,7 +219,59 @@ impl FileWeights {
             used: BTreeSet::new(),
             aliases: Vec::new(),
             ignored_prefixes: Vec::new(),
+            derived: BTreeMap::new(),
         }
+    }
+
+    /// A checkpoint component's tensors, by their converted names and parts.
+    pub fn converted(file: TensorFile, names: crate::io::checkpoint::ComponentNames) -> Self {
+        let mut weights = Self::renamed(file, names.names);
+        weights.derived = names.derived;
+        weights
+    }
+
+    /// A tensor made from part of a stored one (`derived`), checked against `shape`.
+    fn take_derived(&mut self, name: &str, derived: Derived, shape: &[usize]) -> Result<Values> {
+        let stored = derived.stored().to_string();
+        let found = self
+            .file
+            .entry(&stored)
+            .ok_or_else(|| DiffusionError::Tensor {
+                path: self.path().to_path_buf(),
+                tensor: stored.clone(),
+                problem: format!("is missing (it holds {name})"),
+            })?
+            .shape
+            .to_vec();
+        if derived.shape(&found).as_deref() != Some(shape) {
+            return Err(DiffusionError::Tensor {
+                path: self.path().to_path_buf(),
+                tensor: stored,
+                problem: format!(
+                    "has shape {found:?}, from which {name} of shape {shape:?} cannot be taken"
+                ),
+            });
+        }
+        let values = Values::Stored(self.file.read(&stored)?);
+        self.used.insert(stored);
+        Ok(match derived {
+            Derived::Rows { part, parts, .. } => {
+                let per = found[0] / parts;
+                let rows: Vec<usize> = (part * per..(part + 1) * per).collect();
+                values.select_rows(found[0], &rows)
+            }
+            Derived::Transposed { .. } => {
+                let (rows, cols) = (found[0], found[1]);
+                let source = values.into_f32();
+                let mut out = vec![0f32; rows * cols];
+                for r in 0..rows {
+                    for c in 0..cols {
+                        out[c * rows + r] = source[r * cols + c];
+                    }
+                }
+                Values::F32(out)
+            }
+        })
     }
 
     pub fn with_aliases(mut self, aliases: &[(&'static str, &'static str)]) -> Self {
@@ -254,6 +351,9 @@ pub(crate) fn is_fp8_scale(stored: &str) -> bool {
 
 impl WeightSource for FileWeights {
     fn take(&mut self, name: &str, shape: &[usize], _init: Init) -> Result<Values> {
+        if let Some(derived) = self.derived.get(name).cloned() {
+            return self.take_derived(name, derived, shape);
+        }
         let stored = self.resolve(name).ok_or_else(|| DiffusionError::Tensor {
             path: self.path().to_path_buf(),
             tensor: name.to_string(),

@@ -15,12 +15,6 @@ use sdbench_diffusion::{
     SchedulerKind,
 };
 
-/// As in parity.rs: the same engine code and weights as tiny-sd's, only the names differ, so
-/// tiny-sd's own f32 bound (`parity::fixture_tolerance`).
-fn image_atol() -> f32 {
-    sdbench_diffusion::parity::fixture_tolerance(&fixtures(), "tiny-sd", Precision::F32).unwrap()
-}
-
 fn tiny_checkpoint() -> PathBuf {
     fixtures().join("tiny-sd.ldm.safetensors")
 }
@@ -52,6 +46,7 @@ fn every_sd15_checkpoint_name_converts_as_diffusers_converts_it() {
     let layout = Layout {
         unet_layers_per_block: vec![2; 4],
         vae_blocks: 4,
+        sdxl: false,
     };
     let components = [
         ("unet", Component::UNet),
@@ -70,17 +65,18 @@ fn every_sd15_checkpoint_name_converts_as_diffusers_converts_it() {
     }
 }
 
-#[test]
-fn tiny_checkpoint_generates_what_diffusers_generates() {
-    let config = fixtures().join("tiny-sd");
-    let pipe = load(&tiny_checkpoint(), Some(&config)).unwrap();
-    assert_eq!(pipe.info.weight_files, vec![tiny_checkpoint()]);
+/// Generates from `file` (with `config`'s configs) what `<stem>.reference.*` records diffusers
+/// generating from it, within the folder fixture `bound_of`'s own f32 bound.
+fn generates_what_diffusers_generates(file: &Path, config: &Path, stem: &str, bound_of: &str) {
+    let pipe = load(file, Some(config)).unwrap();
+    assert_eq!(pipe.info.weight_files, vec![file.to_path_buf()]);
     assert_eq!(pipe.info.preset, None);
 
     let dir = fixtures();
-    let mut reference = SafeTensors::open(&dir.join("tiny-sd.ldm.reference.safetensors")).unwrap();
+    let mut reference =
+        SafeTensors::open(&dir.join(format!("{stem}.reference.safetensors"))).unwrap();
     let meta: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("tiny-sd.ldm.reference.json")).unwrap(),
+        &std::fs::read_to_string(dir.join(format!("{stem}.reference.json"))).unwrap(),
     )
     .unwrap();
     let request = GenerateRequest {
@@ -100,11 +96,54 @@ fn tiny_checkpoint_generates_what_diffusers_generates() {
         .generate(&request, &mut |_| {}, &CancelToken::new())
         .unwrap();
     assert_eq!(out.non_finite(), 0);
+    // The same engine code and weights as the folder's, only the names differ: its f32 bound.
+    let atol = sdbench_diffusion::parity::fixture_tolerance(&fixtures(), bound_of, Precision::F32)
+        .unwrap();
     assert_close(
-        "tiny-sd checkpoint, euler",
+        &format!("{stem}, euler"),
         &out.images[0].float_image,
         &reference.read_f32("image").unwrap(),
-        image_atol(),
+        atol,
+    );
+}
+
+#[test]
+fn tiny_checkpoint_generates_what_diffusers_generates() {
+    generates_what_diffusers_generates(
+        &tiny_checkpoint(),
+        &fixtures().join("tiny-sd"),
+        "tiny-sd.ldm",
+        "tiny-sd",
+    );
+}
+
+/// SDXL's single file: two text encoders, the second in OpenCLIP's names (fused q/k/v, a
+/// transposed projection), and the UNet's size conditioning.
+#[test]
+fn tiny_sdxl_checkpoint_generates_what_diffusers_generates() {
+    generates_what_diffusers_generates(
+        &fixtures().join("tiny-sdxl.ldm.safetensors"),
+        &fixtures().join("tiny-sdxl"),
+        "tiny-sdxl.ldm",
+        "tiny-sdxl",
+    );
+}
+
+#[test]
+fn an_sdxl_checkpoint_is_read_as_sdxl_and_a_family_mismatch_is_named() {
+    let sdxl = fixtures().join("tiny-sdxl.ldm.safetensors");
+    // Without configs, SDXL base's: the tiny model's UNet has fewer blocks.
+    assert_mentions(
+        &load_err(&sdxl, None),
+        &["tiny-sdxl.ldm.safetensors", "SDXL UNet", "different architecture"],
+    );
+    assert_mentions(
+        &load_err(&sdxl, Some(&fixtures().join("tiny-sd"))),
+        &["is an SDXL checkpoint", "describe an SD1.x model"],
+    );
+    assert_mentions(
+        &load_err(&tiny_checkpoint(), Some(&fixtures().join("tiny-sdxl"))),
+        &["is an SD1.x checkpoint", "describe an SDXL model"],
     );
 }
 
@@ -157,7 +196,29 @@ fn bad_checkpoint_files_are_named() {
         ],
     )
     .unwrap();
-    assert_mentions(&load_err(&sd2, None), &["Stable Diffusion 2", "SD1.x"]);
+    assert_mentions(
+        &load_err(&sd2, None),
+        &["Stable Diffusion 2", "SD1.x and SDXL"],
+    );
+
+    let refiner = dir.path().join("refiner.safetensors");
+    write_f32(
+        &refiner,
+        &[
+            (
+                "conditioner.embedders.0.model.token_embedding.weight",
+                vec![1],
+                &one,
+            ),
+            (
+                "model.diffusion_model.input_blocks.0.0.weight",
+                vec![1],
+                &one,
+            ),
+        ],
+    )
+    .unwrap();
+    assert_mentions(&load_err(&refiner, None), &["Stable Diffusion XL refiner"]);
 
     let no_vae = dir.path().join("no-vae.safetensors");
     write_f32(

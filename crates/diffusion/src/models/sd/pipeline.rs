@@ -164,14 +164,20 @@ impl SdPipeline {
         let open = |component| -> Result<FileWeights> {
             let tensors = TensorFile::open(file)?;
             let names = checkpoint::component_names(&tensors, component, &layout)?;
-            Ok(FileWeights::renamed(tensors, names))
+            Ok(FileWeights::converted(tensors, names))
+        };
+        let mut te2 = match layout.sdxl {
+            true => Some(projected_text_encoder_weights(open(
+                checkpoint::Component::TextEncoder2,
+            )?)),
+            false => None,
         };
         let [te, unet, vae] = &mut [
             text_encoder_weights(open(checkpoint::Component::TextEncoder)?),
             open(checkpoint::Component::UNet)?,
             vae_weights(open(checkpoint::Component::Vae)?),
         ];
-        // A checkpoint's parts are SD1.x's or SD2.x's as upstream has them (the layout above
+        // A checkpoint's parts are SD1.x's or SDXL's as upstream has them (the layout above
         // reads them by those names).
         let size = ModelSize::upstream(spec.family, spec.vae.sample_size);
         let pipeline = Self::assemble(
@@ -179,7 +185,7 @@ impl SdPipeline {
             size,
             Sources {
                 text_encoder: te,
-                text_encoder_2: None,
+                text_encoder_2: te2.as_mut().map(|s| s as &mut dyn WeightSource),
                 unet,
                 vae,
             },
@@ -514,31 +520,32 @@ impl FamilyPipeline for SdPipeline {
     }
 }
 
-/// A single-file checkpoint's configs (`config`'s, or SD1.5's) and layout, with its tensor names
-/// checked against them: a file of another family, or one missing a component, is refused by
-/// name from its header alone.
+/// A single-file checkpoint's configs (`config`'s, or the built-in SD1.5's or SDXL base's, by
+/// its tensor names) and layout, with its tensor names checked against them: a file of another
+/// family, or one missing a component, is refused by name from its header alone.
 fn checkpoint_spec(file: &Path, config: Option<&Path>) -> Result<(ModelSpec, checkpoint::Layout)> {
     check_checkpoint_file(file)?;
+    let tensors = TensorFile::open(file)?;
+    let sdxl = checkpoint::is_sdxl(&tensors);
     let spec = match config {
         Some(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
+        None if sdxl => ModelSpec::builtin(Preset::SDXL_BASE),
         None => ModelSpec::builtin(Preset::SD15),
     };
-    if spec.family == Family::SDXL {
-        return Err(DiffusionError::Weights {
-            path: file.to_path_buf(),
-            problem: "is read as an SD1.x checkpoint, but --model-config describes an SDXL model; SDXL single files are not supported yet: use the diffusers folder".into(),
-        });
-    }
     let layout = checkpoint::Layout {
         unet_layers_per_block: spec.unet.plan(&spec.unet_path)?.layers_per_block,
         vae_blocks: spec.vae.block_out_channels.len(),
+        sdxl: spec.family == Family::SDXL,
     };
-    let tensors = TensorFile::open(file)?;
-    for component in [
+    let mut components = vec![
         checkpoint::Component::TextEncoder,
         checkpoint::Component::UNet,
         checkpoint::Component::Vae,
-    ] {
+    ];
+    if layout.sdxl {
+        components.push(checkpoint::Component::TextEncoder2);
+    }
+    for component in components {
         checkpoint::component_names(&tensors, component, &layout)?;
     }
     Ok((spec, layout))
