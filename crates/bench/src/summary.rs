@@ -206,6 +206,14 @@ pub fn header(r: &BenchResult) -> Vec<(String, String)> {
     if let Some(identity) = device_identity(r) {
         header.push(("device".into(), identity));
     }
+    if let Some(types) = &r.workload.model.quantization {
+        header.push((
+            "weights".into(),
+            format!(
+                "{types}, dequantized as they load (compares only with runs of the same weights)"
+            ),
+        ));
+    }
     if let Some(profile) = memory_profile(r) {
         header.push(("memory profile".into(), profile));
     }

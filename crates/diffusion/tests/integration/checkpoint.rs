@@ -135,7 +135,11 @@ fn an_sdxl_checkpoint_is_read_as_sdxl_and_a_family_mismatch_is_named() {
     // Without configs, SDXL base's: the tiny model's UNet has fewer blocks.
     assert_mentions(
         &load_err(&sdxl, None),
-        &["tiny-sdxl.ldm.safetensors", "SDXL UNet", "different architecture"],
+        &[
+            "tiny-sdxl.ldm.safetensors",
+            "SDXL UNet",
+            "different architecture",
+        ],
     );
     assert_mentions(
         &load_err(&sdxl, Some(&fixtures().join("tiny-sd"))),
