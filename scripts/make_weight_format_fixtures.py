@@ -18,6 +18,12 @@
    default), a rounding ggml, gguf-py and stable-diffusion.cpp do not make (they compute in f32);
    the reference decodes in float32, as ggml defines the format.
 
+4. `tiny-flux2-klein.bfl-transformer.safetensors`: the tiny FLUX.2 klein's transformer as Black
+   Forest Labs' code and ComfyUI's `diffusion_models/` store it (`double_blocks.N.img_attn.qkv`,
+   `single_blocks.N.linear1`, `final_layer.adaLN_modulation.1` with shift and scale in the other
+   order, norms as `.scale`), made by reversing diffusers' conversion; diffusers' own
+   `convert_flux2_transformer_checkpoint_to_diffusers` must give back exactly the folder's weights.
+
 Usage (after scripts/make_checkpoint_fixtures.py; torch, diffusers and gguf are needed only here):
     ~/.cache/sdbench/venv/bin/python scripts/make_weight_format_fixtures.py
 """
@@ -160,8 +166,69 @@ def tiny_sd_gguf():
         json.dump(meta, f, indent=2)
 
 
+def flux2_bfl_transformer():
+    from diffusers.loaders.single_file_utils import convert_flux2_transformer_checkpoint_to_diffusers
+    folder = FIXTURES / "tiny-flux2-klein" / "transformer"
+    original = load_file(str(folder / "diffusion_pytorch_model.safetensors"))
+    config = json.loads((folder / "config.json").read_text())
+    renames = {
+        "x_embedder.": "img_in.",
+        "context_embedder.": "txt_in.",
+        "time_guidance_embed.timestep_embedder.linear_1.": "time_in.in_layer.",
+        "time_guidance_embed.timestep_embedder.linear_2.": "time_in.out_layer.",
+        "double_stream_modulation_img.linear.": "double_stream_modulation_img.lin.",
+        "double_stream_modulation_txt.linear.": "double_stream_modulation_txt.lin.",
+        "single_stream_modulation.linear.": "single_stream_modulation.lin.",
+        "proj_out.": "final_layer.linear.",
+    }
+    double = {
+        "attn.norm_q.weight": "img_attn.norm.query_norm.scale",
+        "attn.norm_k.weight": "img_attn.norm.key_norm.scale",
+        "attn.to_out.0.weight": "img_attn.proj.weight",
+        "ff.linear_in.weight": "img_mlp.0.weight",
+        "ff.linear_out.weight": "img_mlp.2.weight",
+        "attn.norm_added_q.weight": "txt_attn.norm.query_norm.scale",
+        "attn.norm_added_k.weight": "txt_attn.norm.key_norm.scale",
+        "attn.to_add_out.weight": "txt_attn.proj.weight",
+        "ff_context.linear_in.weight": "txt_mlp.0.weight",
+        "ff_context.linear_out.weight": "txt_mlp.2.weight",
+    }
+    single = {
+        "attn.to_qkv_mlp_proj.weight": "linear1.weight",
+        "attn.to_out.weight": "linear2.weight",
+        "attn.norm_q.weight": "norm.query_norm.scale",
+        "attn.norm_k.weight": "norm.key_norm.scale",
+    }
+    bfl = {}
+    for i in range(config["num_layers"]):
+        p = f"transformer_blocks.{i}."
+        bfl[f"double_blocks.{i}.img_attn.qkv.weight"] = torch.cat(
+            [original[p + f"attn.to_{x}.weight"] for x in "qkv"], dim=0)
+        bfl[f"double_blocks.{i}.txt_attn.qkv.weight"] = torch.cat(
+            [original[p + f"attn.add_{x}_proj.weight"] for x in "qkv"], dim=0)
+        for new, old in double.items():
+            bfl[f"double_blocks.{i}.{old}"] = original[p + new]
+    for i in range(config["num_single_layers"]):
+        for new, old in single.items():
+            bfl[f"single_blocks.{i}.{old}"] = original[f"single_transformer_blocks.{i}.{new}"]
+    scale, shift = original["norm_out.linear.weight"].chunk(2, dim=0)
+    bfl["final_layer.adaLN_modulation.1.weight"] = torch.cat([shift, scale], dim=0)
+    for name, tensor in original.items():
+        for new, old in renames.items():
+            if name.startswith(new):
+                bfl[old + name[len(new):]] = tensor
+    bfl = {k: v.contiguous() for k, v in bfl.items()}
+    save_file(bfl, str(OUT / "tiny-flux2-klein.bfl-transformer.safetensors"))
+
+    converted = convert_flux2_transformer_checkpoint_to_diffusers(dict(bfl))
+    assert set(converted) == set(original), set(converted) ^ set(original)
+    for k in original:
+        assert torch.equal(converted[k], original[k]), k
+
+
 def main():
     OUT.mkdir(exist_ok=True)
+    flux2_bfl_transformer()
     ggml_blocks()
     fp8()
     tiny_sd_gguf()

@@ -1052,11 +1052,9 @@ fn models_lists_other_apps_files_and_why_each_runs_or_not() {
     );
     let flux = entry(&flux);
     assert_eq!(flux["runnable"], false);
+    let problem = flux["problem"].as_str().unwrap();
     assert!(
-        flux["problem"]
-            .as_str()
-            .unwrap()
-            .contains("FLUX checkpoint"),
+        problem.contains("FLUX transformer") && problem.contains("--model-config"),
         "{flux}"
     );
     let pickle = entry(&comfy.join("checkpoints/old.ckpt"));

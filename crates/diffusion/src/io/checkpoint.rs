@@ -37,7 +37,10 @@ const OTHER_FAMILIES: &[(&str, &str)] = &[
         "model.diffusion_model.joint_blocks.",
         "a Stable Diffusion 3 checkpoint",
     ),
-    ("double_blocks.", "a FLUX checkpoint"),
+    (
+        "double_blocks.",
+        "a FLUX transformer (a FLUX.2 klein one runs with --model-config naming the diffusers folder its text encoder, VAE and configs come from)",
+    ),
 ];
 
 /// Whether `file` is an SDXL checkpoint (its text encoders sit under `conditioner.embedders.`).
@@ -185,7 +188,9 @@ pub fn component_names(
     {
         return Err(DiffusionError::unsupported(
             path,
-            format!("the file is {family}; SD Bench reads SD1.x and SDXL checkpoints"),
+            format!(
+                "the file is {family}; as whole single files SD Bench reads SD1.x and SDXL checkpoints"
+            ),
         ));
     }
     let expected = if layout.sdxl { "SDXL" } else { "SD1.x" };

@@ -157,12 +157,17 @@ pub enum Derived {
     },
     /// The transpose of a stored matrix (OpenCLIP's `text_projection`).
     Transposed { stored: String },
+    /// The stored tensor with the two halves of its first dimension swapped (BFL's final
+    /// modulation stores shift then scale; diffusers loads scale then shift).
+    SwapHalves { stored: String },
 }
 
 impl Derived {
     fn stored(&self) -> &str {
         match self {
-            Derived::Rows { stored, .. } | Derived::Transposed { stored } => stored,
+            Derived::Rows { stored, .. }
+            | Derived::Transposed { stored }
+            | Derived::SwapHalves { stored } => stored,
         }
     }
 
@@ -177,6 +182,9 @@ impl Derived {
                 [a, b] => Some(vec![*b, *a]),
                 _ => None,
             },
+            Derived::SwapHalves { .. } => {
+                (found.first().is_some_and(|rows| rows % 2 == 0)).then(|| found.to_vec())
+            }
         }
     }
 }
@@ -258,6 +266,11 @@ impl FileWeights {
             Derived::Rows { part, parts, .. } => {
                 let per = found[0] / parts;
                 let rows: Vec<usize> = (part * per..(part + 1) * per).collect();
+                values.select_rows(found[0], &rows)
+            }
+            Derived::SwapHalves { .. } => {
+                let half = found[0] / 2;
+                let rows: Vec<usize> = (half..found[0]).chain(0..half).collect();
                 values.select_rows(found[0], &rows)
             }
             Derived::Transposed { .. } => {

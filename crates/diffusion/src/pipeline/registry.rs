@@ -41,11 +41,16 @@ pub fn family_of_folder(folder: &Path) -> Result<(&'static FamilyDescriptor, Map
 }
 
 /// The family that loads `source`: a folder's by its `model_index.json`, a preset's by its
-/// architecture, a single file's the family that reads them.
+/// architecture, a file given with a folder (`--model-config`) the folder's, a single file alone
+/// the family that reads them.
 pub fn family_of(source: &ModelSource) -> Result<&'static FamilyDescriptor> {
     match source {
         ModelSource::Folder(folder) => Ok(family_of_folder(folder)?.0),
         ModelSource::Synthetic(preset) => Ok(preset.family().descriptor()),
+        ModelSource::Checkpoint {
+            config: Some(folder),
+            ..
+        } => Ok(family_of_folder(folder)?.0),
         ModelSource::Checkpoint { file, .. } => FAMILIES
             .iter()
             .copied()

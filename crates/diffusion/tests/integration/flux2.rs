@@ -343,3 +343,48 @@ fn the_distilled_model_ignores_guidance_and_refuses_what_it_cannot_do() {
     let guided = pipe.generate(&guided, &mut |_| {}, &cancel).unwrap();
     assert_eq!(plain.images[0].float_image, guided.images[0].float_image);
 }
+
+/// A transformer file as ComfyUI keeps it (Black Forest Labs' names: fused q/k/v, the final
+/// modulation's shift and scale swapped), run with the folder its text encoder, VAE and configs
+/// come from: the same weights, so diffusers' images within the same bounds. The fixture's BFL
+/// names were checked against diffusers' own converter when it was made.
+#[test]
+fn a_bfl_transformer_file_generates_what_diffusers_generates() {
+    let file =
+        common::fixtures().join("weight-formats/tiny-flux2-klein.bfl-transformer.safetensors");
+    let pipe = Pipeline::load_with(
+        &ModelSource::Checkpoint {
+            file: file.clone(),
+            config: Some(common::fixtures().join(NAME)),
+        },
+        select(BackendRequest::Cpu).unwrap(),
+        Some(Precision::F32),
+        LoadOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        pipe.info.weight_files.contains(&file),
+        "{:?}",
+        pipe.info.weight_files
+    );
+    let only: &[&str] = &["generate.square2"];
+    let diffs = parity::generations(&pipe, &common::fixtures(), NAME, Some(only)).unwrap();
+    assert_eq!(diffs.len(), 1);
+    common::assert_generations_within(NAME, Precision::F32, &diffs);
+
+    // Without its folder, the file is refused with what to add.
+    let alone = Pipeline::load_with(
+        &ModelSource::Checkpoint {
+            file: file.clone(),
+            config: None,
+        },
+        select(BackendRequest::Cpu).unwrap(),
+        Some(Precision::F32),
+        LoadOptions::default(),
+    );
+    let message = alone.err().expect("refused").to_string();
+    assert!(
+        message.contains("FLUX transformer") && message.contains("--model-config"),
+        "{message}"
+    );
+}

@@ -29,6 +29,14 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     },
     model_size: |source, precision| match source {
         ModelSource::Folder(folder) => Flux2Pipeline::model_size(folder, precision),
+        // A transformer file's architecture is its folder's (the load checks every shape).
+        ModelSource::Checkpoint {
+            config: Some(folder),
+            file,
+        } => {
+            super::bfl_names::transformer_weights(file)?;
+            Flux2Pipeline::model_size(folder, precision)
+        }
         _ => Ok(Flux2Pipeline::upstream_size()),
     },
 };

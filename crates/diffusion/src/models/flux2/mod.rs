@@ -3,6 +3,7 @@
 //! patches of a 32-channel VAE's latents, and flow-matching Euler steps with FLUX.2's empirical
 //! time shift. diffusers' `Flux2KleinPipeline` is the reference.
 
+pub mod bfl_names;
 mod components;
 pub mod family;
 pub mod latents;

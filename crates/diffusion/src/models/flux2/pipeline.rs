@@ -13,6 +13,7 @@ use burn::tensor::{DType, TensorData};
 use burn::DispatchDevice;
 use serde_json::{Map, Value};
 
+use super::bfl_names;
 use super::latents::{self, LatentNorm};
 use super::spec::Spec;
 use super::transformer::{Flux2Transformer, Position, Rope, IGNORED_PREFIXES};
@@ -64,8 +65,9 @@ pub struct Flux2Pipeline {
 }
 
 impl Flux2Pipeline {
-    /// Loads a FLUX.2 klein folder or a preset's synthetic weights (the device supports
-    /// `precision`: `Pipeline::load_with` checked).
+    /// Loads a FLUX.2 klein folder, a transformer file with the folder that goes with it
+    /// (`--model-config`: its text encoder, VAE and configs), or a preset's synthetic weights (the
+    /// device supports `precision`: `Pipeline::load_with` checked).
     pub fn load(
         source: &ModelSource,
         device: SelectedDevice,
@@ -75,21 +77,31 @@ impl Flux2Pipeline {
         match source {
             ModelSource::Folder(folder) => {
                 let index = crate::pipeline::folder_index(folder)?;
-                Self::load_folder(folder, &index, device, precision, options)
+                Self::load_folder(folder, &index, None, device, precision, options)
             }
             ModelSource::Synthetic(preset) => {
                 Self::load_synthetic(*preset, device, precision, options)
             }
-            ModelSource::Checkpoint { file, .. } => Err(DiffusionError::unsupported(
+            ModelSource::Checkpoint {
                 file,
-                "a single-file FLUX.2 checkpoint; give the diffusers folder (model_index.json, transformer/, text_encoder/, vae/)",
+                config: Some(folder),
+            } => {
+                let index = crate::pipeline::folder_index(folder)?;
+                Self::load_folder(folder, &index, Some(file), device, precision, options)
+            }
+            ModelSource::Checkpoint { file, config: None } => Err(DiffusionError::unsupported(
+                file,
+                "a FLUX.2 transformer file runs with the diffusers folder its text encoder, VAE and configs come from: add --model-config FOLDER (a FLUX.2 klein folder, e.g. the Hub repository's)",
             )),
         }
     }
 
+    /// `transformer_file`: the transformer's weights from this file (BFL's names or diffusers')
+    /// instead of the folder's.
     pub fn load_folder(
         folder: &Path,
         index: &Map<String, Value>,
+        transformer_file: Option<&Path>,
         device: SelectedDevice,
         precision: Precision,
         options: LoadOptions,
@@ -106,12 +118,18 @@ impl Flux2Pipeline {
             placement.text_encoders,
             &text_ignored,
         )?;
-        let (mut tr, tr_files) = component_weights(
-            &folder.join("transformer"),
-            "diffusion_pytorch_model",
-            placement.denoiser,
-            IGNORED_PREFIXES,
-        )?;
+        let (mut tr, tr_files): (Box<dyn WeightSource>, _) = match transformer_file {
+            Some(file) => (
+                Box::new(bfl_names::transformer_weights(file)?.ignoring(IGNORED_PREFIXES)),
+                vec![file.to_path_buf()],
+            ),
+            None => component_weights(
+                &folder.join("transformer"),
+                "diffusion_pytorch_model",
+                placement.denoiser,
+                IGNORED_PREFIXES,
+            )?,
+        };
         let mut vae_ignored = vec!["bn.num_batches_tracked"];
         if !options.vae_encoder {
             vae_ignored.extend(vae::ENCODER_PREFIXES);
@@ -127,7 +145,13 @@ impl Flux2Pipeline {
         let size = Self::size_of(&spec, Some(folder), precision)?;
         let prompt =
             QwenPrompt::load(spec.tokenizer.as_deref().expect("a folder has a tokenizer"))?;
-        let source = ModelSource::Folder(folder.to_path_buf());
+        let source = match transformer_file {
+            Some(file) => ModelSource::Checkpoint {
+                file: file.to_path_buf(),
+                config: Some(folder.to_path_buf()),
+            },
+            None => ModelSource::Folder(folder.to_path_buf()),
+        };
         Self::assemble(
             spec,
             size,
