@@ -401,6 +401,16 @@ pub struct Window {
 }
 
 impl BenchResult {
+    /// The precision a run is listed and ranked under: the backend's, joined with the weights'
+    /// quantization where the file was FP8 or GGUF (`bf16+Q4_K`), so a quantized run never sits
+    /// beside the model's own weights.
+    pub fn precision_with_weights(&self) -> String {
+        match &self.workload.model.quantization {
+            Some(types) => format!("{}+{types}", self.backend.precision),
+            None => self.backend.precision.clone(),
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("results serialize")
     }

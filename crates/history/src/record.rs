@@ -256,7 +256,7 @@ impl Record {
                 model: r.workload.model.id.clone(),
                 backend: r.backend.name.clone(),
                 device: r.backend.device.clone(),
-                precision: r.backend.precision.clone(),
+                precision: r.precision_with_weights(),
                 score: r.scores.score,
                 images_per_minute: Some(r.scores.images_per_minute),
                 seconds_per_image: Some(r.scores.seconds_per_image.mean),

@@ -82,16 +82,6 @@ pub enum Stored {
 
 /// Stores `checked` (its JSON as received in `document`) unless it is already there. One
 /// statement, so concurrent submissions of the same run store it once on either engine.
-/// The precision a run is listed and ranked under: the backend's, joined with the weights'
-/// quantization where the file was FP8 or GGUF (`bf16+Q4_K`), so a quantized run never sits
-/// beside the model's own weights.
-fn ranked_precision(r: &sdbench_bench::result::BenchResult) -> String {
-    match &r.workload.model.quantization {
-        Some(types) => format!("{}+{types}", r.backend.precision),
-        None => r.backend.precision.clone(),
-    }
-}
-
 pub fn insert(db: &Db, checked: &Checked, document: &str) -> Result<Stored> {
     let r = &checked.result;
     let params: Vec<Value> = vec![
@@ -103,7 +93,7 @@ pub fn insert(db: &Db, checked: &Checked, document: &str) -> Result<Stored> {
         Value::Int(r.workload.standard as i64),
         checked.gpu.as_str().into(),
         r.backend.name.as_str().into(),
-        ranked_precision(r).into(),
+        r.precision_with_weights().into(),
         checked.memory_profile.as_str().into(),
         checked.model_key.as_str().into(),
         r.scores.score.map(|s| s as i64).into(),
@@ -319,8 +309,8 @@ mod tests {
     fn a_quantized_run_is_ranked_under_its_weights_too() {
         let mut r: sdbench_bench::result::BenchResult =
             serde_json::from_str(include_str!("../../bench/tests/data/result-v1.json")).unwrap();
-        assert_eq!(ranked_precision(&r), "f16");
+        assert_eq!(r.precision_with_weights(), "f16");
         r.workload.model.quantization = Some("Q4_K+Q6_K".into());
-        assert_eq!(ranked_precision(&r), "f16+Q4_K+Q6_K");
+        assert_eq!(r.precision_with_weights(), "f16+Q4_K+Q6_K");
     }
 }

@@ -9,12 +9,12 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::error::{DiffusionError, Result};
 use crate::io::ggml_blocks::GgmlType;
-use crate::io::safetensors::{StDtype, Stored};
+use crate::io::safetensors::{read_stored, StDtype, Stored};
 
 /// The first four bytes of every GGUF file.
 pub const MAGIC: &[u8; 4] = b"GGUF";
@@ -106,22 +106,13 @@ impl Gguf {
                 tensor: name.to_string(),
                 problem: "is missing".into(),
             })?;
-        if let StDtype::Other(kind) = info.dtype {
-            return Err(DiffusionError::Tensor {
-                path: self.path.clone(),
-                tensor: name.to_string(),
-                problem: format!("has element type {kind}, which is not a weight type"),
-            });
-        }
-        let mut bytes = vec![0u8; info.len as usize];
-        self.file
-            .seek(SeekFrom::Start(info.start))
-            .and_then(|_| self.file.read_exact(&mut bytes))
-            .map_err(|e| DiffusionError::io(&self.path, e))?;
-        Ok(Stored {
-            dtype: info.dtype,
-            bytes,
-        })
+        read_stored(
+            &mut self.file,
+            &self.path,
+            name,
+            info.dtype,
+            info.data_range(),
+        )
     }
 }
 

@@ -165,32 +165,40 @@ impl SafeTensors {
                 path: self.path.clone(),
                 tensor: name.to_string(),
                 problem: "is missing".into(),
-            })?
-            .clone();
-        if let StDtype::Other(kind) = info.dtype {
-            return Err(DiffusionError::Tensor {
-                path: self.path.clone(),
-                tensor: name.to_string(),
-                problem: format!(
-                    "has element type {kind}; SD Bench reads F32, F16, BF16, F8_E4M3 and F8_E5M2 weights"
-                ),
-            });
-        }
-        let mut bytes = vec![0u8; (info.end - info.begin) as usize];
-        self.file
-            .seek(SeekFrom::Start(self.data_start + info.begin))
-            .and_then(|_| self.file.read_exact(&mut bytes))
-            .map_err(|e| DiffusionError::io(&self.path, e))?;
-        Ok(Stored {
-            dtype: info.dtype,
-            bytes,
-        })
+            })?;
+        let range = self.data_start + info.begin..self.data_start + info.end;
+        read_stored(&mut self.file, &self.path, name, info.dtype, range)
     }
 
     /// Reads one tensor as f32 values in row-major order.
     pub fn read_f32(&mut self, name: &str) -> Result<Vec<f32>> {
         Ok(self.read(name)?.to_f32())
     }
+}
+
+/// Reads the bytes at `range` of `file` (at `path`) as tensor `name` of type `dtype`, into a
+/// buffer of its own; a type that holds no weights is refused by name. For both formats' readers.
+pub(crate) fn read_stored(
+    file: &mut File,
+    path: &Path,
+    name: &str,
+    dtype: StDtype,
+    range: std::ops::Range<u64>,
+) -> Result<Stored> {
+    if let StDtype::Other(kind) = dtype {
+        return Err(DiffusionError::Tensor {
+            path: path.to_path_buf(),
+            tensor: name.to_string(),
+            problem: format!(
+                "has element type {kind}, which is not a weight type SD Bench reads (F32, F16, BF16, FP8, GGUF's quantized types)"
+            ),
+        });
+    }
+    let mut bytes = vec![0u8; (range.end - range.start) as usize];
+    file.seek(SeekFrom::Start(range.start))
+        .and_then(|_| file.read_exact(&mut bytes))
+        .map_err(|e| DiffusionError::io(path, e))?;
+    Ok(Stored { dtype, bytes })
 }
 
 /// A tensor's bytes as the file stores them: little-endian floats, FP8, or ggml blocks.

@@ -65,9 +65,15 @@ fn every_sd15_checkpoint_name_converts_as_diffusers_converts_it() {
     }
 }
 
-/// Generates from `file` (with `config`'s configs) what `<stem>.reference.*` records diffusers
-/// generating from it, within the folder fixture `bound_of`'s own f32 bound.
-fn generates_what_diffusers_generates(file: &Path, config: &Path, stem: &str, bound_of: &str) {
+/// Generates from `file` (with `config`'s configs) what `<stem>.reference.*` (under the
+/// fixtures) records diffusers generating from it, within the folder fixture `bound_of`'s own
+/// f32 bound.
+pub(crate) fn generates_what_diffusers_generates(
+    file: &Path,
+    config: &Path,
+    stem: &str,
+    bound_of: &str,
+) {
     let pipe = load(file, Some(config)).unwrap();
     assert_eq!(pipe.info.weight_files, vec![file.to_path_buf()]);
     assert_eq!(pipe.info.preset, None);
