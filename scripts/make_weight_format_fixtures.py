@@ -24,6 +24,12 @@
    order, norms as `.scale`), made by reversing diffusers' conversion; diffusers' own
    `convert_flux2_transformer_checkpoint_to_diffusers` must give back exactly the folder's weights.
 
+5. `tiny-zimage.original-transformer.safetensors`: the tiny Z-Image's transformer in Tongyi-MAI's
+   names, as ComfyUI's `diffusion_models/z_image_turbo_*.safetensors` keep it (fused
+   `attention.qkv`, `attention.out`, `q_norm`/`k_norm`, `x_embedder.`/`final_layer.`, plus a
+   `norm_final` diffusers drops), under ComfyUI's `model.diffusion_model.`; diffusers'
+   `convert_z_image_transformer_checkpoint_to_diffusers` must give back exactly the folder's weights.
+
 Usage (after scripts/make_checkpoint_fixtures.py; torch, diffusers and gguf are needed only here):
     ~/.cache/sdbench/venv/bin/python scripts/make_weight_format_fixtures.py
 """
@@ -226,9 +232,46 @@ def flux2_bfl_transformer():
         assert torch.equal(converted[k], original[k]), k
 
 
+def zimage_original_transformer():
+    from diffusers.loaders.single_file_utils import convert_z_image_transformer_checkpoint_to_diffusers
+    folder = FIXTURES / "tiny-zimage" / "transformer"
+    original = {}
+    for shard in sorted(folder.glob("*.safetensors")):
+        original.update(load_file(str(shard)))
+    renames = [
+        ("all_final_layer.2-1.", "final_layer."),
+        ("all_x_embedder.2-1.", "x_embedder."),
+        (".attention.to_out.0.", ".attention.out."),
+        (".attention.norm_k.", ".attention.k_norm."),
+        (".attention.norm_q.", ".attention.q_norm."),
+    ]
+    out = {}
+    for name, tensor in original.items():
+        if ".attention.to_k." in name or ".attention.to_v." in name:
+            continue
+        if ".attention.to_q.weight" in name:
+            base = name[: -len(".attention.to_q.weight")]
+            out[base + ".attention.qkv.weight"] = torch.cat(
+                [original[f"{base}.attention.to_{x}.weight"] for x in "qkv"], dim=0)
+            continue
+        for new, old in renames:
+            name = name.replace(new, old)
+        out[name] = tensor
+    width = original["all_x_embedder.2-1.weight"].shape[0]
+    out["norm_final.weight"] = torch.ones(width, dtype=original["all_x_embedder.2-1.weight"].dtype)
+    out = {"model.diffusion_model." + k: v.contiguous() for k, v in out.items()}
+    save_file(out, str(OUT / "tiny-zimage.original-transformer.safetensors"))
+
+    converted = convert_z_image_transformer_checkpoint_to_diffusers(dict(out))
+    assert set(converted) == set(original), set(converted) ^ set(original)
+    for k in original:
+        assert torch.equal(converted[k], original[k]), k
+
+
 def main():
     OUT.mkdir(exist_ok=True)
     flux2_bfl_transformer()
+    zimage_original_transformer()
     ggml_blocks()
     fp8()
     tiny_sd_gguf()

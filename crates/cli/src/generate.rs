@@ -26,8 +26,8 @@ pub struct GenerateArgs {
     model: String,
     /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
     /// describe it (default: SD1.5's or SDXL base's, built in, by the file's tensor names). For a
-    /// FLUX.2 klein transformer file (ComfyUI's): the klein folder whose text encoder, VAE and
-    /// configs go with it.
+    /// FLUX.2 klein or Z-Image transformer file (ComfyUI's): the diffusers folder whose text
+    /// encoder, VAE and configs go with it.
     #[arg(long, value_name = "FOLDER")]
     model_config: Option<PathBuf>,
     /// What to draw.

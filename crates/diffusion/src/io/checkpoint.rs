@@ -41,6 +41,18 @@ const OTHER_FAMILIES: &[(&str, &str)] = &[
         "double_blocks.",
         "a FLUX transformer (a FLUX.2 klein one runs with --model-config naming the diffusers folder its text encoder, VAE and configs come from)",
     ),
+    (
+        "model.diffusion_model.double_blocks.",
+        "a FLUX transformer (a FLUX.2 klein one runs with --model-config naming the diffusers folder its text encoder, VAE and configs come from)",
+    ),
+    (
+        "noise_refiner.",
+        "a Z-Image transformer (it runs with --model-config naming the diffusers folder its text encoder, VAE and configs come from)",
+    ),
+    (
+        "model.diffusion_model.noise_refiner.",
+        "a Z-Image transformer (it runs with --model-config naming the diffusers folder its text encoder, VAE and configs come from)",
+    ),
 ];
 
 /// Whether `file` is an SDXL checkpoint (its text encoders sit under `conditioner.embedders.`).

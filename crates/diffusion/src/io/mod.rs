@@ -2,6 +2,7 @@
 //! checkpoints' names, NumPy arrays, PNG and JPEG pictures.
 
 pub mod checkpoint;
+pub mod component_file;
 pub mod ggml_blocks;
 pub mod gguf;
 pub mod image;

@@ -351,3 +351,41 @@ fn other_families_refuse_guidance_options() {
         assert!(e.to_string().contains(needle), "{e}");
     }
 }
+
+/// A transformer file as ComfyUI keeps it (Tongyi-MAI's names under `model.diffusion_model.`:
+/// fused q/k/v, `attention.out`, a `norm_final` diffusers drops), run with the folder its text
+/// encoder, VAE and configs come from: the same weights, so diffusers' images within the same
+/// bounds. The fixture's names were checked against diffusers' own converter when it was made.
+#[test]
+fn an_original_transformer_file_generates_what_diffusers_generates() {
+    let file =
+        common::fixtures().join("weight-formats/tiny-zimage.original-transformer.safetensors");
+    let source = ModelSource::Checkpoint {
+        file: file.clone(),
+        config: Some(common::fixtures().join(NAME)),
+    };
+    let cpu = || select(BackendRequest::Cpu).unwrap();
+    let pipe =
+        Pipeline::load_with(&source, cpu(), Some(Precision::F32), LoadOptions::default()).unwrap();
+    assert_eq!(pipe.info.family, Family::ZIMAGE);
+    assert!(
+        pipe.info.weight_files.contains(&file),
+        "{:?}",
+        pipe.info.weight_files
+    );
+    let only: &[&str] = &["generate.square2"];
+    let diffs = parity::generations(&pipe, &common::fixtures(), NAME, Some(only)).unwrap();
+    assert_eq!(diffs.len(), 1);
+    common::assert_generations_within(NAME, Precision::F32, &diffs);
+
+    // Without its folder, the file is named and the missing folder asked for.
+    let alone = ModelSource::Checkpoint { file, config: None };
+    let message = Pipeline::load_with(&alone, cpu(), Some(Precision::F32), LoadOptions::default())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        message.contains("Z-Image transformer") && message.contains("--model-config"),
+        "{message}"
+    );
+}

@@ -6,16 +6,15 @@
 //! as diffusers' `convert_flux2_transformer_checkpoint_to_diffusers` converts it: the fused q/k/v
 //! projections split in three and the final modulation's halves swapped.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use crate::io::component_file::{Converted, DenoiserNames};
 
-use crate::error::{DiffusionError, Result};
-use crate::io::checkpoint::ComponentNames;
-use crate::io::tensor_file::TensorFile;
-use crate::io::weights::{is_fp8_scale, Derived, FileWeights};
-
-/// The prefix ComfyUI saves whole models under.
-const COMFY_PREFIX: &str = "model.diffusion_model.";
+/// FLUX.2's transformer files, for `io::component_file`.
+pub static NAMES: DenoiserNames = DenoiserNames {
+    what: "FLUX.2 transformer",
+    is_diffusers: |name| name.starts_with("transformer_blocks."),
+    is_original: |name| name.starts_with("double_blocks."),
+    convert,
+};
 
 /// Whole-module renames (BFL → diffusers), by name prefix.
 const RENAMES: &[(&str, &str)] = &[
@@ -74,16 +73,8 @@ const SINGLE_BLOCK: &[(&str, &str)] = &[
     ("norm.key_norm", "attn.norm_k"),
 ];
 
-/// What a BFL name is in diffusers' Flux2Transformer2DModel.
-#[derive(Debug, PartialEq)]
-enum Converted {
-    Name(String),
-    /// A fused q/k/v projection: the three diffusers names, in order.
-    Fused([String; 3]),
-    /// `final_layer.adaLN_modulation.1`: (shift, scale) stored, (scale, shift) loaded.
-    SwapHalves(String),
-}
-
+/// A BFL name in diffusers' Flux2Transformer2DModel (`final_layer.adaLN_modulation.1` stores
+/// (shift, scale); diffusers loads (scale, shift)).
 fn convert(name: &str) -> Option<Converted> {
     if let Some(found) = RENAMES
         .iter()
@@ -120,64 +111,6 @@ fn convert(name: &str) -> Option<Converted> {
     }
     let (_, new) = table.iter().find(|(old, _)| *old == module)?;
     Some(Converted::Name(format!("{prefix}{new}.{param}")))
-}
-
-/// The transformer's weights in `file`: in BFL's names (converted), or in diffusers' own; under
-/// ComfyUI's `model.diffusion_model.` or not. Anything else is refused by name.
-pub fn transformer_weights(file: &Path) -> Result<FileWeights> {
-    let tensors = TensorFile::open(file)?;
-    let all_prefixed = tensors.names().all(|n| n.starts_with(COMFY_PREFIX));
-    let prefix = if all_prefixed { COMFY_PREFIX } else { "" };
-    let rest = |n: &'_ str| n[prefix.len()..].to_string();
-    let names: Vec<String> = tensors
-        .names()
-        .filter(|n| !is_fp8_scale(n))
-        .map(|n| n.to_string())
-        .collect();
-    if names
-        .iter()
-        .any(|n| rest(n).starts_with("transformer_blocks."))
-    {
-        // Diffusers' names already.
-        let map: BTreeMap<String, String> = names.iter().map(|n| (rest(n), n.clone())).collect();
-        return Ok(FileWeights::renamed(tensors, map));
-    }
-    if !names.iter().any(|n| rest(n).starts_with("double_blocks.")) {
-        return Err(DiffusionError::Weights {
-            path: file.to_path_buf(),
-            problem: "is not a FLUX.2 transformer: it has neither Black Forest Labs' `double_blocks.` tensors nor diffusers' `transformer_blocks.`".into(),
-        });
-    }
-    let mut found = ComponentNames::default();
-    for stored in &names {
-        let converted = convert(&rest(stored)).ok_or_else(|| DiffusionError::Tensor {
-            path: file.to_path_buf(),
-            tensor: stored.clone(),
-            problem: "has no counterpart in a FLUX.2 transformer; is the file another model's (FLUX.1's names differ)?".into(),
-        })?;
-        match converted {
-            Converted::Name(name) => {
-                found.names.insert(name, stored.clone());
-            }
-            Converted::Fused(parts) => {
-                for (part, name) in parts.into_iter().enumerate() {
-                    let rows = Derived::Rows {
-                        stored: stored.clone(),
-                        part,
-                        parts: 3,
-                    };
-                    found.derived.insert(name, rows);
-                }
-            }
-            Converted::SwapHalves(name) => {
-                let swapped = Derived::SwapHalves {
-                    stored: stored.clone(),
-                };
-                found.derived.insert(name, swapped);
-            }
-        }
-    }
-    Ok(FileWeights::converted(tensors, found))
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
             config: Some(folder),
             file,
         } => {
-            super::bfl_names::transformer_weights(file)?;
+            crate::io::component_file::denoiser_file(file, &super::bfl_names::NAMES)?;
             Flux2Pipeline::model_size(folder, precision)
         }
         _ => Ok(Flux2Pipeline::upstream_size()),

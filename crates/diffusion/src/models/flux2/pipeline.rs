@@ -20,6 +20,7 @@ use super::transformer::{Flux2Transformer, Position, Rope, IGNORED_PREFIXES};
 use super::{klein_vae, HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
+use crate::io::component_file;
 use crate::io::image::{preprocess, RgbImage};
 use crate::io::sharded;
 use crate::io::sharded::component_weights;
@@ -89,10 +90,9 @@ impl Flux2Pipeline {
                 let index = crate::pipeline::folder_index(folder)?;
                 Self::load_folder(folder, &index, Some(file), device, precision, options)
             }
-            ModelSource::Checkpoint { file, config: None } => Err(DiffusionError::unsupported(
-                file,
-                "a FLUX.2 transformer file runs with the diffusers folder its text encoder, VAE and configs come from: add --model-config FOLDER (a FLUX.2 klein folder, e.g. the Hub repository's)",
-            )),
+            ModelSource::Checkpoint { file, config: None } => Err(
+                component_file::needs_its_folder(file, bfl_names::NAMES.what),
+            ),
         }
     }
 
@@ -118,18 +118,13 @@ impl Flux2Pipeline {
             placement.text_encoders,
             &text_ignored,
         )?;
-        let (mut tr, tr_files): (Box<dyn WeightSource>, _) = match transformer_file {
-            Some(file) => (
-                Box::new(bfl_names::transformer_weights(file)?.ignoring(IGNORED_PREFIXES)),
-                vec![file.to_path_buf()],
-            ),
-            None => component_weights(
-                &folder.join("transformer"),
-                "diffusion_pytorch_model",
-                placement.denoiser,
-                IGNORED_PREFIXES,
-            )?,
-        };
+        let (mut tr, tr_files) = component_file::denoiser_weights(
+            folder,
+            transformer_file,
+            &bfl_names::NAMES,
+            placement.denoiser,
+            IGNORED_PREFIXES,
+        )?;
         let mut vae_ignored = vec!["bn.num_batches_tracked"];
         if !options.vae_encoder {
             vae_ignored.extend(vae::ENCODER_PREFIXES);
@@ -145,13 +140,7 @@ impl Flux2Pipeline {
         let size = Self::size_of(&spec, Some(folder), precision)?;
         let prompt =
             QwenPrompt::load(spec.tokenizer.as_deref().expect("a folder has a tokenizer"))?;
-        let source = match transformer_file {
-            Some(file) => ModelSource::Checkpoint {
-                file: file.to_path_buf(),
-                config: Some(folder.to_path_buf()),
-            },
-            None => ModelSource::Folder(folder.to_path_buf()),
-        };
+        let source = component_file::loaded_from(folder, transformer_file);
         Self::assemble(
             spec,
             size,

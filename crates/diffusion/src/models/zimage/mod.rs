@@ -5,6 +5,7 @@
 
 pub mod family;
 mod op_cases;
+pub mod original_names;
 pub mod pipeline;
 mod spec;
 pub mod transformer;

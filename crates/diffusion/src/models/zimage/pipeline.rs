@@ -11,11 +11,13 @@ use burn::tensor::{DType, TensorData};
 use burn::DispatchDevice;
 use serde_json::{Map, Value};
 
+use super::original_names;
 use super::spec::Spec;
 use super::transformer::ZImageTransformer;
 use super::PROMPT_TOKENS;
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
+use crate::io::component_file;
 use crate::io::sharded::{self, component_weights};
 use crate::io::weights::{Precision, SyntheticWeights, WeightSource};
 use crate::models::config::VaeConfig;
@@ -64,7 +66,14 @@ impl ZImagePipeline {
         match source {
             ModelSource::Folder(folder) => {
                 let index = folder_index(folder)?;
-                Self::load_folder(folder, &index, device, precision, options)
+                Self::load_folder(folder, &index, None, device, precision, options)
+            }
+            ModelSource::Checkpoint {
+                file,
+                config: Some(folder),
+            } => {
+                let index = folder_index(folder)?;
+                Self::load_folder(folder, &index, Some(file), device, precision, options)
             }
             ModelSource::Synthetic(preset) => {
                 let spec = Spec::turbo();
@@ -75,18 +84,30 @@ impl ZImagePipeline {
                 let size = Self::size_of(&spec, None, precision)?;
                 let source = ModelSource::Synthetic(*preset);
                 let sources: [&mut dyn WeightSource; 3] = [te, tr, va];
-                Self::assemble(spec, size, sources, None, device, placement, options, source, Vec::new())
+                Self::assemble(
+                    spec,
+                    size,
+                    sources,
+                    None,
+                    device,
+                    placement,
+                    options,
+                    source,
+                    Vec::new(),
+                )
             }
-            ModelSource::Checkpoint { file, .. } => Err(DiffusionError::unsupported(
-                file,
-                "a single-file Z-Image checkpoint; give the diffusers folder (model_index.json, transformer/, text_encoder/, vae/)",
-            )),
+            ModelSource::Checkpoint { file, config: None } => Err(
+                component_file::needs_its_folder(file, original_names::NAMES.what),
+            ),
         }
     }
 
+    /// `transformer_file`: the transformer's weights from this file (the original names or
+    /// diffusers') instead of the folder's.
     fn load_folder(
         folder: &Path,
         index: &Map<String, Value>,
+        transformer_file: Option<&Path>,
         device: SelectedDevice,
         precision: Precision,
         options: LoadOptions,
@@ -106,9 +127,10 @@ impl ZImagePipeline {
             placement.text_encoders,
             &unused,
         )?;
-        let (mut tr, tr_files) = component_weights(
-            &folder.join("transformer"),
-            "diffusion_pytorch_model",
+        let (mut tr, tr_files) = component_file::denoiser_weights(
+            folder,
+            transformer_file,
+            &original_names::NAMES,
             placement.denoiser,
             &[],
         )?;
@@ -123,7 +145,7 @@ impl ZImagePipeline {
         let size = Self::size_of(&spec, Some(folder), precision)?;
         let prompt =
             QwenPrompt::load(spec.tokenizer.as_deref().expect("a folder has a tokenizer"))?;
-        let source = ModelSource::Folder(folder.to_path_buf());
+        let source = component_file::loaded_from(folder, transformer_file);
         let sources: [&mut dyn WeightSource; 3] = [te.as_mut(), tr.as_mut(), va.as_mut()];
         Self::assemble(
             spec,
@@ -145,6 +167,14 @@ impl ZImagePipeline {
     ) -> Result<(ModelSize, VaeConfig)> {
         let (spec, folder) = match source {
             ModelSource::Folder(folder) => {
+                (Spec::read(folder, &folder_index(folder)?)?, Some(folder))
+            }
+            // A transformer file's architecture is its folder's (the load checks every shape).
+            ModelSource::Checkpoint {
+                file,
+                config: Some(folder),
+            } => {
+                component_file::denoiser_file(file, &original_names::NAMES)?;
                 (Spec::read(folder, &folder_index(folder)?)?, Some(folder))
             }
             _ => (Spec::turbo(), None),
