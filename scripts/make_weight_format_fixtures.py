@@ -23,6 +23,8 @@
    `single_blocks.N.linear1`, `final_layer.adaLN_modulation.1` with shift and scale in the other
    order, norms as `.scale`), made by reversing diffusers' conversion; diffusers' own
    `convert_flux2_transformer_checkpoint_to_diffusers` must give back exactly the folder's weights.
+   `tiny-flux2-klein.bfl-transformer.fp8.safetensors` is the same in ComfyUI's scaled FP8, with
+   diffusers' conversion of its dequantized values as `...fp8.reference.safetensors`.
 
 5. `tiny-zimage.original-transformer.safetensors`: the tiny Z-Image's transformer in Tongyi-MAI's
    names, as ComfyUI's `diffusion_models/z_image_turbo_*.safetensors` keep it (fused
@@ -230,6 +232,27 @@ def flux2_bfl_transformer():
     assert set(converted) == set(original), set(converted) ^ set(original)
     for k in original:
         assert torch.equal(converted[k], original[k]), k
+
+    # The same file in ComfyUI's scaled FP8: each matrix as F8_E4M3 with its `scale_weight`
+    # (largest magnitude over FP8's 448), plus `scale_input` and the `scaled_fp8` marker. The
+    # reference is diffusers' conversion of the dequantized file (fp8 as f32 times the scale).
+    fp8, dequantized = {"scaled_fp8": torch.zeros(2, dtype=torch.float8_e4m3fn)}, {}
+    for name, tensor in bfl.items():
+        if tensor.ndim != 2:
+            fp8[name] = tensor
+            dequantized[name] = tensor.to(torch.float32)
+            continue
+        base = name[: -len(".weight")]
+        scale = (tensor.float().abs().max() / 448.0).reshape(())
+        stored = (tensor.float() / scale).to(torch.float8_e4m3fn)
+        fp8[name] = stored
+        fp8[base + ".scale_weight"] = scale
+        fp8[base + ".scale_input"] = torch.ones((), dtype=torch.float32)
+        dequantized[name] = stored.to(torch.float32) * scale
+    save_file(fp8, str(OUT / "tiny-flux2-klein.bfl-transformer.fp8.safetensors"))
+    converted = convert_flux2_transformer_checkpoint_to_diffusers(dequantized)
+    save_file({k: v.contiguous() for k, v in converted.items()},
+              str(OUT / "tiny-flux2-klein.bfl-transformer.fp8.reference.safetensors"))
 
 
 def zimage_original_transformer():

@@ -107,8 +107,35 @@ const MAX_FOUND: usize = 2_000;
 /// Directory entries a scan reads at most per root.
 const MAX_ENTRIES: usize = 100_000;
 
+/// Folders of things that are not models a run can start from (adapters, upscalers, and the
+/// components ComfyUI keeps apart: a text encoder or a VAE does not run alone), by name, any case.
+const NOT_MODELS: &[&str] = &[
+    "loras",
+    "lora",
+    "lycoris",
+    "embeddings",
+    "embedding",
+    "hypernetworks",
+    "controlnet",
+    "t2i_adapter",
+    "ipadapter",
+    "ip_adapter",
+    "clip_vision",
+    "style_models",
+    "gligen",
+    "photomaker",
+    "upscale_models",
+    "esrgan",
+    "realesrgan",
+    "vae_approx",
+    "vae",
+    "text_encoders",
+    "clip",
+];
+
 /// Weights files and diffusers folders under `root`, in path order; a diffusers folder's own
-/// files are not listed apart. Unreadable folders are skipped.
+/// files are not listed apart, nor folders of adapters and separate components (`NOT_MODELS`).
+/// Unreadable folders are skipped.
 pub fn scan(root: &Path) -> Vec<Found> {
     let mut found = Vec::new();
     let mut entries = 0;
@@ -126,7 +153,9 @@ pub fn scan(root: &Path) -> Vec<Found> {
         children.sort();
         for path in children.into_iter().rev() {
             if path.is_dir() {
-                if depth < MAX_DEPTH {
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let skipped = NOT_MODELS.iter().any(|n| n.eq_ignore_ascii_case(name));
+                if depth < MAX_DEPTH && !skipped {
                     stack.push((path, depth + 1));
                 }
             } else if is_weights_file(&path) {
@@ -185,6 +214,7 @@ mod tests {
         touch(&home.join("ComfyUI/models/checkpoints/sd15/v1-5.safetensors"));
         touch(&home.join("ComfyUI/models/diffusion_models/flux-2-klein-4b-Q4_K.gguf"));
         touch(&home.join("ComfyUI/models/vae/ae.safetensors"));
+        touch(&home.join("ComfyUI/models/loras/style.safetensors"));
         touch(&home.join("ComfyUI/models/checkpoints/old.ckpt"));
         touch(&home.join("ComfyUI/models/checkpoints/notes.txt"));
         touch(&home.join("stable-diffusion-webui/models/Stable-diffusion/dream.safetensors"));
@@ -220,8 +250,8 @@ mod tests {
                 Found::File(home.join("ComfyUI/models/checkpoints/old.ckpt")),
                 Found::File(home.join("ComfyUI/models/checkpoints/sd15/v1-5.safetensors")),
                 Found::File(home.join("ComfyUI/models/diffusion_models/flux-2-klein-4b-Q4_K.gguf")),
-                Found::File(home.join("ComfyUI/models/vae/ae.safetensors")),
-            ]
+            ],
+            "a VAE or a LoRA is not a model to run"
         );
         // A diffusers folder is one model: its shards are not listed apart.
         assert_eq!(

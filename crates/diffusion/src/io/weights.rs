@@ -260,7 +260,9 @@ impl FileWeights {
                 ),
             });
         }
-        let values = Values::Stored(self.file.read(&stored)?);
+        // A scaled FP8 file scales the fused tensor as a whole.
+        let values = self.file.read(&stored)?;
+        let values = self.scaled(&stored, values)?;
         self.used.insert(stored);
         Ok(match derived {
             Derived::Rows { part, parts, .. } => {

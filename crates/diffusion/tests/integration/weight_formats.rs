@@ -286,3 +286,34 @@ fn a_truncated_gguf_checkpoint_is_refused_before_loading() {
     let message = load_checkpoint(&cut).err().unwrap().to_string();
     assert_mentions(&message, &["cut.gguf", "truncated", "download it again"]);
 }
+
+/// ComfyUI's scaled FP8 in Black Forest Labs' names: the fused q/k/v projections and the swapped
+/// modulation are taken in parts of a tensor that is scaled as a whole. Every tensor equals
+/// diffusers' conversion of the dequantized file bit for bit (an FP8 value times an f32 scale,
+/// one rounding, then rows picked).
+#[test]
+fn a_scaled_fp8_transformer_file_is_scaled_before_it_is_split() {
+    use sdbench_diffusion::io::component_file::denoiser_file;
+    use sdbench_diffusion::models::flux2::bfl_names::NAMES;
+    let mut weights = denoiser_file(
+        &formats().join("tiny-flux2-klein.bfl-transformer.fp8.safetensors"),
+        &NAMES,
+    )
+    .unwrap();
+    let mut reference = SafeTensors::open(
+        &formats().join("tiny-flux2-klein.bfl-transformer.fp8.reference.safetensors"),
+    )
+    .unwrap();
+    let names: Vec<String> = reference.names().map(str::to_string).collect();
+    assert!(names.iter().any(|n| n.ends_with("attn.to_k.weight")));
+    for name in &names {
+        let shape = reference.info(name).unwrap().shape.clone();
+        let got = match weights.take(name, &shape, Init::Zeros).unwrap() {
+            Values::F32(values) => values,
+            Values::Stored(stored) => stored.to_f32(),
+        };
+        assert_same_bits(name, &got, &reference.read_f32(name).unwrap());
+    }
+    // Every scale was used; the activation scales and the marker are not weights.
+    weights.finish().unwrap();
+}
