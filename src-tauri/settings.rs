@@ -40,6 +40,10 @@ pub struct Settings {
     /// Worker threads of the CPU backend (none: one per physical core). The pool is built once
     /// per process, so a change takes effect when the app next starts.
     pub cpu_threads: Option<usize>,
+    /// Folders to look for models in besides the usual ones (the Hugging Face cache, ComfyUI's,
+    /// AUTOMATIC1111's, Forge's, InvokeAI's, stable-diffusion.cpp's): the model choice lists what
+    /// they hold, as `sdbench models --models-dir` does. Nothing is copied or moved.
+    pub model_dirs: Vec<String>,
 }
 
 impl Default for Settings {
@@ -55,6 +59,7 @@ impl Default for Settings {
             submit_endpoint: None,
             update_endpoint: None,
             cpu_threads: None,
+            model_dirs: Vec::new(),
         }
     }
 }
@@ -97,6 +102,14 @@ impl Settings {
                     format!(
                         "Use 1 to {MAX_CPU_THREADS}, or leave it empty for one per physical core."
                     ),
+                ));
+            }
+        }
+        for dir in &self.model_dirs {
+            if !Path::new(dir).is_dir() {
+                return Err(UiError::bad_input(
+                    format!("Model folder {dir} is not a folder on this machine"),
+                    "Name a folder that holds model files, or remove the line.",
                 ));
             }
         }

@@ -41,15 +41,17 @@ pub struct LocalModelView {
     pub defaults: Option<ModelDefaults>,
 }
 
-/// The Hugging Face cache's models, other apps' model folders (and `SDBENCH_MODELS_DIRS`'), a
-/// folder or file the model setting names, and each preset's synthetic weights (nothing is
+/// The Hugging Face cache's models, other apps' model folders (and the model folders setting's
+/// and `SDBENCH_MODELS_DIRS`'), a folder or file the model setting names, and each preset's synthetic weights (nothing is
 /// copied or moved).
 #[tauri::command]
 pub async fn local_models(state: State<'_, AppState>) -> UiResult<Vec<LocalModelView>> {
     let state = state.inner().clone();
     blocking(move || {
-        let named = state.settings().model;
-        let folders = model_folders::from_environment(&[]);
+        let settings = state.settings();
+        let named = settings.model;
+        let added: Vec<std::path::PathBuf> = settings.model_dirs.iter().map(Into::into).collect();
+        let folders = model_folders::from_environment(&added);
         let models = local_models::list(
             &state.hub,
             super::benchmark::REVISION,

@@ -666,11 +666,44 @@ fn the_model_downloads_with_progress_and_the_cache_is_cleaned_up() {
         tiny_sd["defaults"],
         json!({ "width": 512, "height": 512, "steps": 30, "guidance": 7.5 })
     );
-    let synthetic: Vec<&Value> = models.as_array().unwrap()[1..].iter().collect();
-    assert!(synthetic.iter().all(|m| m["synthetic"] == true), "{models}");
+    // After the cache: what other apps' usual folders hold on this machine (if any), then each
+    // preset's synthetic weights.
+    let synthetic: Vec<&Value> = models.as_array().unwrap()[1..]
+        .iter()
+        .filter(|m| m["synthetic"] == true)
+        .collect();
     assert!(synthetic
         .iter()
         .any(|m| m["name"] == "synthetic-zimage-turbo"));
+
+    // A model folder the settings add is searched too; one that is not there is refused.
+    let mine = tempfile::tempdir().unwrap();
+    let gguf = mine.path().join("tiny-sd.gguf");
+    std::fs::copy(
+        tiny().with_file_name("weight-formats/tiny-sd.ldm.q8_0.gguf"),
+        &gguf,
+    )
+    .unwrap();
+    let mut settings = app.ok("get_settings", json!({}));
+    settings["modelDirs"] = json!(["/no/such/models/folder"]);
+    assert_eq!(
+        app.error_kind("save_settings", json!({ "settings": settings })),
+        "badInput"
+    );
+    app.set(json!({ "modelDirs": [mine.path()] }));
+    let models = app.ok("local_models", json!({}));
+    let listed = models
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == json!(gguf))
+        .unwrap_or_else(|| panic!("the added folder's model is not listed: {models}"));
+    let format = listed["format"].as_str().unwrap();
+    assert!(
+        format.contains("added folder") && format.contains("GGUF"),
+        "{listed}"
+    );
+    app.set(json!({ "modelDirs": [] }));
 
     let cache = app.ok("cache_info", json!({}));
     assert_eq!(cache["models"][0]["repo"], "test-org/tiny-sd");

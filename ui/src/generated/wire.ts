@@ -94,7 +94,13 @@ updateEndpoint: string | null,
  * Worker threads of the CPU backend (none: one per physical core). The pool is built once
  * per process, so a change takes effect when the app next starts.
  */
-cpuThreads: number | null, };
+cpuThreads: number | null, 
+/**
+ * Folders to look for models in besides the usual ones (the Hugging Face cache, ComfyUI's,
+ * AUTOMATIC1111's, Forge's, InvokeAI's, stable-diffusion.cpp's): the model choice lists what
+ * they hold, as `sdbench models --models-dir` does. Nothing is copied or moved.
+ */
+modelDirs: Array<string>, };
 
 export type SystemReport = { appVersion: string, system: SystemInfo, backends: Array<BackendReport>, auto: AutoChoice, backendNames: Array<string>, precisions: Array<string>, memoryProfiles: Array<string>, dataDir: string, cacheDir: string, 
 /**

@@ -20,6 +20,7 @@ const settingsForm = {
   submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…/api/v1/results" }),
   updateEndpoint: h("input", { type: "url", id: "settings-update", size: 48, placeholder: "the app's built-in endpoint" }),
   cpuThreads: h("input", { type: "number", id: "settings-cpu-threads", min: 1, max: 1024, step: 1, placeholder: "one per physical core" }),
+  modelDirs: h("textarea", { id: "settings-model-dirs", rows: 2, cols: 48, placeholder: "one folder per line" }),
 };
 const cpuThreadsNow = h("span", { class: "help", id: "cpu-threads-now" });
 const saveButton = h("button", { class: "primary", id: "settings-save" }, "Save settings");
@@ -70,6 +71,7 @@ export function formSettings(): Settings {
     submitEndpoint: text(settingsForm.submitEndpoint),
     updateEndpoint: text(settingsForm.updateEndpoint),
     cpuThreads,
+    modelDirs: settingsForm.modelDirs.value.split("\n").map((l) => l.trim()).filter((l) => l !== ""),
   };
 }
 
@@ -85,6 +87,7 @@ export function fillForm(s: Settings): void {
   settingsForm.modelConfig.value = s.modelConfig ?? "";
   settingsForm.submitEndpoint.value = s.submitEndpoint ?? "";
   settingsForm.updateEndpoint.value = s.updateEndpoint ?? "";
+  settingsForm.modelDirs.value = s.modelDirs.join("\n");
   settingsForm.cpuThreads.value = s.cpuThreads === null ? "" : String(s.cpuThreads);
 }
 
@@ -225,7 +228,9 @@ export const systemScreen: Screen = {
         field("GPU memory (GiB)", settingsForm.memoryLimit,
           "what the memory check and auto assume the GPU holds; empty: what it has free (read on NVIDIA and AMD; other GPUs are not checked unless this is set)"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
-        field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint"),
+        field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint, or the folder a FLUX.2 or Z-Image transformer file's text encoder and VAE come from"),
+        field("Model folders", settingsForm.modelDirs,
+          "more folders whose models Create and Benchmark list; the Hugging Face cache and ComfyUI's, AUTOMATIC1111's, Forge's, InvokeAI's and stable-diffusion.cpp's usual folders are searched anyway (nothing is copied or moved)"),
         field("Submission endpoint", settingsForm.submitEndpoint, "where Submit sends results: an SD Bench results service's …/api/v1/results (sdbench-server; there is no public one yet)"),
         field("Update endpoint", settingsForm.updateEndpoint, "leave empty for the built-in one"),
         h("label", {}, "CPU threads", settingsForm.cpuThreads, cpuThreadsNow),
