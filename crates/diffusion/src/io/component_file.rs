@@ -7,10 +7,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{DiffusionError, Result};
-use crate::io::checkpoint::ComponentNames;
 use crate::io::sharded::component_weights;
 use crate::io::tensor_file::TensorFile;
-use crate::io::weights::{is_fp8_scale, Derived, FileWeights, Precision, WeightSource};
+use crate::io::weights::{
+    is_fp8_scale, ComponentNames, Derived, FileWeights, Precision, WeightSource,
+};
 use crate::pipeline::ModelSource;
 
 /// The prefix ComfyUI saves whole models under.

@@ -1,7 +1,7 @@
-//! Files in and out: safetensors and GGUF weights and the loader that puts them on a device, single-file
-//! checkpoints' names, NumPy arrays, PNG and JPEG pictures.
+//! Files in and out: safetensors and GGUF weights and the loader that puts them on a device,
+//! NumPy arrays, PNG and JPEG pictures. (Single-file checkpoints' names are Stable Diffusion's:
+//! models/sd/checkpoint.rs.)
 
-pub mod checkpoint;
 pub mod component_file;
 pub mod ggml_blocks;
 pub mod gguf;

@@ -76,11 +76,12 @@ impl TensorFile {
 /// A weights file's format and stored types, most parameters first: `GGUF Q4_K+F32`,
 /// `safetensors F8_E4M3+BF16`, `safetensors F16`.
 pub fn describe_weights(path: &Path) -> Result<String> {
-    let format = match TensorFile::open(path)? {
+    let file = TensorFile::open(path)?;
+    let format = match file {
         TensorFile::Safetensors(_) => "safetensors",
         TensorFile::Gguf(_) => "GGUF",
     };
-    let mut types: Vec<(&str, u64)> = stored_types(path)?.into_iter().collect();
+    let mut types: Vec<(&str, u64)> = types_of(&file).into_iter().collect();
     types.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let names: Vec<&str> = types.iter().map(|(name, _)| *name).collect();
     Ok(format!("{format} {}", names.join("+"))
@@ -91,7 +92,10 @@ pub fn describe_weights(path: &Path) -> Result<String> {
 /// The parameters a weights file stores per element type (`F16`, `F8_E4M3`, `Q4_K`...), from its
 /// header: weights only (not integer buffers, nor FP8 scales). What a result records of a file.
 pub fn stored_types(path: &Path) -> Result<BTreeMap<&'static str, u64>> {
-    let file = TensorFile::open(path)?;
+    Ok(types_of(&TensorFile::open(path)?))
+}
+
+fn types_of(file: &TensorFile) -> BTreeMap<&'static str, u64> {
     let mut types = BTreeMap::new();
     for name in file
         .names()
@@ -104,7 +108,7 @@ pub fn stored_types(path: &Path) -> Result<BTreeMap<&'static str, u64>> {
         *types.entry(entry.dtype.name()).or_insert(0) +=
             entry.shape.iter().product::<usize>() as u64;
     }
-    Ok(types)
+    types
 }
 
 /// Whether values of the named type are plain floats (F32, F16, BF16): what every model folder

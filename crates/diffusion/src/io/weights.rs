@@ -189,6 +189,14 @@ impl Derived {
     }
 }
 
+/// A component's tensors in a file stored under other names: model name → stored name, and the
+/// tensors made from parts of stored ones (fused q/k/v projections, a transposed projection).
+#[derive(Debug, Clone, Default)]
+pub struct ComponentNames {
+    pub names: BTreeMap<String, String>,
+    pub derived: BTreeMap<String, Derived>,
+}
+
 /// Tensors from one weights file (safetensors or GGUF): a diffusers component file, or one
 /// component of a single-file checkpoint whose names were converted. A "scaled FP8" file
 /// (ComfyUI's) stores `X.scale_weight` beside an FP8 `X.weight`: the weight is taken multiplied
@@ -232,7 +240,7 @@ impl FileWeights {
     }
 
     /// A checkpoint component's tensors, by their converted names and parts.
-    pub fn converted(file: TensorFile, names: crate::io::checkpoint::ComponentNames) -> Self {
+    pub fn converted(file: TensorFile, names: ComponentNames) -> Self {
         let mut weights = Self::renamed(file, names.names);
         weights.derived = names.derived;
         weights

@@ -1,6 +1,7 @@
 //! Stable Diffusion 1.x, 2.x and XL: CLIP text encoders, the conditional UNet, the KL VAE and the
 //! SD schedulers, as diffusers' `StableDiffusionPipeline` and `StableDiffusionXLPipeline` run them.
 
+pub mod checkpoint;
 pub mod family;
 pub mod generate;
 mod op_cases;

@@ -7,6 +7,7 @@ use burn::prelude::*;
 use burn::DispatchDevice;
 use serde_json::{Map, Value};
 
+use super::checkpoint;
 use super::presets;
 use super::spec::{
     check_checkpoint_file, projected_text_encoder_weights, text_encoder_weights, vae_weights,
@@ -15,7 +16,6 @@ use super::spec::{
 use super::unet::UNet;
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
-use crate::io::checkpoint;
 use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{FileWeights, Precision, SyntheticWeights, WeightSource};
 use crate::models::clip::ClipTextModel;

@@ -8,12 +8,9 @@
 //! (`diffusers/loaders/single_file_utils.py`); tests check the conversion against names that
 //! diffusers gives every tensor of a full-size SD1.5 checkpoint, and tiny SD1.x and SDXL files
 //! against diffusers reading them.
-
-use std::collections::BTreeMap;
-
 use crate::error::{DiffusionError, Result};
 use crate::io::tensor_file::TensorFile;
-use crate::io::weights::{is_fp8_scale, Derived};
+use crate::io::weights::{is_fp8_scale, ComponentNames, Derived};
 
 pub const UNET_PREFIX: &str = "model.diffusion_model.";
 pub const VAE_PREFIX: &str = "first_stage_model.";
@@ -117,14 +114,6 @@ pub fn diffusers_name(component: Component, name: &str, layout: &Layout) -> Opti
         Component::UNet => unet_name(rest, &layout.unet_layers_per_block),
         Component::Vae => vae_name(rest, layout.vae_blocks),
     }
-}
-
-/// A component's tensors: diffusers name → stored name, and the tensors made from parts of
-/// stored ones (the OpenCLIP encoder's q/k/v and text projection).
-#[derive(Debug, Clone, Default)]
-pub struct ComponentNames {
-    pub names: BTreeMap<String, String>,
-    pub derived: BTreeMap<String, Derived>,
 }
 
 /// What an OpenCLIP tensor name (after its prefix) is in diffusers' CLIPTextModelWithProjection.
