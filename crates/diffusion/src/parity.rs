@@ -111,6 +111,26 @@ pub fn fixture_tolerance(dir: &Path, name: &str, precision: Precision) -> Result
     })
 }
 
+/// The f32 tolerance for component `key` of fixture `name` (one text-encoder, denoiser or VAE
+/// call on the fixture's stored inputs), derived as `fixture_tolerance` derives the images' bound:
+/// scripts/measure_f32_rounding.py --components reruns the call in float64 and records how far
+/// diffusers' f32 output lies from it (`component_rounding`: 6e-7 to 7e-5 on the fixtures, the
+/// larger ones on outputs of magnitude 9 to 67); the bound is 8 times that
+/// (`component_tolerance`), for the same reasons.
+pub fn component_tolerance(dir: &Path, name: &str, key: &str) -> Result<f32> {
+    let reference = Reference::open(dir, name)?;
+    reference.meta["component_tolerance"][key]
+        .as_f64()
+        .map(|t| t as f32)
+        .ok_or_else(|| DiffusionError::Config {
+            path: reference.path.with_extension("json"),
+            problem: format!(
+                "has no component_tolerance for {key}: measure it with \
+                 scripts/measure_f32_rounding.py --components"
+            ),
+        })
+}
+
 /// A fixture's reference file and its description.
 pub struct Reference {
     path: PathBuf,

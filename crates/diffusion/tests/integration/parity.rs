@@ -3,11 +3,10 @@
 //! scheduler with and without a negative prompt, a batch of two, and image-to-image generations
 //! (diffusers' img2img pipelines), on the CPU backend and on wgpu through Vulkan.
 //!
-//! Tolerances are absolute, on values of order 1. Observed on the CPU: components about 4e-6,
-//! images about 3e-6. Generated images in f32 are held to each fixture's own bound, derived from
-//! diffusers' f32 rounding of it (`parity::fixture_tolerance`: 1.8e-5 to 3.9e-5 for these four);
-//! components to 5e-5, which leaves room for other backends' summation orders and still fails on
-//! any wiring or formula error.
+//! Tolerances are absolute, on values of order 1, and derived from diffusers' own f32 rounding of
+//! each fixture (scripts/measure_f32_rounding.py reruns it in float64): generated images to
+//! `parity::fixture_tolerance` (1.8e-5 to 3.9e-5 for these four), each component call to
+//! `parity::component_tolerance` (4.6e-6 to 1.8e-5).
 
 use crate::common;
 use crate::common::FamilyAccess;
@@ -21,7 +20,6 @@ use sdbench_diffusion::{
     MemoryProfile, ModelSource, Pipeline, Precision, SchedulerKind,
 };
 
-const COMPONENT_ATOL: f32 = 5e-5;
 const F16_IMAGE_ATOL: f32 = parity::image_tolerance(Precision::F16);
 const BF16_IMAGE_ATOL: f32 = parity::image_tolerance(Precision::Bf16);
 
@@ -29,6 +27,12 @@ const BF16_IMAGE_ATOL: f32 = parity::image_tolerance(Precision::Bf16);
 /// them (`parity::fixture_tolerance`).
 fn image_atol(name: &str) -> f32 {
     parity::fixture_tolerance(&common::fixtures(), name, Precision::F32).unwrap()
+}
+
+/// The f32 bound on component `key` of fixture `name`, derived from diffusers' own f32 rounding
+/// of that call (`parity::component_tolerance`).
+fn component_atol(name: &str, key: &str) -> f32 {
+    parity::component_tolerance(&common::fixtures(), name, key).unwrap()
 }
 
 fn load(name: &str, backend: BackendRequest) -> Pipeline {
@@ -85,7 +89,7 @@ fn check_components(name: &str, backend: BackendRequest) {
         &format!("{name} text encoder"),
         &hidden,
         &r.get("text_encoder.last_hidden_state"),
-        COMPONENT_ATOL,
+        component_atol(name, "text_encoder.last_hidden_state"),
     );
 
     // The prompt's conditioning (made by the newer fixtures): SDXL's two encoders side by side
@@ -98,7 +102,7 @@ fn check_components(name: &str, backend: BackendRequest) {
             &format!("{name} prompt context"),
             &context,
             &expected,
-            COMPONENT_ATOL,
+            component_atol(name, "prompt.context"),
         );
         assert_eq!(
             pooled.is_some(),
@@ -111,7 +115,7 @@ fn check_components(name: &str, backend: BackendRequest) {
                 &format!("{name} prompt pooled"),
                 &pooled,
                 &expected,
-                COMPONENT_ATOL,
+                component_atol(name, "prompt.pooled"),
             );
         }
     }
@@ -146,7 +150,7 @@ fn check_components(name: &str, backend: BackendRequest) {
         &format!("{name} unet"),
         &out,
         &r.get("unet.out"),
-        COMPONENT_ATOL,
+        component_atol(name, "unet.out"),
     );
 
     let z = r.shape("vae.latents");
@@ -159,7 +163,7 @@ fn check_components(name: &str, backend: BackendRequest) {
         &format!("{name} vae decode"),
         &image,
         &r.get("vae.image"),
-        COMPONENT_ATOL,
+        component_atol(name, "vae.image"),
     );
 
     // On Vulkan the encoder is checked through image-to-image (lavapipe compiles every kernel).
@@ -173,7 +177,7 @@ fn check_components(name: &str, backend: BackendRequest) {
             &format!("{name} vae encode"),
             &mean,
             &r.get("vae_encode.mean"),
-            COMPONENT_ATOL,
+            component_atol(name, "vae_encode.mean"),
         );
     }
 }
@@ -499,7 +503,7 @@ fn text_encoders_and_vae_run_on_the_cpu_beside_the_device() {
             "tiny-sd vae encode on the cpu",
             &mean,
             &expected,
-            COMPONENT_ATOL,
+            component_atol("tiny-sd", "vae_encode.mean"),
         );
         check_generations_of(
             &sd,
@@ -622,16 +626,12 @@ fn check_tiled_vae(backend: BackendRequest) {
             .unwrap()
             .run_vae_decode(&latents, [1, 4, 20, 14])
             .unwrap();
-        let expected = r.get(&format!("image.{name}"));
-        assert_close(
-            &format!("{name} vae decode"),
-            &image,
-            &expected,
-            COMPONENT_ATOL,
-        );
+        let key = format!("image.{name}");
+        let atol = component_atol("tiny-sd-vae-tiling", &key);
+        assert_close(&format!("{name} vae decode"), &image, &r.get(&key), atol);
         let (plain_gap, _) = common::max_abs_diff(&image, &r.get("image.plain"));
         assert!(
-            plain_gap > 100.0 * COMPONENT_ATOL,
+            plain_gap > 100.0 * atol,
             "{name}: tiling changed nothing: {plain_gap:e}"
         );
         // 20x14 latents in tiles of 8 (starting every 6) or 4 (every 3).
@@ -639,16 +639,12 @@ fn check_tiled_vae(backend: BackendRequest) {
         assert_eq!(pipe.decode_tile_count(28, 40), tiles, "{name}");
 
         let mean = pipe.sd().unwrap().run_vae_encode(&picture).unwrap();
-        let expected = r.get(&format!("mean.{name}"));
-        assert_close(
-            &format!("{name} vae encode"),
-            &mean,
-            &expected,
-            COMPONENT_ATOL,
-        );
+        let key = format!("mean.{name}");
+        let atol = component_atol("tiny-sd-vae-tiling", &key);
+        assert_close(&format!("{name} vae encode"), &mean, &r.get(&key), atol);
         let (plain_gap, _) = common::max_abs_diff(&mean, &r.get("mean.plain"));
         assert!(
-            plain_gap > 100.0 * COMPONENT_ATOL,
+            plain_gap > 100.0 * atol,
             "{name}: tiling changed nothing: {plain_gap:e}"
         );
     }
@@ -782,4 +778,18 @@ fn int8_unet_weights_stay_close_to_f16_on_vulkan() {
             &["tiny-sd", "tiny-sdxl"],
         );
     }
+}
+
+/// A component whose bound was never measured is refused with the command that measures it, not
+/// given a default.
+#[test]
+fn a_component_without_a_measured_bound_names_the_script_that_measures_it() {
+    let err = parity::component_tolerance(&common::fixtures(), "tiny-sd", "unet.unmeasured")
+        .expect_err("no bound was measured for this key");
+    let message = err.to_string();
+    assert!(
+        message.contains("unet.unmeasured")
+            && message.contains("measure_f32_rounding.py --components"),
+        "{message}"
+    );
 }

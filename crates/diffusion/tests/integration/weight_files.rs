@@ -9,6 +9,7 @@ use common::{assert_close, Reference};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::safetensors::{write_f32, SafeTensors};
 use sdbench_diffusion::io::weights::choose_weights_file;
+use sdbench_diffusion::parity;
 use sdbench_diffusion::{BackendRequest, LoadOptions, ModelSource, Pipeline, Precision};
 
 fn vae_decode(folder: &Path, precision: Precision, r: &mut Reference) -> Vec<f32> {
@@ -110,7 +111,7 @@ fn legacy_vae_attention_names_load_the_same_model() {
         "vae decode with legacy names",
         &image,
         &r.get("vae.image"),
-        5e-5,
+        parity::component_tolerance(&common::fixtures(), "tiny-sd", "vae.image").unwrap(),
     );
 }
 
