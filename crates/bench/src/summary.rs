@@ -210,7 +210,7 @@ pub fn header(r: &BenchResult) -> Vec<(String, String)> {
         header.push((
             "weights".into(),
             format!(
-                "{types}, dequantized as they load (compares only with runs of the same weights)"
+                "{types}, linear layers kept in those codes (compares only with runs of the same weights)"
             ),
         ));
     }

@@ -47,6 +47,19 @@ pub struct TimingArgs {
     /// With --ops: whose layers (a preset's: SD1.5's UNet and VAE, a transformer's).
     #[arg(long, requires = "ops", default_value = "sd15", value_parser = presets_with_op_cases())]
     ops_of: String,
+    /// With --ops: the linear layers' weights kept in a file's codes and dequantized per call, as a
+    /// GGUF or FP8 model runs them (Q8_0, Q4_K, ..., F8_E4M3); each linear line adds the
+    /// dequantization's own time and share. Default: weights in the run's precision.
+    #[arg(long, requires = "ops", value_name = "TYPE", value_parser = coded_weight_names())]
+    ops_weights: Option<String>,
+}
+
+fn coded_weight_names() -> clap::builder::PossibleValuesParser {
+    let names: Vec<&str> = op_timing::coded_weight_types()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    names.into()
 }
 
 /// The presets whose layers `--ops` can time.
@@ -127,25 +140,52 @@ fn time_ops(
         .and_then(Preset::op_cases)
         .with_context(|| format!("no layers to time for --ops-of {}", args.ops_of))?;
     let (whose, cases) = (op_cases.whose, (op_cases.cases)(args.height, args.width));
+    let weights = args.ops_weights.as_deref().map(|name| {
+        let types = op_timing::coded_weight_types();
+        types
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .expect("clap checked the name")
+    });
     println!(
-        "backend {} on {}, {}: {whose} layers at {}x{}",
+        "backend {} on {}, {}: {whose} layers at {}x{}{}",
         device.kind,
         device.info.name,
         precision.name(),
         args.width,
-        args.height
+        args.height,
+        weights.map_or(String::new(), |(name, _)| format!(
+            ", linear weights {name}"
+        ))
     );
+    let weights = weights.map(|(_, dtype)| dtype);
     let kernels = sdbench_bench::kernels::KernelCounters::start(device.kind);
     for case in cases {
-        let samples = op_timing::time_case(&device, precision, case, args.repeat)
+        let samples = op_timing::time_case(&device, precision, case, weights, args.repeat)
             .with_context(|| format!("timing {case} failed"))?;
         let median = Stats::of(&samples).context("no samples")?.median;
         let rate = match case.work(precision) {
             Work::Flops(flops) => format!("{:.1} GFLOP/s", flops / median / 1e9),
             Work::Bytes(bytes) => format!("{:.1} GB/s", bytes / median / 1e9),
         };
+        let dequantize = match weights {
+            Some(dtype) => op_timing::time_dequantize(&device, precision, case, dtype, args.repeat)
+                .with_context(|| format!("timing {case}'s dequantization failed"))?,
+            None => None,
+        };
+        let share = match dequantize {
+            Some(samples) => {
+                let alone = Stats::of(&samples).context("no samples")?.median;
+                format!(
+                    "; dequantize {:.3} ms ({:.0}%)",
+                    alone * 1e3,
+                    100.0 * alone / median
+                )
+            }
+            None => String::new(),
+        };
         println!(
-            "op {case}: median {:.3} ms, {rate} (n={})",
+            "op {case}: median {:.3} ms, {rate} (n={}){share}",
             median * 1e3,
             samples.len()
         );

@@ -12,8 +12,11 @@ use burn::prelude::*;
 use burn::tensor::Distribution;
 
 use crate::device::SelectedDevice;
-use crate::error::Result;
+use crate::error::{DiffusionError, Result};
+use crate::io::ggml_blocks::GgmlType;
+use crate::io::safetensors::StDtype;
 use crate::io::weights::Precision;
+use crate::nn::blocks::{BlockMatrix, HostBlocks};
 use crate::nn::{multi_head_attention, Conv2d, GroupNorm, Linear, Weight};
 use crate::pipeline::B;
 
@@ -130,11 +133,27 @@ impl OpCase {
     }
 }
 
-/// Seconds per call for `repeat` calls after one warm-up call.
+/// A linear layer's weights as a file stores them: `None` in the run's precision, or a GGUF
+/// block-quantized or FP8 type kept in its codes and dequantized per call (`nn::blocks`).
+pub type OpWeights = Option<StDtype>;
+
+/// The weight types a linear case can keep in their codes, by the names files give them: GGUF's
+/// block-quantized types (`Q8_0`, `Q4_K`, ...) and safetensors' FP8 (`F8_E4M3`, `F8_E5M2`).
+pub fn coded_weight_types() -> Vec<(&'static str, StDtype)> {
+    let ggml = GgmlType::ALL
+        .into_iter()
+        .filter(|t| t.affine().is_some())
+        .map(|t| (t.name(), StDtype::Ggml(t)));
+    ggml.chain([("F8_E4M3", StDtype::F8E4M3), ("F8_E5M2", StDtype::F8E5M2)])
+        .collect()
+}
+
+/// Seconds per call for `repeat` calls after one warm-up call; linear layers with `weights`.
 pub fn time_case(
     device: &SelectedDevice,
     precision: Precision,
     case: OpCase,
+    weights: OpWeights,
     repeat: usize,
 ) -> Result<Vec<f64>> {
     let dev = &device.device;
@@ -163,13 +182,17 @@ pub fn time_case(
             inputs,
             outputs,
         } => {
-            let linear = Linear::new(
-                Weight::Float(Param::from_tensor(
+            let weight = match weights {
+                Some(dtype) => Weight::Blocks(BlockMatrix::upload(
+                    coded_matrix(dtype, outputs, inputs)?,
+                    dev,
+                )),
+                None => Weight::Float(Param::from_tensor(
                     random(vec![inputs * outputs], (1.0 / inputs as f64).sqrt())
                         .reshape([inputs, outputs]),
                 )),
-                Some(random(vec![outputs], 0.1)),
-            );
+            };
+            let linear = Linear::new(weight, Some(random(vec![outputs], 0.1)));
             let x = random(vec![rows * inputs], 1.0).reshape([1, rows, inputs]);
             time(device, repeat, || linear.forward(x.clone()))
         }
@@ -210,6 +233,33 @@ pub fn time_case(
             })
         }
     }
+}
+
+/// Seconds to dequantize a linear case's weight of `dtype` (kept in its codes) into the run's
+/// precision, alone: its share of the layer's time. `None` for other cases.
+pub fn time_dequantize(
+    device: &SelectedDevice,
+    precision: Precision,
+    case: OpCase,
+    dtype: StDtype,
+    repeat: usize,
+) -> Result<Option<Vec<f64>>> {
+    let OpCase::Linear {
+        inputs, outputs, ..
+    } = case
+    else {
+        return Ok(None);
+    };
+    let matrix = BlockMatrix::<B>::upload(coded_matrix(dtype, outputs, inputs)?, &device.device);
+    time(device, repeat, || matrix.dequantize(precision.dtype())).map(Some)
+}
+
+fn coded_matrix(dtype: StDtype, rows: usize, cols: usize) -> Result<HostBlocks> {
+    HostBlocks::synthetic(dtype, rows, cols).ok_or_else(|| {
+        DiffusionError::Request(format!(
+            "{dtype:?} weights of {cols} inputs cannot be kept in their codes (not a quantized type, or not whole blocks)"
+        ))
+    })
 }
 
 fn time<const D: usize>(

@@ -131,7 +131,7 @@ pub(super) fn standing(
         ModelRecord::quantization_of(record.files.iter().flat_map(|f| f.weight_types.keys()));
     if let (true, Some(types)) = (workload.standard, &record.quantization) {
         observer(&Event::note(format!(
-            "the weights are stored as {types} (dequantized as they load), not as {}'s own, so this {} run is reported as custom",
+            "the weights are stored as {types} (linear layers kept in those codes and dequantized per call), not as {}'s own, so this {} run is reported as custom",
             workload.preset.repository(),
             workload.name
         )));

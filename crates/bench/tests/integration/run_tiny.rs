@@ -469,9 +469,9 @@ fn a_gguf_checkpoint_is_recorded_with_its_quantization() {
     // The summary says what the weights were.
     let header = sdbench_bench::summary::header(&output.result);
     assert!(
-        header
-            .iter()
-            .any(|(k, v)| k == "weights" && v.starts_with("Q8_0, dequantized as they load")),
+        header.iter().any(
+            |(k, v)| k == "weights" && v.starts_with("Q8_0, linear layers kept in those codes")
+        ),
         "{header:?}"
     );
     validate(&serde_json::to_value(&output.result).unwrap()).unwrap();

@@ -509,6 +509,19 @@ fn timing_ops_prints_a_rate_for_every_layer() {
         flux2[0].starts_with("op linear rows=520 in=3072 out=27648: median "),
         "{out}"
     );
+    // Linear weights kept in a file's codes: each linear line adds its dequantization's time.
+    let (q4k, out) = ops(&["--ops-of", "flux2-klein", "--ops-weights", "Q4_K"]);
+    assert!(out.contains(", linear weights Q4_K"), "{out}");
+    let linears: Vec<&String> = q4k.iter().filter(|l| l.starts_with("op linear")).collect();
+    assert!(!linears.is_empty(), "{out}");
+    for line in linears {
+        assert!(
+            line.contains("; dequantize ") && line.ends_with("%)"),
+            "{line}"
+        );
+    }
+    let o = sdbench(&["timing", "--ops", "--ops-weights", "Q7_K"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 /// `sdbench parity` passes on the CPU and fails, exit 1, when diffusers' images are not what the

@@ -12,6 +12,7 @@ use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{
     is_fp8_scale, ComponentNames, Derived, FileWeights, Precision, WeightSource,
 };
+use crate::nn::blocks::KeptWeights;
 use crate::pipeline::ModelSource;
 
 /// The prefix ComfyUI saves whole models under.
@@ -102,6 +103,11 @@ pub fn denoiser_file(file: &Path, names: &DenoiserNames) -> Result<FileWeights> 
         }
     }
     Ok(FileWeights::converted(tensors, found))
+}
+
+/// What a denoiser file keeps in its codes (GGUF, FP8): all of its matrices are the denoiser's.
+pub fn denoiser_kept(file: &Path) -> Result<KeptWeights> {
+    Ok(KeptWeights::of(&TensorFile::open(file)?, |_| true))
 }
 
 /// The denoiser's weights and the files they come from: `file`'s when one is given, else the

@@ -12,6 +12,7 @@ use crate::error::{DiffusionError, Result};
 use crate::io::safetensors::StDtype;
 use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{choose_weights_file, FileWeights, Init, Precision, Values, WeightSource};
+use crate::nn::blocks::KeptWeights;
 
 /// A component's weights in `folder`: sharded with an index, or one file (the `.fp16` variant
 /// first in f16).
@@ -74,6 +75,22 @@ pub fn component_parameters(
         }
         None => stored_parameters(&choose_weights_file(folder, stem, precision)?, counted),
     }
+}
+
+/// What of a component `stem` in `folder` a run keeps in its files' codes (GGUF, FP8), over every
+/// shard its index lists or its one file (the one a run in `precision` reads).
+pub fn component_kept(folder: &Path, stem: &str, precision: Precision) -> Result<KeptWeights> {
+    let files = match index_path(folder, stem) {
+        Some(index) => ShardedWeights::open(&index)?
+            .shards
+            .iter()
+            .map(|s| s.path().to_path_buf())
+            .collect(),
+        None => vec![choose_weights_file(folder, stem, precision)?],
+    };
+    files.iter().try_fold(KeptWeights::default(), |kept, file| {
+        Ok(kept.plus(KeptWeights::of(&TensorFile::open(file)?, |_| true)))
+    })
 }
 
 /// The tensors of every shard an index lists, each taken from the shard the index names.

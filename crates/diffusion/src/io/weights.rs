@@ -13,6 +13,7 @@ use burn::tensor::{DType, TensorData};
 use crate::error::{DiffusionError, Result};
 use crate::io::safetensors::{StDtype, Stored};
 use crate::io::tensor_file::TensorFile;
+use crate::nn::blocks::{BlockMatrix, HostBlocks};
 use crate::nn::int8::{Int8Matrix, PackedInt8, ScaleAxis};
 use crate::nn::{Conv2d, GroupNorm, LayerNorm, Linear, Weight};
 
@@ -72,15 +73,23 @@ pub enum Init {
 pub enum Values {
     /// A file's bytes in the file's element type.
     Stored(Stored),
+    /// A file's bytes times one number (a scaled-FP8 file's `scale_weight`).
+    Scaled { stored: Stored, scale: f32 },
     /// Generated values.
     F32(Vec<f32>),
 }
 
 impl Values {
-    fn into_f32(self) -> Vec<f32> {
+    /// The values in f32 (a file's decoded, a scaled file's times its scale).
+    pub fn into_f32(self) -> Vec<f32> {
         match self {
             Values::F32(values) => values,
             Values::Stored(stored) => stored.to_f32(),
+            Values::Scaled { stored, scale } => {
+                let mut values = stored.to_f32();
+                values.iter_mut().for_each(|v| *v *= scale);
+                values
+            }
         }
     }
 
@@ -94,12 +103,17 @@ impl Values {
             }
             out
         }
+        let stored = |s: &Stored| Stored {
+            dtype: s.dtype,
+            bytes: pick(&s.bytes, row_count, rows),
+        };
         match self {
             Values::F32(v) => Values::F32(pick(v, row_count, rows)),
-            Values::Stored(s) => Values::Stored(Stored {
-                dtype: s.dtype,
-                bytes: pick(&s.bytes, row_count, rows),
-            }),
+            Values::Stored(s) => Values::Stored(stored(s)),
+            Values::Scaled { stored: s, scale } => Values::Scaled {
+                stored: stored(s),
+                scale: *scale,
+            },
         }
     }
 }
@@ -354,9 +368,10 @@ impl FileWeights {
         };
         let scale = *scale;
         self.used.insert(scale_name);
-        let mut values = values.to_f32();
-        values.iter_mut().for_each(|v| *v *= scale);
-        Ok(Values::F32(values))
+        Ok(Values::Scaled {
+            stored: values,
+            scale,
+        })
     }
 }
 
@@ -529,13 +544,6 @@ impl<'a, B: Backend> Loader<'a, B> {
         result
     }
 
-    fn values_f32(values: Values) -> Vec<f32> {
-        match values {
-            Values::Stored(s) => s.to_f32(),
-            Values::F32(v) => v,
-        }
-    }
-
     /// `host_tensor`s go to `host`.
     pub fn with_host(mut self, host: &B::Device) -> Self {
         self.host = host.clone();
@@ -587,6 +595,9 @@ impl<'a, B: Backend> Loader<'a, B> {
                 shape,
             ),
             (Values::F32(v), _) => TensorData::new(v, shape),
+            (scaled @ Values::Scaled { .. }, _) => {
+                return self.upload_to(device, Values::F32(scaled.into_f32()), shape, dtype)
+            }
         };
         Tensor::from_data(data, (device, dtype))
     }
@@ -719,9 +730,19 @@ impl<'a, B: Backend> Loader<'a, B> {
         inputs: usize,
         outputs: usize,
     ) -> Linear<B> {
-        let weight = if self.int8_weights {
+        // A GGUF-quantized or FP8 weight stays in its codes (`nn::blocks`).
+        let kept = match &w {
+            Values::Stored(stored) => HostBlocks::from_stored(stored, outputs, inputs, None),
+            Values::Scaled { stored, scale } => {
+                HostBlocks::from_stored(stored, outputs, inputs, Some(*scale))
+            }
+            Values::F32(_) => None,
+        };
+        let weight = if let Some(host) = kept {
+            Weight::Blocks(BlockMatrix::upload(host, &self.device))
+        } else if self.int8_weights {
             // Transposed on the host, so each output's scale is a column's.
-            let w = Self::values_f32(w);
+            let w = w.into_f32();
             let mut t = vec![0f32; w.len()];
             for (o, row) in w.chunks_exact(inputs).enumerate() {
                 for (i, v) in row.iter().enumerate() {
@@ -760,7 +781,7 @@ impl<'a, B: Backend> Loader<'a, B> {
             Init::FanIn(flat),
         )?;
         let weight = if self.int8_weights {
-            let packed = PackedInt8::quantize(&Self::values_f32(w), outputs, flat, ScaleAxis::Rows);
+            let packed = PackedInt8::quantize(&w.into_f32(), outputs, flat, ScaleAxis::Rows);
             Weight::Int8(Int8Matrix::upload(packed, &self.device))
         } else {
             Weight::Float(Param::from_tensor(self.upload(

@@ -2,6 +2,7 @@
 //! by `io::weights::Loader` (so a model reports its parameter count and can move between devices);
 //! norms compute their statistics in f32 whatever the activations' dtype.
 
+pub mod blocks;
 pub mod int8;
 pub mod resnet;
 pub mod rope;
@@ -13,13 +14,19 @@ use burn::tensor::module::{attention, conv2d, linear};
 use burn::tensor::ops::{AttentionModuleOptions, PaddedConvOptions};
 use burn::tensor::{DType, TensorPrimitive};
 
+use blocks::BlockMatrix;
 use int8::Int8Matrix;
 
-/// A layer's weight: in the run's precision, or 8-bit (`int8`, the `minimal` memory profile).
+/// A layer's weight: in the run's precision, 8-bit (`int8`, the `minimal` memory profile), or a
+/// linear layer's weight in its file's codes (`blocks`: GGUF quantized types, FP8).
+// A model holds a few hundred of these, built once: the larger variant costs nothing worth boxing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum Weight<B: Backend> {
     Float(Param<Tensor<B, 2>>),
     Int8(Int8Matrix<B>),
+    /// Stored as the file holds it, [outputs, inputs]; only linear layers keep one.
+    Blocks(BlockMatrix<B>),
 }
 
 impl<B: Backend> Weight<B> {
@@ -28,6 +35,7 @@ impl<B: Backend> Weight<B> {
         match self {
             Weight::Float(w) => w.val(),
             Weight::Int8(q) => q.dequantize(dtype),
+            Weight::Blocks(b) => b.dequantize(dtype).transpose(),
         }
     }
 
@@ -35,6 +43,10 @@ impl<B: Backend> Weight<B> {
         match self {
             Weight::Float(w) => w.dims(),
             Weight::Int8(q) => q.dims(),
+            Weight::Blocks(b) => {
+                let [outputs, inputs] = b.dims();
+                [inputs, outputs]
+            }
         }
     }
 }

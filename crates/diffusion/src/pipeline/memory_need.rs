@@ -10,6 +10,7 @@ use crate::error::{DiffusionError, Result};
 use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
 use crate::models::vae_tiling::VaeTiles;
+use crate::nn::blocks::KeptWeights;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::{Family, LoadOptions, ModelSource, Pipeline, Placement};
 
@@ -31,6 +32,8 @@ pub struct ModelSize {
     /// The VAE's tile side in pixels (its config's `sample_size`, diffusers'
     /// `tile_sample_min_size`): SD1.x's 512, SD2.1's 768, SDXL's 1024.
     pub vae_tile: usize,
+    /// Of `denoiser_params`, those its file keeps in their codes (GGUF, FP8), and their bytes.
+    pub denoiser_kept: KeptWeights,
 }
 
 /// An upstream model's parameters (what a single-file checkpoint or synthetic weights hold).
@@ -70,6 +73,7 @@ impl ModelSize {
             vae_decoder_params: p.vae_decoder,
             vae_encoder_params: p.vae_encoder,
             vae_tile,
+            denoiser_kept: KeptWeights::default(),
         }
     }
 }
@@ -210,15 +214,23 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
 
 /// The denoiser's weights as the placement holds them. Int8: a byte per weight, plus the scales and
 /// SD's few layers kept in the run's precision (2%), plus the layers a family names as kept.
+/// Weights kept in their file's codes (GGUF, FP8) count their codes' bytes and the working memory
+/// of dequantizing the largest of them, whatever the placement.
 pub(crate) fn denoiser_weight_bytes(size: &ModelSize, placement: &Placement) -> u64 {
-    if placement.denoiser_int8 {
-        let kept = size
-            .denoiser_full_precision_params
-            .min(size.denoiser_params);
-        (size.denoiser_params - kept) * 102 / 100 + kept * placement.denoiser.bytes()
+    let coded = &size.denoiser_kept;
+    let params = size.denoiser_params.saturating_sub(coded.params);
+    let coded_bytes = if coded.params > 0 {
+        coded.device_bytes + coded.dequantize_bytes()
     } else {
-        size.denoiser_params * placement.denoiser.bytes()
-    }
+        0
+    };
+    coded_bytes
+        + if placement.denoiser_int8 {
+            let full = size.denoiser_full_precision_params.min(params);
+            (params - full) * 102 / 100 + full * placement.denoiser.bytes()
+        } else {
+            params * placement.denoiser.bytes()
+        }
 }
 
 /// The activations of one denoising step (the family's measured coefficients).

@@ -2,7 +2,8 @@
 //! measured peaks are tested in its folder (models/<family>/).
 
 use super::*;
-use crate::pipeline::memory_test_support::{need, placement, work};
+use crate::nn::blocks::KeptWeights;
+use crate::pipeline::memory_test_support::{need, placement, upstream, work};
 use crate::pipeline::registry::FAMILIES;
 use crate::pipeline::Preset;
 
@@ -112,4 +113,44 @@ fn auto_picks_the_fastest_profile_that_fits_and_says_why() {
         "{}",
         unknown.reason
     );
+}
+
+/// A denoiser whose file keeps most of its weights in codes (GGUF, FP8) is estimated at their
+/// codes' bytes plus the working memory of dequantizing the largest, and the rest of its weights
+/// as the placement holds them: far under the same model in f16.
+#[test]
+fn weights_kept_in_codes_count_their_codes_bytes() {
+    for family in architectures() {
+        let plain = upstream(family);
+        let params = plain.denoiser_params;
+        // Q4_K-like: 90% of the weights at 0.75 bytes each, the largest 1% of the model.
+        let kept = KeptWeights {
+            params: params * 9 / 10,
+            device_bytes: params * 9 / 10 * 3 / 4,
+            largest: params / 100,
+        };
+        let coded = ModelSize {
+            denoiser_kept: kept,
+            ..plain
+        };
+        let rest = ModelSize {
+            denoiser_params: params - kept.params,
+            ..plain
+        };
+        for profile in [MemoryProfile::Full, MemoryProfile::Minimal] {
+            let p = placement(family, profile, Precision::F16);
+            assert_eq!(
+                denoiser_weight_bytes(&coded, &p),
+                denoiser_weight_bytes(&rest, &p) + kept.device_bytes + 12 * kept.largest,
+                "{} {profile:?}",
+                family.name()
+            );
+        }
+        let p = placement(family, MemoryProfile::Full, Precision::F16);
+        let (coded, f16) = (
+            denoiser_weight_bytes(&coded, &p),
+            denoiser_weight_bytes(&plain, &p),
+        );
+        assert!(coded < f16 / 2, "{}: {coded} vs {f16}", family.name());
+    }
 }

@@ -8,12 +8,18 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
+use burn::prelude::*;
+use burn::tensor::DType;
+
 use common::{assert_mentions, fixtures};
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::io::ggml_blocks::GgmlType;
 use sdbench_diffusion::io::gguf::Gguf;
 use sdbench_diffusion::io::safetensors::{SafeTensors, StDtype};
 use sdbench_diffusion::io::tensor_file::TensorFile;
 use sdbench_diffusion::io::weights::{FileWeights, Init, Values, WeightSource};
+use sdbench_diffusion::nn::blocks::{BlockMatrix, HostBlocks};
+use sdbench_diffusion::pipeline::B;
 use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};
 
 fn formats() -> PathBuf {
@@ -68,6 +74,77 @@ fn every_ggml_type_decodes_as_gguf_py_decodes_it() {
     }
 }
 
+/// Every quantized ggml type and both FP8 formats, kept in their codes on the device
+/// (`nn::blocks`: a Q4_K or FP8 model's memory) and dequantized there, give gguf-py's and torch's
+/// values bit for bit, on the CPU and on lavapipe; and in f16 and bf16, those values rounded once.
+#[test]
+fn weights_kept_in_their_codes_dequantize_on_the_device_as_gguf_py_does() {
+    let mut devices = vec![select(BackendRequest::Cpu).unwrap()];
+    devices.extend(common::vulkan_device());
+    let mut file = Gguf::open(&formats().join("ggml-blocks.gguf")).unwrap();
+    let mut reference =
+        SafeTensors::open(&formats().join("ggml-blocks.reference.safetensors")).unwrap();
+    let mut fp8 = SafeTensors::open(&formats().join("fp8.safetensors")).unwrap();
+    let mut fp8_reference =
+        SafeTensors::open(&formats().join("fp8.reference.safetensors")).unwrap();
+    let mut cases = Vec::new();
+    for name in [
+        "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
+    ] {
+        let host = HostBlocks::from_stored(&file.read(name).unwrap(), 2, 256, None);
+        cases.push((name, host, reference.read_f32(name).unwrap()));
+    }
+    // All 256 codes of each FP8 format as a 16x16 matrix, and a scaled FP8 layer.
+    for name in ["e4m3", "e5m2"] {
+        let host = HostBlocks::from_stored(&fp8.read(name).unwrap(), 16, 16, None);
+        cases.push((name, host, fp8_reference.read_f32(name).unwrap()));
+    }
+    let mut scaled = FileWeights::open(&formats().join("fp8.safetensors")).unwrap();
+    let Values::Scaled { stored, scale } =
+        scaled.take("layer.weight", &[4, 8], Init::Zeros).unwrap()
+    else {
+        panic!("the fixture's layer is scaled");
+    };
+    let host = HostBlocks::from_stored(&stored, 4, 8, Some(scale));
+    cases.push((
+        "layer.weight",
+        host,
+        fp8_reference.read_f32("layer.weight").unwrap(),
+    ));
+
+    for device in &devices {
+        for (name, host, expected) in &cases {
+            let host = host.clone().expect("kept in its codes");
+            let matrix = BlockMatrix::<B>::upload(host, &device.device);
+            let values = |dtype| -> Vec<f32> {
+                matrix
+                    .dequantize(dtype)
+                    .cast(DType::F32)
+                    .into_data()
+                    .convert::<f32>()
+                    .into_vec()
+                    .unwrap()
+            };
+            let what = format!("{name} on {}", device.info.name);
+            assert_same_bits(&what, &values(DType::F32), expected);
+            let bf16: Vec<f32> = expected
+                .iter()
+                .map(|v| half::bf16::from_f32(*v).to_f32())
+                .collect();
+            if device.supports(Precision::Bf16) {
+                assert_same_bits(&what, &values(DType::BF16), &bf16);
+            }
+            let f16: Vec<f32> = expected
+                .iter()
+                .map(|v| half::f16::from_f32(*v).to_f32())
+                .collect();
+            if device.supports(Precision::F16) {
+                assert_same_bits(&what, &values(DType::F16), &f16);
+            }
+        }
+    }
+}
+
 #[test]
 fn fp8_codes_decode_as_torch_decodes_them() {
     let mut file = SafeTensors::open(&formats().join("fp8.safetensors")).unwrap();
@@ -90,9 +167,12 @@ fn a_scaled_fp8_layer_is_its_weight_times_its_scale() {
     let path = formats().join("fp8.safetensors");
     let mut weights = FileWeights::open(&path).unwrap();
     let mut reference = SafeTensors::open(&formats().join("fp8.reference.safetensors")).unwrap();
-    let Values::F32(weight) = weights.take("layer.weight", &[4, 8], Init::Zeros).unwrap() else {
-        panic!("a scaled weight is taken as f32 values");
-    };
+    let values = weights.take("layer.weight", &[4, 8], Init::Zeros).unwrap();
+    assert!(
+        matches!(values, Values::Scaled { scale, .. } if scale != 1.0),
+        "a scaled weight is taken with its scale"
+    );
+    let weight = values.into_f32();
     // torch multiplies the f32 value by the f32 scale: one rounding, as here.
     assert_same_bits(
         "layer.weight",
@@ -164,6 +244,45 @@ fn a_gguf_checkpoint_generates_what_diffusers_generates_from_it() {
     assert!(
         atol < quantization_effect / 4.0,
         "bound {atol} vs Q8_0's effect {quantization_effect}"
+    );
+    // The UNet's Q8_0 matrices stay in their codes on the device: a byte per weight and an f32
+    // scale per 32, not the f32 checkpoint's four bytes.
+    let quantized = load_checkpoint(&formats().join("tiny-sd.ldm.q8_0.gguf")).unwrap();
+    let plain = load_checkpoint(&fixtures().join("tiny-sd.ldm.safetensors")).unwrap();
+    let (q, f) = (
+        quantized.denoiser_weight_bytes(),
+        plain.denoiser_weight_bytes(),
+    );
+    let file = TensorFile::open(&formats().join("tiny-sd.ldm.q8_0.gguf")).unwrap();
+    let q8_weights: u64 = file
+        .names()
+        .filter(|n| n.starts_with("model.diffusion_model."))
+        .filter_map(|n| {
+            let entry = file.entry(n).unwrap();
+            (entry.dtype == StDtype::Ggml(GgmlType::Q8_0))
+                .then(|| entry.shape.iter().product::<usize>() as u64)
+        })
+        .sum();
+    assert!(q8_weights > 0, "the fixture has Q8_0 matrices");
+    // Each Q8_0 weight: 4 bytes in f32, 1 + 4/32 kept in codes.
+    assert_eq!(f - q, q8_weights * 4 - q8_weights * 9 / 8, "{f} vs {q}");
+
+    // The memory estimate reads the same from the file's header, before loading.
+    let size = |file: PathBuf| {
+        let source = ModelSource::Checkpoint {
+            file,
+            config: Some(fixtures().join("tiny-sd")),
+        };
+        Pipeline::model_size(&source, Precision::F32).unwrap().0
+    };
+    let kept = size(formats().join("tiny-sd.ldm.q8_0.gguf")).denoiser_kept;
+    assert_eq!(kept.params, q8_weights);
+    assert_eq!(kept.device_bytes, q8_weights * 9 / 8);
+    assert_eq!(
+        size(fixtures().join("tiny-sd.ldm.safetensors"))
+            .denoiser_kept
+            .params,
+        0
     );
 }
 
@@ -308,12 +427,119 @@ fn a_scaled_fp8_transformer_file_is_scaled_before_it_is_split() {
     assert!(names.iter().any(|n| n.ends_with("attn.to_k.weight")));
     for name in &names {
         let shape = reference.info(name).unwrap().shape.clone();
-        let got = match weights.take(name, &shape, Init::Zeros).unwrap() {
-            Values::F32(values) => values,
-            Values::Stored(stored) => stored.to_f32(),
-        };
+        let got = weights.take(name, &shape, Init::Zeros).unwrap().into_f32();
         assert_same_bits(name, &got, &reference.read_f32(name).unwrap());
     }
     // Every scale was used; the activation scales and the marker are not weights.
     weights.finish().unwrap();
+}
+
+/// A scaled-FP8 transformer file runs with its weights kept in their codes on the device and
+/// dequantized per layer: its images are those of the same values dequantized into an f32 file
+/// (diffusers' conversion of the file), on the CPU and on lavapipe, and it holds a byte per
+/// weight where the f32 file holds four.
+#[test]
+fn a_transformer_kept_in_fp8_codes_generates_what_its_dequantized_values_generate() {
+    use sdbench_diffusion::{CancelToken, GenerateRequest, LoadOptions};
+    let klein = fixtures().join("tiny-flux2-klein");
+    // The folder with its transformer replaced by the dequantized file.
+    let dir = tempfile::tempdir().unwrap();
+    let dequantized = dir.path().join("klein");
+    for entry in walk(&klein) {
+        let to = dequantized.join(entry.strip_prefix(&klein).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    let mut reference = SafeTensors::open(
+        &formats().join("tiny-flux2-klein.bfl-transformer.fp8.reference.safetensors"),
+    )
+    .unwrap();
+    let names: Vec<String> = reference.names().map(str::to_string).collect();
+    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = names
+        .iter()
+        .map(|n| {
+            let shape = reference.info(n).unwrap().shape.clone();
+            (n.clone(), shape, reference.read_f32(n).unwrap())
+        })
+        .collect();
+    let refs: Vec<(&str, Vec<usize>, &[f32])> = tensors
+        .iter()
+        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
+        .collect();
+    let weights = dequantized.join("transformer/diffusion_pytorch_model.safetensors");
+    sdbench_diffusion::io::safetensors::write_f32(&weights, &refs).unwrap();
+
+    let file =
+        TensorFile::open(&formats().join("tiny-flux2-klein.bfl-transformer.fp8.safetensors"))
+            .unwrap();
+    let fp8_weights: u64 = file
+        .names()
+        .filter_map(|n| file.entry(n))
+        .filter(|e| e.dtype == StDtype::F8E4M3 && e.shape.len() == 2)
+        .map(|e| e.shape.iter().product::<usize>() as u64)
+        .sum();
+    assert!(fp8_weights > 10_000, "{fp8_weights}");
+    let request = GenerateRequest {
+        width: 32,
+        height: 48,
+        steps: 2,
+        ..GenerateRequest::new("a photograph of an astronaut riding a horse")
+    };
+    let mut devices = vec![select(BackendRequest::Cpu).unwrap()];
+    devices.extend(common::vulkan_device());
+    for device in devices {
+        let name = device.info.name.clone();
+        let generate = |source: ModelSource| {
+            let pipe = Pipeline::load_with(
+                &source,
+                device.clone(),
+                Some(Precision::F32),
+                LoadOptions::default(),
+            )
+            .unwrap();
+            let image = pipe
+                .generate(&request, &mut |_| {}, &CancelToken::new())
+                .unwrap()
+                .images
+                .remove(0)
+                .float_image;
+            (image, pipe.denoiser_weight_bytes())
+        };
+        let (coded, coded_bytes) = generate(ModelSource::Checkpoint {
+            file: formats().join("tiny-flux2-klein.bfl-transformer.fp8.safetensors"),
+            config: Some(klein.clone()),
+        });
+        let (plain, plain_bytes) = generate(ModelSource::Folder(dequantized.clone()));
+        let atol = sdbench_diffusion::parity::fixture_tolerance(
+            &fixtures(),
+            "tiny-flux2-klein",
+            Precision::F32,
+        )
+        .unwrap();
+        common::assert_close(
+            &format!("kept in FP8 codes on {name}"),
+            &coded,
+            &plain,
+            atol,
+        );
+        // Each FP8 weight saves 3 of its f32 bytes, less its matrix's 257-value table.
+        assert!(
+            plain_bytes - coded_bytes > 2 * fp8_weights,
+            "{name}: {coded_bytes} bytes kept in codes, {plain_bytes} in f32, {fp8_weights} FP8 weights"
+        );
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

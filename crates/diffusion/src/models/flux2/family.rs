@@ -35,7 +35,9 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
             file,
         } => {
             crate::io::component_file::denoiser_file(file, &super::bfl_names::NAMES)?;
-            Flux2Pipeline::model_size(folder, precision)
+            let (mut size, vae) = Flux2Pipeline::model_size(folder, precision)?;
+            size.denoiser_kept = crate::io::component_file::denoiser_kept(file)?;
+            Ok((size, vae))
         }
         _ => Ok(Flux2Pipeline::upstream_size()),
     },

@@ -220,6 +220,11 @@ impl Flux2Pipeline {
                 !IGNORED_PREFIXES.iter().any(|p| name.starts_with(p))
             })?,
             denoiser_full_precision_params: spec.transformer.full_precision_parameters(),
+            denoiser_kept: sharded::component_kept(
+                &folder.join("transformer"),
+                weights,
+                precision,
+            )?,
             vae_decoder_params: params("vae", weights, &|n| !encoder(n) && !n.starts_with("bn."))?,
             vae_encoder_params: params("vae", weights, &encoder)?,
             ..upstream

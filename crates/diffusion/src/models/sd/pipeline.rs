@@ -22,6 +22,7 @@ use crate::models::clip::ClipTextModel;
 use crate::models::config::VaeConfig;
 use crate::models::tokenizer::Tokenizer;
 use crate::models::vae::{VaeDecoder, VaeEncoder};
+use crate::nn::blocks::KeptWeights;
 use crate::pipeline::memory::{self, MemoryProfile};
 use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
 use crate::pipeline::offload::Offloadable;
@@ -400,7 +401,11 @@ impl SdPipeline {
                 (size, spec.vae)
             }
             ModelSource::Checkpoint { file, config } => {
-                upstream(checkpoint_spec(file, config.as_deref())?.0)
+                let (mut size, vae) = upstream(checkpoint_spec(file, config.as_deref())?.0);
+                size.denoiser_kept = KeptWeights::of(&TensorFile::open(file)?, |name| {
+                    name.starts_with(checkpoint::UNET_PREFIX)
+                });
+                (size, vae)
             }
         })
     }

@@ -8,12 +8,14 @@ use serde_json::{Map, Value};
 use super::presets;
 use crate::error::{DiffusionError, Result};
 use crate::io::sharded::stored_parameters;
+use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{choose_weights_file, FileWeights, Precision, WeightSource};
 use crate::models::clip;
 use crate::models::config::{read_json, ClipConfig, VaeConfig};
 use crate::models::sd::unet::config::UNetConfig;
 use crate::models::tokenizer::Tokenizer;
 use crate::models::vae;
+use crate::nn::blocks::KeptWeights;
 use crate::pipeline::memory_need::ModelSize;
 use crate::pipeline::{folder_index, Family, Preset};
 use crate::scheduler::SchedulerKind;
@@ -78,6 +80,7 @@ impl FolderFiles {
             vae_decoder_params: stored_parameters(&self.vae, |name| !encoder(name))?,
             vae_encoder_params: stored_parameters(&self.vae, encoder)?,
             vae_tile: spec.vae.sample_size,
+            denoiser_kept: KeptWeights::of(&TensorFile::open(&self.unet)?, |_| true),
         })
     }
 }

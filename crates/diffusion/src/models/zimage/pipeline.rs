@@ -165,22 +165,28 @@ impl ZImagePipeline {
         source: &ModelSource,
         precision: Precision,
     ) -> Result<(ModelSize, VaeConfig)> {
-        let (spec, folder) = match source {
-            ModelSource::Folder(folder) => {
-                (Spec::read(folder, &folder_index(folder)?)?, Some(folder))
-            }
+        let (spec, folder, file) = match source {
+            ModelSource::Folder(folder) => (
+                Spec::read(folder, &folder_index(folder)?)?,
+                Some(folder),
+                None,
+            ),
             // A transformer file's architecture is its folder's (the load checks every shape).
             ModelSource::Checkpoint {
                 file,
                 config: Some(folder),
             } => {
                 component_file::denoiser_file(file, &original_names::NAMES)?;
-                (Spec::read(folder, &folder_index(folder)?)?, Some(folder))
+                let spec = Spec::read(folder, &folder_index(folder)?)?;
+                (spec, Some(folder), Some(file))
             }
-            _ => (Spec::turbo(), None),
+            _ => (Spec::turbo(), None, None),
         };
         spec.validate()?;
-        let size = Self::size_of(&spec, folder.map(PathBuf::as_path), precision)?;
+        let mut size = Self::size_of(&spec, folder.map(PathBuf::as_path), precision)?;
+        if let Some(file) = file {
+            size.denoiser_kept = component_file::denoiser_kept(file)?;
+        }
         Ok((size, spec.vae))
     }
 
@@ -210,6 +216,11 @@ impl ZImagePipeline {
             })?,
             denoiser_params: params("transformer", weights, &|_| true)?,
             denoiser_full_precision_params: 0,
+            denoiser_kept: sharded::component_kept(
+                &folder.join("transformer"),
+                weights,
+                precision,
+            )?,
             vae_decoder_params: params("vae", weights, &|n| !encoder(n))?,
             vae_encoder_params: params("vae", weights, &encoder)?,
             ..upstream
