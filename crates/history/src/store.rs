@@ -77,6 +77,10 @@ impl History {
     }
 
     fn prepare(path: PathBuf, conn: Connection) -> Result<History> {
+        // Another process (the CLI beside the app, another CLI run) may be writing: wait for it,
+        // from the first statement on.
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| db(&path, e))?;
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .map_err(|e| db(&path, e))?;
@@ -87,12 +91,11 @@ impl History {
                 supported: SCHEMA,
             });
         }
-        // Another process (the CLI beside the app) may write at the same time: wait for it.
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(|e| db(&path, e))?;
         let migrate = if version == 1 { MIGRATE_1_TO_2 } else { "" };
         conn.execute_batch(&format!(
-            "BEGIN; {CREATE} {migrate} PRAGMA user_version = {SCHEMA}; COMMIT;"
+            // IMMEDIATE: the write lock is taken (or waited for) at the start, not upgraded to
+            // midway, which fails at once when another writer holds it.
+            "BEGIN IMMEDIATE; {CREATE} {migrate} PRAGMA user_version = {SCHEMA}; COMMIT;"
         ))
         .map_err(|e| db(&path, e))?;
         Ok(History { path, conn })

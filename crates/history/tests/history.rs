@@ -334,3 +334,28 @@ fn a_saved_benchmark_is_recorded_or_says_why_not() {
     assert!(sdbench_history::save_benchmark(&mut output("c"), &blocked, &history).is_err());
     assert!(History::open(&history).unwrap().get("c").is_err());
 }
+
+/// A history that another process is writing (the CLI beside the app, two CLI runs) is waited for,
+/// not refused as locked. Opening one takes its write lock at the start: a transaction that read
+/// first and asked for the lock later would be refused at once (SQLite's deadlock rule) by a
+/// writer committing meanwhile.
+#[test]
+fn a_history_being_written_elsewhere_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.sqlite");
+    History::open(&path).unwrap();
+    let writer = rusqlite::Connection::open(&path).unwrap();
+    let (writing, started) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        writer
+            .execute_batch("BEGIN IMMEDIATE; CREATE TABLE elsewhere (x);")
+            .unwrap();
+        writing.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        writer.execute_batch("COMMIT;").unwrap();
+    });
+    started.recv().unwrap();
+    let history = History::open(&path).expect("waits for the other writer");
+    holder.join().unwrap();
+    assert!(history.list(&Default::default()).unwrap().is_empty());
+}
