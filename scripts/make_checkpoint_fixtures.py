@@ -13,7 +13,13 @@
    `conditioner.embedders.1.model.` in OpenCLIP's own names (fused `in_proj` attention, a transposed
    `text_projection`, `logit_scale`). diffusers' single-file loader must read it back into exactly
    the folder's weights; `tiny-sdxl.ldm.reference.*` records a generation diffusers makes from it.
-3. `sd15-ldm-names.json`: every tensor name of a full-size SD1.5 checkpoint with the diffusers name that
+3. `tiny-sd2.ldm.safetensors`: the tiny-sd2 fixture's weights (fp16) as an original SD2.x checkpoint
+   stores them: the text encoder under `cond_stage_model.model.` in OpenCLIP's names, with one more
+   layer than the folder's encoder (SD2 takes OpenCLIP's penultimate layer, so its files hold a last
+   layer that diffusers' 23-layer encoder drops) and OpenCLIP's `text_projection`, which SD2 does not
+   use. diffusers' single-file loader must read it back into exactly the folder's weights;
+   `tiny-sd2.ldm.reference.*` records a v-prediction generation diffusers makes from it.
+4. `sd15-ldm-names.json`: every tensor name of a full-size SD1.5 checkpoint with the diffusers name that
    diffusers' converter gives it, built on the meta device (no weights), so the engine's name
    conversion is checked against the real architecture without a 2 GB file.
 
@@ -151,11 +157,23 @@ def ldm_state_dict(unet, vae, text_encoder, text_encoder_prefix="cond_stage_mode
     return out
 
 
-def open_clip_state_dict(text_encoder, prefix):
-    """A CLIPTextModelWithProjection's weights in OpenCLIP's names, as SDXL checkpoints store the
-    second text encoder."""
+def open_clip_state_dict(text_encoder, prefix, extra_layers=0):
+    """A CLIPTextModel(WithProjection)'s weights in OpenCLIP's names, as SDXL checkpoints store the
+    second text encoder and SD2.x ones their only one. `extra_layers` random layers follow the
+    model's own (an SD2 file's last OpenCLIP layer, which SD2 does not use); a model without a
+    projection gets a random `text_projection`, as OpenCLIP has one."""
     sd = {(k if k.startswith(("text_model.", "text_projection")) else "text_model." + k): v
           for k, v in text_encoder.state_dict().items()}
+    config = text_encoder.config
+    layers = config.num_hidden_layers
+    generator = torch.Generator().manual_seed(23)
+    for i in range(layers, layers + extra_layers):
+        for name, t in list(sd.items()):
+            if name.startswith("text_model.encoder.layers.0."):
+                new = name.replace("layers.0.", f"layers.{i}.", 1)
+                sd[new] = torch.randn(t.shape, generator=generator) * t.std().clamp(min=0.02)
+    if "text_projection.weight" not in sd:
+        sd["text_projection.weight"] = torch.randn(config.projection_dim, config.hidden_size, generator=generator)
     out = {
         prefix + "token_embedding.weight": sd["text_model.embeddings.token_embedding.weight"],
         prefix + "positional_embedding": sd["text_model.embeddings.position_embedding.weight"],
@@ -164,7 +182,7 @@ def open_clip_state_dict(text_encoder, prefix):
         prefix + "text_projection": sd["text_projection.weight"].T.contiguous(),
         prefix + "logit_scale": torch.tensor(4.6052, dtype=torch.float32),
     }
-    for i in range(text_encoder.config.num_hidden_layers):
+    for i in range(layers + extra_layers):
         src = f"text_model.encoder.layers.{i}."
         dst = f"{prefix}transformer.resblocks.{i}."
         attn = src + "self_attn."
@@ -219,6 +237,48 @@ def tiny_sdxl_checkpoint():
     meta = {"diffusers_version": diffusers.__version__, "prompt": prompt, "steps": steps, "guidance": 5.0,
             "height": height, "width": width, "scheduler": "euler"}
     with open(FIXTURES / "tiny-sdxl.ldm.reference.json", "w") as f:
+        json.dump(meta, f, indent=2)
+
+
+def tiny_sd2_checkpoint():
+    folder = FIXTURES / "tiny-sd2"
+    pipe = StableDiffusionPipeline.from_pretrained(folder, safety_checker=None, requires_safety_checker=False)
+    state = ldm_state_dict(pipe.unet, pipe.vae, pipe.text_encoder)
+    state = {k: v for k, v in state.items() if not k.startswith("cond_stage_model.")}
+    state.update(open_clip_state_dict(pipe.text_encoder, "cond_stage_model.model.", extra_layers=1))
+    state = {k: (v.to(torch.float16) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
+    path = FIXTURES / "tiny-sd2.ldm.safetensors"
+    save_file(state, str(path))
+
+    # diffusers' loader must give back the folder's weights, rounded to fp16.
+    loaded = StableDiffusionPipeline.from_single_file(
+        str(path), config=str(folder), local_files_only=True, safety_checker=None, requires_safety_checker=False
+    )
+    assert loaded.scheduler.config.prediction_type == "v_prediction"
+    for part in ("unet", "vae", "text_encoder"):
+        want = getattr(pipe, part).state_dict()
+        got = getattr(loaded, part).state_dict()
+        assert set(want) == set(got), (part, set(want) ^ set(got))
+        for k in want:
+            expected = want[k].to(torch.float16).to(torch.float32)
+            assert torch.equal(got[k].to(torch.float32).reshape(expected.shape), expected), (part, k)
+
+    height, width, steps = 24, 16, 4
+    prompt = "a photograph of an astronaut riding a horse"
+    latents = torch.randn(1, 4, height // 2, width // 2, generator=torch.Generator().manual_seed(11))
+    loaded.scheduler = EulerDiscreteScheduler.from_config(loaded.scheduler.config)
+    with torch.no_grad():
+        image = loaded(
+            prompt, num_inference_steps=steps, guidance_scale=7.5, height=height, width=width,
+            latents=latents.clone(), output_type="np",
+        ).images[0]
+    save_file(
+        {"latents": latents.contiguous(), "image": torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))},
+        str(FIXTURES / "tiny-sd2.ldm.reference.safetensors"),
+    )
+    meta = {"diffusers_version": diffusers.__version__, "prompt": prompt, "steps": steps, "guidance": 7.5,
+            "height": height, "width": width, "scheduler": "euler"}
+    with open(FIXTURES / "tiny-sd2.ldm.reference.json", "w") as f:
         json.dump(meta, f, indent=2)
 
 
@@ -308,6 +368,7 @@ def main():
     torch.set_grad_enabled(False)
     tiny_checkpoint()
     tiny_sdxl_checkpoint()
+    tiny_sd2_checkpoint()
     sd15_names()
 
 

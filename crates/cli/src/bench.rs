@@ -27,7 +27,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(WORKLOAD_NAMES))]
     workload: Option<String>,
     /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a
-    /// single-file SD1.x or SDXL checkpoint (.safetensors or .gguf), or `synthetic`. Default: the workload's model
+    /// single-file SD1.x, SD2.x or SDXL checkpoint (.safetensors or .gguf), or `synthetic`. Default: the workload's model
     /// (stable-diffusion-v1-5/stable-diffusion-v1-5, stabilityai/stable-diffusion-xl-base-1.0,
     /// black-forest-labs/FLUX.2-klein-4B or Tongyi-MAI/Z-Image-Turbo).
     #[arg(long)]

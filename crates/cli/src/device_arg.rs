@@ -29,7 +29,7 @@ pub struct MemoryArg {
     /// on the CPU, pooled memory released before decoding), low (as balanced, plus sequential
     /// guidance, the denoiser (UNet or transformer) off the GPU while decoding, tiled VAE), minimal
     /// (as low, plus int8 denoiser weights and smaller attention chunks), cpu (everything on the CPU), auto (the fastest that
-    /// fits the device's memory).
+    /// fits the device's memory, with what it keeps on the CPU fitting the RAM).
     #[arg(long = "memory", default_value = "full", value_parser = clap::builder::PossibleValuesParser::new(MEMORY_CHOICES))]
     memory: String,
     /// Device memory in GiB that the fit check and --memory auto assume instead of what the GPU

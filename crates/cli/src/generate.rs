@@ -18,8 +18,9 @@ use crate::progress::{DownloadBar, StepProgress};
 
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
-    /// A diffusers model folder (Stable Diffusion, FLUX.2 klein or Z-Image), a single-file SD1.x or
-    /// SDXL checkpoint (.safetensors or .gguf), a Hub id (from the Hugging Face cache, downloaded if missing), or
+    /// A diffusers model folder (Stable Diffusion, FLUX.2 klein or Z-Image), a single-file SD1.x,
+    /// SD2.x or SDXL checkpoint or a FLUX.2 klein or Z-Image transformer file with --model-config
+    /// (.safetensors or .gguf), a Hub id (from the Hugging Face cache, downloaded if missing), or
     /// `synthetic` for SD1.5's architecture with generated weights (`synthetic-sd21`,
     /// `synthetic-sdxl-base`, `synthetic-flux2-klein`, `synthetic-zimage-turbo`: those models').
     #[arg(long)]

@@ -115,7 +115,12 @@ impl ShardedWeights {
         let mut shards = Vec::with_capacity(files.len());
         let mut position = BTreeMap::new();
         for file in files {
-            if file.contains('/') || file.contains('\\') {
+            // One plain file name: no separators, `..`, or (on Windows) a drive prefix.
+            let plain = matches!(
+                Path::new(file).components().collect::<Vec<_>>()[..],
+                [std::path::Component::Normal(_)]
+            );
+            if !plain || file.contains('/') || file.contains('\\') || file.contains(':') {
                 return Err(DiffusionError::Weights {
                     path: index.to_path_buf(),
                     problem: format!("names a shard outside its folder: {file}"),

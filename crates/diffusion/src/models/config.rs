@@ -125,12 +125,26 @@ impl VaeConfig {
     }
 
     pub fn validate(&self, path: &Path) -> Result<()> {
-        if self.block_out_channels.is_empty() {
+        if self.block_out_channels.is_empty() || self.block_out_channels.len() > MAX_BLOCKS {
             return Err(DiffusionError::config(
                 path,
-                "`block_out_channels` is empty",
+                format!("`block_out_channels` must have 1 to {MAX_BLOCKS} entries"),
             ));
         }
+        let mut counts = vec![
+            ("in_channels", self.in_channels),
+            ("out_channels", self.out_channels),
+            ("layers_per_block", self.layers_per_block),
+            ("latent_channels", self.latent_channels),
+            ("norm_num_groups", self.norm_num_groups),
+            ("sample_size", self.sample_size),
+        ];
+        counts.extend(
+            self.block_out_channels
+                .iter()
+                .map(|&c| ("block_out_channels", c)),
+        );
+        check_counts(path, &counts)?;
         self.check_blocks(&self.up_block_types, "up", "UpDecoderBlock2D", path)?;
         if self.act_fn != "silu" {
             return Err(DiffusionError::unsupported(
@@ -255,6 +269,18 @@ impl ClipConfig {
     }
 
     pub fn validate(&self, path: &Path) -> Result<()> {
+        check_counts(
+            path,
+            &[
+                ("vocab_size", self.vocab_size),
+                ("hidden_size", self.hidden_size),
+                ("intermediate_size", self.intermediate_size),
+                ("num_hidden_layers", self.num_hidden_layers),
+                ("num_attention_heads", self.num_attention_heads),
+                ("max_position_embeddings", self.max_position_embeddings),
+                ("projection_dim", self.projection_dim),
+            ],
+        )?;
         if self.num_attention_heads == 0
             || !self.hidden_size.is_multiple_of(self.num_attention_heads)
         {
@@ -282,6 +308,29 @@ impl ClipConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// The largest count or width a config from a stranger may give: far above any released model's
+/// (the largest have a few hundred layers and widths of tens of thousands), far below what would
+/// make the memory estimate's products or a list of names per layer exhaust memory.
+pub const MAX_CONFIG_COUNT: usize = 1 << 20;
+
+/// The most resolution levels (`block_out_channels` entries) a UNet or VAE config may give:
+/// SD's have 4, and each halves the latent side.
+pub const MAX_BLOCKS: usize = 16;
+
+/// Refuses any of `values` (a config key and its value) that is 0 or above `MAX_CONFIG_COUNT`.
+pub fn check_counts(path: &Path, values: &[(&str, usize)]) -> Result<()> {
+    match values
+        .iter()
+        .find(|(_, v)| *v == 0 || *v > MAX_CONFIG_COUNT)
+    {
+        Some((key, value)) => Err(DiffusionError::config(
+            path,
+            format!("{key} is {value}; it must be from 1 to {MAX_CONFIG_COUNT}"),
+        )),
+        None => Ok(()),
     }
 }
 

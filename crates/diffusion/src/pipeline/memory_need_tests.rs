@@ -115,6 +115,67 @@ fn auto_picks_the_fastest_profile_that_fits_and_says_why() {
     );
 }
 
+/// `--memory auto` on a GPU weighs what each profile keeps in host memory: a profile that fits
+/// the device but not the RAM is passed over (and named), and when every profile that fits the
+/// device keeps too much in RAM the run is refused before loading, with both figures.
+#[test]
+fn auto_passes_over_profiles_whose_host_part_does_not_fit() {
+    for family in architectures() {
+        let (size, vae, w) = (
+            upstream(family),
+            VaeConfig::sd15(),
+            work(family.usual_side()),
+        );
+        let device_need = |p| need(family, &placement(family, p, Precision::F16), &w).peak();
+        let host_need = |p| {
+            crate::pipeline::host_memory::host_need(
+                &size,
+                &placement(family, p, Precision::F16),
+                false,
+                &w,
+            )
+        };
+        // A device that holds `balanced` but not `full`.
+        let device = gpu(Some(device_need(MemoryProfile::Balanced)));
+        let choose = |host| choose_profile(&size, &vae, &device, Precision::F16, &w, host);
+        assert_eq!(
+            choose(None).unwrap().profile,
+            MemoryProfile::Balanced,
+            "{family}"
+        );
+        let balanced = host_need(MemoryProfile::Balanced);
+        assert_eq!(
+            choose(Some(balanced)).unwrap().profile,
+            MemoryProfile::Balanced
+        );
+        // Low and minimal keep more in RAM than balanced (the denoiser while decoding): with
+        // RAM for balanced only, nothing lighter is chosen instead.
+        assert!(host_need(MemoryProfile::Low) > balanced, "{family}");
+        let message = choose(Some(balanced - 1)).unwrap_err().to_string();
+        assert!(
+            message.contains("out of host memory before starting")
+                && message.contains("balanced fits a test GPU")
+                && message.contains(&gib(balanced)),
+            "{family}: {message}"
+        );
+        // A device that holds only `low` and `minimal`, with RAM for minimal's host part but
+        // not low's (minimal's int8 denoiser is smaller while offloaded): minimal, and why.
+        let small = gpu(Some(device_need(MemoryProfile::Low)));
+        let minimal = host_need(MemoryProfile::Minimal);
+        assert!(minimal < host_need(MemoryProfile::Low), "{family}");
+        let chosen =
+            choose_profile(&size, &vae, &small, Precision::F16, &w, Some(minimal)).unwrap();
+        assert_eq!(chosen.profile, MemoryProfile::Minimal, "{family}");
+        assert!(
+            chosen
+                .reason
+                .contains("low fits the device too, but keeps about"),
+            "{}",
+            chosen.reason
+        );
+    }
+}
+
 /// A denoiser whose file keeps most of its weights in codes (GGUF, FP8) is estimated at their
 /// codes' bytes plus the working memory of dequantizing the largest, and the rest of its weights
 /// as the placement holds them: far under the same model in f16.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use common::{assert_close, assert_mentions, fixtures};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::safetensors::{write_f32, SafeTensors};
-use sdbench_diffusion::models::sd::checkpoint::{diffusers_name, Component, Layout};
+use sdbench_diffusion::models::sd::checkpoint::{diffusers_name, Component, Kind, Layout};
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
     SchedulerKind,
@@ -46,7 +46,8 @@ fn every_sd15_checkpoint_name_converts_as_diffusers_converts_it() {
     let layout = Layout {
         unet_layers_per_block: vec![2; 4],
         vae_blocks: 4,
-        sdxl: false,
+        kind: Kind::Sd1,
+        text_encoder_layers: 12,
     };
     let components = [
         ("unet", Component::UNet),
@@ -135,6 +136,47 @@ fn tiny_sdxl_checkpoint_generates_what_diffusers_generates() {
     );
 }
 
+/// SD2.x's single file: its OpenCLIP encoder under `cond_stage_model.model.` with one more layer
+/// than the model uses (dropped, as diffusers drops it), and v-prediction.
+#[test]
+fn tiny_sd2_checkpoint_generates_what_diffusers_generates() {
+    generates_what_diffusers_generates(
+        &fixtures().join("tiny-sd2.ldm.safetensors"),
+        &fixtures().join("tiny-sd2"),
+        "tiny-sd2.ldm",
+        "tiny-sd2",
+    );
+}
+
+#[test]
+fn an_sd2_checkpoint_is_read_as_sd2() {
+    let sd2 = fixtures().join("tiny-sd2.ldm.safetensors");
+    // Without configs, SD2.1's: its first tensor read is far larger than the tiny model's.
+    assert_mentions(
+        &load_err(&sd2, None),
+        &["tiny-sd2.ldm.safetensors", "has shape", "config needs"],
+    );
+    assert_mentions(
+        &load_err(&sd2, Some(&fixtures().join("tiny-sd"))),
+        &["is an SD2.x checkpoint", "describe an SD1.x model"],
+    );
+    assert_mentions(
+        &load_err(&tiny_checkpoint(), Some(&fixtures().join("tiny-sd2"))),
+        &["is an SD1.x checkpoint", "describe an SD2.x model"],
+    );
+    // What the memory estimate and `sdbench models` read: SD2.1's upstream size and 768 tile.
+    let (size, vae) = Pipeline::model_size(
+        &ModelSource::Checkpoint {
+            file: sd2,
+            config: None,
+        },
+        Precision::F32,
+    )
+    .unwrap();
+    assert_eq!(size.family.name(), "sd2");
+    assert_eq!(vae.sample_size, 768);
+}
+
 #[test]
 fn an_sdxl_checkpoint_is_read_as_sdxl_and_a_family_mismatch_is_named() {
     let sdxl = fixtures().join("tiny-sdxl.ldm.safetensors");
@@ -206,9 +248,14 @@ fn bad_checkpoint_files_are_named() {
         ],
     )
     .unwrap();
+    // An SD2.x file (OpenCLIP under `cond_stage_model.model.`) read as one, missing its VAE.
     assert_mentions(
         &load_err(&sd2, None),
-        &["Stable Diffusion 2", "SD1.x and SDXL"],
+        &[
+            "sd2.safetensors",
+            "no VAE tensors",
+            "single-file SD2.x checkpoint",
+        ],
     );
 
     let refiner = dir.path().join("refiner.safetensors");

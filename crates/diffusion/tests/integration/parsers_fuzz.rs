@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use sdbench_diffusion::io::{gguf, image, npy, safetensors};
 
 /// SplitMix64: a small deterministic generator for the mutations.
-struct Mutator(u64);
+pub(crate) struct Mutator(pub(crate) u64);
 
 impl Mutator {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -26,12 +26,12 @@ impl Mutator {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 
     /// One to four mutations of `input`.
-    fn mutate(&mut self, input: &[u8]) -> Vec<u8> {
+    pub(crate) fn mutate(&mut self, input: &[u8]) -> Vec<u8> {
         const EDGES: [u64; 8] = [0, 1, 0x7fff_ffff, 1 << 31, 1 << 32, 1 << 63, u64::MAX, 100];
         let mut out = input.to_vec();
         for _ in 0..1 + self.below(4) {
@@ -73,7 +73,7 @@ impl Mutator {
     }
 }
 
-fn budget() -> (Duration, usize, u64) {
+pub(crate) fn budget() -> (Duration, usize, u64) {
     let var = |name: &str, default: u64| {
         std::env::var(name)
             .ok()

@@ -102,6 +102,20 @@ impl Flux2TransformerConfig {
     }
 
     pub fn validate(&self, path: &Path) -> Result<()> {
+        let mut counts = vec![
+            ("in_channels", self.in_channels),
+            ("num_layers", self.num_layers.max(1)),
+            ("num_single_layers", self.num_single_layers.max(1)),
+            ("attention_head_dim", self.attention_head_dim),
+            ("num_attention_heads", self.num_attention_heads),
+            ("joint_attention_dim", self.joint_attention_dim),
+            (
+                "timestep_guidance_channels",
+                self.timestep_guidance_channels,
+            ),
+        ];
+        counts.extend(self.axes_dims_rope.iter().map(|&d| ("axes_dims_rope", d)));
+        crate::models::config::check_counts(path, &counts)?;
         if self.patch_size != 1 {
             return Err(DiffusionError::unsupported(
                 path,

@@ -115,6 +115,19 @@ impl Qwen3Config {
     }
 
     pub fn validate(&self, path: &Path) -> Result<()> {
+        crate::models::config::check_counts(
+            path,
+            &[
+                ("vocab_size", self.vocab_size),
+                ("hidden_size", self.hidden_size),
+                ("intermediate_size", self.intermediate_size),
+                ("num_hidden_layers", self.num_hidden_layers),
+                ("num_attention_heads", self.num_attention_heads),
+                ("num_key_value_heads", self.num_key_value_heads),
+                ("head_dim", self.head_dim),
+                ("max_position_embeddings", self.max_position_embeddings),
+            ],
+        )?;
         if self.hidden_act != "silu" {
             return Err(DiffusionError::unsupported(
                 path,

@@ -1,13 +1,13 @@
 //! Single-file checkpoints in the original Stable Diffusion (LDM) layout, as fine-tunes are usually
 //! shared: one safetensors (or GGUF) file holding the UNet under `model.diffusion_model.`, the VAE
 //! under `first_stage_model.` and the text encoders: SD1.x's CLIP under
-//! `cond_stage_model.transformer.`, SDXL's CLIP-L under `conditioner.embedders.0.transformer.` and
-//! its OpenCLIP encoder under `conditioner.embedders.1.model.` (in OpenCLIP's names: one fused
-//! q/k/v projection per layer, a transposed text projection). Each tensor name is converted to the
-//! diffusers name the engine loads by, as diffusers' single-file loader does
-//! (`diffusers/loaders/single_file_utils.py`); tests check the conversion against names that
-//! diffusers gives every tensor of a full-size SD1.5 checkpoint, and tiny SD1.x and SDXL files
-//! against diffusers reading them.
+//! `cond_stage_model.transformer.`, SD2.x's OpenCLIP encoder under `cond_stage_model.model.`,
+//! SDXL's CLIP-L under `conditioner.embedders.0.transformer.` and its OpenCLIP encoder under
+//! `conditioner.embedders.1.model.` (OpenCLIP's names: one fused q/k/v projection per layer, a
+//! transposed text projection). Each tensor name is converted to the diffusers name the engine
+//! loads by, as diffusers' single-file loader does (`diffusers/loaders/single_file_utils.py`);
+//! tests check the conversion against names that diffusers gives every tensor of a full-size
+//! SD1.5 checkpoint, and tiny SD1.x, SD2.x and SDXL files against diffusers reading them.
 use crate::error::{DiffusionError, Result};
 use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{is_fp8_scale, ComponentNames, Derived};
@@ -15,6 +15,7 @@ use crate::io::weights::{is_fp8_scale, ComponentNames, Derived};
 pub const UNET_PREFIX: &str = "model.diffusion_model.";
 pub const VAE_PREFIX: &str = "first_stage_model.";
 pub const TEXT_ENCODER_PREFIX: &str = "cond_stage_model.transformer.";
+pub const SD2_TEXT_ENCODER_PREFIX: &str = "cond_stage_model.model.";
 pub const SDXL_TEXT_ENCODER_PREFIX: &str = "conditioner.embedders.0.transformer.";
 pub const SDXL_TEXT_ENCODER_2_PREFIX: &str = "conditioner.embedders.1.model.";
 /// What every SDXL checkpoint's text encoders sit under.
@@ -22,10 +23,6 @@ const SDXL_MARK: &str = "conditioner.embedders.";
 
 /// Prefixes that mark checkpoints SD Bench does not read, with what they are.
 const OTHER_FAMILIES: &[(&str, &str)] = &[
-    (
-        "cond_stage_model.model.",
-        "a Stable Diffusion 2 checkpoint (OpenCLIP text encoder)",
-    ),
     (
         "conditioner.embedders.0.model.",
         "a Stable Diffusion XL refiner checkpoint",
@@ -52,9 +49,35 @@ const OTHER_FAMILIES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Whether `file` is an SDXL checkpoint (its text encoders sit under `conditioner.embedders.`).
-pub fn is_sdxl(file: &TensorFile) -> bool {
-    file.names().any(|n| n.starts_with(SDXL_MARK))
+/// Which Stable Diffusion a checkpoint holds, by where its text encoders sit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// CLIP under `cond_stage_model.transformer.`.
+    Sd1,
+    /// OpenCLIP under `cond_stage_model.model.`.
+    Sd2,
+    /// Two encoders under `conditioner.embedders.`.
+    Sdxl,
+}
+
+impl Kind {
+    pub fn of(file: &TensorFile) -> Kind {
+        if file.names().any(|n| n.starts_with(SDXL_MARK)) {
+            Kind::Sdxl
+        } else if file.names().any(|n| n.starts_with(SD2_TEXT_ENCODER_PREFIX)) {
+            Kind::Sd2
+        } else {
+            Kind::Sd1
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::Sd1 => "SD1.x",
+            Kind::Sd2 => "SD2.x",
+            Kind::Sdxl => "SDXL",
+        }
+    }
 }
 
 /// One model of the three (SDXL: four) in a checkpoint.
@@ -70,8 +93,11 @@ pub enum Component {
 impl Component {
     fn prefix(self, layout: &Layout) -> &'static str {
         match self {
-            Component::TextEncoder if layout.sdxl => SDXL_TEXT_ENCODER_PREFIX,
-            Component::TextEncoder => TEXT_ENCODER_PREFIX,
+            Component::TextEncoder => match layout.kind {
+                Kind::Sd1 => TEXT_ENCODER_PREFIX,
+                Kind::Sd2 => SD2_TEXT_ENCODER_PREFIX,
+                Kind::Sdxl => SDXL_TEXT_ENCODER_PREFIX,
+            },
             Component::TextEncoder2 => SDXL_TEXT_ENCODER_2_PREFIX,
             Component::UNet => UNET_PREFIX,
             Component::Vae => VAE_PREFIX,
@@ -95,8 +121,20 @@ pub struct Layout {
     pub unet_layers_per_block: Vec<usize>,
     /// Blocks in the VAE encoder and decoder.
     pub vae_blocks: usize,
-    /// An SDXL checkpoint (two text encoders under `conditioner.embedders.`).
-    pub sdxl: bool,
+    /// Which Stable Diffusion the configs describe.
+    pub kind: Kind,
+    /// The text encoder's layers (`num_hidden_layers`): an SD2.x file's OpenCLIP encoder has one
+    /// more, unused (SD2 conditions on OpenCLIP's penultimate layer; diffusers' 23-layer encoder
+    /// drops the 24th).
+    pub text_encoder_layers: usize,
+}
+
+impl Layout {
+    /// Whether `component` is stored in OpenCLIP's names.
+    fn open_clip(&self, component: Component) -> bool {
+        component == Component::TextEncoder2
+            || (component == Component::TextEncoder && self.kind == Kind::Sd2)
+    }
 }
 
 /// The diffusers name for a tensor of the checkpoint, by its full name; `None` for a tensor outside
@@ -104,13 +142,15 @@ pub struct Layout {
 /// tensors have no one name: `component_names` gives their parts.)
 pub fn diffusers_name(component: Component, name: &str, layout: &Layout) -> Option<String> {
     let rest = name.strip_prefix(component.prefix(layout))?;
-    match component {
-        // The transformers names, as SD1.x files store them.
-        Component::TextEncoder => Some(rest.to_string()),
-        Component::TextEncoder2 => match open_clip_name(rest)? {
+    if layout.open_clip(component) {
+        return match open_clip_name(rest)? {
             OpenClip::Name(name) => Some(name),
             _ => None,
-        },
+        };
+    }
+    match component {
+        // The transformers names, as SD1.x and SDXL files store them.
+        Component::TextEncoder | Component::TextEncoder2 => Some(rest.to_string()),
         Component::UNet => unet_name(rest, &layout.unet_layers_per_block),
         Component::Vae => vae_name(rest, layout.vae_blocks),
     }
@@ -128,6 +168,15 @@ enum OpenClip {
     Transposed(String),
     /// Not a weight of the text model (`logit_scale`, `attn_mask`).
     Ignored,
+}
+
+/// The layer an OpenCLIP tensor name (after its prefix) belongs to, if it is a layer's.
+fn open_clip_layer(rest: &str) -> Option<usize> {
+    rest.strip_prefix("transformer.resblocks.")?
+        .split_once('.')?
+        .0
+        .parse()
+        .ok()
 }
 
 fn open_clip_name(rest: &str) -> Option<OpenClip> {
@@ -190,13 +239,14 @@ pub fn component_names(
         return Err(DiffusionError::unsupported(
             path,
             format!(
-                "the file is {family}; as whole single files SD Bench reads SD1.x and SDXL checkpoints"
+                "the file is {family}; as whole single files SD Bench reads SD1.x, SD2.x and SDXL checkpoints"
             ),
         ));
     }
-    let expected = if layout.sdxl { "SDXL" } else { "SD1.x" };
-    if is_sdxl(file) != layout.sdxl {
-        let found = if layout.sdxl { "SD1.x" } else { "SDXL" };
+    let expected = layout.kind.describe();
+    let found = Kind::of(file);
+    if found != layout.kind {
+        let found = found.describe();
         return Err(DiffusionError::Weights {
             path: path.to_path_buf(),
             problem: format!(
@@ -219,8 +269,15 @@ pub fn component_names(
             ),
         }
         };
-        if component == Component::TextEncoder2 {
+        if layout.open_clip(component) {
             let rest = &stored[prefix.len()..];
+            // SD2.x: OpenCLIP's last layer and its projection, which SD2 does not use.
+            let sd2_unused = component == Component::TextEncoder
+                && (rest == "text_projection"
+                    || open_clip_layer(rest).is_some_and(|l| l >= layout.text_encoder_layers));
+            if sd2_unused {
+                continue;
+            }
             match open_clip_name(rest).ok_or_else(unknown)? {
                 OpenClip::Name(name) => {
                     found.names.insert(name, stored.to_string());
@@ -455,7 +512,8 @@ mod tests {
         Layout {
             unet_layers_per_block: vec![2, 2, 2, 2],
             vae_blocks: 4,
-            sdxl: false,
+            kind: Kind::Sd1,
+            text_encoder_layers: 12,
         }
     }
 
@@ -550,7 +608,8 @@ mod tests {
         let sdxl = Layout {
             unet_layers_per_block: vec![2, 2, 2],
             vae_blocks: 4,
-            sdxl: true,
+            kind: Kind::Sdxl,
+            text_encoder_layers: 12,
         };
         assert_eq!(
             diffusers_name(
@@ -570,6 +629,34 @@ mod tests {
             .unwrap(),
             "text_model.final_layer_norm.weight"
         );
+        // SD2.x's one encoder, in OpenCLIP's names under `cond_stage_model.model.`.
+        let sd2 = Layout {
+            kind: Kind::Sd2,
+            text_encoder_layers: 23,
+            ..sd15()
+        };
+        assert_eq!(
+            diffusers_name(
+                Component::TextEncoder,
+                "cond_stage_model.model.transformer.resblocks.22.ln_2.bias",
+                &sd2
+            )
+            .unwrap(),
+            "text_model.encoder.layers.22.layer_norm2.bias"
+        );
+        assert_eq!(
+            diffusers_name(
+                Component::TextEncoder,
+                "cond_stage_model.transformer.text_model.final_layer_norm.weight",
+                &sd2
+            ),
+            None
+        );
+        assert_eq!(
+            open_clip_layer("transformer.resblocks.23.attn.in_proj_bias"),
+            Some(23)
+        );
+        assert_eq!(open_clip_layer("ln_final.weight"), None);
     }
 
     #[test]

@@ -167,18 +167,18 @@ impl SdPipeline {
             let names = checkpoint::component_names(&tensors, component, &layout)?;
             Ok(FileWeights::converted(tensors, names))
         };
-        let mut te2 = match layout.sdxl {
-            true => Some(projected_text_encoder_weights(open(
+        let mut te2 = match layout.kind {
+            checkpoint::Kind::Sdxl => Some(projected_text_encoder_weights(open(
                 checkpoint::Component::TextEncoder2,
             )?)),
-            false => None,
+            _ => None,
         };
         let [te, unet, vae] = &mut [
             text_encoder_weights(open(checkpoint::Component::TextEncoder)?),
             open(checkpoint::Component::UNet)?,
             vae_weights(open(checkpoint::Component::Vae)?),
         ];
-        // A checkpoint's parts are SD1.x's or SDXL's as upstream has them (the layout above
+        // A checkpoint's parts are SD1.x's, SD2.x's or SDXL's as upstream has them (the layout above
         // reads them by those names).
         let size = ModelSize::upstream(spec.family, spec.vae.sample_size);
         let pipeline = Self::assemble(
@@ -525,29 +525,40 @@ impl FamilyPipeline for SdPipeline {
     }
 }
 
-/// A single-file checkpoint's configs (`config`'s, or the built-in SD1.5's or SDXL base's, by
-/// its tensor names) and layout, with its tensor names checked against them: a file of another
-/// family, or one missing a component, is refused by name from its header alone.
+/// A single-file checkpoint's configs (`config`'s, or the built-in SD1.5's, SD2.1's or SDXL
+/// base's, by its tensor names) and layout, with its tensor names checked against them: a file of
+/// another family, or one missing a component, is refused by name from its header alone. An SD2.x
+/// file without configs is read as SD2.1 (768 px, v-prediction), as diffusers reads one (its
+/// `global_step` rule for 2.x-base never applies to safetensors files, which do not store it);
+/// a 2.x-base file needs `config` naming its folder.
 fn checkpoint_spec(file: &Path, config: Option<&Path>) -> Result<(ModelSpec, checkpoint::Layout)> {
     check_checkpoint_file(file)?;
     let tensors = TensorFile::open(file)?;
-    let sdxl = checkpoint::is_sdxl(&tensors);
-    let spec = match config {
-        Some(folder) => ModelSpec::read(&ModelLayout::check(folder)?)?,
-        None if sdxl => ModelSpec::builtin(Preset::SDXL_BASE),
-        None => ModelSpec::builtin(Preset::SD15),
+    let spec = match (config, checkpoint::Kind::of(&tensors)) {
+        (Some(folder), _) => ModelSpec::read(&ModelLayout::check(folder)?)?,
+        (None, checkpoint::Kind::Sdxl) => ModelSpec::builtin(Preset::SDXL_BASE),
+        (None, checkpoint::Kind::Sd2) => ModelSpec::builtin(Preset::SD21),
+        (None, checkpoint::Kind::Sd1) => ModelSpec::builtin(Preset::SD15),
+    };
+    let kind = if spec.family == Family::SDXL {
+        checkpoint::Kind::Sdxl
+    } else if spec.family == Family::SD2 {
+        checkpoint::Kind::Sd2
+    } else {
+        checkpoint::Kind::Sd1
     };
     let layout = checkpoint::Layout {
         unet_layers_per_block: spec.unet.plan(&spec.unet_path)?.layers_per_block,
         vae_blocks: spec.vae.block_out_channels.len(),
-        sdxl: spec.family == Family::SDXL,
+        kind,
+        text_encoder_layers: spec.clip.num_hidden_layers,
     };
     let mut components = vec![
         checkpoint::Component::TextEncoder,
         checkpoint::Component::UNet,
         checkpoint::Component::Vae,
     ];
-    if layout.sdxl {
+    if kind == checkpoint::Kind::Sdxl {
         components.push(checkpoint::Component::TextEncoder2);
     }
     for component in components {

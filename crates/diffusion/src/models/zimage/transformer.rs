@@ -78,6 +78,18 @@ impl Default for ZImageTransformerConfig {
 
 impl ZImageTransformerConfig {
     pub fn validate(&self, path: &Path) -> Result<()> {
+        let mut counts = vec![
+            ("in_channels", self.in_channels),
+            ("dim", self.dim),
+            ("n_layers", self.n_layers),
+            ("n_refiner_layers", self.n_refiner_layers.max(1)),
+            ("n_heads", self.n_heads),
+            ("n_kv_heads", self.n_kv_heads),
+            ("cap_feat_dim", self.cap_feat_dim),
+        ];
+        counts.extend(self.axes_dims.iter().map(|&d| ("axes_dims", d)));
+        counts.extend(self.axes_lens.iter().map(|&d| ("axes_lens", d)));
+        crate::models::config::check_counts(path, &counts)?;
         let unsupported = |what: String| Err(DiffusionError::unsupported(path, what));
         if self.all_patch_size != [2] || self.all_f_patch_size != [1] {
             return unsupported(format!(

@@ -1,0 +1,427 @@
+//! Model folders and files from strangers, beyond the containers `parsers_fuzz` covers: the JSON
+//! files of a model folder (configs, `model_index.json`, scheduler configs, shard indexes,
+//! tokenizer files), CLIP's merges and Qwen's chat template, and the tensor names of single-file
+//! checkpoints and transformer files (the key maps). Each fixture folder and file is the seed;
+//! a JSON file is mutated by its structure (a value set to an edge value such as 0, -1, 2^64 or
+//! 1e300, a key or element dropped, an array grown), text by bytes, a name by its dot-separated
+//! segments. Every input goes through what SD Bench does with such a folder or file before it
+//! reads weights (`Pipeline::model_size`: the family registry, every config, the shard indexes
+//! and tensor headers), the tokenizers and a prompt's encoding, and, for the first few inputs
+//! that pass that, the whole load on the CPU. The answer must be a value or an error: never a
+//! panic, an overflow or an allocation the input's sizes do not justify.
+//!
+//! Bounded like `parsers_fuzz` (`FUZZ_SECONDS`, `FUZZ_INPUTS`, `FUZZ_SEED`), plus `FUZZ_LOADS`
+//! (whole loads per test, default 4).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::common::fixtures;
+use crate::parsers_fuzz::{budget, Mutator};
+use sdbench_diffusion::device::select;
+use sdbench_diffusion::io::safetensors::SafeTensors;
+use sdbench_diffusion::models::qwen3::prompt::QwenPrompt;
+use sdbench_diffusion::models::tokenizer::Tokenizer;
+use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};
+
+const PROMPT: &str = "a photo of a cat, 東京 🚀 <|im_end|> </w> !!";
+
+fn edge_value(m: &mut Mutator) -> Value {
+    let edges = [
+        json!(0),
+        json!(-1),
+        json!(1),
+        json!(2),
+        json!(3),
+        json!(7),
+        json!(65535),
+        json!(1u64 << 31),
+        json!(1u64 << 32),
+        json!(1u64 << 53),
+        json!(u64::MAX),
+        json!(i64::MIN),
+        json!(1e300),
+        json!(-1e300),
+        json!(0.5),
+        json!(1e-300),
+        json!(""),
+        json!("x"),
+        json!("float16"),
+        Value::Null,
+        json!(true),
+        json!([]),
+        json!({}),
+        json!([0]),
+        json!([1, 1, 1, 1, 1, 1, 1, 1, 1]),
+    ];
+    edges[m.below(edges.len())].clone()
+}
+
+/// JSON pointers to every value in `v`.
+fn nodes(v: &Value, at: String, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            for (key, x) in map {
+                nodes(
+                    x,
+                    format!("{at}/{}", key.replace('~', "~0").replace('/', "~1")),
+                    out,
+                );
+            }
+        }
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                nodes(x, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+    out.push(at);
+}
+
+/// One to three structural mutations of a JSON document.
+fn mutate_json(m: &mut Mutator, seed: &Value) -> Value {
+    let mut v = seed.clone();
+    for _ in 0..1 + m.below(3) {
+        let mut all = Vec::new();
+        nodes(&v, String::new(), &mut all);
+        let at = all[m.below(all.len())].clone();
+        match (m.below(4), at.rsplit_once('/')) {
+            (2, Some((parent, key))) => {
+                let key = key.replace("~1", "/").replace("~0", "~");
+                match v.pointer_mut(parent) {
+                    Some(Value::Object(map)) => {
+                        map.remove(&key);
+                    }
+                    Some(Value::Array(items)) => {
+                        if let Ok(i) = key.parse::<usize>() {
+                            if i < items.len() {
+                                items.remove(i);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (3, _) => {
+                if let Some(Value::Array(items)) = v.pointer_mut(&at) {
+                    if let Some(first) = items.first().cloned() {
+                        let n = 1 + m.below(3);
+                        items.extend(std::iter::repeat_n(first, n));
+                    }
+                }
+            }
+            _ => {
+                if let Some(x) = v.pointer_mut(&at) {
+                    *x = edge_value(m);
+                }
+            }
+        }
+    }
+    v
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Files under `dir` (relative) whose names end with one of `endings`.
+fn files_ending(dir: &Path, endings: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if endings.iter().any(|e| path.to_string_lossy().ends_with(e)) {
+                out.push(path.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What SD Bench does with a model folder before and while loading it; true when it is accepted.
+fn use_folder(folder: &Path, loads_left: &mut usize) -> bool {
+    let tokenizer = folder.join("tokenizer");
+    if let Ok(t) = Tokenizer::from_folder(&tokenizer) {
+        let _ = t.encode(PROMPT);
+    }
+    if let Ok(t) = QwenPrompt::load(&tokenizer) {
+        let _ = t.encode(PROMPT, 64);
+    }
+    let source = ModelSource::Folder(folder.to_path_buf());
+    let accepted = Pipeline::model_size(&source, Precision::F32).is_ok();
+    if accepted && *loads_left > 0 {
+        *loads_left -= 1;
+        let device = select(BackendRequest::Cpu).unwrap();
+        let _ = Pipeline::load(&source, device, Some(Precision::F32));
+    }
+    accepted
+}
+
+fn loads_budget() -> usize {
+    std::env::var("FUZZ_LOADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4)
+}
+
+/// Mutates one file of a copy of the fixture folder `name` at a time (JSON by structure, text by
+/// bytes), uses the folder, and puts the file back.
+fn fuzz_folder(name: &str) {
+    let (time, inputs, seed) = budget();
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join(name);
+    copy_tree(&fixtures().join(name), &folder);
+    let files = files_ending(&folder, &[".json", ".txt", ".jinja"]);
+    assert!(files.len() >= 5, "{name}: {files:?}");
+    let originals: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(folder.join(f)).unwrap())
+        .collect();
+    let mut loads_left = loads_budget();
+    assert!(
+        use_folder(&folder, &mut loads_left),
+        "{name}: the unchanged folder is refused"
+    );
+    let mut m = Mutator(seed);
+    let started = Instant::now();
+    let (mut tried, mut accepted) = (0usize, 0usize);
+    while tried < inputs && started.elapsed() < time {
+        let i = m.below(files.len());
+        let path = folder.join(&files[i]);
+        let mutated = match serde_json::from_slice::<Value>(&originals[i]) {
+            Ok(doc) => serde_json::to_vec(&mutate_json(&mut m, &doc)).unwrap(),
+            Err(_) => m.mutate(&originals[i]),
+        };
+        std::fs::write(&path, &mutated).unwrap();
+        accepted += use_folder(&folder, &mut loads_left) as usize;
+        std::fs::write(&path, &originals[i]).unwrap();
+        tried += 1;
+    }
+    eprintln!(
+        "{name} folder files: {tried} inputs in {:.1} s, {accepted} accepted, {} loads, no panic",
+        started.elapsed().as_secs_f64(),
+        loads_budget() - loads_left
+    );
+    assert!(tried > 0 && accepted < tried);
+}
+
+#[test]
+fn sd_folders_from_strangers() {
+    fuzz_folder("tiny-sd");
+    fuzz_folder("tiny-sdxl");
+}
+
+#[test]
+fn flux2_folders_from_strangers() {
+    fuzz_folder("tiny-flux2-klein");
+}
+
+#[test]
+fn zimage_folders_from_strangers() {
+    fuzz_folder("tiny-zimage");
+}
+
+/// A file's tensors: name, stored type, shape.
+type Tensors = Vec<(String, String, Vec<usize>)>;
+
+/// A safetensors file with these tensors; the data are zeros (a sparse file).
+fn write_tensor_file(path: &Path, tensors: &Tensors) {
+    let size_of = |dtype: &str| match dtype {
+        "F64" | "I64" | "U64" => 8,
+        "F32" | "I32" | "U32" => 4,
+        "F16" | "BF16" | "I16" | "U16" => 2,
+        _ => 1,
+    };
+    let mut header = serde_json::Map::new();
+    let mut offset = 0u64;
+    for (name, dtype, shape) in tensors {
+        let bytes = shape.iter().product::<usize>() as u64 * size_of(dtype);
+        header.insert(
+            name.clone(),
+            json!({"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + bytes]}),
+        );
+        offset += bytes;
+    }
+    let text = serde_json::to_vec(&Value::Object(header)).unwrap();
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&text);
+    let file = std::fs::File::create(path).unwrap();
+    use std::io::Write;
+    (&file).write_all(&out).unwrap();
+    file.set_len(out.len() as u64 + offset).unwrap();
+}
+
+/// A tensor name mutated by its dot-separated segments.
+fn mutate_name(m: &mut Mutator, name: &str, others: &[String]) -> String {
+    let mut parts: Vec<String> = name.split('.').map(str::to_string).collect();
+    let at = m.below(parts.len());
+    const NUMBERS: [&str; 8] = [
+        "0",
+        "1",
+        "99",
+        "-1",
+        "4294967296",
+        "18446744073709551615",
+        "18446744073709551616",
+        "",
+    ];
+    match m.below(6) {
+        0 => parts[at] = NUMBERS[m.below(NUMBERS.len())].to_string(),
+        1 if parts.len() > 1 => {
+            parts.remove(at);
+        }
+        2 => {
+            let copy = parts[at].clone();
+            parts.insert(at, copy);
+        }
+        3 => {
+            let other = &others[m.below(others.len())];
+            let segments: Vec<&str> = other.split('.').collect();
+            parts[at] = segments[m.below(segments.len())].to_string();
+        }
+        4 => return others[m.below(others.len())].clone(),
+        _ => parts.push("weight".into()),
+    }
+    parts.join(".")
+}
+
+/// The tensor names of single files and transformer files (the engine's key maps), mutated, in
+/// header-only files, read with and without the configs of the folder they belong to.
+#[test]
+fn checkpoint_names_from_strangers() {
+    let dir = fixtures();
+    let cases = [
+        ("tiny-sd.ldm.safetensors", "tiny-sd"),
+        ("tiny-sd2.ldm.safetensors", "tiny-sd2"),
+        ("tiny-sdxl.ldm.safetensors", "tiny-sdxl"),
+        (
+            "weight-formats/tiny-flux2-klein.bfl-transformer.safetensors",
+            "tiny-flux2-klein",
+        ),
+        (
+            "weight-formats/tiny-zimage.original-transformer.safetensors",
+            "tiny-zimage",
+        ),
+    ];
+    let seeds: Vec<(Tensors, PathBuf)> = cases
+        .iter()
+        .map(|(file, folder)| {
+            let st = SafeTensors::open(&dir.join(file)).unwrap();
+            let mut tensors: Vec<_> = st
+                .names()
+                .map(|n| {
+                    let info = st.info(n).unwrap();
+                    (
+                        n.to_string(),
+                        info.dtype.name().to_string(),
+                        info.shape.clone(),
+                    )
+                })
+                .collect();
+            tensors.sort();
+            (tensors, dir.join(folder))
+        })
+        .collect();
+    let all_names: Vec<String> = seeds
+        .iter()
+        .flat_map(|(t, _)| t.iter().map(|(n, _, _)| n.clone()))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("names.safetensors");
+    let read = |config: Option<&Path>| {
+        let source = ModelSource::Checkpoint {
+            file: path.clone(),
+            config: config.map(Path::to_path_buf),
+        };
+        Pipeline::model_size(&source, Precision::F32).is_ok()
+    };
+    for (tensors, folder) in &seeds {
+        write_tensor_file(&path, tensors);
+        assert!(
+            read(Some(folder)),
+            "{}: the seed is refused",
+            folder.display()
+        );
+    }
+    let (time, inputs, seed) = budget();
+    let mut m = Mutator(seed);
+    let started = Instant::now();
+    let (mut tried, mut accepted) = (0usize, 0usize);
+    while tried < inputs && started.elapsed() < time {
+        let (tensors, folder) = &seeds[m.below(seeds.len())];
+        let mut tensors = tensors.clone();
+        for _ in 0..1 + m.below(3) {
+            let i = m.below(tensors.len());
+            match m.below(8) {
+                0 => {
+                    tensors.remove(i);
+                }
+                1 => {
+                    let mut copy = tensors[i].clone();
+                    copy.0 = mutate_name(&mut m, &copy.0, &all_names);
+                    tensors.push(copy);
+                }
+                _ => tensors[i].0 = mutate_name(&mut m, &tensors[i].0, &all_names),
+            }
+        }
+        tensors.sort();
+        tensors.dedup_by(|a, b| a.0 == b.0);
+        write_tensor_file(&path, &tensors);
+        accepted += read(Some(folder)) as usize;
+        // Without configs, as a file alone (the presets' checks; slower: SD1.5's tokenizer is built).
+        if tried % 8 == 0 {
+            read(None);
+        }
+        tried += 1;
+    }
+    eprintln!(
+        "checkpoint and transformer-file names: {tried} inputs in {:.1} s, {accepted} accepted, no panic",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(tried > 0 && accepted > 0 && accepted < tried);
+}
+
+/// A shard index is a stranger's list of file names: each must be a plain name in the index's
+/// own folder (no `..`, separator, root or Windows drive prefix such as `C:shard`).
+#[test]
+fn a_shard_index_naming_a_file_outside_its_folder_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("tiny-zimage");
+    copy_tree(&fixtures().join("tiny-zimage"), &folder);
+    let index = folder.join("transformer/diffusion_pytorch_model.safetensors.index.json");
+    let original = std::fs::read_to_string(&index).unwrap();
+    for shard in [
+        "../model_index.json",
+        "..",
+        "C:diffusion_pytorch_model-00001-of-00004.safetensors",
+        "/etc/hostname",
+        "sub\\x.safetensors",
+    ] {
+        let mut doc: Value = serde_json::from_str(&original).unwrap();
+        let map = doc["weight_map"].as_object_mut().unwrap();
+        let first = map.keys().next().unwrap().clone();
+        map.insert(first, json!(shard));
+        std::fs::write(&index, serde_json::to_vec(&doc).unwrap()).unwrap();
+        let message = Pipeline::model_size(&ModelSource::Folder(folder.clone()), Precision::F32)
+            .err()
+            .unwrap_or_else(|| panic!("{shard} is accepted"))
+            .to_string();
+        crate::common::assert_mentions(&message, &["outside its folder", shard]);
+    }
+}
