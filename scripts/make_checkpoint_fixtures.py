@@ -197,6 +197,43 @@ def open_clip_state_dict(text_encoder, prefix, extra_layers=0):
     return out
 
 
+def check_same_weights(pipe, loaded, parts, ignored=()):
+    """diffusers' loader must give back the folder's weights, rounded to fp16 (names ending in one
+    of `ignored` aside)."""
+    for part in parts:
+        want = getattr(pipe, part).state_dict()
+        got = getattr(loaded, part).state_dict()
+        differ = {k for k in set(want) ^ set(got) if not k.endswith(tuple(ignored))}
+        assert not differ, (part, differ)
+        for k in want:
+            if k.endswith(tuple(ignored)):
+                continue
+            expected = want[k].to(torch.float16).to(torch.float32)
+            assert torch.equal(got[k].to(torch.float32).reshape(expected.shape), expected), (part, k)
+
+
+def record_generation(loaded, stem, height, width, guidance):
+    """A generation diffusers makes from the loaded file with Euler from fixed latents, saved as
+    `<stem>.reference.*`."""
+    steps = 4
+    prompt = "a photograph of an astronaut riding a horse"
+    latents = torch.randn(1, 4, height // 2, width // 2, generator=torch.Generator().manual_seed(11))
+    loaded.scheduler = EulerDiscreteScheduler.from_config(loaded.scheduler.config)
+    with torch.no_grad():
+        image = loaded(
+            prompt, num_inference_steps=steps, guidance_scale=guidance, height=height, width=width,
+            latents=latents.clone(), output_type="np",
+        ).images[0]
+    save_file(
+        {"latents": latents.contiguous(), "image": torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))},
+        str(FIXTURES / f"{stem}.reference.safetensors"),
+    )
+    meta = {"diffusers_version": diffusers.__version__, "prompt": prompt, "steps": steps, "guidance": guidance,
+            "height": height, "width": width, "scheduler": "euler"}
+    with open(FIXTURES / f"{stem}.reference.json", "w") as f:
+        json.dump(meta, f, indent=2)
+
+
 def tiny_sdxl_checkpoint():
     from diffusers import StableDiffusionXLPipeline
     folder = FIXTURES / "tiny-sdxl"
@@ -208,36 +245,9 @@ def tiny_sdxl_checkpoint():
     path = FIXTURES / "tiny-sdxl.ldm.safetensors"
     save_file(state, str(path))
 
-    # diffusers' loader must give back the folder's weights, rounded to fp16.
     loaded = StableDiffusionXLPipeline.from_single_file(str(path), config=str(folder), local_files_only=True)
-    for part in ("unet", "vae", "text_encoder", "text_encoder_2"):
-        want = getattr(pipe, part).state_dict()
-        got = getattr(loaded, part).state_dict()
-        missing = {k for k in set(want) ^ set(got) if not k.endswith("position_ids")}
-        assert not missing, (part, missing)
-        for k in want:
-            if k.endswith("position_ids"):
-                continue
-            expected = want[k].to(torch.float16).to(torch.float32)
-            assert torch.equal(got[k].to(torch.float32).reshape(expected.shape), expected), (part, k)
-
-    height, width, steps = 32, 24, 4
-    prompt = "a photograph of an astronaut riding a horse"
-    latents = torch.randn(1, 4, height // 2, width // 2, generator=torch.Generator().manual_seed(11))
-    loaded.scheduler = EulerDiscreteScheduler.from_config(loaded.scheduler.config)
-    with torch.no_grad():
-        image = loaded(
-            prompt, num_inference_steps=steps, guidance_scale=5.0, height=height, width=width,
-            latents=latents.clone(), output_type="np",
-        ).images[0]
-    save_file(
-        {"latents": latents.contiguous(), "image": torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))},
-        str(FIXTURES / "tiny-sdxl.ldm.reference.safetensors"),
-    )
-    meta = {"diffusers_version": diffusers.__version__, "prompt": prompt, "steps": steps, "guidance": 5.0,
-            "height": height, "width": width, "scheduler": "euler"}
-    with open(FIXTURES / "tiny-sdxl.ldm.reference.json", "w") as f:
-        json.dump(meta, f, indent=2)
+    check_same_weights(pipe, loaded, ("unet", "vae", "text_encoder", "text_encoder_2"), ignored=("position_ids",))
+    record_generation(loaded, "tiny-sdxl.ldm", height=32, width=24, guidance=5.0)
 
 
 def tiny_sd2_checkpoint():
@@ -250,36 +260,12 @@ def tiny_sd2_checkpoint():
     path = FIXTURES / "tiny-sd2.ldm.safetensors"
     save_file(state, str(path))
 
-    # diffusers' loader must give back the folder's weights, rounded to fp16.
     loaded = StableDiffusionPipeline.from_single_file(
         str(path), config=str(folder), local_files_only=True, safety_checker=None, requires_safety_checker=False
     )
     assert loaded.scheduler.config.prediction_type == "v_prediction"
-    for part in ("unet", "vae", "text_encoder"):
-        want = getattr(pipe, part).state_dict()
-        got = getattr(loaded, part).state_dict()
-        assert set(want) == set(got), (part, set(want) ^ set(got))
-        for k in want:
-            expected = want[k].to(torch.float16).to(torch.float32)
-            assert torch.equal(got[k].to(torch.float32).reshape(expected.shape), expected), (part, k)
-
-    height, width, steps = 24, 16, 4
-    prompt = "a photograph of an astronaut riding a horse"
-    latents = torch.randn(1, 4, height // 2, width // 2, generator=torch.Generator().manual_seed(11))
-    loaded.scheduler = EulerDiscreteScheduler.from_config(loaded.scheduler.config)
-    with torch.no_grad():
-        image = loaded(
-            prompt, num_inference_steps=steps, guidance_scale=7.5, height=height, width=width,
-            latents=latents.clone(), output_type="np",
-        ).images[0]
-    save_file(
-        {"latents": latents.contiguous(), "image": torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))},
-        str(FIXTURES / "tiny-sd2.ldm.reference.safetensors"),
-    )
-    meta = {"diffusers_version": diffusers.__version__, "prompt": prompt, "steps": steps, "guidance": 7.5,
-            "height": height, "width": width, "scheduler": "euler"}
-    with open(FIXTURES / "tiny-sd2.ldm.reference.json", "w") as f:
-        json.dump(meta, f, indent=2)
+    check_same_weights(pipe, loaded, ("unet", "vae", "text_encoder"))
+    record_generation(loaded, "tiny-sd2.ldm", height=24, width=16, guidance=7.5)
 
 
 def tiny_checkpoint():
@@ -294,36 +280,11 @@ def tiny_checkpoint():
     path = FIXTURES / "tiny-sd.ldm.safetensors"
     save_file(state, str(path))
 
-    # diffusers' loader must give back the folder's weights, rounded to fp16.
     loaded = StableDiffusionPipeline.from_single_file(
         str(path), config=str(folder), local_files_only=True, safety_checker=None, requires_safety_checker=False
     )
-    for part in ("unet", "vae", "text_encoder"):
-        want = getattr(pipe, part).state_dict()
-        got = getattr(loaded, part).state_dict()
-        assert set(want) == set(got), (part, set(want) ^ set(got))
-        for k in want:
-            expected = want[k].to(torch.float16).to(torch.float32)
-            assert torch.equal(got[k].to(torch.float32).reshape(expected.shape), expected), (part, k)
-
-    # A generation from the file, with Euler from fixed latents.
-    height, width, steps = 16, 24, 4
-    prompt = "a photograph of an astronaut riding a horse"
-    latents = torch.randn(1, 4, height // 2, width // 2, generator=torch.Generator().manual_seed(11))
-    loaded.scheduler = EulerDiscreteScheduler.from_config(loaded.scheduler.config)
-    with torch.no_grad():
-        image = loaded(
-            prompt, num_inference_steps=steps, guidance_scale=7.5, height=height, width=width,
-            latents=latents.clone(), output_type="np",
-        ).images[0]
-    save_file(
-        {"latents": latents.contiguous(), "image": torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))},
-        str(FIXTURES / "tiny-sd.ldm.reference.safetensors"),
-    )
-    meta = {"diffusers_version": diffusers.__version__, "prompt": prompt, "steps": steps, "guidance": 7.5,
-            "height": height, "width": width, "scheduler": "euler"}
-    with open(FIXTURES / "tiny-sd.ldm.reference.json", "w") as f:
-        json.dump(meta, f, indent=2)
+    check_same_weights(pipe, loaded, ("unet", "vae", "text_encoder"))
+    record_generation(loaded, "tiny-sd.ldm", height=16, width=24, guidance=7.5)
 
 
 SD15_UNET = dict(cross_attention_dim=768, attention_head_dim=8, sample_size=64)

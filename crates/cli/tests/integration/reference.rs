@@ -71,10 +71,10 @@ fn every_sdbench_command_in_the_readme_parses() {
     assert!(!out.status.success());
 }
 
-/// The arguments of every `sdbench ...` (or `cargo run ... -p sdbench-cli -- ...`) line in the
-/// text's shell code blocks, continuation lines joined, quotes removed, comments dropped.
-fn sdbench_commands(text: &str) -> Vec<Vec<String>> {
-    let mut commands = Vec::new();
+/// Every command line in the text's shell code blocks, as words: continuation lines joined,
+/// quotes removed, comments dropped.
+fn shell_lines(text: &str) -> Vec<Vec<String>> {
+    let mut lines = Vec::new();
     let mut in_shell = false;
     let mut pending = String::new();
     for line in text.lines() {
@@ -92,19 +92,148 @@ fn sdbench_commands(text: &str) -> Vec<Vec<String>> {
         }
         let words = shell_words(&pending);
         pending.clear();
-        let args = match words.first().map(String::as_str) {
-            Some("sdbench") => words[1..].to_vec(),
-            Some("cargo") if words.iter().any(|w| w == "sdbench-cli") => {
-                match words.iter().position(|w| w == "--") {
-                    Some(at) => words[at + 1..].to_vec(),
-                    None => continue,
-                }
-            }
-            _ => continue,
-        };
-        commands.push(args);
+        if !words.is_empty() {
+            lines.push(words);
+        }
     }
-    commands
+    lines
+}
+
+/// The arguments of every `sdbench ...` (or `cargo run ... -p sdbench-cli -- ...`) line in the
+/// text's shell code blocks.
+fn sdbench_commands(text: &str) -> Vec<Vec<String>> {
+    shell_lines(text)
+        .into_iter()
+        .filter_map(|words| match words.first().map(String::as_str) {
+            Some("sdbench") => Some(words[1..].to_vec()),
+            Some("cargo") if words.iter().any(|w| w == "sdbench-cli") => words
+                .iter()
+                .position(|w| w == "--")
+                .map(|at| words[at + 1..].to_vec()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The README's other commands (cargo, npm, the repository's scripts), in its shell blocks and
+/// in its text's `code`, name packages, features, npm scripts and files that exist: a rename
+/// fails here, not in a newcomer's terminal. A kind of command no check knows fails too.
+#[test]
+fn the_readmes_other_commands_name_what_exists() {
+    let root = repository();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut lines = shell_lines(&readme);
+    // `cargo ...` in the text, between backticks.
+    for (i, part) in readme.split('`').enumerate() {
+        if i % 2 == 1 && part.starts_with("cargo ") {
+            lines.push(shell_words(part));
+        }
+    }
+    let mut checked = 0;
+    for line in &lines {
+        for command in line.split(|w| w == "&&") {
+            let Some(first) = command.first().map(String::as_str) else {
+                continue;
+            };
+            let shown = command.join(" ");
+            match first {
+                "sdbench" => continue,
+                "cargo" => check_cargo(&root, command, &shown),
+                "npm" => check_npm(&root, command, &shown),
+                script if script.starts_with("scripts/") => {
+                    assert!(
+                        root.join(script).is_file(),
+                        "the README's `{shown}`: no such script"
+                    )
+                }
+                _ => panic!("the README's `{shown}`: no check here knows this command; add one"),
+            }
+            checked += 1;
+        }
+    }
+    // The quick start's two commands, the app's build and the server at least.
+    assert!(checked >= 5, "found only {checked} commands in {lines:?}");
+}
+
+/// `cargo run|build|test [--release] [-p PACKAGE] [--features F] ...`: the package is the
+/// workspace's (the root package without -p) and has the features.
+fn check_cargo(root: &std::path::Path, words: &[String], shown: &str) {
+    assert!(
+        matches!(
+            words.get(1).map(String::as_str),
+            Some("run" | "build" | "test")
+        ),
+        "the README's `{shown}`: not cargo run, build or test"
+    );
+    let own = words.iter().position(|w| w == "--").unwrap_or(words.len());
+    let value = |flag: &str| {
+        words[..own]
+            .iter()
+            .position(|w| w == flag)
+            .map(|at| words[at + 1].clone())
+    };
+    let manifests = std::iter::once(root.join("Cargo.toml")).chain(
+        std::fs::read_dir(root.join("crates"))
+            .unwrap()
+            .map(|e| e.unwrap().path().join("Cargo.toml")),
+    );
+    let manifest = match value("-p") {
+        None => root.join("Cargo.toml"),
+        Some(package) => manifests
+            .filter(|m| m.is_file())
+            .find(|m| {
+                std::fs::read_to_string(m)
+                    .unwrap()
+                    .lines()
+                    .any(|l| l.trim() == format!("name = \"{package}\""))
+            })
+            .unwrap_or_else(|| panic!("the README's `{shown}`: no package {package}")),
+    };
+    if let Some(features) = value("--features") {
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let section = text
+            .split("\n[")
+            .find(|s| s.starts_with("features]"))
+            .unwrap_or_else(|| {
+                panic!(
+                    "the README's `{shown}`: {} has no features",
+                    manifest.display()
+                )
+            });
+        for feature in features.split(',') {
+            assert!(
+                section
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{feature} ="))),
+                "the README's `{shown}`: {} has no feature {feature}",
+                manifest.display()
+            );
+        }
+    }
+}
+
+/// `npm --prefix ui install` or `npm --prefix ui run SCRIPT`: the folder has a package.json with
+/// that script.
+fn check_npm(root: &std::path::Path, words: &[String], shown: &str) {
+    let rest: Vec<&str> = words.iter().map(String::as_str).collect();
+    let (folder, rest) = match rest.as_slice() {
+        ["npm", "--prefix", folder, rest @ ..] => (root.join(folder), rest.to_vec()),
+        ["npm", rest @ ..] => (root.to_path_buf(), rest.to_vec()),
+        _ => unreachable!(),
+    };
+    let package: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("package.json"))
+            .unwrap_or_else(|e| panic!("the README's `{shown}`: {e}")),
+    )
+    .unwrap();
+    match rest.as_slice() {
+        ["install"] | ["ci"] => {}
+        ["run", script, ..] => assert!(
+            package["scripts"][*script].is_string(),
+            "the README's `{shown}`: package.json has no script {script}"
+        ),
+        _ => panic!("the README's `{shown}`: no check here knows this npm command; add one"),
+    }
 }
 
 /// A command line split as a POSIX shell splits words with quotes; a word starting with `#`

@@ -320,7 +320,17 @@ pub fn read_header(
         entries.push((name, shape, kind, offset));
     }
     let data_start = c.at.div_ceil(alignment) * alignment;
-    let data_len = file_len.saturating_sub(data_start);
+    // Even an empty tensor starts in the data section: a file that ends before it (its header's
+    // padding cut) is truncated (the coverage-guided fuzzer's finding).
+    if !entries.is_empty() && data_start > file_len {
+        return Err(DiffusionError::Weights {
+            path: path.to_path_buf(),
+            problem: format!(
+                "ends at byte {file_len}, before its tensor data (from byte {data_start}): the file is truncated; download it again"
+            ),
+        });
+    }
+    let data_len = file_len - data_start.min(file_len);
     let mut tensors = BTreeMap::new();
     for (name, dims, (dtype, (block_values, block_bytes)), offset) in entries {
         // The product of the non-zero dimensions must fit too: code that multiplies a shape in

@@ -179,10 +179,11 @@ impl Tokenizer {
 
     /// Token ids of `text` without BOS/EOS.
     pub fn encode_raw(&self, text: &str) -> Result<Vec<u32>> {
-        let encoding = self
-            .bpe
-            .encode(text, false)
-            .map_err(|e| DiffusionError::Request(format!("the prompt cannot be tokenized: {e}")))?;
+        let cannot =
+            |e: String| DiffusionError::Request(format!("the prompt cannot be tokenized: {e}"));
+        let encoding = guarded(|| self.bpe.encode(text, false))
+            .map_err(cannot)?
+            .map_err(|e| cannot(e.to_string()))?;
         Ok(encoding.get_ids().to_vec())
     }
 
@@ -287,6 +288,20 @@ fn bytes_to_unicode() -> [char; 256] {
         };
     }
     map
+}
+
+/// Calls into the tokenizers library, which panics on some files it should refuse (a syntax error
+/// inside a `tokenizer.json`'s decoder, found by fuzzing; upstream pull requests 2152, 2154 and
+/// 2156 fix others): such a panic becomes an error naming it instead of ending the run.
+pub(crate) fn guarded<T>(call: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).map_err(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        format!("the tokenizers library failed on it ({message})")
+    })
 }
 
 #[cfg(test)]

@@ -210,6 +210,8 @@ pub fn build<B: Backend>(
     }
     let cfg = SchedulerConfig { map: config, path };
     let train = cfg.usize("num_train_timesteps", 1000)?;
+    // Each schedule holds a value per training step: bounded like every count from a config.
+    crate::models::config::check_counts(path, &[("num_train_timesteps", train)])?;
     if steps > train {
         return Err(DiffusionError::Request(format!(
             "steps ({steps}) cannot exceed the scheduler's num_train_timesteps ({train})"

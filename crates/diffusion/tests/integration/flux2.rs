@@ -271,7 +271,7 @@ fn generations_match_diffusers_on_vulkan_in_f16() {
 fn a_model_that_is_not_distilled_runs_classifier_free_guidance() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join(NAME);
-    copy_folder(&common::fixtures().join(NAME), &base);
+    crate::common::copy_tree(&common::fixtures().join(NAME), &base);
     let index = base.join("model_index.json");
     let mut value: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&index).unwrap()).unwrap();
@@ -297,19 +297,6 @@ fn a_model_that_is_not_distilled_runs_classifier_free_guidance() {
         "{}",
         diffs[0].max_abs_diff
     );
-}
-
-fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_folder(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 #[test]

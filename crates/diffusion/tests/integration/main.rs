@@ -14,6 +14,7 @@ mod cpu_layer_norm;
 mod cpu_silu;
 mod flux2;
 mod flux2_reference;
+mod fuzz_checks;
 mod model_files_fuzz;
 mod observer;
 mod parity;

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::common::fixtures;
+use crate::common::{copy_tree, fixtures};
 use crate::parsers_fuzz::{budget, Mutator};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::safetensors::SafeTensors;
@@ -121,19 +121,6 @@ fn mutate_json(m: &mut Mutator, seed: &Value) -> Value {
         }
     }
     v
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// Files under `dir` (relative) whose names end with one of `endings`.
@@ -423,5 +410,67 @@ fn a_shard_index_naming_a_file_outside_its_folder_is_refused() {
             .unwrap_or_else(|| panic!("{shard} is accepted"))
             .to_string();
         crate::common::assert_mentions(&message, &["outside its folder", shard]);
+    }
+}
+
+/// The folder fuzzer's first find: a text encoder config's `num_hidden_layers` of 2^57 made the
+/// size estimate list a name per unused layer (an allocation of 2^57 strings, which aborts).
+/// Every count and width a config gives is now bounded, and named when it is not.
+#[test]
+fn a_config_count_beyond_any_model_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for (model, file, key) in [
+        (
+            "tiny-flux2-klein",
+            "text_encoder/config.json",
+            "num_hidden_layers",
+        ),
+        ("tiny-zimage", "transformer/config.json", "n_layers"),
+        ("tiny-sd", "vae/config.json", "layers_per_block"),
+        ("tiny-sd", "text_encoder/config.json", "intermediate_size"),
+    ] {
+        let folder = dir.path().join(format!("{model}-{key}"));
+        copy_tree(&fixtures().join(model), &folder);
+        let path = folder.join(file);
+        let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        config[key] = json!(1u64 << 57);
+        std::fs::write(&path, serde_json::to_vec(&config).unwrap()).unwrap();
+        let message = Pipeline::model_size(&ModelSource::Folder(folder), Precision::F32)
+            .err()
+            .unwrap_or_else(|| panic!("{model} {key} is accepted"))
+            .to_string();
+        crate::common::assert_mentions(&message, &[file, key, "144115188075855872", "1048576"]);
+    }
+}
+
+/// The tokenizers library panics on some `tokenizer.json` files instead of refusing them: a syntax
+/// error inside the decoder (the coverage-guided fuzzer's find, `found-decoder-syntax-error` in
+/// its corpus) and, in valid JSON, a `Precompiled` normalizer whose table is not one. SD Bench
+/// refuses both by name.
+#[test]
+fn a_tokenizer_file_the_tokenizers_library_panics_on_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("tokenizer");
+    copy_tree(&fixtures().join("tiny-zimage/tokenizer"), &folder);
+    let file = folder.join("tokenizer.json");
+    let original: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let mut precompiled = original.clone();
+    precompiled["normalizer"] = json!({"type": "Precompiled", "precompiled_charsmap": "AAAA"});
+    let mut broken = serde_json::to_string_pretty(&original).unwrap();
+    let at = broken.find("\"decoder\": {").unwrap() + "\"decoder\": {".len();
+    broken.insert_str(at, "\"type\" \"ByteLevel\",");
+    for (text, says) in [
+        (
+            serde_json::to_string(&precompiled).unwrap(),
+            "cannot be read",
+        ),
+        (broken, "is not JSON"),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let message = match QwenPrompt::load(&folder) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        };
+        crate::common::assert_mentions(&message, &["tokenizer.json", says]);
     }
 }

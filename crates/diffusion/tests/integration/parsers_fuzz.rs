@@ -12,7 +12,8 @@ use std::io::Cursor;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use sdbench_diffusion::io::{gguf, image, npy, safetensors};
+use crate::fuzz_checks;
+use sdbench_diffusion::io::{gguf, npy, safetensors};
 
 /// SplitMix64: a small deterministic generator for the mutations.
 pub(crate) struct Mutator(pub(crate) u64);
@@ -140,22 +141,11 @@ fn safetensors_headers_from_strangers() {
             ("c", vec![]),
         ]),
     ];
-    let path = Path::new("fuzz.safetensors");
-    let (tried, accepted) = fuzz("safetensors header", &seeds, |bytes| {
-        let header = safetensors::read_header(&mut Cursor::new(bytes), bytes.len() as u64, path);
-        match header {
-            Ok((start, tensors)) => {
-                // What is accepted lies inside the file.
-                let data = bytes.len() as u64 - start;
-                assert!(tensors.values().all(|t| {
-                    let range = t.data_range();
-                    range.start <= range.end && range.end <= data
-                }));
-                true
-            }
-            Err(_) => false,
-        }
-    });
+    let (tried, accepted) = fuzz(
+        "safetensors header",
+        &seeds,
+        fuzz_checks::safetensors_header,
+    );
     assert!(tried > seeds.len() && accepted > 0 && accepted < tried);
 }
 
@@ -172,16 +162,7 @@ fn npy_file(shape: &[usize]) -> Vec<u8> {
 #[test]
 fn npy_latents_from_strangers() {
     let seeds = vec![npy_file(&[1, 4, 2, 2]), npy_file(&[3]), npy_file(&[])];
-    let path = Path::new("fuzz.npy");
-    let (tried, accepted) = fuzz(".npy latents", &seeds, |bytes| {
-        match npy::parse_f32(bytes, path) {
-            Ok(array) => {
-                assert_eq!(array.data.len(), array.shape.iter().product::<usize>());
-                true
-            }
-            Err(_) => false,
-        }
-    });
+    let (tried, accepted) = fuzz(".npy latents", &seeds, fuzz_checks::npy_latents);
     assert!(tried > seeds.len() && accepted > 0 && accepted < tried);
 }
 
@@ -192,17 +173,7 @@ fn pictures_from_strangers() {
         .iter()
         .map(|name| std::fs::read(crate::common::fixtures().join(name)).unwrap())
         .collect();
-    let (tried, accepted) = fuzz(
-        "PNG and JPEG pictures",
-        &seeds,
-        |bytes| match image::decode_image(bytes) {
-            Ok(p) => {
-                assert_eq!(p.pixels.len(), p.width * p.height * 3);
-                true
-            }
-            Err(_) => false,
-        },
-    );
+    let (tried, accepted) = fuzz("PNG and JPEG pictures", &seeds, fuzz_checks::picture);
     assert!(tried > seeds.len() && accepted > 0);
 }
 
@@ -224,28 +195,7 @@ fn gguf_files_from_strangers() {
         std::fs::read(crate::common::fixtures().join("weight-formats/ggml-blocks.gguf")).unwrap(),
         std::fs::read(small).unwrap(),
     ];
-    let path = Path::new("fuzz.gguf");
-    let (tried, accepted) = fuzz("GGUF header and blocks", &seeds, |bytes| {
-        match gguf::read_header(&mut Cursor::new(bytes), bytes.len() as u64, path) {
-            Ok((_, tensors)) => {
-                // What is accepted lies inside the file and decodes to one value per element.
-                for tensor in tensors.values() {
-                    let range = tensor.data_range();
-                    assert!(range.start <= range.end && range.end <= bytes.len() as u64);
-                    let stored = safetensors::Stored {
-                        dtype: tensor.dtype,
-                        bytes: bytes[range.start as usize..range.end as usize].to_vec(),
-                    };
-                    if !matches!(tensor.dtype, safetensors::StDtype::Other(_)) {
-                        let count: usize = tensor.shape.iter().product();
-                        assert_eq!(stored.to_f32().len(), count);
-                    }
-                }
-                true
-            }
-            Err(_) => false,
-        }
-    });
+    let (tried, accepted) = fuzz("GGUF header and blocks", &seeds, fuzz_checks::gguf_file);
     assert!(tried > seeds.len() && accepted > 0 && accepted < tried);
 }
 
@@ -265,4 +215,42 @@ fn an_empty_tensor_with_an_overflowing_shape_is_refused() {
     );
     let message = refused.expect_err("refused").to_string();
     assert!(message.contains("more than 2^64"), "{message}");
+}
+
+/// The coverage-guided fuzz targets' committed seed corpora (`fuzz/corpus/<target>/`, with any
+/// input a run found and kept there) through the same checks, in every test run.
+#[test]
+fn the_fuzz_corpora_pass_their_checks() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    type Check = fn(&[u8]) -> bool;
+    let targets: [(&str, Check); 7] = [
+        ("safetensors_header", fuzz_checks::safetensors_header),
+        ("gguf_file", fuzz_checks::gguf_file),
+        ("npy_latents", fuzz_checks::npy_latents),
+        ("picture", fuzz_checks::picture),
+        ("config_json", fuzz_checks::config_json),
+        ("checkpoint_names", fuzz_checks::checkpoint_names),
+        ("tokenizer_files", fuzz_checks::tokenizer_files),
+    ];
+    for (target, check) in targets {
+        let dir = corpus.join(target);
+        let inputs: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        let accepted = inputs
+            .iter()
+            .filter(|path| {
+                let bytes = std::fs::read(path).unwrap();
+                std::panic::catch_unwind(|| check(&bytes))
+                    .unwrap_or_else(|_| panic!("{target}: {} fails its check", path.display()))
+            })
+            .count();
+        // Each corpus starts from valid seeds, which its parser accepts.
+        assert!(
+            accepted > 0,
+            "{target}: none of {} inputs accepted",
+            inputs.len()
+        );
+    }
 }

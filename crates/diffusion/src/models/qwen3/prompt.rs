@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::Qwen3Config;
 use crate::error::{DiffusionError, Result};
+use crate::models::tokenizer::guarded;
 
 /// The tokens of one prompt.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,8 +67,14 @@ impl QwenPrompt {
                 file.display()
             )));
         }
-        let tokenizer = tokenizers::Tokenizer::from_file(&file)
-            .map_err(|e| problem(format!("tokenizer.json cannot be read: {e}")))?;
+        let text = std::fs::read_to_string(&file).map_err(|e| DiffusionError::io(&file, e))?;
+        // Its syntax first: the tokenizers library panics on some syntax errors.
+        serde_json::from_str::<serde::de::IgnoredAny>(&text)
+            .map_err(|e| problem(format!("tokenizer.json is not JSON: {e}")))?;
+        let cannot = |e: String| problem(format!("tokenizer.json cannot be read: {e}"));
+        let tokenizer = guarded(|| text.parse::<tokenizers::Tokenizer>())
+            .map_err(cannot)?
+            .map_err(|e| cannot(e.to_string()))?;
         let config_path = folder.join("tokenizer_config.json");
         let config: TokenizerConfig = if config_path.is_file() {
             crate::models::config::read_json(&config_path)?
@@ -141,13 +148,13 @@ impl QwenPrompt {
 
     /// The prompt in Qwen3's chat template (`thinking`: `enable_thinking`) as `length` ids.
     pub fn encode_chat(&self, prompt: &str, length: usize, thinking: bool) -> Result<PromptTokens> {
-        let encoding = self
-            .tokenizer
-            .encode(chat_text(prompt, thinking), true)
-            .map_err(|e| DiffusionError::Tokenizer {
-                path: self.folder.clone(),
-                problem: format!("cannot tokenize the prompt: {e}"),
-            })?;
+        let cannot = |e: String| DiffusionError::Tokenizer {
+            path: self.folder.clone(),
+            problem: format!("cannot tokenize the prompt: {e}"),
+        };
+        let encoding = guarded(|| self.tokenizer.encode(chat_text(prompt, thinking), true))
+            .map_err(cannot)?
+            .map_err(|e| cannot(e.to_string()))?;
         let mut ids = encoding.get_ids().to_vec();
         let untruncated = ids.len();
         ids.truncate(length);
