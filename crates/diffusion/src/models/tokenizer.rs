@@ -290,11 +290,30 @@ fn bytes_to_unicode() -> [char; 256] {
     map
 }
 
+thread_local! {
+    /// Whether this thread is inside `guarded`.
+    static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Calls into the tokenizers library, which panics on some files it should refuse (a syntax error
 /// inside a `tokenizer.json`'s decoder, found by fuzzing; upstream pull requests 2152, 2154 and
-/// 2156 fix others): such a panic becomes an error naming it instead of ending the run.
+/// 2156 fix others): such a panic becomes an error naming it instead of ending the run. The
+/// panic hook in place (the default prints the message) is wrapped once so that it stays silent
+/// for these caught panics, and only for them.
 pub(crate) fn guarded<T>(call: impl FnOnce() -> T) -> std::result::Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).map_err(|panic| {
+    static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !GUARDED.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    GUARDED.with(|g| g.set(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call));
+    GUARDED.with(|g| g.set(false));
+    result.map_err(|panic| {
         let message = panic
             .downcast_ref::<String>()
             .cloned()
