@@ -322,6 +322,22 @@ def reference_images():
     print(f"references: {(OUT / f'{name}.reference.safetensors').stat().st_size / 1024:.0f} KiB")
 
 
+def tokenizer_references(tokenizer, thinking, meta, refs):
+    """Each of TOKENIZER_PROMPTS in Qwen3's chat template (`enable_thinking=thinking`): the text in
+    `meta["tokenizer"]`, its ids and mask at 512 tokens in `refs`."""
+    meta["tokenizer"] = {}
+    for key, prompt in TOKENIZER_PROMPTS.items():
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True, enable_thinking=thinking
+        )
+        inputs = tokenizer(text, padding="max_length", truncation=True, max_length=512, return_tensors="pt")
+        full = len(tokenizer(text)["input_ids"])
+        meta["tokenizer"][key] = {"prompt": prompt, "templated": text, "untruncated_tokens": full}
+        refs[f"tokens.{key}.input_ids"] = inputs["input_ids"][0].to(torch.float32)
+        refs[f"tokens.{key}.attention_mask"] = inputs["attention_mask"][0].to(torch.float32)
+    assert meta["tokenizer"]["long"]["untruncated_tokens"] > 512, "the long prompt must be cut"
+
+
 def main():
     if "--reference-images" in sys.argv[1:]:
         return reference_images()
@@ -331,17 +347,7 @@ def main():
     meta = {"diffusers_version": diffusers.__version__, "torch_version": torch.__version__}
 
     # Tokenizer: the chat-templated text, its ids and mask at 512 tokens.
-    meta["tokenizer"] = {}
-    for key, prompt in TOKENIZER_PROMPTS.items():
-        text = pipe.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True, enable_thinking=False
-        )
-        inputs = pipe.tokenizer(text, padding="max_length", truncation=True, max_length=512, return_tensors="pt")
-        full = len(pipe.tokenizer(text)["input_ids"])
-        meta["tokenizer"][key] = {"prompt": prompt, "templated": text, "untruncated_tokens": full}
-        refs[f"tokens.{key}.input_ids"] = inputs["input_ids"][0].to(torch.float32)
-        refs[f"tokens.{key}.attention_mask"] = inputs["attention_mask"][0].to(torch.float32)
-    assert meta["tokenizer"]["long"]["untruncated_tokens"] > 512, "the long prompt must be cut"
+    tokenizer_references(pipe.tokenizer, False, meta, refs)
 
     # Text encoder: the stacked hidden states (9, 18, 27) the transformer is conditioned on.
     with torch.no_grad():

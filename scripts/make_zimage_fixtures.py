@@ -43,7 +43,7 @@ from transformers import Qwen3Config, Qwen3Model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_fixtures import SdBenchNormal  # noqa: E402  (the engine's documented noise)
-from make_flux2_fixtures import TOKENIZER_PROMPTS, make_tokenizer, to_np  # noqa: E402
+from make_flux2_fixtures import TOKENIZER_PROMPTS, make_tokenizer, to_np, tokenizer_references  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "crates" / "diffusion" / "tests" / "fixtures"
@@ -167,17 +167,7 @@ def main():
     meta = {"diffusers_version": diffusers.__version__, "torch_version": torch.__version__}
 
     # Tokenizer: Qwen3's chat template with thinking on, ids and mask at 512 tokens.
-    meta["tokenizer"] = {}
-    for key, prompt in TOKENIZER_PROMPTS.items():
-        text = pipe.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True, enable_thinking=True
-        )
-        inputs = pipe.tokenizer(text, padding="max_length", truncation=True, max_length=512, return_tensors="pt")
-        full = len(pipe.tokenizer(text)["input_ids"])
-        meta["tokenizer"][key] = {"prompt": prompt, "templated": text, "untruncated_tokens": full}
-        refs[f"tokens.{key}.input_ids"] = inputs["input_ids"][0].to(torch.float32)
-        refs[f"tokens.{key}.attention_mask"] = inputs["attention_mask"][0].to(torch.float32)
-    assert meta["tokenizer"]["long"]["untruncated_tokens"] > 512, "the long prompt must be cut"
+    tokenizer_references(pipe.tokenizer, True, meta, refs)
 
     # Text encoder: hidden_states[-2] at the real tokens only.
     with torch.no_grad():
