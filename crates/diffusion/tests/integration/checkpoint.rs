@@ -154,7 +154,13 @@ fn an_sd2_checkpoint_is_read_as_sd2() {
     // Without configs, SD2.1's: its first tensor read is far larger than the tiny model's.
     assert_mentions(
         &load_err(&sd2, None),
-        &["tiny-sd2.ldm.safetensors", "has shape", "config needs"],
+        &[
+            "tiny-sd2.ldm.safetensors",
+            "has shape",
+            "config needs",
+            "SD2.1 (768 px, v-prediction)'s configs",
+            "--model-config",
+        ],
     );
     assert_mentions(
         &load_err(&sd2, Some(&fixtures().join("tiny-sd"))),
@@ -205,7 +211,13 @@ fn without_a_config_the_checkpoint_is_read_as_sd15_and_a_mismatch_is_named() {
     let message = load_err(&tiny_checkpoint(), None);
     assert_mentions(
         &message,
-        &["tiny-sd.ldm.safetensors", "has shape", "config needs"],
+        &[
+            "tiny-sd.ldm.safetensors",
+            "has shape",
+            "config needs",
+            "read with SD1.5's configs",
+            "--model-config",
+        ],
     );
 }
 

@@ -71,6 +71,15 @@ impl Kind {
         }
     }
 
+    /// The upstream model whose built-in configs read a file of this kind without `--model-config`.
+    pub fn upstream(self) -> &'static str {
+        match self {
+            Kind::Sd1 => "SD1.5",
+            Kind::Sd2 => "SD2.1 (768 px, v-prediction)",
+            Kind::Sdxl => "SDXL base",
+        }
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             Kind::Sd1 => "SD1.x",

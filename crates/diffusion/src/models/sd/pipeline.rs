@@ -198,7 +198,28 @@ impl SdPipeline {
                 config: config.map(Path::to_path_buf),
             },
             vec![file.to_path_buf()],
-        )?;
+        )
+        .map_err(|e| match (config, e) {
+            // Read with a built-in model's configs: say which, and what else to do.
+            (
+                None,
+                DiffusionError::Tensor {
+                    path,
+                    tensor,
+                    problem,
+                },
+            ) if problem.contains("config needs") => DiffusionError::Tensor {
+                path,
+                tensor,
+                problem: format!(
+                    "{problem}; without --model-config the file is read with {}'s configs, \
+                         chosen by its tensor names: a model of other sizes needs --model-config \
+                         naming a diffusers folder with its configs",
+                    layout.kind.upstream()
+                ),
+            },
+            (_, e) => e,
+        })?;
         pipeline.check_compatible(file)?;
         Ok(pipeline)
     }
