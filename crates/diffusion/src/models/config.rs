@@ -125,26 +125,18 @@ impl VaeConfig {
     }
 
     pub fn validate(&self, path: &Path) -> Result<()> {
-        if self.block_out_channels.is_empty() || self.block_out_channels.len() > MAX_BLOCKS {
-            return Err(DiffusionError::config(
-                path,
-                format!("`block_out_channels` must have 1 to {MAX_BLOCKS} entries"),
-            ));
-        }
-        let mut counts = vec![
-            ("in_channels", self.in_channels),
-            ("out_channels", self.out_channels),
-            ("layers_per_block", self.layers_per_block),
-            ("latent_channels", self.latent_channels),
-            ("norm_num_groups", self.norm_num_groups),
-            ("sample_size", self.sample_size),
-        ];
-        counts.extend(
-            self.block_out_channels
-                .iter()
-                .map(|&c| ("block_out_channels", c)),
-        );
-        check_counts(path, &counts)?;
+        check_block_channels(path, &self.block_out_channels)?;
+        check_counts(
+            path,
+            &[
+                ("in_channels", self.in_channels),
+                ("out_channels", self.out_channels),
+                ("layers_per_block", self.layers_per_block),
+                ("latent_channels", self.latent_channels),
+                ("norm_num_groups", self.norm_num_groups),
+                ("sample_size", self.sample_size),
+            ],
+        )?;
         self.check_blocks(&self.up_block_types, "up", "UpDecoderBlock2D", path)?;
         if self.act_fn != "silu" {
             return Err(DiffusionError::unsupported(
@@ -281,9 +273,7 @@ impl ClipConfig {
                 ("projection_dim", self.projection_dim),
             ],
         )?;
-        if self.num_attention_heads == 0
-            || !self.hidden_size.is_multiple_of(self.num_attention_heads)
-        {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err(DiffusionError::config(
                 path,
                 format!(
@@ -332,6 +322,22 @@ pub fn check_counts(path: &Path, values: &[(&str, usize)]) -> Result<()> {
         )),
         None => Ok(()),
     }
+}
+
+/// Refuses a UNet's or VAE's `block_out_channels` without 1 to `MAX_BLOCKS` entries, each a count
+/// `check_counts` allows.
+pub fn check_block_channels(path: &Path, channels: &[usize]) -> Result<()> {
+    if channels.is_empty() || channels.len() > MAX_BLOCKS {
+        return Err(DiffusionError::config(
+            path,
+            format!("`block_out_channels` must have 1 to {MAX_BLOCKS} entries"),
+        ));
+    }
+    let counts: Vec<_> = channels
+        .iter()
+        .map(|&c| ("block_out_channels", c))
+        .collect();
+    check_counts(path, &counts)
 }
 
 /// Reads and parses one JSON config file; a missing file, bad JSON or a wrongly typed key is an error

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::nn::blocks::KeptWeights;
-use crate::pipeline::memory_test_support::{need, placement, upstream, work};
+use crate::pipeline::memory_test_support::{need, placement, upstream, vae, work};
 use crate::pipeline::registry::FAMILIES;
 use crate::pipeline::Preset;
 
@@ -121,11 +121,7 @@ fn auto_picks_the_fastest_profile_that_fits_and_says_why() {
 #[test]
 fn auto_passes_over_profiles_whose_host_part_does_not_fit() {
     for family in architectures() {
-        let (size, vae, w) = (
-            upstream(family),
-            VaeConfig::sd15(),
-            work(family.usual_side()),
-        );
+        let (size, vae, w) = (upstream(family), vae(), work(family.usual_side()));
         let device_need = |p| need(family, &placement(family, p, Precision::F16), &w).peak();
         let host_need = |p| {
             crate::pipeline::host_memory::host_need(

@@ -8,11 +8,15 @@ use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::memory_need::{estimate, MemoryNeed, ModelSize, RequestShape};
 use crate::pipeline::{LoadOptions, Placement};
 
-/// `family` placed as `profile` places it, in `precision` (with SD1.5's VAE config: the VAE's
-/// precision rule is all it is read for).
+/// A VAE config for placements (SD1.5's: the VAE's precision rule is all it is read for).
+pub fn vae() -> VaeConfig {
+    VaeConfig::sd15()
+}
+
+/// `family` placed as `profile` places it, in `precision` (with `vae()`).
 pub fn placement(family: Family, profile: MemoryProfile, precision: Precision) -> Placement {
     let options = profile.load_options(LoadOptions::default());
-    Placement::for_model(family, &VaeConfig::sd15(), precision, &options)
+    Placement::for_model(family, &vae(), precision, &options)
 }
 
 /// The upstream model of `family`, with its VAE's own tile.

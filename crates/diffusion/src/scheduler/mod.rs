@@ -75,7 +75,11 @@ impl SchedulerKind {
     }
 
     /// The kind a folder's `scheduler_config.json` names in `_class_name`.
+    /// Its `num_train_timesteps` is checked here, as the config loads: each schedule `build` makes
+    /// holds a value per training step, bounded like every count from a config.
     pub fn from_class_name(class: &str, config: &Map<String, Value>, path: &Path) -> Result<Self> {
+        let train = SchedulerConfig { map: config, path }.usize("num_train_timesteps", 1000)?;
+        crate::models::config::check_counts(path, &[("num_train_timesteps", train)])?;
         Ok(match class {
             "PNDMScheduler" => SchedulerKind::Pndm,
             "DDIMScheduler" => SchedulerKind::Ddim,
@@ -210,8 +214,6 @@ pub fn build<B: Backend>(
     }
     let cfg = SchedulerConfig { map: config, path };
     let train = cfg.usize("num_train_timesteps", 1000)?;
-    // Each schedule holds a value per training step: bounded like every count from a config.
-    crate::models::config::check_counts(path, &[("num_train_timesteps", train)])?;
     if steps > train {
         return Err(DiffusionError::Request(format!(
             "steps ({steps}) cannot exceed the scheduler's num_train_timesteps ({train})"

@@ -91,35 +91,29 @@ pub fn config_json(bytes: &[u8]) -> bool {
         return false;
     };
     let path = Path::new("config.json");
-    let mut accepted = false;
-    if let Ok(c) = parse_json::<ClipConfig>(text, path) {
-        accepted |= c.validate(path).is_ok();
+    // Whether the text parses as a `T` that `check` then accepts.
+    fn read_as<T: serde::de::DeserializeOwned>(text: &str, check: impl FnOnce(T) -> bool) -> bool {
+        parse_json::<T>(text, Path::new("config.json")).is_ok_and(check)
     }
-    if let Ok(c) = parse_json::<VaeConfig>(text, path) {
-        accepted |= c.validate(path).is_ok();
-    }
-    if let Ok(c) = parse_json::<UNetConfig>(text, path) {
-        accepted |= c.plan(path).is_ok();
-    }
-    if let Ok(c) = parse_json::<Qwen3Config>(text, path) {
-        accepted |= c.validate(path).is_ok();
-    }
-    if let Ok(c) = parse_json::<Flux2TransformerConfig>(text, path) {
-        accepted |= c.validate(path).is_ok();
-    }
-    if let Ok(c) = parse_json::<ZImageTransformerConfig>(text, path) {
-        accepted |= c.validate(path).is_ok();
-    }
-    if let Ok(c) = parse_json::<FlowMatchConfig>(text, path) {
-        accepted |= c.validate(path).is_ok();
-    }
-    if let Ok(map) = parse_json::<Map<String, Value>>(text, path) {
+    let scheduler = |map: Map<String, Value>| {
         let class = map.get("_class_name").and_then(Value::as_str);
-        if let Some(Ok(kind)) = class.map(|c| SchedulerKind::from_class_name(c, &map, path)) {
-            accepted |= scheduler::build::<burn::Dispatch>(kind, &map, 4, path).is_ok();
+        match class.map(|c| SchedulerKind::from_class_name(c, &map, path)) {
+            Some(Ok(kind)) => scheduler::build::<burn::Dispatch>(kind, &map, 4, path).is_ok(),
+            _ => false,
         }
-    }
-    accepted
+    };
+    // Every reading, not the first that accepts: each must answer.
+    [
+        read_as(text, |c: ClipConfig| c.validate(path).is_ok()),
+        read_as(text, |c: VaeConfig| c.validate(path).is_ok()),
+        read_as(text, |c: UNetConfig| c.plan(path).is_ok()),
+        read_as(text, |c: Qwen3Config| c.validate(path).is_ok()),
+        read_as(text, |c: Flux2TransformerConfig| c.validate(path).is_ok()),
+        read_as(text, |c: ZImageTransformerConfig| c.validate(path).is_ok()),
+        read_as(text, |c: FlowMatchConfig| c.validate(path).is_ok()),
+        read_as(text, scheduler),
+    ]
+    .contains(&true)
 }
 
 /// Tensor names, one per line, converted as a single-file checkpoint's are for every component of
@@ -182,13 +176,14 @@ pub fn tokenizer_files(bytes: &[u8]) -> bool {
             }
         }
     }
+    tokenizer_folder(&folder)
+}
+
+/// What a pipeline does with a tokenizer folder: loads CLIP's and Qwen's tokenizers from it and
+/// encodes a prompt with each that loads; whether either did.
+pub fn tokenizer_folder(folder: &Path) -> bool {
     let prompt = "a photo of a cat, 東京 🚀 <|im_end|> </w> !!";
-    let mut accepted = false;
-    if let Ok(t) = Tokenizer::from_folder(&folder) {
-        accepted |= t.encode(prompt).is_ok();
-    }
-    if let Ok(t) = QwenPrompt::load(&folder) {
-        accepted |= t.encode(prompt, 64).is_ok();
-    }
-    accepted
+    let clip = Tokenizer::from_folder(folder).is_ok_and(|t| t.encode(prompt).is_ok());
+    let qwen = QwenPrompt::load(folder).is_ok_and(|t| t.encode(prompt, 64).is_ok());
+    clip || qwen
 }

@@ -19,14 +19,12 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::common::{copy_tree, fixtures};
+use crate::fuzz_checks;
 use crate::parsers_fuzz::{budget, Mutator};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::safetensors::SafeTensors;
 use sdbench_diffusion::models::qwen3::prompt::QwenPrompt;
-use sdbench_diffusion::models::tokenizer::Tokenizer;
 use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};
-
-const PROMPT: &str = "a photo of a cat, 東京 🚀 <|im_end|> </w> !!";
 
 fn edge_value(m: &mut Mutator) -> Value {
     let edges = [
@@ -143,13 +141,7 @@ fn files_ending(dir: &Path, endings: &[&str]) -> Vec<PathBuf> {
 
 /// What SD Bench does with a model folder before and while loading it; true when it is accepted.
 fn use_folder(folder: &Path, loads_left: &mut usize) -> bool {
-    let tokenizer = folder.join("tokenizer");
-    if let Ok(t) = Tokenizer::from_folder(&tokenizer) {
-        let _ = t.encode(PROMPT);
-    }
-    if let Ok(t) = QwenPrompt::load(&tokenizer) {
-        let _ = t.encode(PROMPT, 64);
-    }
+    fuzz_checks::tokenizer_folder(&folder.join("tokenizer"));
     let source = ModelSource::Folder(folder.to_path_buf());
     let accepted = Pipeline::model_size(&source, Precision::F32).is_ok();
     if accepted && *loads_left > 0 {
@@ -384,6 +376,14 @@ fn checkpoint_names_from_strangers() {
     assert!(tried > 0 && accepted > 0 && accepted < tried);
 }
 
+/// Why `Pipeline::model_size` refuses `folder` (a test's damaged copy of a fixture).
+fn refusal(folder: &Path) -> String {
+    match Pipeline::model_size(&ModelSource::Folder(folder.to_path_buf()), Precision::F32) {
+        Ok(_) => panic!("{} is accepted", folder.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// A shard index is a stranger's list of file names: each must be a plain name in the index's
 /// own folder (no `..`, separator, root or Windows drive prefix such as `C:shard`).
 #[test]
@@ -405,10 +405,7 @@ fn a_shard_index_naming_a_file_outside_its_folder_is_refused() {
         let first = map.keys().next().unwrap().clone();
         map.insert(first, json!(shard));
         std::fs::write(&index, serde_json::to_vec(&doc).unwrap()).unwrap();
-        let message = Pipeline::model_size(&ModelSource::Folder(folder.clone()), Precision::F32)
-            .err()
-            .unwrap_or_else(|| panic!("{shard} is accepted"))
-            .to_string();
+        let message = refusal(&folder);
         crate::common::assert_mentions(&message, &["outside its folder", shard]);
     }
 }
@@ -428,6 +425,12 @@ fn a_config_count_beyond_any_model_is_refused_by_name() {
         ("tiny-zimage", "transformer/config.json", "n_layers"),
         ("tiny-sd", "vae/config.json", "layers_per_block"),
         ("tiny-sd", "text_encoder/config.json", "intermediate_size"),
+        // A schedule holds a value per training step: refused as the config loads.
+        (
+            "tiny-sd",
+            "scheduler/scheduler_config.json",
+            "num_train_timesteps",
+        ),
     ] {
         let folder = dir.path().join(format!("{model}-{key}"));
         copy_tree(&fixtures().join(model), &folder);
@@ -435,10 +438,7 @@ fn a_config_count_beyond_any_model_is_refused_by_name() {
         let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         config[key] = json!(1u64 << 57);
         std::fs::write(&path, serde_json::to_vec(&config).unwrap()).unwrap();
-        let message = Pipeline::model_size(&ModelSource::Folder(folder), Precision::F32)
-            .err()
-            .unwrap_or_else(|| panic!("{model} {key} is accepted"))
-            .to_string();
+        let message = refusal(&folder);
         crate::common::assert_mentions(&message, &[file, key, "144115188075855872", "1048576"]);
     }
 }

@@ -149,11 +149,9 @@ impl Qwen3Config {
                 "text encoder option use_sliding_window = true",
             ));
         }
-        if self.num_attention_heads == 0
-            || self.num_key_value_heads == 0
-            || !self
-                .num_attention_heads
-                .is_multiple_of(self.num_key_value_heads)
+        if !self
+            .num_attention_heads
+            .is_multiple_of(self.num_key_value_heads)
         {
             return Err(DiffusionError::config(
                 path,
@@ -163,7 +161,7 @@ impl Qwen3Config {
                 ),
             ));
         }
-        if self.head_dim == 0 || !self.head_dim.is_multiple_of(2) {
+        if !self.head_dim.is_multiple_of(2) {
             return Err(DiffusionError::config(path, "head_dim must be even"));
         }
         let theta = self.rope_base(path)?;

@@ -172,26 +172,15 @@ impl UNetConfig {
     /// Checks every option against what the engine implements and resolves per-block values.
     pub fn plan(&self, path: &Path) -> Result<UNetBlockPlan> {
         let blocks = self.block_out_channels.len();
-        if blocks == 0 || blocks > crate::models::config::MAX_BLOCKS {
-            return Err(DiffusionError::config(
-                path,
-                format!(
-                    "`block_out_channels` must have 1 to {} entries",
-                    crate::models::config::MAX_BLOCKS
-                ),
-            ));
-        }
-        let mut counts = vec![
-            ("in_channels", self.in_channels),
-            ("out_channels", self.out_channels),
-            ("norm_num_groups", self.norm_num_groups),
-        ];
-        counts.extend(
-            self.block_out_channels
-                .iter()
-                .map(|&c| ("block_out_channels", c)),
-        );
-        crate::models::config::check_counts(path, &counts)?;
+        crate::models::config::check_block_channels(path, &self.block_out_channels)?;
+        crate::models::config::check_counts(
+            path,
+            &[
+                ("in_channels", self.in_channels),
+                ("out_channels", self.out_channels),
+                ("norm_num_groups", self.norm_num_groups),
+            ],
+        )?;
         if self.down_block_types.len() != blocks || self.up_block_types.len() != blocks {
             return Err(DiffusionError::config(
                 path,
