@@ -32,8 +32,19 @@
    `norm_final` diffusers drops), under ComfyUI's `model.diffusion_model.`; diffusers'
    `convert_z_image_transformer_checkpoint_to_diffusers` must give back exactly the folder's weights.
 
+6. `vae-names.json`: each tensor of the tiny FLUX.2 klein's and Z-Image's VAEs under the name Black
+   Forest Labs' `ae.safetensors` files (ComfyUI's `vae/flux2-vae.safetensors`, `vae/ae.safetensors`)
+   give it, with its stored shape (attention projections as 1x1 convolutions): the original LDM
+   names, and for FLUX.2 the latent convolutions inside the encoder and decoder as diffusers'
+   `scripts/convert_flux2_to_diffusers.py` maps them (`encoder.quant_conv`,
+   `decoder.post_quant_conv`, `bn.running_mean`/`bn.running_var` as they are). diffusers'
+   `convert_ldm_vae_checkpoint` must turn the LDM names back into exactly the folder's VAE. The
+   tests write the VAE files from the folders' weights under these names (no second copy of the
+   weights is committed).
+
 Usage (after scripts/make_checkpoint_fixtures.py; torch, diffusers and gguf are needed only here):
-    ~/.cache/sdbench/venv/bin/python scripts/make_weight_format_fixtures.py
+    ~/.cache/sdbench/venv/bin/python scripts/make_weight_format_fixtures.py [vae-names]
+(with `vae-names`, only the 6th.)
 """
 
 import importlib.metadata
@@ -291,13 +302,69 @@ def zimage_original_transformer():
         assert torch.equal(converted[k], original[k]), k
 
 
+# FLUX.2's latent convolutions and batch norm: diffusers name -> Black Forest Labs' name.
+FLUX2_VAE_EXTRA = {
+    "quant_conv.weight": "encoder.quant_conv.weight",
+    "quant_conv.bias": "encoder.quant_conv.bias",
+    "post_quant_conv.weight": "decoder.post_quant_conv.weight",
+    "post_quant_conv.bias": "decoder.post_quant_conv.bias",
+}
+
+
+def vae_names():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from make_checkpoint_fixtures import vae_to_ldm
+    from diffusers.loaders.single_file_utils import convert_ldm_vae_checkpoint
+
+    out = {}
+    for name, flux2 in [("tiny-flux2-klein", True), ("tiny-zimage", False)]:
+        folder = FIXTURES / name / "vae"
+        config = json.loads((folder / "config.json").read_text())
+        state = load_file(folder / "diffusion_pytorch_model.safetensors")
+        blocks = len(config["block_out_channels"])
+        ldm, rows = {}, []
+        for key, tensor in sorted(state.items()):
+            if key.startswith("bn."):
+                # The batch norm keeps its name (its step counter is not a weight).
+                if key != "bn.num_batches_tracked":
+                    rows.append([key, key, list(tensor.shape)])
+                continue
+            original, stored = vae_to_ldm(key, tensor, blocks)
+            ldm[original] = stored
+            if flux2 and key in FLUX2_VAE_EXTRA:
+                original = FLUX2_VAE_EXTRA[key]
+            rows.append([original, key, list(stored.shape)])
+        back = convert_ldm_vae_checkpoint(ldm, config)
+        expected = {k: v for k, v in state.items() if not k.startswith("bn.")}
+        assert back.keys() == expected.keys(), set(back) ^ set(expected)
+        for key, tensor in expected.items():
+            assert torch.equal(back[key].reshape(tensor.shape), tensor), key
+        out[name] = rows
+        print(f"vae-names.json: {name}: {len(rows)} tensors")
+    with open(OUT / "vae-names.json", "w") as f:
+        f.write("{\n")
+        for i, (name, rows) in enumerate(out.items()):
+            f.write(f'"{name}": [\n')
+            f.write(",\n".join(json.dumps(row) for row in rows))
+            f.write("\n]" + (",\n" if i + 1 < len(out) else "\n"))
+        f.write("}\n")
+
+
 def main():
+    import sys
+
+    if sys.argv[1:] == ["vae-names"]:
+        vae_names()
+        return
     OUT.mkdir(exist_ok=True)
     flux2_bfl_transformer()
     zimage_original_transformer()
     ggml_blocks()
     fp8()
     tiny_sd_gguf()
+    vae_names()
 
 
 if __name__ == "__main__":

@@ -250,7 +250,7 @@ impl Settings {
             .as_deref()
             .filter(|c| !c.trim().is_empty())
             .map(PathBuf::from);
-        ModelName::parse(model, config.as_deref()).map_err(|e| {
+        ModelName::parse(model, config.as_deref(), &Default::default()).map_err(|e| {
             UiError::bad_input(
                 e.to_string(),
                 "Choose an existing model folder or .safetensors file, or enter a Hub id.",
@@ -268,7 +268,7 @@ impl Settings {
     /// stands for each workload's own model (SDXL's workload runs SDXL base, not SD1.5).
     pub fn model_name_for(&self, workload: &Workload) -> UiResult<ModelName> {
         if self.model_is_default() {
-            return ModelName::parse(workload.preset.repository(), None)
+            return ModelName::parse(workload.preset.repository(), None, &Default::default())
                 .map_err(|e| UiError::internal(e.to_string()));
         }
         self.model_name()

@@ -32,12 +32,8 @@ pub struct BenchArgs {
     /// black-forest-labs/FLUX.2-klein-4B or Tongyi-MAI/Z-Image-Turbo).
     #[arg(long)]
     model: Option<String>,
-    /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
-    /// describe it (default: SD1.5's or SDXL base's, built in, by the file's tensor names). For a
-    /// FLUX.2 klein or Z-Image transformer file (ComfyUI's): the diffusers folder whose text
-    /// encoder, VAE and configs go with it.
-    #[arg(long, value_name = "FOLDER")]
-    model_config: Option<PathBuf>,
+    #[command(flatten)]
+    model_files: crate::model_arg::ModelFileArgs,
     /// Run on synthetic weights of the workload's architecture (no download; never a standard
     /// score).
     #[arg(long, conflicts_with = "model")]
@@ -118,7 +114,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         batch: args.batch,
     };
     let named = match args.model.as_deref() {
-        Some(text) => Some((text, model_arg::parse(text, args.model_config.as_deref())?)),
+        Some(text) => Some((text, model_arg::parse(text, &args.model_files)?)),
         None => None,
     };
     let workload = match (&args.workload, &named) {

@@ -25,12 +25,8 @@ pub struct GenerateArgs {
     /// `synthetic-sdxl-base`, `synthetic-flux2-klein`, `synthetic-zimage-turbo`: those models').
     #[arg(long)]
     model: String,
-    /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
-    /// describe it (default: SD1.5's or SDXL base's, built in, by the file's tensor names). For a
-    /// FLUX.2 klein or Z-Image transformer file (ComfyUI's): the diffusers folder whose text
-    /// encoder, VAE and configs go with it.
-    #[arg(long, value_name = "FOLDER")]
-    model_config: Option<PathBuf>,
+    #[command(flatten)]
+    model_files: crate::model_arg::ModelFileArgs,
     /// What to draw.
     #[arg(long)]
     prompt: String,
@@ -153,7 +149,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     };
     let setup = ModelSetup {
         label: args.model.clone(),
-        model: crate::model_arg::parse(&args.model, args.model_config.as_deref())?,
+        model: crate::model_arg::parse(&args.model, &args.model_files)?,
         device: args.memory.device_request(&args.device)?,
         memory: args.memory.choice()?,
         precision: limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?,

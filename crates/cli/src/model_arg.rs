@@ -1,18 +1,49 @@
 //! `--model`: a local folder, a single-file checkpoint, a Hub id (from the cache, or downloaded),
-//! or `synthetic`; `--model-config` describes a checkpoint that is not shaped as SD1.5 or SDXL base.
+//! or `synthetic`; with a model file, `--model-config` (the folder describing it) and the
+//! component files kept apart from it (`--text-encoder`, `--vae`).
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::Context;
-use sdbench_diffusion::ModelSource;
+use sdbench_diffusion::{ComponentFiles, ModelSource};
 use sdbench_hub::HubSettings;
 use sdbench_session::{Event, ModelName};
 
 use crate::progress::DownloadBar;
 
+/// What goes with a model file given to `--model`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ModelFileArgs {
+    /// For a model file: a diffusers model folder whose configs, tokenizer and scheduler describe
+    /// it. An SD1.x, SD2.x or SDXL checkpoint without it is read with SD1.5's, SD2.1's or SDXL
+    /// base's, built in, by its tensor names. A FLUX.2 klein or Z-Image transformer file
+    /// (ComfyUI's) needs it; the text encoder and VAE come from it too unless --text-encoder and
+    /// --vae name files of their own (the folder then needs no weights of those parts).
+    #[arg(long, value_name = "FOLDER")]
+    pub model_config: Option<PathBuf>,
+    /// For a FLUX.2 klein or Z-Image transformer file: its Qwen3 text encoder as a file of its own
+    /// (ComfyUI's `text_encoders/qwen_3_4b*.safetensors`; transformers' names, safetensors, FP8
+    /// or GGUF).
+    #[arg(long, value_name = "FILE")]
+    pub text_encoder: Option<PathBuf>,
+    /// For a model file: its VAE as a file of its own (ComfyUI's `vae/`, a fine-tuned VAE), in the
+    /// original names or diffusers'; replaces a checkpoint's own VAE.
+    #[arg(long, value_name = "FILE")]
+    pub vae: Option<PathBuf>,
+}
+
+impl ModelFileArgs {
+    fn parts(&self) -> ComponentFiles {
+        ComponentFiles {
+            text_encoder: self.text_encoder.clone(),
+            vae: self.vae.clone(),
+        }
+    }
+}
+
 /// Parses `--model`; a renamed Hub id is mapped to its successor with a note on stderr.
-pub fn parse(text: &str, config: Option<&Path>) -> anyhow::Result<ModelName> {
-    let name = ModelName::parse(text, config)?;
+pub fn parse(text: &str, with: &ModelFileArgs) -> anyhow::Result<ModelName> {
+    let name = ModelName::parse(text, with.model_config.as_deref(), &with.parts())?;
     if let ModelName::Hub {
         note: Some(note), ..
     } = &name
@@ -24,8 +55,8 @@ pub fn parse(text: &str, config: Option<&Path>) -> anyhow::Result<ModelName> {
 
 /// The model as the engine loads it: Hub ids come from the cache, or are downloaded with a
 /// progress bar.
-pub fn resolve(text: &str, config: Option<&Path>) -> anyhow::Result<ModelSource> {
-    let name = parse(text, config)?;
+pub fn resolve(text: &str, with: &ModelFileArgs) -> anyhow::Result<ModelSource> {
+    let name = parse(text, with)?;
     let mut bar = DownloadBar::new();
     let cancel = crate::interrupt::token();
     let source = name

@@ -4,7 +4,6 @@
 //! bounded by device syncs; prints the median with min and max and every raw sample. With `--ops`,
 //! single layers at a preset's shapes instead (`--ops-of`, `sdbench_diffusion::op_timing`).
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -20,10 +19,8 @@ pub struct TimingArgs {
     /// `synthetic-sd21`, `synthetic-sdxl-base`, `synthetic-flux2-klein`, `synthetic-zimage-turbo`.
     #[arg(long, default_value = "synthetic")]
     model: String,
-    /// For a single-file checkpoint: a diffusers model folder whose configs, tokenizer and scheduler
-    /// describe it (default: SD1.5's, built in).
-    #[arg(long, value_name = "FOLDER")]
-    model_config: Option<PathBuf>,
+    #[command(flatten)]
+    model_files: crate::model_arg::ModelFileArgs,
     /// Image width in pixels (the latents' and tokens' size follows).
     #[arg(long, default_value_t = 512)]
     width: usize,
@@ -42,7 +39,7 @@ pub struct TimingArgs {
     threads: crate::threads::ThreadsArg,
     /// Time single layers instead (a preset's heaviest convolutions, linears, attention and norms
     /// at this image size), each with its GFLOP/s or GB/s; no model is loaded.
-    #[arg(long, conflicts_with_all = ["model", "model_config"])]
+    #[arg(long, conflicts_with_all = ["model", "model_config", "text_encoder", "vae"])]
     ops: bool,
     /// With --ops: whose layers (a preset's: SD1.5's UNet and VAE, a transformer's).
     #[arg(long, requires = "ops", default_value = "sd15", value_parser = presets_with_op_cases())]
@@ -84,7 +81,7 @@ pub fn run(args: TimingArgs) -> anyhow::Result<()> {
     if args.ops {
         return time_ops(&args, device, precision);
     }
-    let source = crate::model_arg::resolve(&args.model, args.model_config.as_deref())?;
+    let source = crate::model_arg::resolve(&args.model, &args.model_files)?;
     let kernels = sdbench_bench::kernels::KernelCounters::start(device.kind);
     let load_start = Instant::now();
     // The memory check before loading measures the size timed (one guided image: the UNet call

@@ -26,8 +26,8 @@ pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
 pub use pipeline::registry::{family_of, FAMILIES};
 pub use pipeline::{
-    CancelToken, Family, FamilyDescriptor, GenerateRequest, Generated, GeneratedImage,
-    GuidanceOptions, InitImage, InitialNoise, LoadOptions, ModelSource, ParameterCounts, Pipeline,
-    Placement, Preset, Progress, StepSync, TimedCall,
+    CancelToken, ComponentFiles, Family, FamilyDescriptor, GenerateRequest, Generated,
+    GeneratedImage, GuidanceOptions, InitImage, InitialNoise, LoadOptions, ModelSource,
+    ParameterCounts, Pipeline, Placement, Preset, Progress, StepSync, TimedCall,
 };
 pub use scheduler::{PredictionType, SchedulerKind};

@@ -81,7 +81,9 @@ pub fn list(
     folders: &[AppFolder],
 ) -> Vec<LocalModel> {
     let mut models = Vec::new();
-    if let Some(Ok(ModelName::Local(source))) = named.map(|n| ModelName::parse(n, None)) {
+    if let Some(Ok(ModelName::Local(source))) =
+        named.map(|n| ModelName::parse(n, None, &Default::default()))
+    {
         match &source {
             ModelSource::Folder(path) => models.push(on_disk(
                 named.unwrap_or_default(),
@@ -130,6 +132,7 @@ pub fn list(
                     &ModelSource::Checkpoint {
                         file: file.clone(),
                         config: None,
+                        parts: Default::default(),
                     },
                 ),
             };

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_diffusion::{CancelToken, ModelSource, Preset};
+use sdbench_diffusion::{CancelToken, ComponentFiles, ModelSource, Preset};
 use sdbench_hub::{Hub, HubError, HubSettings, RepoId, Resolved};
 
 use crate::error::{Result, SessionError};
@@ -23,9 +23,9 @@ pub enum ModelName {
 
 impl ModelName {
     /// An existing folder or file wins; `synthetic` is synthetic weights; anything else must be a
-    /// Hub id. `config` (a diffusers folder whose configs describe the file) goes with a checkpoint
-    /// file only.
-    pub fn parse(text: &str, config: Option<&Path>) -> Result<ModelName> {
+    /// Hub id. `config` (a diffusers folder whose configs describe the file) and `parts` (component
+    /// files: `--text-encoder`, `--vae`) go with a model file only.
+    pub fn parse(text: &str, config: Option<&Path>, parts: &ComponentFiles) -> Result<ModelName> {
         let bad = |problem: String| Err(SessionError::Model(problem));
         let path = PathBuf::from(text);
         if path.is_file() {
@@ -37,15 +37,30 @@ impl ModelName {
                     ));
                 }
             }
+            let named = [("text encoder", &parts.text_encoder), ("VAE", &parts.vae)];
+            for (what, file) in named {
+                if let Some(file) = file.as_deref().filter(|f| !f.is_file()) {
+                    return bad(format!(
+                        "the {what} file {} does not exist (name a .safetensors or .gguf file)",
+                        file.display()
+                    ));
+                }
+            }
             return Ok(ModelName::Local(ModelSource::Checkpoint {
                 file: path,
                 config: config.map(Path::to_path_buf),
+                parts: parts.clone(),
             }));
         }
         if let Some(folder) = config {
             return bad(format!(
                 "the model config {} applies only to a single-file checkpoint (a .safetensors or .gguf file)",
                 folder.display()
+            ));
+        }
+        if !parts.is_empty() {
+            return bad(format!(
+                "--text-encoder and --vae go with a model file (a checkpoint or a transformer file); {text} is not one (a diffusers folder's components are its subfolders)"
             ));
         }
         if text == "synthetic" {
@@ -177,36 +192,49 @@ mod tests {
         let folder = dir.path().to_str().unwrap();
 
         assert_eq!(
-            ModelName::parse("synthetic", None).unwrap(),
+            ModelName::parse("synthetic", None, &Default::default()).unwrap(),
             ModelName::Local(ModelSource::Synthetic(Preset::SD15))
         );
         assert_eq!(
-            ModelName::parse("synthetic-sdxl-base", None).unwrap(),
+            ModelName::parse("synthetic-sdxl-base", None, &Default::default()).unwrap(),
             ModelName::Local(ModelSource::Synthetic(Preset::SDXL_BASE))
         );
-        assert!(ModelName::parse("synthetic-sd9", None)
+        assert!(ModelName::parse("synthetic-sd9", None, &Default::default())
             .unwrap_err()
             .to_string()
             .contains("synthetic-sdxl-base"));
         assert_eq!(
-            ModelName::parse(folder, None).unwrap(),
+            ModelName::parse(folder, None, &Default::default()).unwrap(),
             ModelName::Local(ModelSource::Folder(dir.path().into()))
         );
         assert_eq!(
-            ModelName::parse(file.to_str().unwrap(), Some(dir.path())).unwrap(),
+            ModelName::parse(
+                file.to_str().unwrap(),
+                Some(dir.path()),
+                &Default::default()
+            )
+            .unwrap(),
             ModelName::Local(ModelSource::Checkpoint {
                 file: file.clone(),
-                config: Some(dir.path().into())
+                config: Some(dir.path().into()),
+                parts: Default::default(),
             })
         );
-        match ModelName::parse("stable-diffusion-v1-5/stable-diffusion-v1-5", None).unwrap() {
+        match ModelName::parse(
+            "stable-diffusion-v1-5/stable-diffusion-v1-5",
+            None,
+            &Default::default(),
+        )
+        .unwrap()
+        {
             ModelName::Hub { id, note } => {
                 assert_eq!(id.as_str(), "stable-diffusion-v1-5/stable-diffusion-v1-5");
                 assert!(note.is_none());
             }
             other => panic!("{other:?}"),
         }
-        let renamed = ModelName::parse("runwayml/stable-diffusion-v1-5", None).unwrap();
+        let renamed =
+            ModelName::parse("runwayml/stable-diffusion-v1-5", None, &Default::default()).unwrap();
         assert!(matches!(renamed, ModelName::Hub { note: Some(_), .. }));
     }
 
@@ -214,13 +242,36 @@ mod tests {
     fn bad_names_say_what_is_wrong() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope");
-        let err = ModelName::parse(missing.to_str().unwrap(), None).unwrap_err();
+        let err =
+            ModelName::parse(missing.to_str().unwrap(), None, &Default::default()).unwrap_err();
         assert!(err.to_string().contains("does not exist"), "{err}");
-        let err = ModelName::parse("synthetic", Some(dir.path())).unwrap_err();
+        let err = ModelName::parse("synthetic", Some(dir.path()), &Default::default()).unwrap_err();
         assert!(err.to_string().contains("only to a single-file"), "{err}");
         let file = dir.path().join("m.safetensors");
         std::fs::write(&file, b"x").unwrap();
-        let err = ModelName::parse(file.to_str().unwrap(), Some(&missing)).unwrap_err();
+        let err = ModelName::parse(file.to_str().unwrap(), Some(&missing), &Default::default())
+            .unwrap_err();
         assert!(err.to_string().contains("is not a folder"), "{err}");
+        let vae = |vae: &Path| ComponentFiles {
+            text_encoder: None,
+            vae: Some(vae.to_path_buf()),
+        };
+        let err = ModelName::parse(file.to_str().unwrap(), None, &vae(&missing)).unwrap_err();
+        assert!(
+            err.to_string().contains("the VAE file") && err.to_string().contains("does not exist"),
+            "{err}"
+        );
+        let err = ModelName::parse("synthetic", None, &vae(&file)).unwrap_err();
+        assert!(err.to_string().contains("go with a model file"), "{err}");
+        let err = ModelName::parse(dir.path().to_str().unwrap(), None, &vae(&file)).unwrap_err();
+        assert!(err.to_string().contains("go with a model file"), "{err}");
+        assert_eq!(
+            ModelName::parse(file.to_str().unwrap(), None, &vae(&file)).unwrap(),
+            ModelName::Local(ModelSource::Checkpoint {
+                file: file.clone(),
+                config: None,
+                parts: vae(&file),
+            })
+        );
     }
 }

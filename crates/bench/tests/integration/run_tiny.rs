@@ -419,6 +419,7 @@ fn a_single_file_checkpoint_runs_and_is_recorded_as_one_file() {
     o.model = ModelChoice::Local(ModelSource::Checkpoint {
         file: file.clone(),
         config: Some(tiny()),
+        parts: Default::default(),
     });
     let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
     let model = &output.result.workload.model;
@@ -452,6 +453,7 @@ fn a_gguf_checkpoint_is_recorded_with_its_quantization() {
     o.model = ModelChoice::Local(ModelSource::Checkpoint {
         file: file.clone(),
         config: Some(tiny()),
+        parts: Default::default(),
     });
     let output = runner::run(&o, &mut |_| {}, &CancelToken::new()).unwrap();
     let model = &output.result.workload.model;

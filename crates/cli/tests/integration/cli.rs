@@ -292,6 +292,33 @@ fn a_single_file_checkpoint_generates_with_its_config_folder() {
     assert_fails(&o, &out, "only to a single-file checkpoint");
     let o = run(&out, &["--model-config", "/nonexistent/config"]);
     assert_fails(&o, &out, "is not a folder");
+
+    // A VAE kept as a file of its own replaces the checkpoint's.
+    let vae = format!("{tiny}/vae/diffusion_pytorch_model.safetensors");
+    let out = dir.path().join("vae.png");
+    let o = run(&out, &["--model-config", &tiny, "--vae", &vae]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(png_info(&out).0, (24, 16));
+    let out = dir.path().join("bad.png");
+    let o = run(
+        &out,
+        &[
+            "--model-config",
+            &tiny,
+            "--vae",
+            "/nonexistent/vae.safetensors",
+        ],
+    );
+    assert_fails(
+        &o,
+        &out,
+        "the VAE file /nonexistent/vae.safetensors does not exist",
+    );
+    let o = run(&out, &["--model-config", &tiny, "--text-encoder", &vae]);
+    assert_fails(&o, &out, "holds its own text encoders");
+    // Component files go with a model file, not a folder.
+    let o = generate(&out, &["--vae", &vae]);
+    assert_fails(&o, &out, "go with a model file");
 }
 
 #[test]

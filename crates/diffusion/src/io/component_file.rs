@@ -1,8 +1,10 @@
-//! A denoiser kept as a file of its own, apart from a diffusers folder (ComfyUI's
-//! `diffusion_models/`): in its authors' tensor names or diffusers', sometimes under ComfyUI's
-//! `model.diffusion_model.`, as safetensors, FP8 or GGUF. A family supplies the name conversion
-//! (as diffusers' single-file converter for it does); this module reads the file with it, and
-//! takes the denoiser's weights from it or from the folder.
+//! Components kept as files of their own, apart from a diffusers folder, as ComfyUI keeps them:
+//! a denoiser (`diffusion_models/`) in its authors' tensor names or diffusers', sometimes under
+//! ComfyUI's `model.diffusion_model.`, as safetensors, FP8 or GGUF (a family supplies the name
+//! conversion, as diffusers' single-file converter for it does); a text encoder
+//! (`text_encoders/`) in transformers' names; a VAE (`vae/`) in the original names or diffusers'.
+//! This module reads such files, and takes each component's weights from its file or from the
+//! folder.
 
 use std::path::{Path, PathBuf};
 
@@ -12,8 +14,9 @@ use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{
     is_fp8_scale, ComponentNames, Derived, FileWeights, Precision, WeightSource,
 };
+use crate::models::vae_names;
 use crate::nn::blocks::KeptWeights;
-use crate::pipeline::ModelSource;
+use crate::pipeline::{ComponentFiles, ModelSource};
 
 /// The prefix ComfyUI saves whole models under.
 const COMFY_PREFIX: &str = "model.diffusion_model.";
@@ -119,29 +122,240 @@ pub fn denoiser_weights(
     precision: Precision,
     ignored: &[&str],
 ) -> Result<(Box<dyn WeightSource>, Vec<PathBuf>)> {
-    match file {
-        Some(file) => Ok((
-            Box::new(denoiser_file(file, names)?.ignoring(ignored)),
-            vec![file.to_path_buf()],
-        )),
-        None => component_weights(
-            &folder.join("transformer"),
-            "diffusion_pytorch_model",
-            precision,
-            ignored,
-        ),
-    }
+    let read = |file: &Path| denoiser_file(file, names);
+    component_or_file(folder, DENOISER, file, read, precision, ignored)
 }
 
-/// What a pipeline loaded from `folder` (with the denoiser from `file`, if given) was loaded from.
-pub fn loaded_from(folder: &Path, file: Option<&Path>) -> ModelSource {
+/// What a pipeline loaded from `folder` (with the denoiser from `file` and the components
+/// `parts` names, if given) was loaded from.
+pub fn loaded_from(folder: &Path, file: Option<&Path>, parts: &ComponentFiles) -> ModelSource {
     match file {
         Some(file) => ModelSource::Checkpoint {
             file: file.to_path_buf(),
             config: Some(folder.to_path_buf()),
+            parts: parts.clone(),
         },
         None => ModelSource::Folder(folder.to_path_buf()),
     }
+}
+
+/// How a family's text encoder names its tensors, for a text encoder file.
+pub struct TextEncoderNames {
+    /// "Qwen3 text encoder".
+    pub what: &'static str,
+    /// The prefix the family's model loads its tensors under (`model.` for transformers'
+    /// `...ForCausalLM` checkpoints, none for a bare model).
+    pub prefix: &'static str,
+    /// A tensor every such encoder has, without any prefix (`embed_tokens.weight`).
+    pub marker: &'static str,
+}
+
+/// Tensors a text encoder file may hold that an encoder never reads: a language model's head.
+const TEXT_HEAD: &str = "lm_head.";
+
+/// A text encoder kept as a file of its own (ComfyUI's `text_encoders/`): transformers' names,
+/// with or without the `model.` that `...ForCausalLM` checkpoints put before them, read under
+/// the names the family loads by.
+pub fn text_encoder_file(file: &Path, names: &TextEncoderNames) -> Result<FileWeights> {
+    let tensors = TensorFile::open(file)?;
+    let stored: Vec<String> = tensors
+        .names()
+        .filter(|n| !is_fp8_scale(n) && !n.starts_with(TEXT_HEAD))
+        .map(str::to_string)
+        .collect();
+    let strip = match stored.iter().all(|n| n.starts_with("model.")) {
+        true => "model.",
+        false => "",
+    };
+    if !stored.iter().any(|n| n[strip.len()..] == *names.marker) {
+        let llama_cpp = match tensors.names().any(|n| n == "token_embd.weight") {
+            true => "; it is in llama.cpp's names (`token_embd.weight`, `blk.N.`), which SD Bench does not read: use the safetensors file ComfyUI or the model's Hub repository has",
+            false => "",
+        };
+        return Err(DiffusionError::Weights {
+            path: file.to_path_buf(),
+            problem: format!(
+                "is not a {}: it has no `{}` (transformers' names, with or without `model.`){llama_cpp}",
+                names.what, names.marker
+            ),
+        });
+    }
+    let map = stored
+        .iter()
+        .map(|n| (format!("{}{}", names.prefix, &n[strip.len()..]), n.clone()))
+        .collect();
+    Ok(FileWeights::renamed(tensors, map))
+}
+
+/// The prefix a VAE keeps inside a Stable Diffusion checkpoint; a VAE file cut from one may
+/// still carry it.
+const VAE_CHECKPOINT_PREFIX: &str = "first_stage_model.";
+
+/// A VAE of `blocks` encoder and decoder blocks kept as a file of its own (ComfyUI's `vae/`, a
+/// fine-tuned VAE download): diffusers' names, or the original ones (SD checkpoints',
+/// Black Forest Labs' `ae.safetensors`), with or without `first_stage_model.`.
+pub fn vae_file(file: &Path, blocks: usize) -> Result<FileWeights> {
+    let tensors = TensorFile::open(file)?;
+    let stored: Vec<String> = tensors
+        .names()
+        .filter(|n| !is_fp8_scale(n))
+        .map(str::to_string)
+        .collect();
+    let strip = match stored.iter().all(|n| n.starts_with(VAE_CHECKPOINT_PREFIX)) {
+        true => VAE_CHECKPOINT_PREFIX,
+        false => "",
+    };
+    let rest = |n: &str| n[strip.len()..].to_string();
+    if stored.iter().any(|n| vae_names::is_diffusers(&rest(n))) {
+        let map = stored.iter().map(|n| (rest(n), n.clone())).collect();
+        return Ok(FileWeights::renamed(tensors, map));
+    }
+    if !stored.iter().any(|n| vae_names::is_original(&rest(n))) {
+        return Err(DiffusionError::Weights {
+            path: file.to_path_buf(),
+            problem: "is not a VAE: none of its tensors has a VAE's names (`decoder.up_blocks.` as diffusers names them, or `decoder.up.` as the original files do)".into(),
+        });
+    }
+    let mut found = ComponentNames::default();
+    for name in &stored {
+        let converted =
+            vae_names::diffusers_name(&rest(name), blocks).ok_or_else(|| DiffusionError::Tensor {
+                path: file.to_path_buf(),
+                tensor: name.clone(),
+                problem: format!(
+                    "has no counterpart in a VAE of {blocks} blocks; is the file another model's VAE?"
+                ),
+            })?;
+        found.names.insert(converted, name.clone());
+    }
+    Ok(FileWeights::converted(tensors, found))
+}
+
+/// The text encoder's weights and the files they come from: `file`'s when one is given, else the
+/// folder's `text_encoder/` component.
+pub fn text_encoder_weights(
+    folder: &Path,
+    file: Option<&Path>,
+    names: &TextEncoderNames,
+    precision: Precision,
+    ignored: &[&str],
+) -> Result<(Box<dyn WeightSource>, Vec<PathBuf>)> {
+    let read = |file: &Path| text_encoder_file(file, names);
+    component_or_file(folder, TEXT_ENCODER, file, read, precision, ignored)
+}
+
+/// The VAE's weights (`blocks` blocks) and the files they come from: `file`'s when one is given,
+/// else the folder's `vae/` component.
+pub fn vae_weights(
+    folder: &Path,
+    file: Option<&Path>,
+    blocks: usize,
+    precision: Precision,
+    ignored: &[&str],
+) -> Result<(Box<dyn WeightSource>, Vec<PathBuf>)> {
+    let read = |file: &Path| vae_file(file, blocks);
+    component_or_file(folder, VAE, file, read, precision, ignored)
+}
+
+/// A component's weights and the files they come from: `file`'s (read by `read`) when one is
+/// given, else the folder's `sub/` component (sharded or not, the file a run in `precision`
+/// reads).
+fn component_or_file(
+    folder: &Path,
+    (sub, stem): (&str, &str),
+    file: Option<&Path>,
+    read: impl FnOnce(&Path) -> Result<FileWeights>,
+    precision: Precision,
+    ignored: &[&str],
+) -> Result<(Box<dyn WeightSource>, Vec<PathBuf>)> {
+    match file {
+        Some(file) => Ok((
+            Box::new(read(file)?.ignoring(ignored)),
+            vec![file.to_path_buf()],
+        )),
+        None => component_weights(&folder.join(sub), stem, precision, ignored),
+    }
+}
+
+/// Where a diffusers-folder family's weights come from: its folder, and the files given in place
+/// of its parts (a denoiser file, `--text-encoder`, `--vae`). Read from headers only, for the
+/// memory estimate.
+pub struct WeightFiles<'a> {
+    pub folder: &'a Path,
+    pub denoiser: Option<&'a Path>,
+    pub parts: &'a ComponentFiles,
+    /// Which file of a folder component a run reads (`.fp16` or not).
+    pub precision: Precision,
+}
+
+const DENOISER: (&str, &str) = ("transformer", "diffusion_pytorch_model");
+const TEXT_ENCODER: (&str, &str) = ("text_encoder", "model");
+const VAE: (&str, &str) = ("vae", "diffusion_pytorch_model");
+
+impl WeightFiles<'_> {
+    /// Parameters of the text encoder's tensors `counted` picks (by the names the model loads).
+    pub fn text_encoder_parameters(
+        &self,
+        names: &TextEncoderNames,
+        counted: &dyn Fn(&str) -> bool,
+    ) -> Result<u64> {
+        match &self.parts.text_encoder {
+            Some(file) => Ok(text_encoder_file(file, names)?.parameters(counted)),
+            None => self.folder_parameters(TEXT_ENCODER, counted),
+        }
+    }
+
+    /// Parameters of the denoiser's tensors `counted` picks (by diffusers' names; a denoiser
+    /// file is read with `names`).
+    pub fn denoiser_parameters(
+        &self,
+        names: &DenoiserNames,
+        counted: &dyn Fn(&str) -> bool,
+    ) -> Result<u64> {
+        match self.denoiser {
+            Some(file) => Ok(denoiser_file(file, names)?.parameters(counted)),
+            None => self.folder_parameters(DENOISER, counted),
+        }
+    }
+
+    /// What the denoiser keeps in its codes (GGUF, FP8).
+    pub fn denoiser_kept(&self) -> Result<KeptWeights> {
+        match self.denoiser {
+            Some(file) => denoiser_kept(file),
+            None => crate::io::sharded::component_kept(
+                &self.folder.join(DENOISER.0),
+                DENOISER.1,
+                self.precision,
+            ),
+        }
+    }
+
+    /// Parameters of the VAE's tensors `counted` picks (by diffusers' names), for a VAE of
+    /// `blocks` blocks.
+    pub fn vae_parameters(&self, blocks: usize, counted: &dyn Fn(&str) -> bool) -> Result<u64> {
+        match &self.parts.vae {
+            Some(file) => Ok(vae_file(file, blocks)?.parameters(counted)),
+            None => self.folder_parameters(VAE, counted),
+        }
+    }
+
+    fn folder_parameters(
+        &self,
+        (sub, stem): (&str, &str),
+        counted: &dyn Fn(&str) -> bool,
+    ) -> Result<u64> {
+        crate::io::sharded::component_parameters(
+            &self.folder.join(sub),
+            stem,
+            self.precision,
+            counted,
+        )
+    }
+}
+
+/// The refusal for a component file a family does not take apart from its model file.
+pub fn not_taken(file: &Path, option: &str, why: &str) -> DiffusionError {
+    DiffusionError::unsupported(file, format!("{option} does not apply here: {why}"))
 }
 
 /// The refusal for a denoiser file given without the folder its other components come from.
@@ -149,7 +363,7 @@ pub fn needs_its_folder(file: &Path, what: &str) -> DiffusionError {
     DiffusionError::unsupported(
         file,
         format!(
-            "a {what} file runs with the diffusers folder its text encoder, VAE and configs come from: add --model-config FOLDER (e.g. the Hub repository's)"
+            "a {what} file runs with the diffusers folder its configs and tokenizer come from (and its text encoder and VAE, unless --text-encoder and --vae name files of their own): add --model-config FOLDER (e.g. the Hub repository's)"
         ),
     )
 }

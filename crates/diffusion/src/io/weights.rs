@@ -326,6 +326,32 @@ impl FileWeights {
         self.file.path()
     }
 
+    /// Parameters of the stored tensors behind the model names `counted` picks (not ignored), from
+    /// the header: a stored tensor counts once, whole, however many model tensors are made from
+    /// it; integer buffers are not weights.
+    pub fn parameters(&self, counted: impl Fn(&str) -> bool) -> u64 {
+        let wanted = |name: &String| {
+            counted(name) && !self.ignored_prefixes.iter().any(|p| name.starts_with(p))
+        };
+        let renamed = self
+            .names
+            .iter()
+            .filter(|(name, _)| wanted(name))
+            .map(|(_, stored)| stored.as_str());
+        let derived = self
+            .derived
+            .iter()
+            .filter(|(name, _)| wanted(name))
+            .map(|(_, d)| d.stored());
+        let stored: BTreeSet<&str> = renamed.chain(derived).collect();
+        stored
+            .into_iter()
+            .filter_map(|stored| self.file.entry(stored))
+            .filter(|entry| !matches!(entry.dtype, StDtype::Other(_)))
+            .map(|entry| entry.shape.iter().product::<usize>() as u64)
+            .sum()
+    }
+
     /// Whether the file stores `name` (under that stored name).
     pub fn has(&self, name: &str) -> bool {
         self.names.values().any(|stored| stored == name)

@@ -8,5 +8,6 @@ pub mod qwen3;
 pub mod sd;
 pub mod tokenizer;
 pub mod vae;
+pub mod vae_names;
 pub mod vae_tiling;
 pub mod zimage;

@@ -50,15 +50,33 @@ pub type B = Dispatch;
 pub enum ModelSource {
     /// A folder in the diffusers layout (model_index.json, tokenizer/, text_encoder/, unet/, vae/, scheduler/).
     Folder(PathBuf),
-    /// A single-file checkpoint in the original Stable Diffusion layout (`.safetensors`). `config`:
-    /// a diffusers model folder whose configs, tokenizer and scheduler describe it (its weights are
-    /// not read); `None`: SD1.5's, built in.
+    /// A model file: a single-file checkpoint in the original Stable Diffusion layout, or a
+    /// denoiser kept on its own (`.safetensors` or `.gguf`). `config`: a diffusers model folder
+    /// whose configs, tokenizer and scheduler describe it (`None`: the built-in ones its family
+    /// picks by the file's tensors); the folder's weights are read only for the components neither
+    /// the file nor `parts` holds.
     Checkpoint {
         file: PathBuf,
         config: Option<PathBuf>,
+        parts: ComponentFiles,
     },
     /// A preset's architecture with deterministic generated weights: no files, no download.
     Synthetic(Preset),
+}
+
+/// Components kept as files of their own beside a model file (`--text-encoder`, `--vae`), as
+/// ComfyUI keeps them (`text_encoders/`, `vae/`): each replaces that component's weights. Which
+/// components a family takes this way is its own; one it cannot take is refused by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ComponentFiles {
+    pub text_encoder: Option<PathBuf>,
+    pub vae: Option<PathBuf>,
+}
+
+impl ComponentFiles {
+    pub fn is_empty(&self) -> bool {
+        self.text_encoder.is_none() && self.vae.is_none()
+    }
 }
 
 /// What was loaded, for reports.

@@ -25,6 +25,7 @@ fn load(file: &Path, config: Option<&Path>) -> sdbench_diffusion::Result<Pipelin
         &ModelSource::Checkpoint {
             file: file.to_path_buf(),
             config: config.map(Path::to_path_buf),
+            parts: Default::default(),
         },
         device,
         Some(Precision::F32),
@@ -175,6 +176,7 @@ fn an_sd2_checkpoint_is_read_as_sd2() {
         &ModelSource::Checkpoint {
             file: sd2,
             config: None,
+            parts: Default::default(),
         },
         Precision::F32,
     )

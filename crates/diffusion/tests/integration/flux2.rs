@@ -347,6 +347,7 @@ fn a_bfl_transformer_file_generates_what_diffusers_generates() {
         &ModelSource::Checkpoint {
             file: file.clone(),
             config: Some(common::fixtures().join(NAME)),
+            parts: Default::default(),
         },
         select(BackendRequest::Cpu).unwrap(),
         Some(Precision::F32),
@@ -368,6 +369,7 @@ fn a_bfl_transformer_file_generates_what_diffusers_generates() {
         &ModelSource::Checkpoint {
             file: file.clone(),
             config: None,
+            parts: Default::default(),
         },
         select(BackendRequest::Cpu).unwrap(),
         Some(Precision::F32),

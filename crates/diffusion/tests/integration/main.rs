@@ -6,6 +6,7 @@ mod common;
 mod allocation_failure;
 mod bad_input;
 mod checkpoint;
+mod component_files;
 mod cpu_attention;
 mod cpu_conv;
 mod cpu_group_norm;

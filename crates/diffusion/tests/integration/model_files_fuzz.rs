@@ -327,6 +327,7 @@ fn checkpoint_names_from_strangers() {
         let source = ModelSource::Checkpoint {
             file: path.clone(),
             config: config.map(Path::to_path_buf),
+            parts: Default::default(),
         };
         Pipeline::model_size(&source, Precision::F32).is_ok()
     };

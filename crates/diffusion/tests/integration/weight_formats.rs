@@ -214,6 +214,7 @@ fn load_checkpoint(file: &Path) -> sdbench_diffusion::Result<Pipeline> {
         &ModelSource::Checkpoint {
             file: file.to_path_buf(),
             config: Some(fixtures().join("tiny-sd")),
+            parts: Default::default(),
         },
         select(BackendRequest::Cpu).unwrap(),
         Some(Precision::F32),
@@ -272,6 +273,7 @@ fn a_gguf_checkpoint_generates_what_diffusers_generates_from_it() {
         let source = ModelSource::Checkpoint {
             file,
             config: Some(fixtures().join("tiny-sd")),
+            parts: Default::default(),
         };
         Pipeline::model_size(&source, Precision::F32).unwrap().0
     };
@@ -508,6 +510,7 @@ fn a_transformer_kept_in_fp8_codes_generates_what_its_dequantized_values_generat
         let (coded, coded_bytes) = generate(ModelSource::Checkpoint {
             file: formats().join("tiny-flux2-klein.bfl-transformer.fp8.safetensors"),
             config: Some(klein.clone()),
+            parts: Default::default(),
         });
         let (plain, plain_bytes) = generate(ModelSource::Folder(dequantized.clone()));
         let atol = sdbench_diffusion::parity::fixture_tolerance(

@@ -368,6 +368,7 @@ fn an_original_transformer_file_generates_what_diffusers_generates() {
     let source = ModelSource::Checkpoint {
         file: file.clone(),
         config: Some(common::fixtures().join(NAME)),
+        parts: Default::default(),
     };
     let cpu = || select(BackendRequest::Cpu).unwrap();
     let pipe =
@@ -384,7 +385,11 @@ fn an_original_transformer_file_generates_what_diffusers_generates() {
     common::assert_generations_within(NAME, Precision::F32, &diffs);
 
     // Without its folder, the file is named and the missing folder asked for.
-    let alone = ModelSource::Checkpoint { file, config: None };
+    let alone = ModelSource::Checkpoint {
+        file,
+        config: None,
+        parts: Default::default(),
+    };
     let message = Pipeline::load_with(&alone, cpu(), Some(Precision::F32), LoadOptions::default())
         .err()
         .expect("refused")

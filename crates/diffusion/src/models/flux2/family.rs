@@ -4,6 +4,7 @@
 use super::pipeline::Flux2Pipeline;
 use super::transformer::Flux2TransformerConfig;
 use super::{check_family_request, text_layers, PROMPT_TOKENS};
+use crate::io::component_file::WeightFiles;
 use crate::models::qwen3::Qwen3Config;
 use crate::pipeline::family::{Architecture, Family, FamilyDescriptor, Preset, PresetSpec};
 use crate::pipeline::memory_need::{
@@ -28,16 +29,25 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         Ok(model)
     },
     model_size: |source, precision| match source {
-        ModelSource::Folder(folder) => Flux2Pipeline::model_size(folder, precision),
+        ModelSource::Folder(folder) => Flux2Pipeline::model_size(&WeightFiles {
+            folder,
+            denoiser: None,
+            parts: &Default::default(),
+            precision,
+        }),
         // A transformer file's architecture is its folder's (the load checks every shape).
         ModelSource::Checkpoint {
             config: Some(folder),
             file,
+            parts,
         } => {
             crate::io::component_file::denoiser_file(file, &super::bfl_names::NAMES)?;
-            let (mut size, vae) = Flux2Pipeline::model_size(folder, precision)?;
-            size.denoiser_kept = crate::io::component_file::denoiser_kept(file)?;
-            Ok((size, vae))
+            Flux2Pipeline::model_size(&WeightFiles {
+                folder,
+                denoiser: Some(file),
+                parts,
+                precision,
+            })
         }
         _ => Ok(Flux2Pipeline::upstream_size()),
     },

@@ -20,14 +20,12 @@ use super::transformer::{Flux2Transformer, Position, Rope, IGNORED_PREFIXES};
 use super::{klein_vae, HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
-use crate::io::component_file;
+use crate::io::component_file::{self, WeightFiles};
 use crate::io::image::{preprocess, RgbImage};
-use crate::io::sharded;
-use crate::io::sharded::component_weights;
 use crate::io::weights::{Precision, SyntheticWeights, WeightSource};
 use crate::models::config::VaeConfig;
 use crate::models::qwen3::prompt::QwenPrompt;
-use crate::models::qwen3::Qwen3TextEncoder;
+use crate::models::qwen3::{Qwen3TextEncoder, Qwen3Weights};
 use crate::models::vae::{self, VaeDecoder, VaeEncoder};
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
@@ -36,8 +34,8 @@ use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
 use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, classifier_free, GenerationSteps, Prepared};
 use crate::pipeline::{
-    check_request, load_component, load_denoiser, tensor_to_vec, CancelToken, Family,
-    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo,
+    check_request, load_component, load_denoiser, tensor_to_vec, CancelToken, ComponentFiles,
+    Family, FamilyPipeline, GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo,
     ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 use crate::reference_pictures;
@@ -78,7 +76,8 @@ impl Flux2Pipeline {
         match source {
             ModelSource::Folder(folder) => {
                 let index = crate::pipeline::folder_index(folder)?;
-                Self::load_folder(folder, &index, None, device, precision, options)
+                let parts = ComponentFiles::default();
+                Self::load_folder(folder, &index, None, &parts, device, precision, options)
             }
             ModelSource::Synthetic(preset) => {
                 Self::load_synthetic(*preset, device, precision, options)
@@ -86,22 +85,35 @@ impl Flux2Pipeline {
             ModelSource::Checkpoint {
                 file,
                 config: Some(folder),
+                parts,
             } => {
                 let index = crate::pipeline::folder_index(folder)?;
-                Self::load_folder(folder, &index, Some(file), device, precision, options)
+                Self::load_folder(
+                    folder,
+                    &index,
+                    Some(file),
+                    parts,
+                    device,
+                    precision,
+                    options,
+                )
             }
-            ModelSource::Checkpoint { file, config: None } => Err(
-                component_file::needs_its_folder(file, bfl_names::NAMES.what),
-            ),
+            ModelSource::Checkpoint {
+                file, config: None, ..
+            } => Err(component_file::needs_its_folder(
+                file,
+                bfl_names::NAMES.what,
+            )),
         }
     }
 
     /// `transformer_file`: the transformer's weights from this file (BFL's names or diffusers')
-    /// instead of the folder's.
+    /// instead of the folder's; `parts`: the text encoder's and VAE's from theirs.
     pub fn load_folder(
         folder: &Path,
         index: &Map<String, Value>,
         transformer_file: Option<&Path>,
+        parts: &ComponentFiles,
         device: SelectedDevice,
         precision: Precision,
         options: LoadOptions,
@@ -112,9 +124,10 @@ impl Flux2Pipeline {
         let text_ignored =
             Qwen3TextEncoder::<B>::unused_prefixes(&spec.text_encoder, spec.text_layers());
         let text_ignored: Vec<&str> = text_ignored.iter().map(String::as_str).collect();
-        let (mut te, mut files) = component_weights(
-            &folder.join("text_encoder"),
-            "model",
+        let (mut te, mut files) = component_file::text_encoder_weights(
+            folder,
+            parts.text_encoder.as_deref(),
+            &Qwen3Weights::CausalLm.file_names(),
             placement.text_encoders,
             &text_ignored,
         )?;
@@ -129,18 +142,27 @@ impl Flux2Pipeline {
         if !options.vae_encoder {
             vae_ignored.extend(vae::ENCODER_PREFIXES);
         }
-        let (mut va, vae_files) = component_weights(
-            &folder.join("vae"),
-            "diffusion_pytorch_model",
+        let (mut va, vae_files) = component_file::vae_weights(
+            folder,
+            parts.vae.as_deref(),
+            spec.vae.block_out_channels.len(),
             placement.vae,
             &vae_ignored,
         )?;
         files.extend(tr_files);
         files.extend(vae_files);
-        let size = Self::size_of(&spec, Some(folder), precision)?;
+        let size = Self::size_of(
+            &spec,
+            Some(&WeightFiles {
+                folder,
+                denoiser: transformer_file,
+                parts,
+                precision,
+            }),
+        )?;
         let prompt =
             QwenPrompt::load(spec.tokenizer.as_deref().expect("a folder has a tokenizer"))?;
-        let source = component_file::loaded_from(folder, transformer_file);
+        let source = component_file::loaded_from(folder, transformer_file, parts);
         Self::assemble(
             spec,
             size,
@@ -164,7 +186,7 @@ impl Flux2Pipeline {
         let [te, tr, va] = &mut [0; 3].map(|_| SyntheticWeights::new(seed));
         let spec = Spec::klein_4b();
         let placement = Self::placement(precision, &options);
-        let size = Self::size_of(&spec, None, precision)?;
+        let size = Self::size_of(&spec, None)?;
         Self::assemble(
             spec,
             size,
@@ -178,12 +200,13 @@ impl Flux2Pipeline {
         )
     }
 
-    /// What the memory estimate needs of a model folder, from its configs and weight headers.
-    pub fn model_size(folder: &Path, precision: Precision) -> Result<(ModelSize, VaeConfig)> {
-        let index = crate::pipeline::folder_index(folder)?;
-        let spec = Spec::read(folder, &index)?;
+    /// What the memory estimate needs of a model folder (with the files given in place of its
+    /// parts), from its configs and weight headers.
+    pub fn model_size(files: &WeightFiles) -> Result<(ModelSize, VaeConfig)> {
+        let index = crate::pipeline::folder_index(files.folder)?;
+        let spec = Spec::read(files.folder, &index)?;
         spec.validate()?;
-        let size = Self::size_of(&spec, Some(folder), precision)?;
+        let size = Self::size_of(&spec, Some(files))?;
         Ok((size, spec.vae))
     }
 
@@ -200,33 +223,29 @@ impl Flux2Pipeline {
         Placement::for_model(Family::FLUX2_KLEIN, &klein_vae(), precision, options)
     }
 
-    /// Parameters of the parts that run, from the files' headers (a folder) or the configs.
-    fn size_of(spec: &Spec, folder: Option<&Path>, precision: Precision) -> Result<ModelSize> {
+    /// Parameters of the parts that run, from the files' headers (a folder, and the files given
+    /// with it) or the configs.
+    fn size_of(spec: &Spec, files: Option<&WeightFiles>) -> Result<ModelSize> {
         let upstream = ModelSize::upstream(Family::FLUX2_KLEIN, spec.vae.sample_size);
-        let Some(folder) = folder else {
+        let Some(files) = files else {
             return Ok(upstream);
         };
         let ignored =
             Qwen3TextEncoder::<B>::unused_prefixes(&spec.text_encoder, spec.text_layers());
         let counted = |name: &str| !ignored.iter().any(|p| name.starts_with(p.as_str()));
         let encoder = |name: &str| name.starts_with("encoder.") || name.starts_with("quant_conv.");
-        let params = |sub: &str, stem: &str, counted: &dyn Fn(&str) -> bool| {
-            sharded::component_parameters(&folder.join(sub), stem, precision, counted)
-        };
-        let weights = "diffusion_pytorch_model";
+        let blocks = spec.vae.block_out_channels.len();
         Ok(ModelSize {
-            text_encoder_params: params("text_encoder", "model", &counted)?,
-            denoiser_params: params("transformer", weights, &|name| {
+            text_encoder_params: files
+                .text_encoder_parameters(&Qwen3Weights::CausalLm.file_names(), &counted)?,
+            denoiser_params: files.denoiser_parameters(&bfl_names::NAMES, &|name| {
                 !IGNORED_PREFIXES.iter().any(|p| name.starts_with(p))
             })?,
             denoiser_full_precision_params: spec.transformer.full_precision_parameters(),
-            denoiser_kept: sharded::component_kept(
-                &folder.join("transformer"),
-                weights,
-                precision,
-            )?,
-            vae_decoder_params: params("vae", weights, &|n| !encoder(n) && !n.starts_with("bn."))?,
-            vae_encoder_params: params("vae", weights, &encoder)?,
+            denoiser_kept: files.denoiser_kept()?,
+            vae_decoder_params: files
+                .vae_parameters(blocks, &|n| !encoder(n) && !n.starts_with("bn."))?,
+            vae_encoder_params: files.vae_parameters(blocks, &encoder)?,
             ..upstream
         })
     }

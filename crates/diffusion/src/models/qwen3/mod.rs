@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{DiffusionError, Result};
+use crate::io::component_file::TextEncoderNames;
 use crate::io::weights::{Init, Loader};
 use crate::nn::{multi_head_attention, runs_on_cpu, silu, Linear};
 
@@ -274,6 +275,16 @@ impl Qwen3Weights {
         match self {
             Qwen3Weights::CausalLm => "model.",
             Qwen3Weights::Bare => "",
+        }
+    }
+
+    /// How a Qwen3 text encoder file (`--text-encoder`, in either naming) is read for a model
+    /// that loads its tensors this way.
+    pub fn file_names(self) -> TextEncoderNames {
+        TextEncoderNames {
+            what: "Qwen3 text encoder",
+            prefix: self.prefix(),
+            marker: "embed_tokens.weight",
         }
     }
 }

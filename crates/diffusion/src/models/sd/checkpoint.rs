@@ -161,7 +161,7 @@ pub fn diffusers_name(component: Component, name: &str, layout: &Layout) -> Opti
         // The transformers names, as SD1.x and SDXL files store them.
         Component::TextEncoder | Component::TextEncoder2 => Some(rest.to_string()),
         Component::UNet => unet_name(rest, &layout.unet_layers_per_block),
-        Component::Vae => vae_name(rest, layout.vae_blocks),
+        Component::Vae => crate::models::vae_names::diffusers_name(rest, layout.vae_blocks),
     }
 }
 
@@ -319,10 +319,14 @@ pub fn component_names(
         found.names.insert(converted, stored.to_string());
     }
     if found.names.is_empty() && found.derived.is_empty() {
+        let vae_apart = match component {
+            Component::Vae => " (one kept without its VAE runs with --vae naming a VAE file)",
+            _ => "",
+        };
         return Err(DiffusionError::Weights {
             path: path.to_path_buf(),
             problem: format!(
-                "has no {} tensors (names starting with `{prefix}`): not a single-file {expected} checkpoint",
+                "has no {} tensors (names starting with `{prefix}`): not a single-file {expected} checkpoint{vae_apart}",
                 component.describe()
             ),
         });
@@ -444,75 +448,6 @@ fn unet_name(name: &str, layers_per_block: &[usize]) -> Option<String> {
     None
 }
 
-fn vae_name(name: &str, blocks: usize) -> Option<String> {
-    if name.starts_with("quant_conv.") || name.starts_with("post_quant_conv.") {
-        return Some(name.to_string());
-    }
-    let (side, rest) = name.split_once('.')?;
-    if side != "encoder" && side != "decoder" {
-        return None;
-    }
-    let inner = if let Some(tail) = rest.strip_prefix("norm_out.") {
-        format!("conv_norm_out.{tail}")
-    } else if rest.starts_with("conv_in.") || rest.starts_with("conv_out.") {
-        rest.to_string()
-    } else if let Some(tail) = rest.strip_prefix("mid.") {
-        vae_mid(tail)?
-    } else {
-        // `down.i` counts from the encoder's input; `up.i` from the decoder's output, which
-        // diffusers reverses.
-        let (group, tail) = rest.split_once('.')?;
-        let (index, tail) = tail.split_once('.')?;
-        let index: usize = index.parse().ok().filter(|&i| i < blocks)?;
-        let (group, index, sampler, samplers) = match (side, group) {
-            ("encoder", "down") => ("down_blocks", index, "downsample.", "downsamplers.0."),
-            ("decoder", "up") => (
-                "up_blocks",
-                blocks - 1 - index,
-                "upsample.",
-                "upsamplers.0.",
-            ),
-            _ => return None,
-        };
-        if let Some(tail) = tail.strip_prefix(sampler) {
-            format!("{group}.{index}.{samplers}{tail}")
-        } else {
-            let (layer, tail) = tail.strip_prefix("block.")?.split_once('.')?;
-            let layer: usize = layer.parse().ok()?;
-            format!("{group}.{index}.resnets.{layer}.{}", vae_resnet(tail))
-        }
-    };
-    Some(format!("{side}.{inner}"))
-}
-
-fn vae_resnet(tail: &str) -> String {
-    match tail.strip_prefix("nin_shortcut.") {
-        Some(rest) => format!("conv_shortcut.{rest}"),
-        None => tail.to_string(),
-    }
-}
-
-fn vae_mid(tail: &str) -> Option<String> {
-    if let Some(rest) = tail.strip_prefix("block_1.") {
-        return Some(format!("mid_block.resnets.0.{}", vae_resnet(rest)));
-    }
-    if let Some(rest) = tail.strip_prefix("block_2.") {
-        return Some(format!("mid_block.resnets.1.{}", vae_resnet(rest)));
-    }
-    let rest = tail.strip_prefix("attn_1.")?;
-    const ATTENTION: &[(&str, &str)] = &[
-        ("norm.", "group_norm."),
-        ("q.", "to_q."),
-        ("k.", "to_k."),
-        ("v.", "to_v."),
-        ("proj_out.", "to_out.0."),
-    ];
-    ATTENTION.iter().find_map(|(old, new)| {
-        rest.strip_prefix(old)
-            .map(|t| format!("mid_block.attentions.0.{new}{t}"))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,30 +490,6 @@ mod tests {
         assert_eq!(name("output_blocks.11.2.conv.weight"), None);
         assert_eq!(name("output_blocks.12.0.in_layers.0.weight"), None);
         assert_eq!(name("input_blocks.12.0.op.weight"), None);
-    }
-
-    #[test]
-    fn vae_decoder_blocks_are_reversed() {
-        let l = sd15();
-        let name = |n: &str| diffusers_name(Component::Vae, &format!("{VAE_PREFIX}{n}"), &l);
-        assert_eq!(
-            name("decoder.up.3.block.0.nin_shortcut.weight").unwrap(),
-            "decoder.up_blocks.0.resnets.0.conv_shortcut.weight"
-        );
-        assert_eq!(
-            name("decoder.up.1.upsample.conv.bias").unwrap(),
-            "decoder.up_blocks.2.upsamplers.0.conv.bias"
-        );
-        assert_eq!(
-            name("encoder.down.0.downsample.conv.weight").unwrap(),
-            "encoder.down_blocks.0.downsamplers.0.conv.weight"
-        );
-        assert_eq!(
-            name("decoder.mid.attn_1.proj_out.weight").unwrap(),
-            "decoder.mid_block.attentions.0.to_out.0.weight"
-        );
-        assert_eq!(name("decoder.up.4.block.0.conv1.weight"), None);
-        assert_eq!(name("decoder.down.0.block.0.conv1.weight"), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use super::spec::{
 use super::unet::UNet;
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
+use crate::io::component_file;
 use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{FileWeights, Precision, SyntheticWeights, WeightSource};
 use crate::models::clip::ClipTextModel;
@@ -27,9 +28,9 @@ use crate::pipeline::memory::{self, MemoryProfile};
 use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
 use crate::pipeline::offload::Offloadable;
 use crate::pipeline::{
-    check_request, device_sync, img2img_start, load_component, load_denoiser, CancelToken, Family,
-    FamilyPipeline, GenerateRequest, Generated, LoadOptions, ModelInfo, ModelSource,
-    ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
+    check_request, device_sync, img2img_start, load_component, load_denoiser, CancelToken,
+    ComponentFiles, Family, FamilyPipeline, GenerateRequest, Generated, LoadOptions, ModelInfo,
+    ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 
 pub struct SdPipeline {
@@ -94,9 +95,11 @@ impl SdPipeline {
     ) -> Result<Self> {
         match source {
             ModelSource::Folder(folder) => Self::load_folder(folder, device, precision, options),
-            ModelSource::Checkpoint { file, config } => {
-                Self::load_checkpoint(file, config.as_deref(), device, precision, options)
-            }
+            ModelSource::Checkpoint {
+                file,
+                config,
+                parts,
+            } => Self::load_checkpoint(file, config.as_deref(), parts, device, precision, options),
             ModelSource::Synthetic(preset) => {
                 Self::load_synthetic(*preset, device, precision, options)
             }
@@ -153,14 +156,17 @@ impl SdPipeline {
         Ok(pipeline)
     }
 
+    /// `parts.vae`: the VAE from this file instead of the checkpoint's (a checkpoint without one
+    /// needs it).
     fn load_checkpoint(
         file: &Path,
         config: Option<&Path>,
+        parts: &ComponentFiles,
         device: SelectedDevice,
         precision: Precision,
         options: LoadOptions,
     ) -> Result<Self> {
-        let (spec, layout) = checkpoint_spec(file, config)?;
+        let (spec, layout) = checkpoint_spec(file, config, parts)?;
         let placement = Placement::for_model(spec.family, &spec.vae, precision, &options);
         let open = |component| -> Result<FileWeights> {
             let tensors = TensorFile::open(file)?;
@@ -173,10 +179,14 @@ impl SdPipeline {
             )?)),
             _ => None,
         };
+        let vae_source = match &parts.vae {
+            Some(vae) => component_file::vae_file(vae, layout.vae_blocks)?,
+            None => open(checkpoint::Component::Vae)?,
+        };
         let [te, unet, vae] = &mut [
             text_encoder_weights(open(checkpoint::Component::TextEncoder)?),
             open(checkpoint::Component::UNet)?,
-            vae_weights(open(checkpoint::Component::Vae)?),
+            vae_weights(vae_source),
         ];
         // A checkpoint's parts are SD1.x's, SD2.x's or SDXL's as upstream has them (the layout above
         // reads them by those names).
@@ -196,8 +206,12 @@ impl SdPipeline {
             ModelSource::Checkpoint {
                 file: file.to_path_buf(),
                 config: config.map(Path::to_path_buf),
+                parts: parts.clone(),
             },
-            vec![file.to_path_buf()],
+            std::iter::once(file)
+                .chain(parts.vae.as_deref())
+                .map(Path::to_path_buf)
+                .collect(),
         )
         .map_err(|e| match (config, e) {
             // Read with a built-in model's configs: say which, and what else to do.
@@ -421,8 +435,12 @@ impl SdPipeline {
                     FolderFiles::choose(&layout, precision, placement.vae)?.model_size(&spec)?;
                 (size, spec.vae)
             }
-            ModelSource::Checkpoint { file, config } => {
-                let (mut size, vae) = upstream(checkpoint_spec(file, config.as_deref())?.0);
+            ModelSource::Checkpoint {
+                file,
+                config,
+                parts,
+            } => {
+                let (mut size, vae) = upstream(checkpoint_spec(file, config.as_deref(), parts)?.0);
                 size.denoiser_kept = KeptWeights::of(&TensorFile::open(file)?, |name| {
                     name.starts_with(checkpoint::UNET_PREFIX)
                 });
@@ -552,8 +570,19 @@ impl FamilyPipeline for SdPipeline {
 /// file without configs is read as SD2.1 (768 px, v-prediction), as diffusers reads one (its
 /// `global_step` rule for 2.x-base never applies to safetensors files, which do not store it);
 /// a 2.x-base file needs `config` naming its folder.
-fn checkpoint_spec(file: &Path, config: Option<&Path>) -> Result<(ModelSpec, checkpoint::Layout)> {
+fn checkpoint_spec(
+    file: &Path,
+    config: Option<&Path>,
+    parts: &ComponentFiles,
+) -> Result<(ModelSpec, checkpoint::Layout)> {
     check_checkpoint_file(file)?;
+    if let Some(text_encoder) = &parts.text_encoder {
+        return Err(component_file::not_taken(
+            text_encoder,
+            "--text-encoder",
+            "a Stable Diffusion checkpoint holds its own text encoders (a separate text encoder file goes with a FLUX.2 klein or Z-Image transformer file)",
+        ));
+    }
     let tensors = TensorFile::open(file)?;
     let spec = match (config, checkpoint::Kind::of(&tensors)) {
         (Some(folder), _) => ModelSpec::read(&ModelLayout::check(folder)?)?,
@@ -577,8 +606,13 @@ fn checkpoint_spec(file: &Path, config: Option<&Path>) -> Result<(ModelSpec, che
     let mut components = vec![
         checkpoint::Component::TextEncoder,
         checkpoint::Component::UNet,
-        checkpoint::Component::Vae,
     ];
+    match &parts.vae {
+        Some(vae) => {
+            component_file::vae_file(vae, layout.vae_blocks)?;
+        }
+        None => components.push(checkpoint::Component::Vae),
+    }
     if kind == checkpoint::Kind::Sdxl {
         components.push(checkpoint::Component::TextEncoder2);
     }

@@ -17,8 +17,7 @@ use super::transformer::ZImageTransformer;
 use super::PROMPT_TOKENS;
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
-use crate::io::component_file;
-use crate::io::sharded::{self, component_weights};
+use crate::io::component_file::{self, WeightFiles};
 use crate::io::weights::{Precision, SyntheticWeights, WeightSource};
 use crate::models::config::VaeConfig;
 use crate::models::qwen3::prompt::{chat_text, QwenPrompt};
@@ -32,9 +31,10 @@ use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
 use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, GenerationSteps, Prepared};
 use crate::pipeline::{
-    check_request, folder_index, load_component, load_denoiser, tensor_to_vec, CancelToken, Family,
-    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo,
-    ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
+    check_request, folder_index, load_component, load_denoiser, tensor_to_vec, CancelToken,
+    ComponentFiles, Family, FamilyPipeline, GenerateRequest, Generated, GeneratedImage,
+    LoadOptions, ModelInfo, ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync,
+    TimedCall, B,
 };
 use crate::scheduler::flow_match::{FlowMatchConfig, FlowSchedule};
 use crate::scheduler::SchedulerKind;
@@ -66,14 +66,24 @@ impl ZImagePipeline {
         match source {
             ModelSource::Folder(folder) => {
                 let index = folder_index(folder)?;
-                Self::load_folder(folder, &index, None, device, precision, options)
+                let parts = ComponentFiles::default();
+                Self::load_folder(folder, &index, None, &parts, device, precision, options)
             }
             ModelSource::Checkpoint {
                 file,
                 config: Some(folder),
+                parts,
             } => {
                 let index = folder_index(folder)?;
-                Self::load_folder(folder, &index, Some(file), device, precision, options)
+                Self::load_folder(
+                    folder,
+                    &index,
+                    Some(file),
+                    parts,
+                    device,
+                    precision,
+                    options,
+                )
             }
             ModelSource::Synthetic(preset) => {
                 let spec = Spec::turbo();
@@ -81,7 +91,7 @@ impl ZImagePipeline {
                 let seed = 0x5D_BE_AC_15;
                 let [te, tr, va] = &mut [0; 3].map(|_| SyntheticWeights::new(seed));
                 let placement = Self::placement(&spec.vae, precision, &options);
-                let size = Self::size_of(&spec, None, precision)?;
+                let size = Self::size_of(&spec, None)?;
                 let source = ModelSource::Synthetic(*preset);
                 let sources: [&mut dyn WeightSource; 3] = [te, tr, va];
                 Self::assemble(
@@ -96,18 +106,22 @@ impl ZImagePipeline {
                     Vec::new(),
                 )
             }
-            ModelSource::Checkpoint { file, config: None } => Err(
-                component_file::needs_its_folder(file, original_names::NAMES.what),
-            ),
+            ModelSource::Checkpoint {
+                file, config: None, ..
+            } => Err(component_file::needs_its_folder(
+                file,
+                original_names::NAMES.what,
+            )),
         }
     }
 
     /// `transformer_file`: the transformer's weights from this file (the original names or
-    /// diffusers') instead of the folder's.
+    /// diffusers') instead of the folder's; `parts`: the text encoder's and VAE's from theirs.
     fn load_folder(
         folder: &Path,
         index: &Map<String, Value>,
         transformer_file: Option<&Path>,
+        parts: &ComponentFiles,
         device: SelectedDevice,
         precision: Precision,
         options: LoadOptions,
@@ -121,9 +135,10 @@ impl ZImagePipeline {
             spec.text_weights,
         );
         let unused: Vec<&str> = unused.iter().map(String::as_str).collect();
-        let (mut te, mut files) = component_weights(
-            &folder.join("text_encoder"),
-            "model",
+        let (mut te, mut files) = component_file::text_encoder_weights(
+            folder,
+            parts.text_encoder.as_deref(),
+            &spec.text_weights.file_names(),
             placement.text_encoders,
             &unused,
         )?;
@@ -134,18 +149,27 @@ impl ZImagePipeline {
             placement.denoiser,
             &[],
         )?;
-        let (mut va, vae_files) = component_weights(
-            &folder.join("vae"),
-            "diffusion_pytorch_model",
+        let (mut va, vae_files) = component_file::vae_weights(
+            folder,
+            parts.vae.as_deref(),
+            spec.vae.block_out_channels.len(),
             placement.vae,
             vae::ENCODER_PREFIXES,
         )?;
         files.extend(tr_files);
         files.extend(vae_files);
-        let size = Self::size_of(&spec, Some(folder), precision)?;
+        let size = Self::size_of(
+            &spec,
+            Some(&WeightFiles {
+                folder,
+                denoiser: transformer_file,
+                parts,
+                precision,
+            }),
+        )?;
         let prompt =
             QwenPrompt::load(spec.tokenizer.as_deref().expect("a folder has a tokenizer"))?;
-        let source = component_file::loaded_from(folder, transformer_file);
+        let source = component_file::loaded_from(folder, transformer_file, parts);
         let sources: [&mut dyn WeightSource; 3] = [te.as_mut(), tr.as_mut(), va.as_mut()];
         Self::assemble(
             spec,
@@ -165,28 +189,37 @@ impl ZImagePipeline {
         source: &ModelSource,
         precision: Precision,
     ) -> Result<(ModelSize, VaeConfig)> {
-        let (spec, folder, file) = match source {
+        let no_parts = ComponentFiles::default();
+        let (spec, files) = match source {
             ModelSource::Folder(folder) => (
                 Spec::read(folder, &folder_index(folder)?)?,
-                Some(folder),
-                None,
+                Some(WeightFiles {
+                    folder,
+                    denoiser: None,
+                    parts: &no_parts,
+                    precision,
+                }),
             ),
             // A transformer file's architecture is its folder's (the load checks every shape).
             ModelSource::Checkpoint {
                 file,
                 config: Some(folder),
+                parts,
             } => {
                 component_file::denoiser_file(file, &original_names::NAMES)?;
                 let spec = Spec::read(folder, &folder_index(folder)?)?;
-                (spec, Some(folder), Some(file))
+                let files = WeightFiles {
+                    folder,
+                    denoiser: Some(file),
+                    parts,
+                    precision,
+                };
+                (spec, Some(files))
             }
-            _ => (Spec::turbo(), None, None),
+            _ => (Spec::turbo(), None),
         };
         spec.validate()?;
-        let mut size = Self::size_of(&spec, folder.map(PathBuf::as_path), precision)?;
-        if let Some(file) = file {
-            size.denoiser_kept = component_file::denoiser_kept(file)?;
-        }
+        let size = Self::size_of(&spec, files.as_ref())?;
         Ok((size, spec.vae))
     }
 
@@ -194,10 +227,11 @@ impl ZImagePipeline {
         Placement::for_model(Family::ZIMAGE, vae, precision, options)
     }
 
-    /// Parameters of the parts that run, from the files' headers (a folder) or the configs.
-    fn size_of(spec: &Spec, folder: Option<&Path>, precision: Precision) -> Result<ModelSize> {
+    /// Parameters of the parts that run, from the files' headers (a folder, and the files given
+    /// with it) or the configs.
+    fn size_of(spec: &Spec, files: Option<&WeightFiles>) -> Result<ModelSize> {
         let upstream = ModelSize::upstream(Family::ZIMAGE, spec.vae.sample_size);
-        let Some(folder) = folder else {
+        let Some(files) = files else {
             return Ok(upstream);
         };
         let unused = Qwen3TextEncoder::<B>::unused_prefixes_named(
@@ -206,23 +240,17 @@ impl ZImagePipeline {
             spec.text_weights,
         );
         let encoder = |name: &str| vae::ENCODER_PREFIXES.iter().any(|p| name.starts_with(p));
-        let params = |sub: &str, stem: &str, counted: &dyn Fn(&str) -> bool| {
-            sharded::component_parameters(&folder.join(sub), stem, precision, counted)
-        };
-        let weights = "diffusion_pytorch_model";
+        let blocks = spec.vae.block_out_channels.len();
         Ok(ModelSize {
-            text_encoder_params: params("text_encoder", "model", &|name| {
-                !unused.iter().any(|p| name.starts_with(p.as_str()))
-            })?,
-            denoiser_params: params("transformer", weights, &|_| true)?,
+            text_encoder_params: files
+                .text_encoder_parameters(&spec.text_weights.file_names(), &|name| {
+                    !unused.iter().any(|p| name.starts_with(p.as_str()))
+                })?,
+            denoiser_params: files.denoiser_parameters(&original_names::NAMES, &|_| true)?,
             denoiser_full_precision_params: 0,
-            denoiser_kept: sharded::component_kept(
-                &folder.join("transformer"),
-                weights,
-                precision,
-            )?,
-            vae_decoder_params: params("vae", weights, &|n| !encoder(n))?,
-            vae_encoder_params: params("vae", weights, &encoder)?,
+            denoiser_kept: files.denoiser_kept()?,
+            vae_decoder_params: files.vae_parameters(blocks, &|n| !encoder(n))?,
+            vae_encoder_params: files.vae_parameters(blocks, &encoder)?,
             ..upstream
         })
     }
