@@ -165,12 +165,19 @@ pub fn header(r: &BenchResult) -> Vec<(String, String)> {
     } else if w.model.synthetic {
         format!("{} (synthetic weights: not a standard score)", w.name)
     } else if let Ok(standard) = crate::Workload::named(&w.name) {
-        // A standard workload's settings on a model of another architecture.
-        format!(
-            "{} (not {}'s architecture: not a standard score)",
-            w.name,
-            standard.preset.repository()
-        )
+        // A standard workload's settings, but not its model as it is.
+        let repo = standard.preset.repository();
+        let profile = r.backend.memory_profile.as_deref().unwrap_or("full");
+        let why = if w.model.preset.as_deref() != Some(standard.preset.name()) {
+            format!("not {repo}'s architecture")
+        } else if let Some(types) = &w.model.quantization {
+            format!("{types} weights")
+        } else if profile != "full" {
+            format!("the {profile} memory profile")
+        } else {
+            format!("not {repo}'s own weights")
+        };
+        format!("{} ({why}: not a standard score)", w.name)
     } else {
         format!("{} (custom: not a standard score)", w.name)
     };
@@ -419,4 +426,43 @@ fn json(r: &BenchResult) -> String {
         "cold_start": r.cold_start,
     });
     serde_json::to_string_pretty(&summary).expect("summary serializes") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> BenchResult {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/result-v1.json");
+        BenchResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// A standard workload's run that is not standard says the first reason it is not.
+    #[test]
+    fn the_header_names_why_a_standard_workload_is_not_a_standard_score() {
+        let kind = |change: fn(&mut BenchResult)| {
+            let mut r = sample();
+            r.workload.standard = false;
+            r.workload.model.preset = Some("sd15".into());
+            change(&mut r);
+            header(&r)[0].1.clone()
+        };
+        let repo = "stable-diffusion-v1-5/stable-diffusion-v1-5";
+        assert_eq!(
+            kind(|r| r.workload.model.preset = None),
+            format!("sd15-512-30 (not {repo}'s architecture: not a standard score)")
+        );
+        assert_eq!(
+            kind(|r| r.workload.model.quantization = Some("Q8_0".into())),
+            "sd15-512-30 (Q8_0 weights: not a standard score)"
+        );
+        assert_eq!(
+            kind(|r| r.backend.memory_profile = Some("low".into())),
+            "sd15-512-30 (the low memory profile: not a standard score)"
+        );
+        assert_eq!(
+            kind(|_| {}),
+            format!("sd15-512-30 (not {repo}'s own weights: not a standard score)")
+        );
+    }
 }

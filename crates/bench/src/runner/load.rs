@@ -1,6 +1,6 @@
 //! The run's loading phases: the device and memory profile, the pipeline on them, and what the
 //! loaded model means for the run's standing (a standard run needs the workload's architecture,
-//! real weights and the full profile).
+//! its own real weights, by sha256, and the full profile).
 
 use std::time::Instant;
 
@@ -9,6 +9,7 @@ use sdbench_diffusion::{
 };
 
 use super::model::{file_record, ResolvedModel};
+use super::own_weights::{self, OwnWeights};
 use super::RunOptions;
 use crate::error::Result;
 use crate::kernels::KernelCounters;
@@ -152,9 +153,45 @@ pub(super) fn standing(
             workload.name
         )));
     }
+    let own_weights = match workload.standard && !record.synthetic {
+        true => own_weights(options, record, observer),
+        false => false,
+    };
     Ok(workload.standard
         && !record.synthetic
         && record.quantization.is_none()
         && architecture_matches
-        && full_profile)
+        && full_profile
+        && own_weights)
+}
+
+/// Whether every weights file is one of the workload's repository's, with a note when not (or
+/// when that cannot be known).
+fn own_weights(
+    options: &RunOptions,
+    record: &ModelRecord,
+    observer: &mut dyn FnMut(&Event),
+) -> bool {
+    let workload = &options.workload;
+    let repo = workload.preset.repository();
+    let Ok((repo_id, _)) = sdbench_hub::RepoId::parse(repo) else {
+        return false;
+    };
+    match own_weights::check(&record.files, &repo_id, &options.hub) {
+        OwnWeights::Yes => true,
+        OwnWeights::No { file } => {
+            observer(&Event::note(format!(
+                "{file} is none of {repo}'s files (no file of that repository has its sha256), so this {} run is reported as custom: a standard score uses the workload's own weights",
+                workload.name
+            )));
+            false
+        }
+        OwnWeights::Unknown { reason } => {
+            observer(&Event::note(format!(
+                "the weights could not be checked against {repo}'s files ({reason}, and this machine's Hugging Face cache does not hold them), so this {} run is reported as custom: run it with --model {repo}, or once with the network on",
+                workload.name
+            )));
+            false
+        }
+    }
 }

@@ -6,6 +6,7 @@ mod assemble;
 mod images;
 mod load;
 mod model;
+mod own_weights;
 mod telemetry;
 
 use std::path::{Path, PathBuf};

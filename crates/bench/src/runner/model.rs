@@ -104,20 +104,15 @@ fn model_record(id: &str, revision: Option<String>, source: &str) -> ModelRecord
 }
 
 /// Size, sha256 and stored element types of a weights file (the hash from the cache's blob name
-/// where it can). A sharded component's index records no types (its shards are not listed).
+/// where it can; a sharded component's shards are recorded one by one).
 pub(super) fn file_record(path: &Path) -> Result<FileRecord> {
     let bytes = std::fs::metadata(path)
         .map_err(|e| BenchError::io(path, e))?
         .len();
-    let is_index = path.extension().is_some_and(|e| e == "json");
-    let weight_types = if is_index {
-        Default::default()
-    } else {
-        sdbench_diffusion::io::tensor_file::stored_types(path)?
-            .into_iter()
-            .map(|(name, count)| (name.to_string(), count))
-            .collect()
-    };
+    let weight_types = sdbench_diffusion::io::tensor_file::stored_types(path)?
+        .into_iter()
+        .map(|(name, count)| (name.to_string(), count))
+        .collect();
     Ok(FileRecord {
         path: path.display().to_string(),
         bytes,

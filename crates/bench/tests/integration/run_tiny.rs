@@ -11,7 +11,7 @@ use sdbench_bench::result::{AppInfo, BenchResult, JSON_SCHEMA};
 use sdbench_bench::runner::{self, Event};
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
 use sdbench_diffusion::{BackendRequest, CancelToken, ModelSource, Precision};
-use sdbench_hub::HubSettings;
+use sdbench_hub::{HubSettings, RepoId};
 
 fn tiny() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures/tiny-sd")
@@ -515,7 +515,74 @@ fn the_standard_workload_on_another_architecture_is_not_called_standard() {
             .contains("does not have stable-diffusion-v1-5/stable-diffusion-v1-5's architecture")),
         "{notes:?}"
     );
+    // Offline, with nothing of the repository in the cache, its own weights cannot be told.
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "could not be checked against stable-diffusion-v1-5/stable-diffusion-v1-5's files (HF_HUB_OFFLINE is set"
+        )),
+        "{notes:?}"
+    );
     validate(&serde_json::to_value(r).unwrap()).unwrap();
+
+    // Every shard of a sharded component is recorded with its sha256.
+    let mut klein = options(root.path(), 1);
+    klein.model = ModelChoice::Local(ModelSource::Folder(
+        tiny().with_file_name("tiny-flux2-klein"),
+    ));
+    let flux = Workload::flux2_klein();
+    klein.workload.name = flux.name.clone();
+    klein.workload.preset = flux.preset;
+    klein.workload.scheduler = flux.scheduler;
+    klein.workload.guidance = flux.guidance;
+    klein.workload.width = 32;
+    klein.workload.height = 32;
+    klein.workload.steps = 1;
+    let (output, _) = run_noting(&klein);
+    let files = &output.result.workload.model.files;
+    let shards = files
+        .iter()
+        .filter(|f| f.path.contains("text_encoder/model-0000"))
+        .count();
+    assert_eq!(shards, 7, "{files:?}");
+    assert!(files
+        .iter()
+        .all(|f| f.sha256.len() == 64 && !f.weight_types.is_empty()));
+}
+
+/// When this machine's Hugging Face cache holds the workload's repository files with the same
+/// sha256 as the model's, its weights count as the workload's own: no note says otherwise.
+#[test]
+fn weights_found_in_the_workloads_cached_repository_are_its_own() {
+    let root = tempfile::tempdir().unwrap();
+    let mut o = options(root.path(), 1);
+    o.baseline = Duration::ZERO;
+    o.workload.standard = true;
+    o.workload.name = Workload::standard().name;
+    let (output, _) = run_noting(&o);
+    let blobs = o
+        .hub
+        .model_dir(&RepoId::parse(o.workload.preset.repository()).unwrap().0)
+        .join("blobs");
+    std::fs::create_dir_all(&blobs).unwrap();
+    for file in &output.result.workload.model.files {
+        std::fs::write(blobs.join(&file.sha256), b"").unwrap();
+    }
+    let (_, notes) = run_noting(&o);
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.contains("could not be checked") || n.contains("is none of")),
+        "{notes:?}"
+    );
+    // One file that is not the repository's is named.
+    let (first, rest) = output.result.workload.model.files.split_first().unwrap();
+    std::fs::remove_file(blobs.join(&first.sha256)).unwrap();
+    assert!(!rest.is_empty());
+    let (_, notes) = run_noting(&o);
+    assert!(
+        notes.iter().any(|n| n.contains("could not be checked")),
+        "{notes:?}"
+    );
 }
 
 /// FLUX.2 klein's workload on a Stable Diffusion model is refused before the model is loaded

@@ -24,7 +24,8 @@ pub fn component_weights(
 ) -> Result<(Box<dyn WeightSource>, Vec<PathBuf>)> {
     if let Some(index) = index_path(folder, stem) {
         let shards = ShardedWeights::open(&index)?.ignoring(ignored);
-        return Ok((Box::new(shards), vec![index]));
+        let files = shards.shard_paths();
+        return Ok((Box::new(shards), files));
     }
     let file = choose_weights_file(folder, stem, precision)?;
     let weights = FileWeights::open(&file)?.ignoring(ignored);
@@ -102,6 +103,11 @@ pub struct ShardedWeights {
 }
 
 impl ShardedWeights {
+    /// The shard files the index lists, in name order.
+    pub fn shard_paths(&self) -> Vec<PathBuf> {
+        self.shards.iter().map(|s| s.path().to_path_buf()).collect()
+    }
+
     pub fn open(index: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(index).map_err(|e| DiffusionError::io(index, e))?;
         let parsed: Index = serde_json::from_str(&text).map_err(|e| DiffusionError::Weights {
