@@ -1,5 +1,6 @@
-//! diffusers' `FlowMatchEulerDiscreteScheduler` as rectified-flow pipelines drive it (FLUX.2): the
-//! pipeline hands it sigmas (`linspace(1, 1/n, n)`) and a shift `mu`; it shifts them in time,
+//! diffusers' `FlowMatchEulerDiscreteScheduler` as rectified-flow pipelines drive it (FLUX.2,
+//! Z-Image): the pipeline hands it sigmas (`linspace(1, 1/n, n)`) and a shift `mu` (a family's
+//! own: FLUX.2's empirical fit is in models/flux2, FLUX.1's `calculate_shift` here); it shifts them in time,
 //! appends 0, and each step moves the latents along the predicted velocity:
 //! `x += (sigma_next - sigma) * v`. Options it has that change the schedule in ways the engine does
 //! not implement are refused by name.
@@ -72,22 +73,6 @@ impl FlowSchedule {
     pub fn step_size(&self, i: usize) -> f32 {
         self.sigmas[i + 1] - self.sigmas[i]
     }
-}
-
-/// FLUX.2's `compute_empirical_mu`: the time shift fitted to the image's token count and the
-/// number of steps (beyond 4300 tokens, to the token count alone).
-pub fn flux2_empirical_mu(image_tokens: usize, steps: usize) -> f64 {
-    let (a1, b1) = (8.73809524e-05, 1.89833333);
-    let (a2, b2) = (0.00016927, 0.45666666);
-    let tokens = image_tokens as f64;
-    if image_tokens > 4300 {
-        return a2 * tokens + b2;
-    }
-    let m_200 = a2 * tokens + b2;
-    let m_10 = a1 * tokens + b1;
-    let a = (m_200 - m_10) / 190.0;
-    let b = m_200 - 200.0 * a;
-    a * steps as f64 + b
 }
 
 impl FlowMatchConfig {

@@ -19,11 +19,12 @@ use burn::prelude::*;
 use burn::tensor::TensorData;
 use common::{assert_close, Reference};
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::models::flux2::empirical_mu;
 use sdbench_diffusion::models::flux2::pipeline::Flux2Pipeline;
 use sdbench_diffusion::models::qwen3::prompt::{chat_text, QwenPrompt};
 use sdbench_diffusion::parity;
 use sdbench_diffusion::pipeline::B;
-use sdbench_diffusion::scheduler::flow_match::{flux2_empirical_mu, FlowMatchConfig};
+use sdbench_diffusion::scheduler::flow_match::FlowMatchConfig;
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, LoadOptions, ModelSource, Pipeline, Precision,
     SelectedDevice,
@@ -160,7 +161,7 @@ fn flow_matching_schedules_match_diffusers() {
     for case in r.meta["schedules"].as_array().unwrap() {
         let steps = case["steps"].as_u64().unwrap() as usize;
         let tokens = case["image_tokens"].as_u64().unwrap() as usize;
-        let mu = flux2_empirical_mu(tokens, steps);
+        let mu = empirical_mu(tokens, steps);
         assert!(
             (mu - case["mu"].as_f64().unwrap()).abs() < 1e-12,
             "mu {steps}/{tokens}"

@@ -35,6 +35,22 @@ pub const HIDDEN_STATE_LAYERS: [usize; 3] = [9, 18, 27];
 /// picture, `latents::TIME_STEP`), and only the image's tokens are read back.
 pub const MAX_REFERENCE_PICTURES: usize = 4;
 
+/// FLUX.2's `compute_empirical_mu`: the time shift fitted to the image's token count and the
+/// number of steps (beyond 4300 tokens, to the token count alone).
+pub fn empirical_mu(image_tokens: usize, steps: usize) -> f64 {
+    let (a1, b1) = (8.73809524e-05, 1.89833333);
+    let (a2, b2) = (0.00016927, 0.45666666);
+    let tokens = image_tokens as f64;
+    if image_tokens > 4300 {
+        return a2 * tokens + b2;
+    }
+    let m_200 = a2 * tokens + b2;
+    let m_10 = a1 * tokens + b1;
+    let a = (m_200 - m_10) / 190.0;
+    let b = m_200 - 200.0 * a;
+    a * steps as f64 + b
+}
+
 /// What FLUX.2 klein cannot do for any request, checked before a model is loaded: start from a
 /// picture, take more than `MAX_REFERENCE_PICTURES` reference pictures or one too small or too
 /// narrow (its scheduler is the registry's to check).

@@ -39,7 +39,7 @@ use crate::pipeline::{
     ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 use crate::reference_pictures;
-use crate::scheduler::flow_match::{flux2_empirical_mu, FlowMatchConfig, FlowSchedule};
+use crate::scheduler::flow_match::{FlowMatchConfig, FlowSchedule};
 use crate::scheduler::SchedulerKind;
 
 pub struct Flux2Pipeline {
@@ -631,7 +631,7 @@ impl GenerationSteps for Flux2Run<'_> {
         let rope = pipe.transformer.lock().module.rope(&positions, dtype, dev);
         let schedule = pipe
             .scheduler
-            .schedule(request.steps, flux2_empirical_mu(gh * gw, request.steps));
+            .schedule(request.steps, super::empirical_mu(gh * gw, request.steps));
         Ok(Prepared {
             latents: Flux2Latents {
                 latents: latents::pack(noise),

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::original_names;
 use super::spec::Spec;
-use super::transformer::ZImageTransformer;
+use super::transformer::{CallRope, ZImageTransformer};
 use super::PROMPT_TOKENS;
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
@@ -420,6 +420,9 @@ struct ZImageLatents {
     /// [batch, C, h, w] (f32).
     latents: Tensor<B, 4>,
     schedule: FlowSchedule,
+    /// The transformer's rotary tables with the prompt's caption, and with the negative's.
+    positive_rope: CallRope<B>,
+    negative_rope: Option<CallRope<B>>,
 }
 
 impl GenerationSteps for ZImageRun<'_> {
@@ -452,7 +455,7 @@ impl GenerationSteps for ZImageRun<'_> {
     fn prepare_latents(
         &self,
         request: &GenerateRequest,
-        _: &ZImagePrompt,
+        prompt: &ZImagePrompt,
     ) -> Result<Prepared<ZImageLatents>> {
         let pipe = self.0;
         let shape = pipe.latent_shape(request);
@@ -461,8 +464,21 @@ impl GenerationSteps for ZImageRun<'_> {
         let schedule = pipe
             .scheduler
             .schedule(request.steps, pipe.scheduler.calculate_shift(tokens));
+        // Every step's positions are the same: the tables are made once.
+        let rope = |caption: &Tensor<B, 3>| {
+            let transformer = pipe.transformer.lock();
+            let size = (shape[2], shape[3]);
+            transformer
+                .module
+                .call_rope(size, caption.dims()[1], &pipe.device.device)
+        };
         Ok(Prepared {
-            latents: ZImageLatents { latents, schedule },
+            latents: ZImageLatents {
+                latents,
+                schedule,
+                positive_rope: rope(&prompt.positive),
+                negative_rope: prompt.negative.as_ref().map(rope),
+            },
             steps: request.steps,
             encode_seconds: 0.0,
             scheduler: SchedulerKind::FlowMatchEuler,
@@ -483,18 +499,18 @@ impl GenerationSteps for ZImageRun<'_> {
     ) -> Result<()> {
         let transformer = &transformer.module;
         let t = (1000.0 - state.schedule.timesteps[i]) / 1000.0;
-        let predict = |caption: &Tensor<B, 3>| {
+        let predict = |caption: &Tensor<B, 3>, rope: &CallRope<B>| {
             transformer
-                .forward(state.latents.clone(), caption.clone(), t)
+                .forward_with(state.latents.clone(), caption.clone(), t, rope)
                 .cast(DType::F32)
         };
         let options = request.guidance_options;
         // cfg_truncation: late steps (t past the threshold) run unguided.
         let truncated = options.truncation.is_some_and(|limit| t as f64 > limit);
-        let positive = predict(&prompt.positive);
-        let prediction = match (&prompt.negative, truncated) {
-            (Some(negative), false) => {
-                let negative = predict(negative);
+        let positive = predict(&prompt.positive, &state.positive_rope);
+        let prediction = match (&prompt.negative, &state.negative_rope, truncated) {
+            (Some(negative), Some(rope), false) => {
+                let negative = predict(negative, rope);
                 let guided =
                     positive.clone() + (positive.clone() - negative) * request.guidance_scale;
                 match options.normalization.filter(|factor| *factor > 0.0) {

@@ -197,6 +197,16 @@ pub struct Rope<B: Backend> {
     sin: Tensor<B, 4>,
 }
 
+/// The rotary tables of one call: the image patches', the caption's, and the whole sequence's
+/// (the two side by side). They depend only on the latents' size and the caption's length, so a
+/// generation makes them once for all its steps.
+#[derive(Debug, Clone)]
+pub struct CallRope<B: Backend> {
+    image: Rope<B>,
+    caption: Rope<B>,
+    unified: Rope<B>,
+}
+
 #[derive(Module, Debug)]
 pub struct ZImageTransformer<B: Backend> {
     x_embedder: Linear<B>,
@@ -291,14 +301,60 @@ impl<B: Backend> ZImageTransformer<B> {
     /// (`(1000 - timestep) / 1000`). Returns the model's output [N, C, H, W] in the activations'
     /// dtype (the pipeline negates it: the velocity points from image to noise).
     pub fn forward(&self, latents: Tensor<B, 4>, caption: Tensor<B, 3>, t: f32) -> Tensor<B, 4> {
+        let [_, _, h, w] = latents.dims();
+        let rope = self.call_rope((h, w), caption.dims()[1], &latents.device());
+        self.forward_with(latents, caption, t, &rope)
+    }
+
+    /// The rotary tables of a call on latents of `h` x `w` with a caption of `caption_len` tokens.
+    pub fn call_rope(
+        &self,
+        (h, w): (usize, usize),
+        caption_len: usize,
+        device: &B::Device,
+    ) -> CallRope<B> {
+        let dtype = self.x_pad_token.val().dtype();
+        let (ht, wt) = (h / 2, w / 2);
+        let image_padded = padded(ht * wt);
+        let caption_padded = padded(caption_len);
+        let mut positions: Vec<[f32; 3]> = Vec::with_capacity(image_padded);
+        for row in 0..ht {
+            for col in 0..wt {
+                positions.push([(caption_padded + 1) as f32, row as f32, col as f32]);
+            }
+        }
+        positions.resize(image_padded, [0.0; 3]);
+        let caption_positions: Vec<[f32; 3]> = (0..caption_padded)
+            .map(|i| [(1 + i) as f32, 0.0, 0.0])
+            .collect();
+        let image = self.rope(&positions, dtype, device);
+        let caption = self.rope(&caption_positions, dtype, device);
+        let unified = Rope {
+            cos: Tensor::cat(vec![image.cos.clone(), caption.cos.clone()], 1),
+            sin: Tensor::cat(vec![image.sin.clone(), caption.sin.clone()], 1),
+        };
+        CallRope {
+            image,
+            caption,
+            unified,
+        }
+    }
+
+    /// `forward` with the call's rotary tables made beforehand (`call_rope` of these sizes).
+    pub fn forward_with(
+        &self,
+        latents: Tensor<B, 4>,
+        caption: Tensor<B, 3>,
+        t: f32,
+        rope: &CallRope<B>,
+    ) -> Tensor<B, 4> {
         let [n, c, h, w] = latents.dims();
         let device = latents.device();
         let dtype = self.x_pad_token.val().dtype();
         let (ht, wt) = (h / 2, w / 2);
         let image = ht * wt;
         let image_padded = padded(image);
-        let caption_len = caption.dims()[1];
-        let caption_padded = padded(caption_len);
+        let caption_padded = padded(caption.dims()[1]);
 
         // The timestep: sinusoids of t * t_scale, then an MLP.
         let freq = sinusoids(&[t * self.t_scale as f32], FREQUENCY_WIDTH, true, 0.0);
@@ -318,39 +374,21 @@ impl<B: Backend> ZImageTransformer<B> {
             &self.x_pad_token,
             image_padded,
         );
-        let mut positions: Vec<[f32; 3]> = Vec::with_capacity(image_padded);
-        for row in 0..ht {
-            for col in 0..wt {
-                positions.push([(caption_padded + 1) as f32, row as f32, col as f32]);
-            }
-        }
-        positions.resize(image_padded, [0.0; 3]);
-        let caption_positions: Vec<[f32; 3]> = (0..caption_padded)
-            .map(|i| [(1 + i) as f32, 0.0, 0.0])
-            .collect();
-
-        let image_rope = self.rope(&positions, dtype, &device);
         let mut x = x;
         for block in &self.noise_refiner {
-            x = block.forward(x, &image_rope, Some(&adaln), self);
+            x = block.forward(x, &rope.image, Some(&adaln), self);
         }
         let cap = self
             .cap_embedder
             .forward(self.cap_norm.forward(caption.cast(dtype)));
         let mut cap = with_pad(cap, &self.cap_pad_token, caption_padded);
-        let caption_rope = self.rope(&caption_positions, dtype, &device);
         for block in &self.context_refiner {
-            cap = block.forward(cap, &caption_rope, None, self);
+            cap = block.forward(cap, &rope.caption, None, self);
         }
 
-        // The whole sequence's tables are the two parts' side by side.
         let mut unified = Tensor::cat(vec![x, cap], 1);
-        let rope = Rope {
-            cos: Tensor::cat(vec![image_rope.cos, caption_rope.cos], 1),
-            sin: Tensor::cat(vec![image_rope.sin, caption_rope.sin], 1),
-        };
         for block in &self.layers {
-            unified = block.forward(unified, &rope, Some(&adaln), self);
+            unified = block.forward(unified, &rope.unified, Some(&adaln), self);
         }
         let scale = self.final_modulation.forward(silu(adaln)) + 1.0;
         let [_, width] = scale.dims();
