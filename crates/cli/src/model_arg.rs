@@ -15,10 +15,10 @@ use crate::progress::DownloadBar;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ModelFileArgs {
     /// For a model file: a diffusers model folder whose configs, tokenizer and scheduler describe
-    /// it. An SD1.x, SD2.x or SDXL checkpoint without it is read with SD1.5's, SD2.1's or SDXL
-    /// base's, built in, by its tensor names. A FLUX.2 klein or Z-Image transformer file
-    /// (ComfyUI's) needs it; the text encoder and VAE come from it too unless --text-encoder and
-    /// --vae name files of their own (the folder then needs no weights of those parts).
+    /// it. Without it, an SD1.x, SD2.x or SDXL checkpoint is read with SD1.5's, SD2.1's or SDXL
+    /// base's, built in, by its tensor names; a FLUX.2 klein 4B or Z-Image-Turbo transformer file
+    /// (ComfyUI's) with its Hub repository's (fetched once, no weights). A transformer file's
+    /// text encoder and VAE come from this folder unless --text-encoder and --vae name files.
     #[arg(long, value_name = "FOLDER")]
     pub model_config: Option<PathBuf>,
     /// For a FLUX.2 klein or Z-Image transformer file: its Qwen3 text encoder as a file of its own

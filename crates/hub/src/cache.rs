@@ -162,6 +162,16 @@ fn indexed_shards(folder: &Path, component: &str, index: &str) -> Option<Vec<Str
     Some(files)
 }
 
+/// The configs and tokenizer files a pipeline in `folder` needs that it lacks (its weights aside).
+pub fn missing_configs(folder: &Path) -> Vec<String> {
+    let (configs, _, _) = PipelineLayout::of(|f| folder.join(f).is_file()).parts();
+    configs
+        .iter()
+        .filter(|f| !folder.join(f).is_file())
+        .map(|f| f.to_string())
+        .collect()
+}
+
 /// Whether `folder` holds everything the pipeline reads (links are followed, so a link to a
 /// missing blob counts as missing). SDXL folders need the second tokenizer and text encoder too;
 /// a sharded component needs its index and every shard the index names.
@@ -198,13 +208,31 @@ pub fn cached_snapshot(
     repo: &RepoId,
     revision: &str,
 ) -> Option<CachedSnapshot> {
+    cached_with(settings, repo, revision, missing_pipeline_files)
+}
+
+/// The snapshot folder `revision` resolves to, if it holds the pipeline's configs and tokenizer
+/// files (its weights or not).
+pub fn cached_configs(
+    settings: &HubSettings,
+    repo: &RepoId,
+    revision: &str,
+) -> Option<CachedSnapshot> {
+    cached_with(settings, repo, revision, missing_configs)
+}
+
+fn cached_with(
+    settings: &HubSettings,
+    repo: &RepoId,
+    revision: &str,
+    missing: fn(&Path) -> Vec<String>,
+) -> Option<CachedSnapshot> {
     let dir = settings.model_dir(repo);
     let commit = fs::read_to_string(dir.join("refs").join(revision))
         .map(|c| c.trim().to_string())
         .unwrap_or_else(|_| revision.to_string());
     let path = dir.join("snapshots").join(&commit);
-    (path.is_dir() && missing_pipeline_files(&path).is_empty())
-        .then_some(CachedSnapshot { path, commit })
+    (path.is_dir() && missing(&path).is_empty()).then_some(CachedSnapshot { path, commit })
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use sha2::Digest as _;
 
 use crate::cache::{
-    cached_snapshot, is_shard, missing_pipeline_files, shard_index, DownloadLock, PipelineLayout,
+    cached_configs, cached_snapshot, is_shard, missing_configs, missing_pipeline_files,
+    shard_index, CachedSnapshot, DownloadLock, PipelineLayout,
 };
 use crate::error::{HubError, Result};
 use crate::repo::{HubSettings, RepoId};
@@ -268,6 +269,51 @@ impl Hub {
         before_weights: &mut dyn FnMut(&Path) -> std::result::Result<(), E>,
     ) -> std::result::Result<Resolved, E> {
         let cached = cached_snapshot(&self.settings, repo, revision);
+        self.resolve_with(
+            repo,
+            revision,
+            cached,
+            Wanted::Pipeline,
+            progress,
+            cancelled,
+            before_weights,
+        )
+    }
+
+    /// The configs and tokenizer files of `repo`'s pipeline at `revision`, without its weights:
+    /// what a model file kept apart from its repository (a ComfyUI transformer file) is read
+    /// with. From the cache when it holds them and the Hub is not reachable or reports the same
+    /// commit; downloaded otherwise (a few hundred KB).
+    pub fn configs(
+        &self,
+        repo: &RepoId,
+        revision: &str,
+        progress: &mut dyn FnMut(&DownloadProgress),
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Resolved> {
+        let cached = cached_configs(&self.settings, repo, revision);
+        self.resolve_with(
+            repo,
+            revision,
+            cached,
+            Wanted::Configs,
+            progress,
+            cancelled,
+            &mut |_| Ok(()),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn resolve_with<E: From<HubError>>(
+        &self,
+        repo: &RepoId,
+        revision: &str,
+        cached: Option<CachedSnapshot>,
+        wanted: Wanted,
+        progress: &mut dyn FnMut(&DownloadProgress),
+        cancelled: &dyn Fn() -> bool,
+        before_weights: &mut dyn FnMut(&Path) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Resolved, E> {
         let offline = |reason: String| match &cached {
             Some(c) => Ok(Resolved {
                 path: c.path.clone(),
@@ -297,6 +343,7 @@ impl Hub {
             repo,
             revision,
             &listing,
+            wanted,
             progress,
             cancelled,
             before_weights,
@@ -325,24 +372,35 @@ impl Hub {
             });
         }
         let listing = self.listing(repo, revision)?;
-        self.download_listing(repo, revision, &listing, progress, cancelled, &mut |_| {
-            Ok(())
-        })
+        self.download_listing(
+            repo,
+            revision,
+            &listing,
+            Wanted::Pipeline,
+            progress,
+            cancelled,
+            &mut |_| Ok(()),
+        )
     }
 
     /// Fetches the listing's pipeline files in `pipeline_files`' order (configs and tokenizer
-    /// files, then weights), calling `before_weights` on the snapshot folder before the first
-    /// weights file.
+    /// files, then weights, unless only the configs are `wanted`), calling `before_weights` on the
+    /// snapshot folder before the first weights file.
+    #[allow(clippy::too_many_arguments)]
     fn download_listing<E: From<HubError>>(
         &self,
         repo: &RepoId,
         revision: &str,
         listing: &Listing,
+        wanted: Wanted,
         progress: &mut dyn FnMut(&DownloadProgress),
         cancelled: &dyn Fn() -> bool,
         before_weights: &mut dyn FnMut(&Path) -> std::result::Result<(), E>,
     ) -> std::result::Result<Snapshot, E> {
-        let files = pipeline_files(repo, listing)?;
+        let mut files = pipeline_files(repo, listing)?;
+        if wanted == Wanted::Configs {
+            files.retain(|f| !is_weights(&f.path));
+        }
         let _lock = DownloadLock::acquire(&self.settings, repo)?;
         let model_dir = self.settings.model_dir(repo);
         let blobs = model_dir.join("blobs");
@@ -390,7 +448,10 @@ impl Hub {
         }
         // A shard index is read only now: a shard it names that the listing lacks would leave a
         // snapshot that never loads.
-        let missing = missing_pipeline_files(&snapshot);
+        let missing = match wanted {
+            Wanted::Pipeline => missing_pipeline_files(&snapshot),
+            Wanted::Configs => missing_configs(&snapshot),
+        };
         if !missing.is_empty() {
             return Err(HubError::NotAPipeline {
                 repo: repo.to_string(),
@@ -566,6 +627,15 @@ impl Hub {
             }
         }
     }
+}
+
+/// What a download fetches of a pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wanted {
+    /// Everything it reads.
+    Pipeline,
+    /// Its configs and tokenizer files, without weights.
+    Configs,
 }
 
 /// The files of `listing` the pipeline needs: configs, tokenizers, and each component's weights

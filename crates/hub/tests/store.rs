@@ -454,3 +454,54 @@ fn tokens_are_sent_and_errors_name_the_problem() {
         .unwrap_err();
     assert!(matches!(err, HubError::Cancelled), "{err}");
 }
+
+/// A model file kept apart from its repository needs only the repository's configs and
+/// tokenizer: those are fetched, no weights, and served from the cache afterwards (offline too).
+#[test]
+fn configs_alone_are_fetched_without_weights_and_cached() {
+    let server = TestServer::start();
+    server.add_repo(fake_pipeline());
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let resolved = hub
+        .configs(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    assert!(resolved.offline_reason.is_none());
+    for file in &EXPECTED_FILES[..6] {
+        assert!(resolved.path.join(file).is_file(), "{file}");
+    }
+    let fetched = server.downloads();
+    assert!(
+        !fetched
+            .iter()
+            .any(|(path, _)| path.ends_with(".safetensors")),
+        "{fetched:?}"
+    );
+    // Not a runnable snapshot: the whole pipeline is still fetched when asked for.
+    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main").is_none());
+
+    let mut forced = settings(dir.path(), &server.url());
+    forced.offline = true;
+    let before = server.requests().len();
+    let again = Hub::new(forced)
+        .configs(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    assert_eq!(again.path, resolved.path);
+    assert_eq!(server.requests().len(), before);
+
+    let empty = tempfile::tempdir().unwrap();
+    let err = Hub::new(settings(empty.path(), &dead_endpoint()))
+        .with_retry(quick_retry())
+        .configs(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap_err();
+    assert!(matches!(err, HubError::NotCached { .. }), "{err}");
+
+    let full = hub
+        .resolve(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap();
+    assert_eq!(full.path, resolved.path);
+    assert!(full
+        .path
+        .join("unet/diffusion_pytorch_model.fp16.safetensors")
+        .is_file());
+}

@@ -193,9 +193,27 @@ fn cached_model(hub: &HubSettings, revision: &str, model: &cache::CachedModel) -
 
 /// A folder or file: its architecture from its configs (or the error that says why it cannot run).
 fn on_disk(name: &str, kind: LocalKind, path: &Path, source: &ModelSource) -> LocalModel {
-    let (architecture, problem) = match Pipeline::model_size(source, Precision::F32) {
+    let sized = || match Pipeline::model_size(source, Precision::F32) {
         Ok((size, _)) => (Some(size.family), None),
         Err(e) => (None, Some(e.to_string())),
+    };
+    // A transformer file kept apart from its repository runs only with its other parts.
+    let (architecture, problem) = match source {
+        ModelSource::Checkpoint {
+            file, config: None, ..
+        } => match sdbench_diffusion::preset_for_denoiser_file(file) {
+            Ok(Some(preset)) => (
+                Some(preset.family()),
+                Some(format!(
+                    "a {} transformer file: it runs with --text-encoder and --vae naming its text encoder and VAE files (its configs and tokenizer come from {})",
+                    preset.long_label(),
+                    preset.repository()
+                )),
+            ),
+            Ok(None) => sized(),
+            Err(e) => (None, Some(e.to_string())),
+        },
+        _ => sized(),
     };
     let weights = match source {
         ModelSource::Checkpoint { file, .. } => {

@@ -108,13 +108,84 @@ impl ModelName {
         check: &mut dyn FnMut(&ModelSource) -> Result<()>,
     ) -> Result<ModelSource> {
         match self {
-            ModelName::Local(source) => Ok(source.clone()),
+            ModelName::Local(source) => with_configs(source.clone(), hub, observer, cancel),
             ModelName::Hub { id, .. } => {
                 let resolved = fetch_from_hub(hub, id, "main", observer, cancel, check)?;
                 Ok(ModelSource::Folder(resolved.path))
             }
         }
     }
+}
+
+/// A denoiser file kept apart from its repository (a ComfyUI transformer file) given without a
+/// config folder gets its preset's: the repository's configs and tokenizer, from the cache or
+/// fetched (a few hundred KB, no weights), with a note saying so. Any other source is returned as
+/// it is.
+pub fn with_configs(
+    source: ModelSource,
+    hub: &HubSettings,
+    observer: &mut dyn FnMut(&Event),
+    cancel: &CancelToken,
+) -> Result<ModelSource> {
+    let ModelSource::Checkpoint {
+        file,
+        config: None,
+        parts,
+    } = &source
+    else {
+        return Ok(source);
+    };
+    let Some(preset) = sdbench_diffusion::preset_for_denoiser_file(file)? else {
+        return Ok(source);
+    };
+    let (repo, _) = RepoId::parse(preset.repository())?;
+    let configs = Hub::new(hub.clone()).configs(
+        &repo,
+        "main",
+        &mut |p| observer(&Event::Download(p.clone())),
+        &|| cancel.is_cancelled(),
+    );
+    let resolved = match configs {
+        Ok(resolved) => resolved,
+        Err(HubError::Cancelled) => return Err(SessionError::Cancelled),
+        Err(HubError::NotCached { reason, .. }) => {
+            return Err(SessionError::Model(format!(
+                "{} is read with {repo}'s configs and tokenizer (a few hundred KB, no weights), which this machine's Hugging Face cache does not hold, and the Hub cannot be reached ({reason}): connect once, or give --model-config naming a folder with them",
+                file.display()
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // A snapshot of configs alone has no text encoder or VAE: those come from files then.
+    let missing = sdbench_hub::cache::missing_pipeline_files(&resolved.path);
+    let lacks = |component: &str| missing.iter().any(|m| m.starts_with(component));
+    let needed: Vec<&str> = [
+        ("--text-encoder", "text_encoder/", &parts.text_encoder),
+        ("--vae", "vae/", &parts.vae),
+    ]
+    .into_iter()
+    .filter(|(_, component, given)| given.is_none() && lacks(component))
+    .map(|(option, _, _)| option)
+    .collect();
+    if !needed.is_empty() {
+        return Err(SessionError::Model(format!(
+            "{} is a {} transformer file: it needs its text encoder and VAE as well; give {} naming those files (ComfyUI keeps them in models/text_encoders/ and models/vae/), or --model-config naming a diffusers folder that has them",
+            file.display(),
+            preset.long_label(),
+            needed.join(" and ")
+        )));
+    }
+    let commit = &resolved.commit[..resolved.commit.len().min(10)];
+    observer(&Event::note(format!(
+        "reading {} with {} configs and tokenizer ({repo} at {commit})",
+        file.display(),
+        preset.long_label()
+    )));
+    Ok(ModelSource::Checkpoint {
+        file: file.clone(),
+        config: Some(resolved.path),
+        parts: parts.clone(),
+    })
 }
 
 /// What a person is told when a model arrives: its authors' licence and where to read it.
@@ -236,6 +307,128 @@ mod tests {
         let renamed =
             ModelName::parse("runwayml/stable-diffusion-v1-5", None, &Default::default()).unwrap();
         assert!(matches!(renamed, ModelName::Hub { note: Some(_), .. }));
+    }
+
+    /// A file with FLUX.2 klein 4B's transformer tensor names and sizes where they tell the
+    /// model apart (the embedder's width, the number of blocks), `double` double-stream blocks.
+    fn klein_shaped(path: &Path, double: usize) {
+        let embedder = vec![0.0f32; 3072 * 128];
+        let one = [0.0f32];
+        let mut names = vec![("x_embedder.weight".to_string(), vec![3072, 128])];
+        names.extend((0..double).map(|i| (format!("transformer_blocks.{i}.norm.weight"), vec![1])));
+        names.extend((0..20).map(|i| {
+            (
+                format!("single_transformer_blocks.{i}.norm.weight"),
+                vec![1],
+            )
+        }));
+        let tensors: Vec<(&str, Vec<usize>, &[f32])> = names
+            .iter()
+            .map(|(n, s)| {
+                let data: &[f32] = if s.len() == 2 { &embedder } else { &one };
+                (n.as_str(), s.clone(), data)
+            })
+            .collect();
+        sdbench_diffusion::io::safetensors::write_f32(path, &tensors).unwrap();
+    }
+
+    #[test]
+    fn a_transformer_file_alone_is_read_with_its_presets_configs() {
+        use sdbench_test_server::{FakeRepo, TestServer};
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures");
+        let server = TestServer::start();
+        server.add_repo(
+            FakeRepo::from_folder(
+                "black-forest-labs/FLUX.2-klein-4B",
+                "0123456789abcdef0123456789abcdef01234567",
+                &fixtures.join("tiny-flux2-klein"),
+            )
+            .unwrap(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let hub = HubSettings {
+            cache_dir: dir.path().join("hub"),
+            endpoint: server.url(),
+            token: None,
+            offline: false,
+        };
+        let file = dir.path().join("flux-2-klein-4b.safetensors");
+        klein_shaped(&file, 5);
+        let source = |parts: ComponentFiles| ModelSource::Checkpoint {
+            file: file.clone(),
+            config: None,
+            parts,
+        };
+        let mut notes = Vec::new();
+        let mut observe = |e: &Event| {
+            if let Event::Note { text } = e {
+                notes.push(text.clone())
+            }
+        };
+        let cancel = CancelToken::new();
+
+        let err = with_configs(source(Default::default()), &hub, &mut observe, &cancel)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("give --text-encoder and --vae"), "{err}");
+        let parts = ComponentFiles {
+            text_encoder: Some(file.clone()),
+            vae: Some(file.clone()),
+        };
+        let completed = with_configs(source(parts.clone()), &hub, &mut observe, &cancel).unwrap();
+        let ModelSource::Checkpoint {
+            config: Some(folder),
+            parts: kept,
+            ..
+        } = completed
+        else {
+            panic!("{completed:?}")
+        };
+        assert_eq!(kept, parts);
+        assert!(folder.join("tokenizer/tokenizer.json").is_file());
+        assert!(!folder
+            .join("transformer/diffusion_pytorch_model.safetensors")
+            .exists());
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("FLUX.2 [klein] 4B configs and tokenizer")),
+            "{notes:?}"
+        );
+        let downloads = server.downloads();
+        assert!(
+            !downloads.iter().any(|(p, _)| p.ends_with(".safetensors")),
+            "{downloads:?}"
+        );
+
+        // Offline with nothing cached: what to do.
+        let empty = HubSettings {
+            cache_dir: dir.path().join("empty"),
+            offline: true,
+            ..hub.clone()
+        };
+        let err = with_configs(source(parts.clone()), &empty, &mut |_| {}, &cancel)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--model-config"), "{err}");
+        // A transformer of other sizes is refused by name; other files pass as they are.
+        klein_shaped(&file, 6);
+        let err = with_configs(source(parts), &hub, &mut |_| {}, &cancel)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("has 6 double- and 20 single-stream blocks"),
+            "{err}"
+        );
+        let sd = ModelSource::Checkpoint {
+            file: fixtures.join("tiny-sd.ldm.safetensors"),
+            config: None,
+            parts: Default::default(),
+        };
+        assert_eq!(
+            with_configs(sd.clone(), &hub, &mut |_| {}, &cancel).unwrap(),
+            sd
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::{ModelChoice, RunOptions};
 use crate::error::{BenchError, Result};
 use crate::result::{FileRecord, ModelRecord};
 use sdbench_session::events::Event;
-use sdbench_session::model_name::fetch_from_hub;
+use sdbench_session::model_name::{fetch_from_hub, with_configs};
 
 /// The model a run loads, what the result says of it so far, and what finding it cost.
 pub(super) struct ResolvedModel {
@@ -35,7 +35,11 @@ pub(super) fn resolve(
         seconds: start.elapsed().as_secs_f64(),
     };
     match &options.model {
-        ModelChoice::Local(source) => Ok(resolved(source.clone(), local_record(source), 0)),
+        ModelChoice::Local(source) => {
+            let source = with_configs(source.clone(), &options.hub, observer, cancel)?;
+            let record = local_record(&source);
+            Ok(resolved(source, record, 0))
+        }
         ModelChoice::Hub {
             id,
             revision,

@@ -1094,7 +1094,7 @@ fn models_lists_other_apps_files_and_why_each_runs_or_not() {
     assert_eq!(flux["runnable"], false);
     let problem = flux["problem"].as_str().unwrap();
     assert!(
-        problem.contains("FLUX transformer") && problem.contains("--model-config"),
+        problem.contains("the only FLUX.2 configs built in") && problem.contains("--model-config"),
         "{flux}"
     );
     let pickle = entry(&comfy.join("checkpoints/old.ckpt"));

@@ -108,6 +108,35 @@ pub fn denoiser_file(file: &Path, names: &DenoiserNames) -> Result<FileWeights> 
     Ok(FileWeights::converted(tensors, found))
 }
 
+/// Whether `file` holds a denoiser in `names`' layouts, by its tensor names alone (a file that
+/// does not open as a tensor file does not: loading it names its problem).
+pub fn is_denoiser_file(file: &Path, names: &DenoiserNames) -> bool {
+    let Ok(tensors) = TensorFile::open(file) else {
+        return false;
+    };
+    let rest = |n: &str| n.strip_prefix(COMFY_PREFIX).unwrap_or(n).to_string();
+    let found = tensors
+        .names()
+        .any(|n| (names.is_diffusers)(&rest(n)) || (names.is_original)(&rest(n)));
+    found
+}
+
+/// How many blocks `prefix{N}.` a component's tensors name (one more than the largest `N`).
+pub fn blocks(weights: &FileWeights, prefix: &str) -> usize {
+    weights
+        .model_names()
+        .filter_map(|n| {
+            n.strip_prefix(prefix)?
+                .split('.')
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .map(|n| n + 1)
+        .max()
+        .unwrap_or(0)
+}
+
 /// What a denoiser file keeps in its codes (GGUF, FP8): all of its matrices are the denoiser's.
 pub fn denoiser_kept(file: &Path) -> Result<KeptWeights> {
     Ok(KeptWeights::of(&TensorFile::open(file)?, |_| true))

@@ -352,6 +352,20 @@ impl FileWeights {
             .sum()
     }
 
+    /// The model's names this source offers (renamed tensors and those made from parts).
+    pub fn model_names(&self) -> impl Iterator<Item = &str> {
+        self.names
+            .keys()
+            .chain(self.derived.keys())
+            .map(String::as_str)
+    }
+
+    /// The stored shape of the tensor offered as `name` (a renamed one).
+    pub fn stored_shape(&self, name: &str) -> Option<Vec<usize>> {
+        let stored = self.names.get(name)?;
+        self.file.entry(stored).map(|e| e.shape.to_vec())
+    }
+
     /// Whether the file stores `name` (under that stored name).
     pub fn has(&self, name: &str) -> bool {
         self.names.values().any(|stored| stored == name)

@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::path::Path;
 
 use super::memory_need::{DenoiserMemory, ModelSize, UpstreamParameters};
 use super::{FamilyPipeline, GenerateRequest, LoadOptions, ModelSource};
@@ -15,6 +16,9 @@ use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
 use crate::op_timing::OpCases;
 use crate::scheduler::SchedulerKind;
+
+/// The preset a denoiser file needs the configs of (`FamilyDescriptor::denoiser_file_preset`).
+pub type FilePresetFn = fn(&Path) -> Result<Option<Preset>>;
 
 /// How a family loads a model.
 pub type LoadFn =
@@ -46,6 +50,11 @@ pub struct FamilyDescriptor {
     /// What the memory estimate needs of a model: parameters from its configs and weight headers
     /// (nothing is loaded), and its VAE's config.
     pub model_size: fn(&ModelSource, Precision) -> Result<(ModelSize, VaeConfig)>,
+    /// For a family whose denoiser files carry no configs or tokenizer (a ComfyUI transformer
+    /// file): the preset whose repository's configs a file of its needs, by its tensor shapes.
+    /// `Ok(None)` when the file is not this family's denoiser; an error naming what was found when
+    /// it is, but of no built-in preset's sizes.
+    pub denoiser_file_preset: Option<FilePresetFn>,
 }
 
 impl FamilyDescriptor {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::family::FamilyDescriptor;
+use super::family::{FamilyDescriptor, Preset};
 use super::{folder_index, ModelSource};
 use crate::error::{DiffusionError, Result};
 use crate::models::{flux2, sd, zimage};
@@ -60,6 +60,21 @@ pub fn family_of(source: &ModelSource) -> Result<&'static FamilyDescriptor> {
                 problem: "is a single-file checkpoint, which no model family reads".into(),
             }),
     }
+}
+
+/// The preset whose repository's configs and tokenizer a denoiser file kept apart from its
+/// repository needs (a ComfyUI transformer file), by its family's names and its tensor shapes;
+/// `None` for any other file (a Stable Diffusion checkpoint carries its own or reads built-in
+/// ones).
+pub fn preset_for_denoiser_file(file: &Path) -> Result<Option<Preset>> {
+    for family in FAMILIES {
+        if let Some(preset) = family.denoiser_file_preset {
+            if let Some(found) = preset(file)? {
+                return Ok(Some(found));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// "StableDiffusionPipeline (SD1.x, SD2.x), ... and Flux2KleinPipeline (FLUX.2 klein) models".

@@ -4,7 +4,10 @@
 use super::pipeline::Flux2Pipeline;
 use super::transformer::Flux2TransformerConfig;
 use super::{check_family_request, text_layers, PROMPT_TOKENS};
-use crate::io::component_file::WeightFiles;
+use std::path::Path;
+
+use crate::error::{DiffusionError, Result};
+use crate::io::component_file::{self, WeightFiles};
 use crate::models::qwen3::Qwen3Config;
 use crate::pipeline::family::{Architecture, Family, FamilyDescriptor, Preset, PresetSpec};
 use crate::pipeline::memory_need::{
@@ -51,7 +54,42 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         }
         _ => Ok(Flux2Pipeline::upstream_size()),
     },
+    denoiser_file_preset: Some(file_preset),
 };
+
+/// klein 4B for a transformer file of its sizes (the only klein whose configs are built in).
+fn file_preset(file: &Path) -> Result<Option<Preset>> {
+    let names = &super::bfl_names::NAMES;
+    if !component_file::is_denoiser_file(file, names) {
+        return Ok(None);
+    }
+    let weights = component_file::denoiser_file(file, names)?;
+    let config = Flux2TransformerConfig::klein_4b();
+    let found = (
+        component_file::blocks(&weights, "transformer_blocks."),
+        component_file::blocks(&weights, "single_transformer_blocks."),
+        weights.stored_shape("x_embedder.weight").map(|s| s[0]),
+    );
+    let expected = (
+        config.num_layers,
+        config.num_single_layers,
+        Some(config.num_attention_heads * config.attention_head_dim),
+    );
+    if found == expected {
+        return Ok(Some(Preset::FLUX2_KLEIN_4B));
+    }
+    let (double, single, width) = found;
+    Err(DiffusionError::unsupported(
+        file,
+        format!(
+            "has {double} double- and {single} single-stream blocks {}; klein 4B's ({}, {}, width {}) are the only FLUX.2 configs built in: give --model-config naming the diffusers folder of its own configs (klein 9B's, for one)",
+            width.map_or("of unknown width".to_string(), |w| format!("of width {w}")),
+            expected.0,
+            expected.1,
+            config.num_attention_heads * config.attention_head_dim,
+        ),
+    ))
+}
 
 /// A Qwen3 text encoder (three hidden states stacked per token), a rectified-flow transformer on
 /// patched 32-channel latents, flow-matching Euler steps.

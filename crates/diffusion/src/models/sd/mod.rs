@@ -53,4 +53,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         Ok(model)
     },
     model_size: SdPipeline::model_size,
+    // A checkpoint holds its text encoders and VAE, and SD1.5's, SD2.1's and SDXL base's
+    // configs and tokenizers are built in.
+    denoiser_file_preset: None,
 };

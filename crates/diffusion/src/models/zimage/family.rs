@@ -5,7 +5,10 @@ use super::pipeline::ZImagePipeline;
 use super::spec::Spec;
 use super::transformer::ZImageTransformerConfig;
 use super::PROMPT_TOKENS;
-use crate::error::Result;
+use std::path::Path;
+
+use crate::error::{DiffusionError, Result};
+use crate::io::component_file;
 use crate::models::qwen3::Qwen3Config;
 use crate::pipeline::family::{Architecture, Family, FamilyDescriptor, Preset, PresetSpec};
 use crate::pipeline::memory_need::{
@@ -30,7 +33,40 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         Ok(model)
     },
     model_size: ZImagePipeline::model_size,
+    denoiser_file_preset: Some(file_preset),
 };
+
+/// Turbo for a transformer file of its sizes (the only Z-Image whose configs are built in).
+fn file_preset(file: &Path) -> Result<Option<Preset>> {
+    let names = &super::original_names::NAMES;
+    if !component_file::is_denoiser_file(file, names) {
+        return Ok(None);
+    }
+    let weights = component_file::denoiser_file(file, names)?;
+    let config = ZImageTransformerConfig::default();
+    let found = (
+        component_file::blocks(&weights, "layers."),
+        component_file::blocks(&weights, "noise_refiner."),
+        weights
+            .stored_shape("all_x_embedder.2-1.weight")
+            .map(|s| s[0]),
+    );
+    let expected = (config.n_layers, config.n_refiner_layers, Some(config.dim));
+    if found == expected {
+        return Ok(Some(Preset::ZIMAGE_TURBO));
+    }
+    let (layers, refiners, width) = found;
+    Err(DiffusionError::unsupported(
+        file,
+        format!(
+            "has {layers} layers and {refiners} refiner layers {}; Z-Image-Turbo's ({}, {}, width {}) are the only Z-Image configs built in: give --model-config naming the diffusers folder of its own configs",
+            width.map_or("of unknown width".to_string(), |w| format!("of width {w}")),
+            config.n_layers,
+            config.n_refiner_layers,
+            config.dim,
+        ),
+    ))
+}
 
 /// A bare Qwen3 text encoder (its penultimate hidden states at the real tokens), a
 /// single-stream DiT on 2x2 patches of 16-channel latents, flow-matching Euler steps.
