@@ -238,10 +238,16 @@ impl KeptWeights {
         }
     }
 
-    /// Working memory while the largest matrix is dequantized: its codes unpacked to i32, their
-    /// f32 values and the copy in the activations' dtype, about 12 bytes a weight.
-    pub fn dequantize_bytes(&self) -> u64 {
-        12 * self.largest
+    /// Working memory while the largest matrix is dequantized to activations of `dtype_bytes`
+    /// bytes: a chunk of rows' codes unpacked to i32, their f32 values and their copy in that
+    /// dtype; for a matrix decoded in several chunks, the chunks and their concatenation besides.
+    pub fn dequantize_bytes(&self, dtype_bytes: u64) -> u64 {
+        let chunk = self.largest.min(DEQUANTIZE_CHUNK as u64);
+        let whole = match self.largest > chunk {
+            true => 2 * dtype_bytes * self.largest,
+            false => 0,
+        };
+        (8 + dtype_bytes) * chunk + whole
     }
 }
 
@@ -329,9 +335,8 @@ impl<B: Backend> BlockMatrix<B> {
         [self.rows, self.cols]
     }
 
-    /// Each element's code, [rows, cols].
-    fn codes(&self) -> Tensor<B, 2, Int> {
-        let packed = self.packed.val();
+    /// Each element's code, [rows, cols], of the packed rows `packed`.
+    fn codes(&self, packed: Tensor<B, 2, Int>) -> Tensor<B, 2, Int> {
         let [rows, words] = packed.dims();
         let per_word = (32 / self.width) as usize;
         let mask = (1i64 << self.width) - 1;
@@ -349,11 +354,38 @@ impl<B: Backend> BlockMatrix<B> {
     }
 
     /// The matrix in `dtype`, [rows, cols]: computed in f32 as the file's format defines it,
-    /// then rounded once to `dtype`.
+    /// then rounded once to `dtype`. Rows are decoded `DEQUANTIZE_CHUNK` values at a time, so
+    /// the 4-byte working copies of a large matrix (its codes as i32, its values in f32) never
+    /// outgrow a GPU buffer (lavapipe's hold 128 MiB; a FLUX.2 feed-forward matrix in f32 is 151
+    /// MB); only the result, in `dtype`, is whole.
     pub fn dequantize(&self, dtype: DType) -> Tensor<B, 2> {
-        let codes = self.codes();
-        let [rows, cols] = [self.rows, self.cols];
-        let values = match &self.table {
+        self.dequantize_in_chunks(dtype, DEQUANTIZE_CHUNK)
+    }
+
+    fn dequantize_in_chunks(&self, dtype: DType, chunk: usize) -> Tensor<B, 2> {
+        let step = (chunk / self.cols.max(1)).max(1);
+        let mut parts = Vec::with_capacity(self.rows.div_ceil(step));
+        let mut start = 0;
+        while start < self.rows {
+            let rows = step.min(self.rows - start);
+            let values = self.rows_in_f32(start, rows);
+            parts.push(match dtype {
+                DType::F32 => values,
+                _ => values.cast(FloatDType::from(dtype)),
+            });
+            start += rows;
+        }
+        match parts.len() {
+            1 => parts.remove(0),
+            _ => Tensor::cat(parts, 0),
+        }
+    }
+
+    /// Rows `start..start + rows` in f32.
+    fn rows_in_f32(&self, start: usize, rows: usize) -> Tensor<B, 2> {
+        let cols = self.cols;
+        let codes = self.codes(self.packed.val().narrow(0, start, rows));
+        match &self.table {
             Some(table) => {
                 let values = table
                     .val()
@@ -372,21 +404,19 @@ impl<B: Backend> BlockMatrix<B> {
                 }
                 let q = q
                     .reshape([rows, cols / self.run, self.run])
-                    .mul(self.scales.val());
+                    .mul(self.scales.val().narrow(0, start, rows));
                 let q = match &self.offsets {
-                    Some(offsets) => q.add(offsets.val()),
+                    Some(offsets) => q.add(offsets.val().narrow(0, start, rows)),
                     None => q,
                 };
                 q.reshape([rows, cols])
             }
-        };
-        if dtype == DType::F32 {
-            values
-        } else {
-            values.cast(FloatDType::from(dtype))
         }
     }
 }
+
+/// Values a block matrix decodes at a time (8 Mi: 32 MiB in i32 or f32).
+const DEQUANTIZE_CHUNK: usize = 1 << 23;
 
 #[cfg(test)]
 mod tests {
@@ -435,6 +465,19 @@ mod tests {
         for (h, e) in half.iter().zip(&expected) {
             assert_eq!(*h, half::f16::from_f32(*e).to_f32());
         }
+    }
+
+    #[test]
+    fn rows_decoded_a_few_at_a_time_are_the_whole_matrix() {
+        let device = cpu_device();
+        let stored = q4_1_rows();
+        let host = HostBlocks::from_stored(&stored, 2, 64, None).unwrap();
+        let matrix = BlockMatrix::<B>::upload(host, &device);
+        let whole = values(matrix.dequantize(DType::F32));
+        // One row per chunk.
+        let chunked = values(matrix.dequantize_in_chunks(DType::F32, 64));
+        assert_eq!(whole, chunked);
+        assert_eq!(whole, stored.to_f32());
     }
 
     #[test]

@@ -220,7 +220,7 @@ pub(crate) fn denoiser_weight_bytes(size: &ModelSize, placement: &Placement) -> 
     let coded = &size.denoiser_kept;
     let params = size.denoiser_params.saturating_sub(coded.params);
     let coded_bytes = if coded.params > 0 {
-        coded.device_bytes + coded.dequantize_bytes()
+        coded.device_bytes + coded.dequantize_bytes(placement.denoiser.bytes())
     } else {
         0
     };
