@@ -546,3 +546,33 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+/// A matrix kept in codes whose working copies (its codes as i32, its values in f32) are larger
+/// than one GPU buffer (lavapipe's hold 128 MiB; a FLUX.2 feed-forward matrix's are 151 MB) is
+/// dequantized in chunks of rows on the device, to what the CPU gives. Before, a Q4_K klein
+/// transformer failed on lavapipe ("cannot hold a 216 MiB tensor in one buffer").
+#[test]
+fn a_matrix_larger_than_a_gpu_buffer_dequantizes_on_vulkan() {
+    let Some(device) = common::vulkan_device() else {
+        return;
+    };
+    let (rows, cols) = (8448, 4096);
+    let largest = device.max_buffer_bytes().unwrap_or(128 << 20);
+    assert!((rows * cols * 4) as u64 > largest, "{largest}");
+    let host = HostBlocks::synthetic(StDtype::Ggml(GgmlType::Q4K), rows, cols).unwrap();
+    let cpu = sdbench_diffusion::device::cpu_device();
+    let on_gpu = BlockMatrix::<B>::upload(host.clone(), &device.device).dequantize(DType::F16);
+    let on_cpu = BlockMatrix::<B>::upload(host, &cpu).dequantize(DType::F16);
+    assert_eq!(on_gpu.dims(), [rows, cols]);
+    let row = |t: &Tensor<B, 2>, r: usize| -> Vec<f32> {
+        t.clone()
+            .narrow(0, r, 1)
+            .into_data()
+            .convert::<f32>()
+            .into_vec()
+            .unwrap()
+    };
+    for r in [0, rows / 2, rows - 1] {
+        assert_same_bits(&format!("row {r}"), &row(&on_gpu, r), &row(&on_cpu, r));
+    }
+}
