@@ -1,5 +1,6 @@
 //! The command-line reference in docs/ is what the binary generates from its own argument
-//! definitions, every argument has help text, and every `sdbench` command the README shows parses.
+//! definitions, every argument has help text, and every `sdbench` command the README shows parses
+//! and runs as far as an offline test machine allows.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -257,4 +258,63 @@ fn shell_words(line: &str) -> Vec<String> {
     }
     words.extend(word);
     words
+}
+
+/// The README's `sdbench` commands run as far as a machine with no network and no models allows:
+/// the quick synthetic run finishes and writes its result; each recipe's `generate` stops at the
+/// missing model, naming the command that fetches it, and writes no picture. (The `bench` recipes
+/// would run a full-size benchmark on synthetic weights here, minutes to hours on a CPU: they are
+/// parsed above, and the quick run stands for them.)
+#[test]
+fn the_readmes_commands_run_as_far_as_an_offline_machine_allows() {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |words: &[String]| {
+        Command::new(env!("CARGO_BIN_EXE_sdbench"))
+            .args(words)
+            .current_dir(dir.path())
+            .env("SDBENCH_DATA_DIR", dir.path().join("data"))
+            .env("HF_HUB_CACHE", dir.path().join("hub"))
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .unwrap()
+    };
+    let (mut quick, mut recipes) = (0, 0);
+    for words in sdbench_commands(&readme) {
+        let shown = words.join(" ");
+        match words.first().map(String::as_str) {
+            Some("bench") if words.iter().any(|w| w == "--synthetic") => {
+                let out = run(&words);
+                assert!(
+                    out.status.success(),
+                    "`sdbench {shown}`: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let result = dir.path().join("benchmark_diffusion_result.json");
+                let text = std::fs::read_to_string(&result).unwrap();
+                let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(value["workload"]["model"]["synthetic"], true, "{shown}");
+                quick += 1;
+            }
+            Some("generate") => {
+                let model = words[words.iter().position(|w| w == "--model").unwrap() + 1].clone();
+                let picture = &words[words.iter().position(|w| w == "--out").unwrap() + 1];
+                let out = run(&words);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert!(!out.status.success(), "`sdbench {shown}` ran offline");
+                assert!(
+                    stderr.contains(&format!("sdbench download --model {model}")),
+                    "`sdbench {shown}`: {stderr}"
+                );
+                assert!(!dir.path().join(picture).exists(), "{shown}");
+                recipes += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        (quick, recipes),
+        (1, 4),
+        "the README's quick run and its four recipes"
+    );
 }
