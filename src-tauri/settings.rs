@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use sdbench_bench::{ModelChoice, Workload};
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{BackendRequest, DeviceRequest, MemoryProfile, Precision};
+use sdbench_diffusion::{BackendRequest, ComponentFiles, DeviceRequest, MemoryProfile, Precision};
 use sdbench_generate::ModelSetup;
 use sdbench_hub::DEFAULT_MODEL;
 use sdbench_session::device_memory::{memory_limit_bytes, MemoryChoice, MAX_MEMORY_LIMIT_GIB};
@@ -19,8 +19,14 @@ use crate::errors::{ErrorKind, UiError, UiResult};
 pub struct Settings {
     /// A Hub id, a diffusers folder or .safetensors checkpoint on this machine, or `synthetic`.
     pub model: String,
-    /// For a checkpoint that is not SD1.5-shaped: a diffusers folder whose configs describe it.
+    /// For a model file: a diffusers folder whose configs describe it (a checkpoint that is not
+    /// SD1.5-, SD2.1- or SDXL-base-shaped; a transformer file whose configs are not fetched).
     pub model_config: Option<String>,
+    /// For a FLUX.2 klein or Z-Image transformer file: its text encoder file (the CLI's
+    /// `--text-encoder`).
+    pub text_encoder: Option<String>,
+    /// For a model file: its VAE file (the CLI's `--vae`).
+    pub vae: Option<String>,
     /// A `BackendRequest` name: auto, cuda, rocm, vulkan, metal, dx12, cpu…
     pub backend: String,
     /// Which of the backend's devices, by the number System lists (none: the best).
@@ -51,6 +57,8 @@ impl Default for Settings {
         Settings {
             model: DEFAULT_MODEL.into(),
             model_config: None,
+            text_encoder: None,
+            vae: None,
             backend: "auto".into(),
             device: None,
             precision: "auto".into(),
@@ -245,12 +253,19 @@ impl Settings {
                 format!("Enter a Hub id such as {DEFAULT_MODEL}, or choose a model folder."),
             ));
         }
-        let config = self
-            .model_config
-            .as_deref()
-            .filter(|c| !c.trim().is_empty())
-            .map(PathBuf::from);
-        ModelName::parse(model, config.as_deref(), &Default::default()).map_err(|e| {
+        let path = |setting: &Option<String>| {
+            setting
+                .as_deref()
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(PathBuf::from)
+        };
+        let parts = ComponentFiles {
+            text_encoder: path(&self.text_encoder),
+            vae: path(&self.vae),
+        };
+        let config = path(&self.model_config);
+        ModelName::parse(model, config.as_deref(), &parts).map_err(|e| {
             UiError::bad_input(
                 e.to_string(),
                 "Choose an existing model folder or .safetensors file, or enter a Hub id.",
@@ -261,7 +276,10 @@ impl Settings {
     /// Whether the model setting is the untouched default, which stands for each workload's own
     /// model.
     pub fn model_is_default(&self) -> bool {
-        self.model.trim() == DEFAULT_MODEL && self.model_config.is_none()
+        self.model.trim() == DEFAULT_MODEL
+            && self.model_config.is_none()
+            && self.text_encoder.is_none()
+            && self.vae.is_none()
     }
 
     /// The model a benchmark of `workload` runs: the setting, except that the untouched default
@@ -408,6 +426,39 @@ mod tests {
             hub_id(chosen.model_name_for(&Workload::sdxl()).unwrap()),
             "someone/my-sd15"
         );
+    }
+
+    /// The text encoder and VAE settings go with a model file, as the CLI's options do; older
+    /// settings files without them still load.
+    #[test]
+    fn component_files_go_with_a_model_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("transformer.safetensors");
+        std::fs::write(&file, b"x").unwrap();
+        let vae = dir.path().join("vae.safetensors");
+        std::fs::write(&vae, b"x").unwrap();
+        let with_files = Settings {
+            model: file.display().to_string(),
+            text_encoder: Some(vae.display().to_string()),
+            vae: Some(format!("  {}  ", vae.display())),
+            ..Settings::default()
+        };
+        match with_files.model_name().unwrap() {
+            ModelName::Local(sdbench_diffusion::ModelSource::Checkpoint { parts, .. }) => {
+                assert_eq!(parts.text_encoder.as_deref(), Some(vae.as_path()));
+                assert_eq!(parts.vae.as_deref(), Some(vae.as_path()));
+            }
+            other => panic!("{other:?}"),
+        }
+        let on_a_hub_id = Settings {
+            vae: Some(vae.display().to_string()),
+            ..Settings::default()
+        };
+        assert!(!on_a_hub_id.model_is_default());
+        let e = on_a_hub_id.model_name().unwrap_err();
+        assert!(e.message.contains("go with a model file"), "{e:?}");
+        let old: Settings = serde_json::from_str(r#"{"model": "synthetic"}"#).unwrap();
+        assert_eq!((old.text_encoder, old.vae), (None, None));
     }
 
     #[test]

@@ -87,7 +87,7 @@ export function modelChoice(id: string, onChosen: (m: LocalModelView | null) => 
       name = picked;
     }
     const base = settings ?? (await api.getSettings());
-    settings = await api.saveSettings({ ...base, model: name, modelConfig: null });
+    settings = await api.saveSettings({ ...base, model: name, modelConfig: null, textEncoder: null, vae: null });
     await refresh();
     onChosen(byName(name));
   }

@@ -57,9 +57,19 @@ export type Settings = {
  */
 model: string, 
 /**
- * For a checkpoint that is not SD1.5-shaped: a diffusers folder whose configs describe it.
+ * For a model file: a diffusers folder whose configs describe it (a checkpoint that is not
+ * SD1.5-, SD2.1- or SDXL-base-shaped; a transformer file whose configs are not fetched).
  */
 modelConfig: string | null, 
+/**
+ * For a FLUX.2 klein or Z-Image transformer file: its text encoder file (the CLI's
+ * `--text-encoder`).
+ */
+textEncoder: string | null, 
+/**
+ * For a model file: its VAE file (the CLI's `--vae`).
+ */
+vae: string | null, 
 /**
  * A `BackendRequest` name: auto, cuda, rocm, vulkan, metal, dx12, cpu…
  */

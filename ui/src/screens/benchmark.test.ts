@@ -350,7 +350,7 @@ describe("Benchmark screen", () => {
   });
 
   it("lists the models on this machine, and runs on synthetic weights without the model", async () => {
-    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
+    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, textEncoder: null, vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
     let saved: Record<string, unknown> | null = null;
     let request: Record<string, unknown> = {};
     const calls = mockShell({
@@ -388,7 +388,7 @@ describe("Benchmark screen", () => {
     model.value = "synthetic-flux2-klein";
     model.dispatchEvent(new Event("change"));
     await settle(40);
-    expect(saved).toMatchObject({ model: "synthetic-flux2-klein", modelConfig: null });
+    expect(saved).toMatchObject({ model: "synthetic-flux2-klein", modelConfig: null, textEncoder: null, vae: null });
     expect(calls.filter((c) => c.cmd === "model_status").length).toBeGreaterThan(1);
   });
 });

@@ -207,7 +207,7 @@ describe("Create screen", () => {
   });
 
   it("chooses a model on this machine and takes its family's settings", async () => {
-    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
+    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, textEncoder: null, vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
     let current = settings;
     mockShell({
       schedulers: () => [],

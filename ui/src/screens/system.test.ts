@@ -4,7 +4,7 @@ import { setMessageArea } from "../ui";
 import { fillForm, systemScreen } from "./system";
 import type { Settings } from "../types";
 
-const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
+const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, textEncoder: null, vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
 const system = {
   appVersion: "0.1.0",
   system: { os: "Linux", os_version: "12", cpu_model: "Test CPU", cpu_logical_cores: 2, ram_bytes: 24e9, gpus: [] },
@@ -127,6 +127,22 @@ describe("System screen", () => {
     await settle();
     expect(saved!.modelDirs).toEqual(["/data/models", "/mnt/comfy/models"]);
     dirs.value = "";
+  });
+
+  it("saves a model file's text encoder and VAE files, empty ones as none", async () => {
+    let saved: Settings | null = null;
+    handlers({ save_settings: (a) => (saved = a.settings as Settings) });
+    systemScreen.show?.();
+    await settle();
+    const textEncoder = root.querySelector<HTMLInputElement>("#settings-text-encoder")!;
+    const vae = root.querySelector<HTMLInputElement>("#settings-vae")!;
+    textEncoder.value = " /comfy/models/text_encoders/qwen_3_4b.safetensors ";
+    vae.value = "";
+    root.querySelector<HTMLButtonElement>("#settings-save")!.click();
+    await settle();
+    expect(saved!.textEncoder).toBe("/comfy/models/text_encoders/qwen_3_4b.safetensors");
+    expect(saved!.vae).toBeNull();
+    textEncoder.value = "";
   });
 
   it("saves the GPU memory the check assumes and refuses one that is not a size", async () => {

@@ -16,7 +16,9 @@ const settingsForm = {
   memory: h("select", { id: "settings-memory" }),
   memoryLimit: h("input", { type: "number", id: "settings-memory-limit", min: 0, step: "any", placeholder: "what the GPU has free" }),
   model: h("input", { type: "text", id: "settings-model", size: 48 }),
-  modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a checkpoint that is not SD 1.5" }),
+  modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a model file whose configs are not built in" }),
+  textEncoder: h("input", { type: "text", id: "settings-text-encoder", size: 48, placeholder: "only for a FLUX.2 or Z-Image transformer file" }),
+  vae: h("input", { type: "text", id: "settings-vae", size: 48, placeholder: "only for a model file" }),
   submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…/api/v1/results" }),
   updateEndpoint: h("input", { type: "url", id: "settings-update", size: 48, placeholder: "the app's built-in endpoint" }),
   cpuThreads: h("input", { type: "number", id: "settings-cpu-threads", min: 1, max: 1024, step: 1, placeholder: "one per physical core" }),
@@ -63,6 +65,8 @@ export function formSettings(): Settings {
   return {
     model: settingsForm.model.value.trim(),
     modelConfig: text(settingsForm.modelConfig),
+    textEncoder: text(settingsForm.textEncoder),
+    vae: text(settingsForm.vae),
     backend: settingsForm.backend.value,
     device: settingsForm.device.value === "" ? null : Number(settingsForm.device.value),
     precision: settingsForm.precision.value,
@@ -85,6 +89,8 @@ export function fillForm(s: Settings): void {
   settingsForm.memoryLimit.value = s.memoryLimitGib === null ? "" : String(s.memoryLimitGib);
   settingsForm.model.value = s.model;
   settingsForm.modelConfig.value = s.modelConfig ?? "";
+  settingsForm.textEncoder.value = s.textEncoder ?? "";
+  settingsForm.vae.value = s.vae ?? "";
   settingsForm.submitEndpoint.value = s.submitEndpoint ?? "";
   settingsForm.updateEndpoint.value = s.updateEndpoint ?? "";
   settingsForm.modelDirs.value = s.modelDirs.join("\n");
@@ -228,7 +234,9 @@ export const systemScreen: Screen = {
         field("GPU memory (GiB)", settingsForm.memoryLimit,
           "what the memory check and auto assume the GPU holds; empty: what it has free (read on NVIDIA and AMD; other GPUs are not checked unless this is set)"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
-        field("Model config", settingsForm.modelConfig, "a diffusers folder describing a single-file checkpoint, or the folder a FLUX.2 or Z-Image transformer file's text encoder and VAE come from"),
+        field("Model config", settingsForm.modelConfig, "a diffusers folder describing a model file; a FLUX.2 klein 4B or Z-Image-Turbo transformer file needs none (its repository's configs are fetched once, without weights)"),
+        field("Text encoder file", settingsForm.textEncoder, "a FLUX.2 or Z-Image transformer file's Qwen3 text encoder, as ComfyUI keeps it in models/text_encoders/"),
+        field("VAE file", settingsForm.vae, "a model file's VAE as a file of its own (ComfyUI's models/vae/), replacing a checkpoint's own"),
         field("Model folders", settingsForm.modelDirs,
           "more folders whose models Create and Benchmark list; the Hugging Face cache and ComfyUI's, AUTOMATIC1111's, Forge's, InvokeAI's and stable-diffusion.cpp's usual folders are searched anyway (nothing is copied or moved)"),
         field("Submission endpoint", settingsForm.submitEndpoint, "where Submit sends results: an SD Bench results service's …/api/v1/results (sdbench-server; there is no public one yet)"),
