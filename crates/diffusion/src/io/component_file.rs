@@ -132,7 +132,7 @@ pub fn blocks(weights: &FileWeights, prefix: &str) -> usize {
                 .parse::<usize>()
                 .ok()
         })
-        .map(|n| n + 1)
+        .map(|n| n.saturating_add(1))
         .max()
         .unwrap_or(0)
 }

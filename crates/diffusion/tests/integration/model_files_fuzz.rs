@@ -364,6 +364,8 @@ fn checkpoint_names_from_strangers() {
         tensors.dedup_by(|a, b| a.0 == b.0);
         write_tensor_file(&path, &tensors);
         accepted += read(Some(folder)) as usize;
+        // As a transformer file given alone: the preset its shapes would fetch configs for.
+        let _ = sdbench_diffusion::preset_for_denoiser_file(&path);
         // Without configs, as a file alone (the presets' checks; slower: SD1.5's tokenizer is built).
         if tried % 8 == 0 {
             read(None);
@@ -375,6 +377,107 @@ fn checkpoint_names_from_strangers() {
         started.elapsed().as_secs_f64()
     );
     assert!(tried > 0 && accepted > 0 && accepted < tried);
+}
+
+/// The tensor names of text encoder and VAE files given apart (`--text-encoder`, `--vae`: the
+/// tiny klein's Qwen3 without `model.`, its VAE in Black Forest Labs' names), mutated, in
+/// header-only files, read beside the klein transformer file and its folder.
+#[test]
+fn component_file_names_from_strangers() {
+    let dir = fixtures();
+    let klein = dir.join("tiny-flux2-klein");
+    let mut text: Tensors = Vec::new();
+    for entry in std::fs::read_dir(klein.join("text_encoder")).unwrap() {
+        let file = entry.unwrap().path();
+        if !file.to_string_lossy().ends_with(".safetensors") {
+            continue;
+        }
+        let st = SafeTensors::open(&file).unwrap();
+        for n in st.names() {
+            let info = st.info(n).unwrap();
+            let name = n.strip_prefix("model.").unwrap_or(n).to_string();
+            text.push((name, info.dtype.name().to_string(), info.shape.clone()));
+        }
+    }
+    let table: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("weight-formats/vae-names.json")).unwrap(),
+    )
+    .unwrap();
+    let vae: Tensors = table["tiny-flux2-klein"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let shape = serde_json::from_value(row[2].clone()).unwrap();
+            (
+                row[0].as_str().unwrap().to_string(),
+                "F32".to_string(),
+                shape,
+            )
+        })
+        .collect();
+    let seeds = [(text, true), (vae, false)];
+    let all_names: Vec<String> = seeds
+        .iter()
+        .flat_map(|(t, _)| t.iter().map(|(n, _, _)| n.clone()))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("part.safetensors");
+    let transformer = dir.join("weight-formats/tiny-flux2-klein.bfl-transformer.safetensors");
+    let read = |is_text: bool| {
+        let part = Some(path.clone());
+        let parts = match is_text {
+            true => sdbench_diffusion::ComponentFiles {
+                text_encoder: part,
+                vae: None,
+            },
+            false => sdbench_diffusion::ComponentFiles {
+                text_encoder: None,
+                vae: part,
+            },
+        };
+        let source = ModelSource::Checkpoint {
+            file: transformer.clone(),
+            config: Some(klein.clone()),
+            parts,
+        };
+        Pipeline::model_size(&source, Precision::F32).is_ok()
+    };
+    for (tensors, is_text) in &seeds {
+        write_tensor_file(&path, tensors);
+        assert!(
+            read(*is_text),
+            "the seed is refused (text encoder: {is_text})"
+        );
+    }
+    let (time, inputs, seed) = budget();
+    let mut m = Mutator(seed);
+    let started = Instant::now();
+    let (mut tried, mut accepted) = (0usize, 0usize);
+    while tried < inputs && started.elapsed() < time {
+        let (tensors, is_text) = &seeds[m.below(seeds.len())];
+        let mut tensors = tensors.clone();
+        for _ in 0..1 + m.below(3) {
+            let i = m.below(tensors.len());
+            match m.below(6) {
+                0 => {
+                    tensors.remove(i);
+                }
+                1 => tensors[i].2 = vec![1 + m.below(64)],
+                _ => tensors[i].0 = mutate_name(&mut m, &tensors[i].0, &all_names),
+            }
+        }
+        tensors.sort();
+        tensors.dedup_by(|a, b| a.0 == b.0);
+        write_tensor_file(&path, &tensors);
+        accepted += read(*is_text) as usize;
+        tried += 1;
+    }
+    eprintln!(
+        "text encoder and VAE file names: {tried} inputs in {:.1} s, {accepted} accepted, no panic",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(tried > 0 && accepted < tried);
 }
 
 /// Why `Pipeline::model_size` refuses `folder` (a test's damaged copy of a fixture).
