@@ -280,8 +280,18 @@ fn mutate_name(m: &mut Mutator, name: &str, others: &[String]) -> String {
     parts.join(".")
 }
 
-/// The tensor names of single files and transformer files (the engine's key maps), mutated, in
-/// header-only files, read with and without the configs of the folder they belong to.
+/// A tensor shape a stranger's header might give: none (a scalar), one small dimension, or two.
+fn stranger_shape(m: &mut Mutator) -> Vec<usize> {
+    match m.below(3) {
+        0 => vec![],
+        1 => vec![1 + m.below(64)],
+        _ => vec![1 + m.below(64), 1 + m.below(64)],
+    }
+}
+
+/// The tensor names (and some shapes) of single files and transformer files (the engine's key
+/// maps), mutated, in header-only files, read with and without the configs of the folder they
+/// belong to.
 #[test]
 fn checkpoint_names_from_strangers() {
     let dir = fixtures();
@@ -357,6 +367,7 @@ fn checkpoint_names_from_strangers() {
                     copy.0 = mutate_name(&mut m, &copy.0, &all_names);
                     tensors.push(copy);
                 }
+                2 => tensors[i].2 = stranger_shape(&mut m),
                 _ => tensors[i].0 = mutate_name(&mut m, &tensors[i].0, &all_names),
             }
         }
@@ -379,9 +390,9 @@ fn checkpoint_names_from_strangers() {
     assert!(tried > 0 && accepted > 0 && accepted < tried);
 }
 
-/// The tensor names of text encoder and VAE files given apart (`--text-encoder`, `--vae`: the
-/// tiny klein's Qwen3 without `model.`, its VAE in Black Forest Labs' names), mutated, in
-/// header-only files, read beside the klein transformer file and its folder.
+/// The tensor names and shapes of text encoder and VAE files given apart (`--text-encoder`,
+/// `--vae`: the tiny klein's Qwen3 without `model.`, its VAE in Black Forest Labs' names), mutated,
+/// in header-only files, read beside the klein transformer file and its folder.
 #[test]
 fn component_file_names_from_strangers() {
     let dir = fixtures();
@@ -463,7 +474,7 @@ fn component_file_names_from_strangers() {
                 0 => {
                     tensors.remove(i);
                 }
-                1 => tensors[i].2 = vec![1 + m.below(64)],
+                1 => tensors[i].2 = stranger_shape(&mut m),
                 _ => tensors[i].0 = mutate_name(&mut m, &tensors[i].0, &all_names),
             }
         }

@@ -1,11 +1,11 @@
 //! FLUX.2 klein as the registry describes it: its descriptor, architecture (the upstream
 //! model's parameters, the transformer step's measured memory coefficients) and preset.
 
+use std::path::Path;
+
 use super::pipeline::Flux2Pipeline;
 use super::transformer::Flux2TransformerConfig;
 use super::{check_family_request, text_layers, PROMPT_TOKENS};
-use std::path::Path;
-
 use crate::error::{DiffusionError, Result};
 use crate::io::component_file::{self, WeightFiles};
 use crate::models::qwen3::Qwen3Config;
@@ -68,7 +68,9 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
     let found = (
         component_file::blocks(&weights, "transformer_blocks."),
         component_file::blocks(&weights, "single_transformer_blocks."),
-        weights.stored_shape("x_embedder.weight").map(|s| s[0]),
+        weights
+            .stored_shape("x_embedder.weight")
+            .and_then(|s| s.first().copied()),
     );
     let expected = (
         config.num_layers,

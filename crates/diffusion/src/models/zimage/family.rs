@@ -1,12 +1,12 @@
 //! Z-Image as the registry describes it: its descriptor, architecture (the upstream model's
 //! parameters, the transformer step's memory coefficients) and preset.
 
+use std::path::Path;
+
 use super::pipeline::ZImagePipeline;
 use super::spec::Spec;
 use super::transformer::ZImageTransformerConfig;
 use super::PROMPT_TOKENS;
-use std::path::Path;
-
 use crate::error::{DiffusionError, Result};
 use crate::io::component_file;
 use crate::models::qwen3::Qwen3Config;
@@ -49,7 +49,7 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
         component_file::blocks(&weights, "noise_refiner."),
         weights
             .stored_shape("all_x_embedder.2-1.weight")
-            .map(|s| s[0]),
+            .and_then(|s| s.first().copied()),
     );
     let expected = (config.n_layers, config.n_refiner_layers, Some(config.dim));
     if found == expected {
