@@ -262,9 +262,9 @@ fn shell_words(line: &str) -> Vec<String> {
 
 /// The README's `sdbench` commands run as far as a machine with no network and no models allows:
 /// the quick synthetic run finishes and writes its result; each recipe's `generate` stops at the
-/// missing model, naming the command that fetches it, and writes no picture. (The `bench` recipes
-/// would run a full-size benchmark on synthetic weights here, minutes to hours on a CPU: they are
-/// parsed above, and the quick run stands for them.)
+/// missing model, naming the command that fetches it, and writes no picture; the main job's and
+/// each recipe's `bench` says it runs on synthetic weights instead, naming the download, and is
+/// stopped there (the full-size benchmark it starts takes minutes to hours on a CPU).
 #[test]
 fn the_readmes_commands_run_as_far_as_an_offline_machine_allows() {
     let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
@@ -279,7 +279,44 @@ fn the_readmes_commands_run_as_far_as_an_offline_machine_allows() {
             .output()
             .unwrap()
     };
-    let (mut quick, mut recipes) = (0, 0);
+    // Started, its notes read until `until` appears (or the process ends), then stopped.
+    let start_until = |words: &[String], until: &str| -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sdbench"))
+            .args(words)
+            .current_dir(dir.path())
+            .env("SDBENCH_DATA_DIR", dir.path().join("data"))
+            .env("HF_HUB_CACHE", dir.path().join("hub"))
+            .env("HF_HUB_OFFLINE", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (lines, read) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = String::new();
+        while let Ok(line) = read.recv_timeout(std::time::Duration::from_secs(60)) {
+            seen.push_str(&line);
+            seen.push('\n');
+            if seen.contains(until) {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        seen
+    };
+    let (mut quick, mut recipes, mut benches) = (0, 0, 0);
     for words in sdbench_commands(&readme) {
         let shown = words.join(" ");
         match words.first().map(String::as_str) {
@@ -309,12 +346,21 @@ fn the_readmes_commands_run_as_far_as_an_offline_machine_allows() {
                 assert!(!dir.path().join(picture).exists(), "{shown}");
                 recipes += 1;
             }
+            Some("bench") => {
+                let seen = start_until(&words, "Running on synthetic weights instead");
+                assert!(
+                    seen.contains("Running on synthetic weights instead")
+                        && seen.contains("sdbench download --model"),
+                    "`sdbench {shown}`: {seen}"
+                );
+                benches += 1;
+            }
             _ => {}
         }
     }
     assert_eq!(
-        (quick, recipes),
-        (1, 4),
-        "the README's quick run and its four recipes"
+        (quick, recipes, benches),
+        (1, 4, 5),
+        "the README's quick run, its four recipes' generate, and the main job's and the recipes' bench"
     );
 }
