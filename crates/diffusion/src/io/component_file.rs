@@ -21,6 +21,15 @@ use crate::pipeline::{ComponentFiles, ModelSource};
 /// The prefix ComfyUI saves whole models under.
 const COMFY_PREFIX: &str = "model.diffusion_model.";
 
+/// `prefix` when every one of `names` starts with it (a wrapper a whole file's tensors sit
+/// under), else nothing.
+fn shared_prefix<S: AsRef<str>>(mut names: impl Iterator<Item = S>, prefix: &str) -> &str {
+    match names.all(|n| n.as_ref().starts_with(prefix)) {
+        true => prefix,
+        false => "",
+    }
+}
+
 /// What an original tensor name is in diffusers' model.
 #[derive(Debug, PartialEq)]
 pub enum Converted {
@@ -48,10 +57,7 @@ pub struct DenoiserNames {
 /// The denoiser's weights in `file`, in either layout; anything else is refused by name.
 pub fn denoiser_file(file: &Path, names: &DenoiserNames) -> Result<FileWeights> {
     let tensors = TensorFile::open(file)?;
-    let prefix = match tensors.names().all(|n| n.starts_with(COMFY_PREFIX)) {
-        true => COMFY_PREFIX,
-        false => "",
-    };
+    let prefix = shared_prefix(tensors.names(), COMFY_PREFIX);
     let stored: Vec<String> = tensors
         .names()
         .filter(|n| !is_fp8_scale(n))
@@ -108,33 +114,55 @@ pub fn denoiser_file(file: &Path, names: &DenoiserNames) -> Result<FileWeights> 
     Ok(FileWeights::converted(tensors, found))
 }
 
-/// Whether `file` holds a denoiser in `names`' layouts, by its tensor names alone (a file that
-/// does not open as a tensor file does not: loading it names its problem).
-pub fn is_denoiser_file(file: &Path, names: &DenoiserNames) -> bool {
-    let Ok(tensors) = TensorFile::open(file) else {
-        return false;
-    };
-    let rest = |n: &str| n.strip_prefix(COMFY_PREFIX).unwrap_or(n).to_string();
-    let found = tensors
-        .names()
-        .any(|n| (names.is_diffusers)(&rest(n)) || (names.is_original)(&rest(n)));
-    found
+/// What tells a denoiser's sizes apart in its file: the blocks of two groups (`prefix{N}.`) and
+/// the first dimension of one tensor (its width), all by diffusers' names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DenoiserSizes {
+    pub blocks: [usize; 2],
+    pub width: Option<usize>,
 }
 
-/// How many blocks `prefix{N}.` a component's tensors name (one more than the largest `N`).
-pub fn blocks(weights: &FileWeights, prefix: &str) -> usize {
-    weights
-        .model_names()
-        .filter_map(|n| {
-            n.strip_prefix(prefix)?
-                .split('.')
-                .next()?
-                .parse::<usize>()
-                .ok()
-        })
-        .map(|n| n.saturating_add(1))
-        .max()
-        .unwrap_or(0)
+/// The sizes of the denoiser `file` holds in `names`' layouts (`groups`: the two block prefixes,
+/// `width_of`: the tensor whose rows are the width); `None` for a file that is not such a
+/// denoiser by its tensor names (or does not open as a tensor file: loading it names its problem).
+pub fn denoiser_sizes(
+    file: &Path,
+    names: &DenoiserNames,
+    groups: [&str; 2],
+    width_of: &str,
+) -> Result<Option<DenoiserSizes>> {
+    let Ok(tensors) = TensorFile::open(file) else {
+        return Ok(None);
+    };
+    let rest = |n: &str| n.strip_prefix(COMFY_PREFIX).unwrap_or(n).to_string();
+    let ours = tensors
+        .names()
+        .any(|n| (names.is_diffusers)(&rest(n)) || (names.is_original)(&rest(n)));
+    if !ours {
+        return Ok(None);
+    }
+    let weights = denoiser_file(file, names)?;
+    // One more than the largest `N` of `prefix{N}.`.
+    let blocks = |prefix: &str| {
+        weights
+            .model_names()
+            .filter_map(|n| {
+                n.strip_prefix(prefix)?
+                    .split('.')
+                    .next()?
+                    .parse::<usize>()
+                    .ok()
+            })
+            .map(|n| n.saturating_add(1))
+            .max()
+            .unwrap_or(0)
+    };
+    Ok(Some(DenoiserSizes {
+        blocks: groups.map(blocks),
+        width: weights
+            .stored_shape(width_of)
+            .and_then(|s| s.first().copied()),
+    }))
 }
 
 /// What a denoiser file keeps in its codes (GGUF, FP8): all of its matrices are the denoiser's.
@@ -192,10 +220,7 @@ pub fn text_encoder_file(file: &Path, names: &TextEncoderNames) -> Result<FileWe
         .filter(|n| !is_fp8_scale(n) && !n.starts_with(TEXT_HEAD))
         .map(str::to_string)
         .collect();
-    let strip = match stored.iter().all(|n| n.starts_with("model.")) {
-        true => "model.",
-        false => "",
-    };
+    let strip = shared_prefix(stored.iter(), "model.");
     if !stored.iter().any(|n| n[strip.len()..] == *names.marker) {
         let llama_cpp = match tensors.names().any(|n| n == "token_embd.weight") {
             true => "; it is in llama.cpp's names (`token_embd.weight`, `blk.N.`), which SD Bench does not read: use the safetensors file ComfyUI or the model's Hub repository has",
@@ -230,10 +255,7 @@ pub fn vae_file(file: &Path, blocks: usize) -> Result<FileWeights> {
         .filter(|n| !is_fp8_scale(n))
         .map(str::to_string)
         .collect();
-    let strip = match stored.iter().all(|n| n.starts_with(VAE_CHECKPOINT_PREFIX)) {
-        true => VAE_CHECKPOINT_PREFIX,
-        false => "",
-    };
+    let strip = shared_prefix(stored.iter(), VAE_CHECKPOINT_PREFIX);
     let rest = |n: &str| n[strip.len()..].to_string();
     if stored.iter().any(|n| vae_names::is_diffusers(&rest(n))) {
         let map = stored.iter().map(|n| (rest(n), n.clone())).collect();

@@ -7,7 +7,7 @@ use super::pipeline::Flux2Pipeline;
 use super::transformer::Flux2TransformerConfig;
 use super::{check_family_request, text_layers, PROMPT_TOKENS};
 use crate::error::{DiffusionError, Result};
-use crate::io::component_file::{self, WeightFiles};
+use crate::io::component_file::{self, DenoiserSizes, WeightFiles};
 use crate::models::qwen3::Qwen3Config;
 use crate::pipeline::family::{Architecture, Family, FamilyDescriptor, Preset, PresetSpec};
 use crate::pipeline::memory_need::{
@@ -43,15 +43,12 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
             config: Some(folder),
             file,
             parts,
-        } => {
-            crate::io::component_file::denoiser_file(file, &super::bfl_names::NAMES)?;
-            Flux2Pipeline::model_size(&WeightFiles {
-                folder,
-                denoiser: Some(file),
-                parts,
-                precision,
-            })
-        }
+        } => Flux2Pipeline::model_size(&WeightFiles {
+            folder,
+            denoiser: Some(file),
+            parts,
+            precision,
+        }),
         _ => Ok(Flux2Pipeline::upstream_size()),
     },
     denoiser_file_preset: Some(file_preset),
@@ -59,36 +56,29 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
 
 /// klein 4B for a transformer file of its sizes (the only klein whose configs are built in).
 fn file_preset(file: &Path) -> Result<Option<Preset>> {
+    let groups = ["transformer_blocks.", "single_transformer_blocks."];
     let names = &super::bfl_names::NAMES;
-    if !component_file::is_denoiser_file(file, names) {
+    let Some(found) = component_file::denoiser_sizes(file, names, groups, "x_embedder.weight")?
+    else {
         return Ok(None);
-    }
-    let weights = component_file::denoiser_file(file, names)?;
+    };
     let config = Flux2TransformerConfig::klein_4b();
-    let found = (
-        component_file::blocks(&weights, "transformer_blocks."),
-        component_file::blocks(&weights, "single_transformer_blocks."),
-        weights
-            .stored_shape("x_embedder.weight")
-            .and_then(|s| s.first().copied()),
-    );
-    let expected = (
-        config.num_layers,
-        config.num_single_layers,
-        Some(config.num_attention_heads * config.attention_head_dim),
-    );
+    let width = config.num_attention_heads * config.attention_head_dim;
+    let expected = DenoiserSizes {
+        blocks: [config.num_layers, config.num_single_layers],
+        width: Some(width),
+    };
     if found == expected {
         return Ok(Some(Preset::FLUX2_KLEIN_4B));
     }
-    let (double, single, width) = found;
+    let [double, single] = found.blocks;
     Err(DiffusionError::unsupported(
         file,
         format!(
-            "has {double} double- and {single} single-stream blocks {}; klein 4B's ({}, {}, width {}) are the only FLUX.2 configs built in: give --model-config naming the diffusers folder of its own configs (klein 9B's, for one)",
-            width.map_or("of unknown width".to_string(), |w| format!("of width {w}")),
-            expected.0,
-            expected.1,
-            config.num_attention_heads * config.attention_head_dim,
+            "has {double} double- and {single} single-stream blocks {}; klein 4B's ({}, {}, width {width}) are the only FLUX.2 configs built in: give --model-config naming the diffusers folder of its own configs (klein 9B's, for one)",
+            found.width.map_or("of unknown width".to_string(), |w| format!("of width {w}")),
+            config.num_layers,
+            config.num_single_layers,
         ),
     ))
 }

@@ -8,7 +8,7 @@ use super::spec::Spec;
 use super::transformer::ZImageTransformerConfig;
 use super::PROMPT_TOKENS;
 use crate::error::{DiffusionError, Result};
-use crate::io::component_file;
+use crate::io::component_file::{self, DenoiserSizes};
 use crate::models::qwen3::Qwen3Config;
 use crate::pipeline::family::{Architecture, Family, FamilyDescriptor, Preset, PresetSpec};
 use crate::pipeline::memory_need::{
@@ -38,29 +38,26 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
 
 /// Turbo for a transformer file of its sizes (the only Z-Image whose configs are built in).
 fn file_preset(file: &Path) -> Result<Option<Preset>> {
+    let groups = ["layers.", "noise_refiner."];
     let names = &super::original_names::NAMES;
-    if !component_file::is_denoiser_file(file, names) {
+    let width_of = "all_x_embedder.2-1.weight";
+    let Some(found) = component_file::denoiser_sizes(file, names, groups, width_of)? else {
         return Ok(None);
-    }
-    let weights = component_file::denoiser_file(file, names)?;
+    };
     let config = ZImageTransformerConfig::default();
-    let found = (
-        component_file::blocks(&weights, "layers."),
-        component_file::blocks(&weights, "noise_refiner."),
-        weights
-            .stored_shape("all_x_embedder.2-1.weight")
-            .and_then(|s| s.first().copied()),
-    );
-    let expected = (config.n_layers, config.n_refiner_layers, Some(config.dim));
+    let expected = DenoiserSizes {
+        blocks: [config.n_layers, config.n_refiner_layers],
+        width: Some(config.dim),
+    };
     if found == expected {
         return Ok(Some(Preset::ZIMAGE_TURBO));
     }
-    let (layers, refiners, width) = found;
+    let [layers, refiners] = found.blocks;
     Err(DiffusionError::unsupported(
         file,
         format!(
             "has {layers} layers and {refiners} refiner layers {}; Z-Image-Turbo's ({}, {}, width {}) are the only Z-Image configs built in: give --model-config naming the diffusers folder of its own configs",
-            width.map_or("of unknown width".to_string(), |w| format!("of width {w}")),
+            found.width.map_or("of unknown width".to_string(), |w| format!("of width {w}")),
             config.n_layers,
             config.n_refiner_layers,
             config.dim,

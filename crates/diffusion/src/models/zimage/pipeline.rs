@@ -206,7 +206,6 @@ impl ZImagePipeline {
                 config: Some(folder),
                 parts,
             } => {
-                component_file::denoiser_file(file, &original_names::NAMES)?;
                 let spec = Spec::read(folder, &folder_index(folder)?)?;
                 let files = WeightFiles {
                     folder,
