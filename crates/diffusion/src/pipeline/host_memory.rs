@@ -15,7 +15,7 @@ use crate::pipeline::memory_need::{
 use crate::pipeline::{LoadOptions, Placement};
 
 /// What the process holds beside the model: code, the runtime, the backends' pools.
-const PROCESS_BYTES: u64 = 256 << 20;
+pub(crate) const PROCESS_BYTES: u64 = 256 << 20;
 
 /// The VAE's activations per decoded pixel on the CPU backend: SD1.5 at 512x512 and SDXL at
 /// 1024x1024 in f32 peaked at their weights plus about 3.4 KB per pixel (docs/memory.md's CPU
@@ -187,97 +187,19 @@ pub fn check_host_fit(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::pipeline::memory::MemoryProfile;
+    use crate::pipeline::memory_test_support::host_need_of;
     use crate::pipeline::Preset;
-
-    /// FLUX.2 klein 4B at its usual size: its upstream size, a VAE config, the request.
-    fn klein() -> (ModelSize, VaeConfig, RequestShape) {
-        let family = Preset::all()
-            .find(|p| p.name() == "flux2-klein")
-            .unwrap()
-            .family();
-        let size = ModelSize::upstream(family, family.usual_side());
-        (size, VaeConfig::sd15(), RequestShape::usual(family))
-    }
-
-    fn need(preset: Preset, precision: Precision, profile: MemoryProfile) -> u64 {
-        let family = preset.family();
-        let size = ModelSize::upstream(family, family.usual_side());
-        let options = profile.load_options(LoadOptions::default());
-        let vae = VaeConfig::sd15();
-        let placement = Placement::for_model(family, &vae, precision, &options);
-        host_need(&size, &placement, true, &RequestShape::usual(family))
-    }
-
-    /// The CPU's measured peaks (docs/memory.md, f32, one guided step, resident memory): never
-    /// under them, and not far over.
-    #[test]
-    fn the_cpu_need_covers_the_measured_peaks() {
-        let mib = 1u64 << 20;
-        for (preset, measured) in [
-            (
-                Preset::all().find(|p| p.name() == "sd15").unwrap(),
-                4791 * mib,
-            ),
-            (
-                Preset::all().find(|p| p.name() == "sdxl-base").unwrap(),
-                16488 * mib,
-            ),
-        ] {
-            let need = need(preset, Precision::F32, MemoryProfile::Full);
-            assert!(
-                (measured..measured * 5 / 4).contains(&need),
-                "{preset}: estimated {need}, measured {measured}"
-            );
-        }
-    }
-
-    /// `--precision auto` on the CPU: f32 where it fits, bf16 (said in a note) where only that
-    /// fits, and f32 again where neither does (the check then refuses it, naming bf16's need).
-    #[test]
-    fn auto_precision_takes_bf16_on_the_cpu_only_when_f32_does_not_fit() {
-        let cpu = crate::device::select(crate::BackendRequest::Cpu).unwrap();
-        let (size, vae, work) = klein();
-        let options = LoadOptions::default();
-        let gib = |n: u64| Some(n << 30);
-        let auto = |available| auto_precision(&size, &vae, &cpu, &work, &options, available);
-        assert_eq!(auto(gib(64)), (Precision::F32, None));
-        let (precision, note) = auto(gib(22));
-        assert_eq!(precision, Precision::Bf16);
-        assert!(note.unwrap().contains("runs bf16 on the CPU"));
-        assert_eq!(auto(gib(4)), (Precision::F32, None));
-        assert_eq!(auto(None), (Precision::F32, None));
-    }
-
-    /// On a GPU the host holds what a profile moved off the device: klein's f32 text encoder in
-    /// `balanced` (16 GB) is refused on a small host, naming `--memory full`.
-    #[test]
-    fn a_gpu_run_counts_what_its_profile_keeps_in_host_memory() {
-        let gpu = crate::device::SelectedDevice {
-            kind: BackendKind::Cuda,
-            ..crate::device::select(crate::BackendRequest::Cpu).unwrap()
-        };
-        let (size, vae, work) = klein();
-        let balanced = MemoryProfile::Balanced.load_options(LoadOptions::default());
-        let placement = Placement::for_model(size.family, &vae, Precision::F16, &balanced);
-        let need = host_need(&size, &placement, false, &work);
-        assert!(need > size.text_encoder_params * 4, "{need}");
-        let full = Placement::for_model(size.family, &vae, Precision::F16, &LoadOptions::default());
-        assert_eq!(host_need(&size, &full, false, &work), PROCESS_BYTES);
-        let refused = check_host_fit(&size, &vae, &placement, &gpu, &work, &balanced, 8 << 30)
-            .unwrap_err()
-            .to_string();
-        assert!(refused.contains("--memory full"), "{refused}");
-        assert!(check_host_fit(&size, &vae, &placement, &gpu, &work, &balanced, 64 << 30).is_ok());
-    }
+    use crate::Precision;
 
     /// Every preset's f32 need on the CPU is about its parameters at 4 bytes, and bf16 halves it.
+    /// (Each family's measured peaks and host checks are in its folder's memory tests.)
     #[test]
     fn bf16_and_int8_need_less() {
         for preset in Preset::all() {
-            let f32 = need(preset, Precision::F32, MemoryProfile::Full);
-            let bf16 = need(preset, Precision::Bf16, MemoryProfile::Full);
-            let int8 = need(preset, Precision::F32, MemoryProfile::Minimal);
+            let f32 = host_need_of(preset, Precision::F32, MemoryProfile::Full);
+            let bf16 = host_need_of(preset, Precision::Bf16, MemoryProfile::Full);
+            let int8 = host_need_of(preset, Precision::F32, MemoryProfile::Minimal);
             assert!(
                 bf16 < f32 * 7 / 10 && int8 < f32,
                 "{preset}: {f32} {bf16} {int8}"

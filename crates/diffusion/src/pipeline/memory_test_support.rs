@@ -33,3 +33,16 @@ pub fn need(family: Family, placement: &Placement, work: &RequestShape) -> Memor
 pub fn work(side: usize) -> RequestShape {
     RequestShape::image(side, side)
 }
+
+/// What a CPU run of `preset`'s upstream model at its usual size needs of host memory, in
+/// `precision` and `profile` (`host_memory::host_need`).
+pub fn host_need_of(
+    preset: crate::pipeline::Preset,
+    precision: Precision,
+    profile: MemoryProfile,
+) -> u64 {
+    let family = preset.family();
+    let size = ModelSize::upstream(family, family.usual_side());
+    let placement = placement(family, profile, precision);
+    crate::pipeline::host_memory::host_need(&size, &placement, true, &RequestShape::usual(family))
+}

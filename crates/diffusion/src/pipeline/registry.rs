@@ -95,7 +95,6 @@ pub fn described_classes() -> String {
 mod tests {
     use super::*;
     use crate::io::weights::Precision;
-    use crate::models::config::VaeConfig;
     use crate::pipeline::family::Preset;
     use crate::pipeline::memory_need::{estimate, ModelSize, RequestShape};
     use crate::pipeline::{LoadOptions, Placement};
@@ -141,7 +140,7 @@ mod tests {
                 let size = ModelSize::upstream(*arch, arch.usual_side());
                 let placement = Placement::for_model(
                     *arch,
-                    &VaeConfig::sd15(),
+                    &crate::pipeline::memory_test_support::vae(),
                     Precision::F16,
                     &LoadOptions::default(),
                 );

@@ -91,3 +91,53 @@ fn the_estimate_covers_flux2_klein_measured_peaks() {
         "FLUX.2 klein 4B minimal at 1024: estimated {denoise}, measured {peak}"
     );
 }
+
+/// FLUX.2 klein 4B at its usual size: its upstream size, a VAE config, the request.
+fn klein_host() -> (ModelSize, crate::models::config::VaeConfig, RequestShape) {
+    let family = Family::FLUX2_KLEIN;
+    let size = ModelSize::upstream(family, family.usual_side());
+    let vae = crate::pipeline::memory_test_support::vae();
+    (size, vae, RequestShape::usual(family))
+}
+
+/// `--precision auto` on the CPU: f32 where it fits, bf16 (said in a note) where only that
+/// fits, and f32 again where neither does (the check then refuses it, naming bf16's need).
+#[test]
+fn auto_precision_takes_bf16_on_the_cpu_only_when_f32_does_not_fit() {
+    use crate::pipeline::host_memory::auto_precision;
+    let cpu = crate::device::select(crate::BackendRequest::Cpu).unwrap();
+    let (size, vae, work) = klein_host();
+    let options = crate::pipeline::LoadOptions::default();
+    let gib = |n: u64| Some(n << 30);
+    let auto = |available| auto_precision(&size, &vae, &cpu, &work, &options, available);
+    assert_eq!(auto(gib(64)), (Precision::F32, None));
+    let (precision, note) = auto(gib(22));
+    assert_eq!(precision, Precision::Bf16);
+    assert!(note.unwrap().contains("runs bf16 on the CPU"));
+    assert_eq!(auto(gib(4)), (Precision::F32, None));
+    assert_eq!(auto(None), (Precision::F32, None));
+}
+
+/// On a GPU the host holds what a profile moved off the device: klein's f32 text encoder in
+/// `balanced` (16 GB) is refused on a small host, naming `--memory full`.
+#[test]
+fn a_gpu_run_counts_what_its_profile_keeps_in_host_memory() {
+    use crate::pipeline::host_memory::{check_host_fit, host_need, PROCESS_BYTES};
+    use crate::pipeline::{LoadOptions, Placement};
+    let gpu = crate::device::SelectedDevice {
+        kind: crate::BackendKind::Cuda,
+        ..crate::device::select(crate::BackendRequest::Cpu).unwrap()
+    };
+    let (size, vae, work) = klein_host();
+    let balanced = MemoryProfile::Balanced.load_options(LoadOptions::default());
+    let placement = Placement::for_model(size.family, &vae, Precision::F16, &balanced);
+    let need = host_need(&size, &placement, false, &work);
+    assert!(need > size.text_encoder_params * 4, "{need}");
+    let full = Placement::for_model(size.family, &vae, Precision::F16, &LoadOptions::default());
+    assert_eq!(host_need(&size, &full, false, &work), PROCESS_BYTES);
+    let refused = check_host_fit(&size, &vae, &placement, &gpu, &work, &balanced, 8 << 30)
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("--memory full"), "{refused}");
+    assert!(check_host_fit(&size, &vae, &placement, &gpu, &work, &balanced, 64 << 30).is_ok());
+}

@@ -180,3 +180,24 @@ fn image_to_image_counts_the_encoder() {
     let loaded = estimate(&size, &with_encoder, &work(512));
     assert_eq!((loaded.encode, loaded.denoise), (0, img2img.denoise));
 }
+
+/// The CPU's measured peaks (docs/memory.md, f32, one guided step, resident memory): the host
+/// need is never under them, and not far over.
+#[test]
+fn the_cpu_need_covers_the_measured_peaks() {
+    let mib = 1u64 << 20;
+    for (preset, measured) in [
+        (crate::pipeline::Preset::SD15, 4791 * mib),
+        (crate::pipeline::Preset::SDXL_BASE, 16488 * mib),
+    ] {
+        let need = crate::pipeline::memory_test_support::host_need_of(
+            preset,
+            Precision::F32,
+            MemoryProfile::Full,
+        );
+        assert!(
+            (measured..measured * 5 / 4).contains(&need),
+            "{preset}: estimated {need}, measured {measured}"
+        );
+    }
+}
