@@ -12,7 +12,9 @@
 
 use burn::module::{Param, ParamId};
 use burn::prelude::*;
-use burn::tensor::{DType, FloatDType, TensorData};
+use burn::tensor::ops::codes::{CodeLayout, COMPOSED_CHUNK};
+use burn::tensor::ops::{FloatTensor, IntTensor};
+use burn::tensor::{DType, TensorData, TensorPrimitive};
 
 use crate::io::ggml_blocks::{affine_blocks, AffineBlocks};
 use crate::io::safetensors::{StDtype, Stored};
@@ -239,8 +241,10 @@ impl KeptWeights {
     }
 
     /// Working memory while the largest matrix is dequantized to activations of `dtype_bytes`
-    /// bytes: a chunk of rows' codes unpacked to i32, their f32 values and their copy in that
-    /// dtype; for a matrix decoded in several chunks, the chunks and their concatenation besides.
+    /// bytes by the composed ops the GPU backends run: a chunk of rows' codes unpacked to i32,
+    /// their f32 values and their copy in that dtype; for a matrix decoded in several chunks, the
+    /// chunks and their concatenation besides. (The CPU's one-pass decoder needs only the result,
+    /// less than this.)
     pub fn dequantize_bytes(&self, dtype_bytes: u64) -> u64 {
         let chunk = self.largest.min(DEQUANTIZE_CHUNK as u64);
         let whole = match self.largest > chunk {
@@ -257,7 +261,8 @@ impl KeptWeights {
 pub struct BlockMatrix<B: Backend> {
     /// [rows, ceil(cols / codes per word)]
     packed: Param<Tensor<B, 2, Int>>,
-    /// Affine: [rows, cols / run, 1]; table: [1, 1] holding the tensor's scale (1 without one).
+    /// Affine: [rows, cols / run, 1]; table: [1, 1, 1] holding the tensor's scale (1 without one:
+    /// a value times 1 is itself).
     scales: Param<Tensor<B, 3>>,
     /// Affine types with a minimum: [rows, cols / run, 1].
     offsets: Option<Param<Tensor<B, 3>>>,
@@ -269,7 +274,6 @@ pub struct BlockMatrix<B: Backend> {
     /// Affine: values per scale (0 for a table).
     run: usize,
     code_offset: u32,
-    scaled: bool,
 }
 
 impl<B: Backend> BlockMatrix<B> {
@@ -285,7 +289,7 @@ impl<B: Backend> BlockMatrix<B> {
                 (device, DType::F32),
             ))
         };
-        let (scales, offsets, table, run, code_offset, scaled) = match host.values {
+        let (scales, offsets, table, run, code_offset) = match host.values {
             HostValues::Affine {
                 run,
                 code_offset,
@@ -300,7 +304,6 @@ impl<B: Backend> BlockMatrix<B> {
                     None,
                     run,
                     u32::from(code_offset),
-                    false,
                 )
             }
             HostValues::Table { table, scale } => {
@@ -312,7 +315,6 @@ impl<B: Backend> BlockMatrix<B> {
                     Some(Param::from_tensor(table)),
                     0,
                     0,
-                    scale.is_some(),
                 )
             }
         };
@@ -326,7 +328,6 @@ impl<B: Backend> BlockMatrix<B> {
             width: host.width,
             run,
             code_offset,
-            scaled,
         }
     }
 
@@ -335,88 +336,52 @@ impl<B: Backend> BlockMatrix<B> {
         [self.rows, self.cols]
     }
 
-    /// Each element's code, [rows, cols], of the packed rows `packed`.
-    fn codes(&self, packed: Tensor<B, 2, Int>) -> Tensor<B, 2, Int> {
-        let [rows, words] = packed.dims();
-        let per_word = (32 / self.width) as usize;
-        let mask = (1i64 << self.width) - 1;
-        let parts: Vec<Tensor<B, 2, Int>> = (0..per_word)
-            .map(|k| {
-                packed
-                    .clone()
-                    .bitwise_right_shift_scalar(((k as u32 * self.width) as i64).elem())
-                    .bitwise_and_scalar(mask.elem())
-            })
-            .collect();
-        Tensor::stack::<3>(parts, 2)
-            .reshape([rows, words * per_word])
-            .narrow(1, 0, self.cols)
+    fn layout(&self) -> CodeLayout {
+        CodeLayout {
+            rows: self.rows,
+            cols: self.cols,
+            width: self.width,
+            run: self.run,
+            code_offset: self.code_offset,
+        }
     }
 
-    /// The matrix in `dtype`, [rows, cols]: computed in f32 as the file's format defines it,
-    /// then rounded once to `dtype`. Rows are decoded `DEQUANTIZE_CHUNK` values at a time, so
-    /// the 4-byte working copies of a large matrix (its codes as i32, its values in f32) never
-    /// outgrow a GPU buffer (lavapipe's hold 128 MiB; a FLUX.2 feed-forward matrix in f32 is 151
-    /// MB); only the result, in `dtype`, is whole.
+    /// The matrix in `dtype`, [rows, cols]: computed in f32 as the file's format defines it, then
+    /// rounded once to `dtype`, by the backend's `dequantize_codes` op (vendor/burn-backend): one
+    /// pass on the CPU, written in the column-major layout a linear layer reads it in; elsewhere
+    /// tensor ops over 8 Mi values at a time, so their 4-byte working copies of a large matrix
+    /// never outgrow a GPU buffer (lavapipe's hold 128 MiB; a FLUX.2 feed-forward matrix in f32 is
+    /// 151 MB); only the result, in `dtype`, is whole.
     pub fn dequantize(&self, dtype: DType) -> Tensor<B, 2> {
-        self.dequantize_in_chunks(dtype, DEQUANTIZE_CHUNK)
+        let (packed, scales, offsets, table) = self.primitives();
+        let values =
+            B::dequantize_codes(packed, scales, offsets, table, self.layout(), dtype.into());
+        Tensor::from_primitive(TensorPrimitive::Float(values))
     }
 
-    fn dequantize_in_chunks(&self, dtype: DType, chunk: usize) -> Tensor<B, 2> {
-        let step = (chunk / self.cols.max(1)).max(1);
-        let mut parts = Vec::with_capacity(self.rows.div_ceil(step));
-        let mut start = 0;
-        while start < self.rows {
-            let rows = step.min(self.rows - start);
-            let values = self.rows_in_f32(start, rows);
-            parts.push(match dtype {
-                DType::F32 => values,
-                _ => values.cast(FloatDType::from(dtype)),
-            });
-            start += rows;
-        }
-        match parts.len() {
-            1 => parts.remove(0),
-            _ => Tensor::cat(parts, 0),
-        }
-    }
-
-    /// Rows `start..start + rows` in f32.
-    fn rows_in_f32(&self, start: usize, rows: usize) -> Tensor<B, 2> {
-        let cols = self.cols;
-        let codes = self.codes(self.packed.val().narrow(0, start, rows));
-        match &self.table {
-            Some(table) => {
-                let values = table
-                    .val()
-                    .select(0, codes.reshape([rows * cols]))
-                    .reshape([rows, cols]);
-                if self.scaled {
-                    values.mul(self.scales.val().reshape([1, 1]))
-                } else {
-                    values
-                }
-            }
-            None => {
-                let mut q = codes.cast(FloatDType::F32);
-                if self.code_offset != 0 {
-                    q = q.sub_scalar(self.code_offset as f32);
-                }
-                let q = q
-                    .reshape([rows, cols / self.run, self.run])
-                    .mul(self.scales.val().narrow(0, start, rows));
-                let q = match &self.offsets {
-                    Some(offsets) => q.add(offsets.val().narrow(0, start, rows)),
-                    None => q,
-                };
-                q.reshape([rows, cols])
-            }
-        }
+    /// The packed codes, scales, offsets and table as the backend's op takes them.
+    fn primitives(&self) -> CodePrimitives<B> {
+        let float = |t: Tensor<B, 3>| t.into_primitive().tensor();
+        (
+            self.packed.val().into_primitive(),
+            float(self.scales.val()),
+            self.offsets.as_ref().map(|o| float(o.val())),
+            self.table
+                .as_ref()
+                .map(|t| t.val().into_primitive().tensor()),
+        )
     }
 }
 
-/// Values a block matrix decodes at a time (8 Mi: 32 MiB in i32 or f32).
-const DEQUANTIZE_CHUNK: usize = 1 << 23;
+type CodePrimitives<B> = (
+    IntTensor<B>,
+    FloatTensor<B>,
+    Option<FloatTensor<B>>,
+    Option<FloatTensor<B>>,
+);
+
+/// Values the composed dequantization decodes at a time (what the estimate counts).
+const DEQUANTIZE_CHUNK: usize = COMPOSED_CHUNK;
 
 #[cfg(test)]
 mod tests {
@@ -467,17 +432,104 @@ mod tests {
         }
     }
 
+    /// A [rows, cols] matrix of random codes of `bits` bits with a random scale (and offset) per
+    /// `run` values, or, with `run` 0, FP8 codes with a table and a scale.
+    fn random_blocks(rows: usize, cols: usize, bits: u32, run: usize, offsets: bool) -> HostBlocks {
+        let mut state = u64::from(bits) * 1000 + run as u64;
+        let mut next = || crate::io::weights::splitmix64(&mut state);
+        let codes: Vec<u8> = (0..rows * cols)
+            .map(|_| (next() % (1 << bits)) as u8)
+            .collect();
+        let mut value = || (next() % 2001) as f32 / 1000.0 - 1.0;
+        let values = match run {
+            0 => HostValues::Table {
+                table: Stored {
+                    dtype: StDtype::F8E4M3,
+                    bytes: (0..=255u8).collect(),
+                }
+                .to_f32(),
+                scale: Some(value()),
+            },
+            _ => HostValues::Affine {
+                run,
+                code_offset: if offsets { 0 } else { 1 << (bits - 1) },
+                scales: (0..rows * cols / run).map(|_| value()).collect(),
+                offsets: match offsets {
+                    true => (0..rows * cols / run).map(|_| value()).collect(),
+                    false => Vec::new(),
+                },
+            },
+        };
+        HostBlocks::pack(rows, cols, bits, &codes, values)
+    }
+
+    /// The CPU backend's one-pass decoder (vendor/burn-flex) and the composed tensor ops the GPU
+    /// backends run (vendor/burn-backend), whole or a row at a time, give the same bits in every
+    /// dtype: rows past a tile of 64 and a partial last tile of columns, every code width, runs of
+    /// 16 and 32, with and without offsets, FP8 with a scale.
     #[test]
-    fn rows_decoded_a_few_at_a_time_are_the_whole_matrix() {
+    fn the_one_pass_decoder_and_the_composed_ops_agree_bit_for_bit() {
+        use burn::tensor::ops::codes::dequantize_codes_in_chunks;
         let device = cpu_device();
-        let stored = q4_1_rows();
-        let host = HostBlocks::from_stored(&stored, 2, 64, None).unwrap();
-        let matrix = BlockMatrix::<B>::upload(host, &device);
-        let whole = values(matrix.dequantize(DType::F32));
-        // One row per chunk.
-        let chunked = values(matrix.dequantize_in_chunks(DType::F32, 64));
-        assert_eq!(whole, chunked);
-        assert_eq!(whole, stored.to_f32());
+        let cases = [
+            (2, 16, true),  // Q2_K
+            (3, 16, false), // Q3_K
+            (4, 32, true),  // Q4_K, Q4_1
+            (5, 32, false), // Q5_0
+            (6, 16, false), // Q6_K
+            (8, 32, false), // Q8_0
+            (8, 0, false),  // FP8
+        ];
+        for (bits, run, offsets) in cases {
+            let cols = if run == 0 { 100 } else { 192 };
+            let host = random_blocks(67, cols, bits, run, offsets);
+            let matrix = BlockMatrix::<B>::upload(host, &device);
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
+                let one_pass = matrix.dequantize(dtype);
+                let (packed, scales, offsets, table) = matrix.primitives();
+                let composed = |chunk| {
+                    let (packed, scales, offsets, table) = (
+                        packed.clone(),
+                        scales.clone(),
+                        offsets.clone(),
+                        table.clone(),
+                    );
+                    Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(
+                        dequantize_codes_in_chunks::<B>(
+                            packed,
+                            scales,
+                            offsets,
+                            table,
+                            matrix.layout(),
+                            dtype.into(),
+                            chunk,
+                        ),
+                    ))
+                };
+                let bits_of = |t: Tensor<B, 2>| {
+                    assert_eq!(t.dtype(), dtype);
+                    let data = t.into_data().convert::<f32>();
+                    data.into_vec::<f32>()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .collect::<Vec<_>>()
+                };
+                let expected = bits_of(composed(1 << 23));
+                let case = format!("{bits} bits, run {run}, {dtype:?}");
+                let same = |got: Vec<u32>, what: &str| {
+                    let first = got.iter().zip(&expected).position(|(g, e)| g != e);
+                    assert!(
+                        got.len() == expected.len() && first.is_none(),
+                        "{case}, {what}: value {first:?} is {:?}, not {:?}",
+                        first.map(|i| f32::from_bits(got[i])),
+                        first.map(|i| f32::from_bits(expected[i])),
+                    );
+                };
+                same(bits_of(one_pass), "one pass");
+                same(bits_of(composed(cols)), "one row per chunk");
+            }
+        }
     }
 
     #[test]

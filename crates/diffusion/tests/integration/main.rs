@@ -8,6 +8,7 @@ mod bad_input;
 mod checkpoint;
 mod component_files;
 mod cpu_attention;
+mod cpu_cast;
 mod cpu_conv;
 mod cpu_group_norm;
 mod cpu_instruction_set;

@@ -656,6 +656,23 @@ impl ModuleOps<Self> for Dispatch {
         )
     }
 
+    // (SD Bench) forwarded to the device's backend, which may fuse it.
+    fn dequantize_codes(
+        packed: IntTensor<Self>,
+        scales: FloatTensor<Self>,
+        offsets: Option<FloatTensor<Self>>,
+        table: Option<FloatTensor<Self>>,
+        layout: burn_backend::ops::codes::CodeLayout,
+        dtype: burn_backend::FloatDType,
+    ) -> FloatTensor<Self> {
+        multi_op!(
+            inputs[(scales, float), (packed, int)],
+            opt_inputs[(offsets, float), (table, float)],
+            => Float,
+            B::dequantize_codes(packed, scales, offsets, table, layout, dtype)
+        )
+    }
+
     fn rfft(
         signal: FloatTensor<Self>,
         dim: usize,

@@ -95,6 +95,8 @@ pub mod attention_blocked;
 pub mod binary;
 mod bool;
 pub mod cat;
+// (SD Bench) matrices kept in a file's codes, decoded in one pass
+pub mod codes;
 pub mod comparison;
 #[macro_use]
 mod conv_common;
@@ -108,6 +110,8 @@ pub mod expand;
 pub mod fft;
 pub mod flip;
 mod float;
+// (SD Bench) direct, correctly rounded casts between f32, f16 and bf16
+pub mod float_cast;
 pub mod gather_scatter;
 // (SD Bench) fused group normalisation.
 pub mod group_norm;

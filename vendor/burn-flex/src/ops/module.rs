@@ -764,6 +764,18 @@ impl ModuleOps<Flex> for Flex {
         crate::ops::group_norm::group_norm(tensor, gamma, beta, groups, epsilon, silu)
     }
 
+    // (SD Bench) a matrix kept in a file's codes, decoded in one pass, see ops/codes.rs.
+    fn dequantize_codes(
+        packed: IntTensor<Flex>,
+        scales: FloatTensor<Flex>,
+        offsets: Option<FloatTensor<Flex>>,
+        table: Option<FloatTensor<Flex>>,
+        layout: burn_backend::ops::codes::CodeLayout,
+        dtype: burn_std::FloatDType,
+    ) -> FloatTensor<Flex> {
+        crate::ops::codes::dequantize_codes(packed, scales, offsets, table, layout, dtype)
+    }
+
     fn embedding_backward(
         weights: FloatTensor<Flex>,
         output_grad: FloatTensor<Flex>,

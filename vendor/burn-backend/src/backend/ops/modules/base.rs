@@ -1149,6 +1149,28 @@ pub trait ModuleOps<B: Backend> {
         super::group_norm::group_norm_composed::<B>(tensor, gamma, beta, groups, epsilon, silu)
     }
 
+    /// (SD Bench) The [rows, cols] matrix whose codes `packed` ([rows, words] i32) holds, in
+    /// `dtype`: a GGUF block-quantized or FP8 weight kept in its file's codes and turned into
+    /// values just before a layer uses it. `scales` (and `offsets`) are f32 [rows, cols / run, 1];
+    /// with a `table` of 256 f32 values, `scales` is [1, 1, 1], the matrix's one scale. See
+    /// [CodeLayout](super::codes::CodeLayout) for the packing and the arithmetic.
+    ///
+    /// The result has the logical shape [rows, cols]; a backend may lay it out as it likes (burn-flex
+    /// writes it column-major, the layout its matrix product reads a linear layer's weight in).
+    ///
+    /// The default composes tensor ops ([dequantize_codes_composed](super::codes::dequantize_codes_composed));
+    /// a backend overrides it with a fused kernel.
+    fn dequantize_codes(
+        packed: IntTensor<B>,
+        scales: FloatTensor<B>,
+        offsets: Option<FloatTensor<B>>,
+        table: Option<FloatTensor<B>>,
+        layout: super::codes::CodeLayout,
+        dtype: burn_std::FloatDType,
+    ) -> FloatTensor<B> {
+        super::codes::dequantize_codes_composed::<B>(packed, scales, offsets, table, layout, dtype)
+    }
+
     /// Computes the Connectionist Temporal Classification (CTC) loss.
     ///
     /// Sums over all valid alignments between the input and target sequences

@@ -22,6 +22,9 @@ pub mod grid_sample;
 /// (SD Bench) Group normalisation composed from tensor ops.
 pub mod group_norm;
 
+/// (SD Bench) Matrices kept in a model file's codes, dequantized.
+pub mod codes;
+
 mod base;
 
 pub use base::*;
