@@ -42,9 +42,15 @@
    tests write the VAE files from the folders' weights under these names (no second copy of the
    weights is committed).
 
+7. `qwen3-llama-cpp-names.json`: each tensor of the tiny FLUX.2 klein's Qwen3 text encoder under
+   the name llama.cpp gives it in a GGUF file (`token_embd.weight`, `blk.N.attn_q.weight`), from
+   gguf-py's tensor map, as llama.cpp's converter renames a Qwen3 model (no q/k permutation). An
+   F32 GGUF written under these names must load in transformers as exactly the folder's weights.
+   The tests write the GGUF from the folder's weights under these names.
+
 Usage (after scripts/make_checkpoint_fixtures.py; torch, diffusers and gguf are needed only here):
-    ~/.cache/sdbench/venv/bin/python scripts/make_weight_format_fixtures.py [vae-names]
-(with `vae-names`, only the 6th.)
+    ~/.cache/sdbench/venv/bin/python scripts/make_weight_format_fixtures.py [vae-names | qwen3-llama-cpp-names]
+(with an argument, only the 6th or the 7th.)
 """
 
 import importlib.metadata
@@ -352,11 +358,71 @@ def vae_names():
         f.write("}\n")
 
 
+def qwen3_llama_cpp_names():
+    """The tiny FLUX.2 klein's Qwen3 text encoder under llama.cpp's GGUF names: gguf-py's tensor
+    map for `MODEL_ARCH.QWEN3`, the rename llama.cpp's `convert_hf_to_gguf.py` applies to a Qwen3
+    model (its `Qwen3Model` class, as llama-cpp-python 0.3.36 vendors it, passes Qwen3's tensors to
+    the base class's rename without the q/k permutation it gives a Llama). An F32 GGUF written
+    under these names must load in transformers (`from_pretrained(gguf_file=...)`, the reader
+    ComfyUI-GGUF-style files are checked against there) as exactly the folder's weights."""
+    import tempfile
+
+    import transformers
+    from transformers import Qwen3ForCausalLM
+
+    folder = FIXTURES / "tiny-flux2-klein" / "text_encoder"
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    stored = sorted(index["weight_map"])
+    model = Qwen3ForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
+    config = model.config
+    state = model.state_dict()
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN3, config.num_hidden_layers)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "text-encoder.gguf"
+        writer = gguf.GGUFWriter(str(path), "qwen3")
+        writer.add_block_count(config.num_hidden_layers)
+        writer.add_context_length(config.max_position_embeddings)
+        writer.add_embedding_length(config.hidden_size)
+        writer.add_feed_forward_length(config.intermediate_size)
+        writer.add_head_count(config.num_attention_heads)
+        writer.add_head_count_kv(config.num_key_value_heads)
+        writer.add_key_length(config.head_dim)
+        writer.add_value_length(config.head_dim)
+        writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+        writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+        writer.add_vocab_size(config.vocab_size)
+        for name in stored:
+            llama_cpp = names.get_name(name, try_suffixes=(".weight", ".bias"))
+            assert llama_cpp is not None, name
+            rows.append([llama_cpp, name])
+            writer.add_tensor(llama_cpp, state[name].numpy())
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        back = Qwen3ForCausalLM.from_pretrained(tmp, gguf_file=path.name, config=config,
+                                                torch_dtype=torch.float32).state_dict()
+        for name in stored:
+            assert torch.equal(back[name], state[name]), name
+    meta = {"architecture": "qwen3", "gguf_version": importlib.metadata.version("gguf"),
+            "transformers_version": transformers.__version__,
+            "checked": "an F32 GGUF under these names loads in transformers as the folder's weights"}
+    with open(OUT / "qwen3-llama-cpp-names.json", "w") as f:
+        f.write(json.dumps(meta)[:-1] + ', "names": [\n')
+        f.write(",\n".join(json.dumps(row) for row in rows))
+        f.write("\n]}\n")
+    print(f"qwen3-llama-cpp-names.json: {len(rows)} tensors")
+
+
 def main():
     import sys
 
     if sys.argv[1:] == ["vae-names"]:
         vae_names()
+        return
+    if sys.argv[1:] == ["qwen3-llama-cpp-names"]:
+        qwen3_llama_cpp_names()
         return
     OUT.mkdir(exist_ok=True)
     flux2_bfl_transformer()
@@ -365,6 +431,7 @@ def main():
     fp8()
     tiny_sd_gguf()
     vae_names()
+    qwen3_llama_cpp_names()
 
 
 if __name__ == "__main__":

@@ -205,7 +205,21 @@ pub struct TextEncoderNames {
     pub prefix: &'static str,
     /// A tensor every such encoder has, without any prefix (`embed_tokens.weight`).
     pub marker: &'static str,
+    /// How llama.cpp's GGUF names map to these, where the family reads such files.
+    pub llama_cpp: Option<LlamaCppNames>,
 }
+
+/// A text encoder's tensors under llama.cpp's GGUF names (`token_embd.weight`, `blk.N.`).
+pub struct LlamaCppNames {
+    /// `general.architecture` of such a file (`qwen3`).
+    pub architecture: &'static str,
+    /// The transformers name (without `model.`) of a llama.cpp tensor name; `None` for one the
+    /// architecture does not have.
+    pub transformers_name: fn(&str) -> Option<String>,
+}
+
+/// The tensor llama.cpp's files name their token embeddings by.
+const LLAMA_CPP_MARKER: &str = "token_embd.weight";
 
 /// Tensors a text encoder file may hold that an encoder never reads: a language model's head.
 const TEXT_HEAD: &str = "lm_head.";
@@ -215,6 +229,9 @@ const TEXT_HEAD: &str = "lm_head.";
 /// the names the family loads by.
 pub fn text_encoder_file(file: &Path, names: &TextEncoderNames) -> Result<FileWeights> {
     let tensors = TensorFile::open(file)?;
+    if tensors.names().any(|n| n == LLAMA_CPP_MARKER) {
+        return llama_cpp_text_encoder(tensors, names);
+    }
     let stored: Vec<String> = tensors
         .names()
         .filter(|n| !is_fp8_scale(n) && !n.starts_with(TEXT_HEAD))
@@ -222,15 +239,16 @@ pub fn text_encoder_file(file: &Path, names: &TextEncoderNames) -> Result<FileWe
         .collect();
     let strip = shared_prefix(stored.iter(), "model.");
     if !stored.iter().any(|n| n[strip.len()..] == *names.marker) {
-        let llama_cpp = match tensors.names().any(|n| n == "token_embd.weight") {
-            true => "; it is in llama.cpp's names (`token_embd.weight`, `blk.N.`), which SD Bench does not read: use the safetensors file ComfyUI or the model's Hub repository has",
-            false => "",
-        };
         return Err(DiffusionError::Weights {
             path: file.to_path_buf(),
             problem: format!(
-                "is not a {}: it has no `{}` (transformers' names, with or without `model.`){llama_cpp}",
-                names.what, names.marker
+                "is not a {}: it has no `{}` (transformers' names, with or without `model.`){}",
+                names.what,
+                names.marker,
+                match names.llama_cpp {
+                    Some(_) => " or `token_embd.weight` (llama.cpp's)",
+                    None => "",
+                }
             ),
         });
     }
@@ -238,6 +256,44 @@ pub fn text_encoder_file(file: &Path, names: &TextEncoderNames) -> Result<FileWe
         .iter()
         .map(|n| (format!("{}{}", names.prefix, &n[strip.len()..]), n.clone()))
         .collect();
+    Ok(FileWeights::renamed(tensors, map))
+}
+
+/// A text encoder file in llama.cpp's names (a GGUF from llama.cpp's converter, as ComfyUI-GGUF
+/// and stable-diffusion.cpp read them), read under the names the family loads by.
+fn llama_cpp_text_encoder(tensors: TensorFile, names: &TextEncoderNames) -> Result<FileWeights> {
+    let path = tensors.path().to_path_buf();
+    let Some(llama_cpp) = &names.llama_cpp else {
+        return Err(DiffusionError::Weights {
+            path,
+            problem: format!(
+                "is in llama.cpp's names (`token_embd.weight`, `blk.N.`), which SD Bench does not read for a {}: use the safetensors file ComfyUI or the model's Hub repository has",
+                names.what
+            ),
+        });
+    };
+    if let Some(architecture) = tensors.gguf_text("general.architecture") {
+        if architecture != llama_cpp.architecture {
+            return Err(DiffusionError::Weights {
+                path,
+                problem: format!(
+                    "is a llama.cpp `{architecture}` model, not a {} (`{}`)",
+                    names.what, llama_cpp.architecture
+                ),
+            });
+        }
+    }
+    let mut map = std::collections::BTreeMap::new();
+    for stored in tensors.names() {
+        let name = (llama_cpp.transformers_name)(stored).ok_or_else(|| DiffusionError::Tensor {
+            path: path.clone(),
+            tensor: stored.to_string(),
+            problem: format!("is not a tensor a {} has in llama.cpp's names", names.what),
+        })?;
+        if !name.starts_with(TEXT_HEAD) {
+            map.insert(format!("{}{name}", names.prefix), stored.to_string());
+        }
+    }
     Ok(FileWeights::renamed(tensors, map))
 }
 

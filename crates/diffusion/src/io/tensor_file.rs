@@ -65,6 +65,17 @@ impl TensorFile {
         }
     }
 
+    /// A GGUF file's text metadata `key` (`general.architecture`); `None` for safetensors.
+    pub fn gguf_text(&self, key: &str) -> Option<&str> {
+        match self {
+            TensorFile::Gguf(f) => match f.metadata(key) {
+                Some(gguf::MetaValue::Text(text)) => Some(text),
+                _ => None,
+            },
+            TensorFile::Safetensors(_) => None,
+        }
+    }
+
     pub fn read(&mut self, name: &str) -> Result<Stored> {
         match self {
             TensorFile::Safetensors(f) => f.read(name),

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use common::{assert_mentions, fixtures};
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::io::gguf;
 use sdbench_diffusion::io::safetensors::{write_f32, SafeTensors, StDtype};
 use sdbench_diffusion::{
     BackendRequest, CancelToken, ComponentFiles, GenerateRequest, LoadOptions, ModelSource,
@@ -37,12 +38,17 @@ fn read(path: &Path) -> Tensors {
         .collect()
 }
 
+/// `tensors` as an F32 file: GGUF (with `general.architecture` `qwen3`, as llama.cpp writes a
+/// Qwen3 model) for a `.gguf` path, safetensors otherwise.
 fn write(path: &Path, tensors: &Tensors) {
     let refs: Vec<(&str, Vec<usize>, &[f32])> = tensors
         .iter()
         .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
         .collect();
-    write_f32(path, &refs).unwrap();
+    match path.extension().is_some_and(|e| e == "gguf") {
+        true => gguf::write_f32(path, &[("general.architecture", "qwen3")], &refs).unwrap(),
+        false => write_f32(path, &refs).unwrap(),
+    }
 }
 
 /// Every tensor of a folder component (all its shards).
@@ -129,11 +135,11 @@ fn load_error(source: &ModelSource) -> String {
 fn three_files_match_the_folder(
     name: &str,
     transformer: &str,
-    text_encoder: Tensors,
+    (text_file, text_encoder): (&str, Tensors),
     size: (usize, usize),
 ) {
     let (dir, configs) = configs_only(name);
-    let text_file = dir.path().join("text_encoder.safetensors");
+    let text_file = dir.path().join(text_file);
     write(&text_file, &text_encoder);
     let vae_file = dir.path().join("vae.safetensors");
     write(&vae_file, &vae_in_original_names(name));
@@ -214,8 +220,78 @@ fn flux2_klein_runs_from_comfyui_style_files() {
     three_files_match_the_folder(
         "tiny-flux2-klein",
         "tiny-flux2-klein.bfl-transformer.safetensors",
-        text,
+        ("text_encoder.safetensors", text),
         (32, 48),
+    );
+}
+
+/// The tiny klein's text encoder under llama.cpp's GGUF names, from
+/// `weight-formats/qwen3-llama-cpp-names.json` (gguf-py's tensor map, checked by
+/// scripts/make_weight_format_fixtures.py through transformers' GGUF reader).
+fn klein_text_encoder_in_llama_cpp_names() -> Tensors {
+    let path = fixtures().join("weight-formats/qwen3-llama-cpp-names.json");
+    let table: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(table["architecture"], "qwen3");
+    let folder = component(&fixtures().join("tiny-flux2-klein/text_encoder"));
+    let rows = table["names"].as_array().unwrap();
+    assert_eq!(rows.len(), folder.len());
+    rows.iter()
+        .map(|row| {
+            let (llama_cpp, transformers) = (row[0].as_str().unwrap(), row[1].as_str().unwrap());
+            let (_, shape, values) = folder.iter().find(|t| t.0 == transformers).unwrap();
+            (llama_cpp.to_string(), shape.clone(), values.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn flux2_klein_runs_from_a_text_encoder_gguf_in_llama_cpp_names() {
+    three_files_match_the_folder(
+        "tiny-flux2-klein",
+        "tiny-flux2-klein.bfl-transformer.safetensors",
+        ("text_encoder.gguf", klein_text_encoder_in_llama_cpp_names()),
+        (32, 48),
+    );
+}
+
+/// A llama.cpp GGUF of another architecture, or with a tensor a Qwen3 model does not have, is
+/// refused by name before anything loads.
+#[test]
+fn a_llama_cpp_gguf_of_another_model_is_refused_by_name() {
+    let (dir, configs) = configs_only("tiny-flux2-klein");
+    let text = klein_text_encoder_in_llama_cpp_names();
+    let source = |text_file: &Path| ModelSource::Checkpoint {
+        file: fixtures().join("weight-formats/tiny-flux2-klein.bfl-transformer.safetensors"),
+        config: Some(configs.clone()),
+        parts: ComponentFiles {
+            text_encoder: Some(text_file.to_path_buf()),
+            vae: None,
+        },
+    };
+    let llama = dir.path().join("llama.gguf");
+    let slices: Vec<(&str, Vec<usize>, &[f32])> = text
+        .iter()
+        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
+        .collect();
+    gguf::write_f32(&llama, &[("general.architecture", "llama")], &slices).unwrap();
+    assert_mentions(
+        &load_error(&source(&llama)),
+        &[
+            "llama.gguf",
+            "`llama`",
+            "not a Qwen3 text encoder",
+            "`qwen3`",
+        ],
+    );
+
+    let mut extra = text;
+    extra.push(("blk.0.attn_qkv.weight".into(), vec![2, 2], vec![0.0; 4]));
+    let fused = dir.path().join("fused.gguf");
+    write(&fused, &extra);
+    assert_mentions(
+        &load_error(&source(&fused)),
+        &["fused.gguf", "blk.0.attn_qkv.weight", "llama.cpp's names"],
     );
 }
 
@@ -229,7 +305,7 @@ fn zimage_runs_from_comfyui_style_files() {
     three_files_match_the_folder(
         "tiny-zimage",
         "tiny-zimage.original-transformer.safetensors",
-        text,
+        ("text_encoder.safetensors", text),
         (32, 32),
     );
 }
@@ -334,6 +410,7 @@ fn a_wrong_component_file_is_refused_by_name() {
         ],
     );
 
+    // llama.cpp's names are read, and a tensor of the wrong shape is named with the one needed.
     let llama_cpp = dir.path().join("qwen3.safetensors");
     write(
         &llama_cpp,
@@ -341,7 +418,7 @@ fn a_wrong_component_file_is_refused_by_name() {
     );
     assert_mentions(
         &load_error(&with(Some(&llama_cpp), None)),
-        &["llama.cpp's names", "token_embd.weight"],
+        &["qwen3.safetensors", "token_embd.weight", "[2, 2]", "[425, 32]"],
     );
 
     // A block the configs' VAE does not have.

@@ -4,6 +4,7 @@
 //! pipeline stacks are computed: the layers after the last one it reads, the final norm and the
 //! language-model head are never run (their tensors are skipped when loading).
 
+pub mod llama_cpp_names;
 pub mod prompt;
 
 use std::path::Path;
@@ -15,7 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{DiffusionError, Result};
-use crate::io::component_file::TextEncoderNames;
+use crate::io::component_file::{LlamaCppNames, TextEncoderNames};
 use crate::io::weights::{Init, Loader};
 use crate::nn::{multi_head_attention, runs_on_cpu, silu, Linear};
 
@@ -278,13 +279,17 @@ impl Qwen3Weights {
         }
     }
 
-    /// How a Qwen3 text encoder file (`--text-encoder`, in either naming) is read for a model
-    /// that loads its tensors this way.
+    /// How a Qwen3 text encoder file (`--text-encoder`: transformers' names in either form, or
+    /// llama.cpp's GGUF names) is read for a model that loads its tensors this way.
     pub fn file_names(self) -> TextEncoderNames {
         TextEncoderNames {
             what: "Qwen3 text encoder",
             prefix: self.prefix(),
             marker: "embed_tokens.weight",
+            llama_cpp: Some(LlamaCppNames {
+                architecture: llama_cpp_names::ARCHITECTURE,
+                transformers_name: llama_cpp_names::transformers_name,
+            }),
         }
     }
 }
