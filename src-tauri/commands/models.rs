@@ -39,6 +39,10 @@ pub struct LocalModelView {
     /// Why SD Bench cannot run it; none when it can.
     pub problem: Option<String>,
     pub defaults: Option<ModelDefaults>,
+    /// A transformer file's text encoder and VAE files found beside it, which choosing it saves
+    /// as the text encoder and VAE settings.
+    pub text_encoder: Option<String>,
+    pub vae: Option<String>,
 }
 
 /// The Hugging Face cache's models, other apps' model folders (and the model folders setting's
@@ -76,6 +80,8 @@ pub async fn local_models(state: State<'_, AppState>) -> UiResult<Vec<LocalModel
                     })
                 }),
                 problem: m.problem,
+                text_encoder: m.parts.text_encoder.map(|p| p.display().to_string()),
+                vae: m.parts.vae.map(|p| p.display().to_string()),
                 name: m.name,
             })
             .collect())

@@ -45,7 +45,8 @@ export function modelChoice(id: string, onChosen: (m: LocalModelView | null) => 
       ? ""
       : m.problem
         ? `SD Bench cannot run it: ${m.problem}`
-        : `${m.format}${m.architecture ? ` · ${m.architecture}` : ""}`;
+        : `${m.format}${m.architecture ? ` · ${m.architecture}` : ""}${
+          m.textEncoder && m.vae ? ` · with ${m.textEncoder} and ${m.vae}` : ""}`;
   }
 
   async function refresh(): Promise<void> {
@@ -87,7 +88,11 @@ export function modelChoice(id: string, onChosen: (m: LocalModelView | null) => 
       name = picked;
     }
     const base = settings ?? (await api.getSettings());
-    settings = await api.saveSettings({ ...base, model: name, modelConfig: null, textEncoder: null, vae: null });
+    // A transformer file's parts found beside it come with it.
+    const parts = byName(name);
+    settings = await api.saveSettings({
+      ...base, model: name, modelConfig: null, textEncoder: parts?.textEncoder ?? null, vae: parts?.vae ?? null,
+    });
     await refresh();
     onChosen(byName(name));
   }

@@ -26,6 +26,21 @@ pub struct ModelsArgs {
     json: bool,
 }
 
+/// `--model NAME`, and the part files a transformer file runs with.
+fn run_arguments(m: &LocalModel) -> String {
+    let mut words = vec!["--model".to_string(), shell_word(&m.name)];
+    for (option, file) in [
+        ("--text-encoder", &m.parts.text_encoder),
+        ("--vae", &m.parts.vae),
+    ] {
+        if let Some(file) = file {
+            words.push(option.into());
+            words.push(shell_word(&file.display().to_string()));
+        }
+    }
+    words.join(" ")
+}
+
 pub fn run(args: ModelsArgs) -> anyhow::Result<()> {
     for dir in &args.models_dirs {
         if !dir.is_dir() {
@@ -55,6 +70,8 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<()> {
                     "size_bytes": m.size_bytes,
                     "runnable": m.problem.is_none(),
                     "problem": m.problem,
+                    "text_encoder": m.parts.text_encoder,
+                    "vae": m.parts.vae,
                 })
             })
             .collect();
@@ -83,7 +100,7 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<()> {
         println!("{}", m.name);
         println!("    {family}; {}; {size}", m.describe());
         match &m.problem {
-            None => println!("    runs: --model {}", shell_word(&m.name)),
+            None => println!("    runs: {}", run_arguments(m)),
             Some(problem) => println!("    cannot run: {problem}"),
         }
     }

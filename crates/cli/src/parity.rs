@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::limits;
-use sdbench_diffusion::parity::{self, FIXTURES};
+use sdbench_diffusion::parity;
 use sdbench_diffusion::{ModelSource, Pipeline};
 
 #[derive(clap::Args, Debug)]
@@ -21,7 +21,7 @@ pub struct ParityArgs {
     #[arg(long, default_value = "auto", value_parser = limits::PRECISION_CHOICES)]
     precision: String,
     /// Only these fixtures (comma-separated; default: all).
-    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(FIXTURES))]
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(parity::fixtures()))]
     only: Vec<String>,
     #[command(flatten)]
     threads: crate::threads::ThreadsArg,
@@ -77,7 +77,7 @@ pub fn run(args: ParityArgs) -> anyhow::Result<()> {
     };
     let default_tolerance = parity::image_tolerance(precision);
     let names: Vec<&str> = if args.only.is_empty() {
-        FIXTURES.to_vec()
+        parity::fixtures()
     } else {
         args.only.iter().map(String::as_str).collect()
     };

@@ -24,7 +24,9 @@ pub use error::{DiffusionError, Result};
 pub use io::weights::Precision;
 pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
-pub use pipeline::registry::{family_of, preset_for_denoiser_file, FAMILIES};
+pub use pipeline::registry::{
+    family_of, parts_for_denoiser_file, preset_for_denoiser_file, FAMILIES,
+};
 pub use pipeline::{
     CancelToken, ComponentFiles, Family, FamilyDescriptor, GenerateRequest, Generated,
     GeneratedImage, GuidanceOptions, InitImage, InitialNoise, LoadOptions, ModelSource,

@@ -16,17 +16,14 @@ use crate::pipeline::{GenerateRequest, GuidanceOptions, InitialNoise, LoadOption
 use crate::scheduler::SchedulerKind;
 use crate::CancelToken;
 
-/// The tiny pipelines: SD1.x-like, a variant of every option, SD2.x-like (v-prediction),
-/// SDXL-like (scripts/make_fixtures.py) and FLUX.2 klein-like (scripts/make_flux2_fixtures.py),
-/// and the FLUX.2 one's generations with reference pictures (`REFERENCES_SUFFIX`).
-pub const FIXTURES: [&str; 6] = [
-    SD_FIXTURES[0],
-    SD_FIXTURES[1],
-    SD_FIXTURES[2],
-    SD_FIXTURES[3],
-    "tiny-flux2-klein",
-    "tiny-flux2-klein-references",
-];
+/// Every family's tiny pipelines (`FamilyDescriptor::parity_fixtures`), in the registry's order;
+/// a name ending in `REFERENCES_SUFFIX` holds generations with reference pictures.
+pub fn fixtures() -> Vec<&'static str> {
+    crate::FAMILIES
+        .iter()
+        .flat_map(|f| f.parity_fixtures.iter().copied())
+        .collect()
+}
 
 /// A fixture named `MODEL-references` holds generations of fixture `MODEL`'s pipeline conditioned
 /// on reference pictures (`pattern_picture`s of the sizes each run lists).
@@ -64,9 +61,6 @@ pub fn pattern_picture(width: usize, height: usize) -> RgbImage {
         pixels,
     }
 }
-
-/// The Stable Diffusion ones.
-pub const SD_FIXTURES: [&str; 4] = ["tiny-sd", "tiny-variant", "tiny-sd2", "tiny-sdxl"];
 
 /// Largest absolute difference allowed on a generated image's [0, 1] values where a fixture has
 /// no bound of its own: in f32 1/20 of an 8-bit level (what `sdbench parity` reports as its

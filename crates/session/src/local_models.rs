@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use sdbench_diffusion::{Family, ModelSource, Pipeline, Precision, Preset};
+use sdbench_diffusion::{ComponentFiles, Family, ModelSource, Pipeline, Precision, Preset};
 use sdbench_hub::{cache, HubSettings, RepoId};
 
 use crate::model_folders::{self, AppFolder, Found};
@@ -55,6 +55,9 @@ pub struct LocalModel {
     /// A weights file's format and stored types (`GGUF Q4_K+F32`); `None` for folders and
     /// synthetic weights.
     pub weights: Option<String>,
+    /// For a transformer file kept apart from its parts: the text encoder and VAE files found
+    /// beside it that it runs with (`--text-encoder`, `--vae`).
+    pub parts: ComponentFiles,
 }
 
 impl LocalModel {
@@ -114,6 +117,7 @@ pub fn list(
             problem: Some(format!("the model cache could not be read: {e}")),
             found_in: None,
             weights: None,
+            parts: ComponentFiles::default(),
         }),
     }
     for folder in folders {
@@ -148,6 +152,7 @@ pub fn list(
         problem: None,
         found_in: None,
         weights: None,
+        parts: ComponentFiles::default(),
     }));
     models
 }
@@ -185,6 +190,7 @@ fn cached_model(hub: &HubSettings, revision: &str, model: &cache::CachedModel) -
             }),
             found_in: None,
             weights: None,
+            parts: ComponentFiles::default(),
         },
     };
     entry.size_bytes = Some(model.size_bytes);
@@ -197,19 +203,38 @@ fn on_disk(name: &str, kind: LocalKind, path: &Path, source: &ModelSource) -> Lo
         Ok((size, _)) => (Some(size.family), None),
         Err(e) => (None, Some(e.to_string())),
     };
-    // A transformer file kept apart from its repository runs only with its other parts.
+    // A transformer file kept apart from its repository runs only with its other parts: those
+    // found beside it (ComfyUI's text_encoders/ and vae/), or named.
+    let mut parts = ComponentFiles::default();
     let (architecture, problem) = match source {
         ModelSource::Checkpoint {
             file, config: None, ..
         } => match sdbench_diffusion::preset_for_denoiser_file(file) {
-            Ok(Some(preset)) => (
-                Some(preset.family()),
-                Some(format!(
-                    "a {} transformer file: it runs with --text-encoder and --vae naming its text encoder and VAE files (its configs and tokenizer come from {})",
-                    preset.long_label(),
-                    preset.repository()
-                )),
-            ),
+            Ok(Some(preset)) => {
+                let candidates = model_folders::part_candidates(file);
+                parts = sdbench_diffusion::parts_for_denoiser_file(file, &candidates)
+                    .unwrap_or_default();
+                let missing: Vec<&str> = [
+                    ("its text encoder", &parts.text_encoder),
+                    ("its VAE", &parts.vae),
+                ]
+                .into_iter()
+                .filter(|(_, found)| found.is_none())
+                .map(|(what, _)| what)
+                .collect();
+                let problem = (!missing.is_empty()).then(|| {
+                    format!(
+                        "a {} transformer file: it runs with --text-encoder and --vae naming its text encoder and VAE files (its configs and tokenizer come from {}); {} not found beside it (ComfyUI's models/text_encoders/ and models/vae/)",
+                        preset.long_label(),
+                        preset.repository(),
+                        missing.join(" and "),
+                    )
+                });
+                if problem.is_some() {
+                    parts = ComponentFiles::default();
+                }
+                (Some(preset.family()), problem)
+            }
             Ok(None) => sized(),
             Err(e) => (None, Some(e.to_string())),
         },
@@ -229,6 +254,7 @@ fn on_disk(name: &str, kind: LocalKind, path: &Path, source: &ModelSource) -> Lo
         problem,
         found_in: None,
         weights,
+        parts,
     }
 }
 

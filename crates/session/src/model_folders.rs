@@ -171,6 +171,61 @@ pub fn scan(root: &Path) -> Vec<Found> {
     found
 }
 
+/// Folders of an app's model root where a transformer file's parts are kept (ComfyUI's
+/// `text_encoders/`, its older `clip/`, and `vae/`).
+const PART_FOLDERS: &[&str] = &["text_encoders", "clip", "vae"];
+/// Folders that hold transformer files kept apart from their parts (ComfyUI's, and its older
+/// name for them).
+const DENOISER_FOLDERS: &[&str] = &["diffusion_models", "unet"];
+
+/// The weights files a transformer file kept apart from its parts may run with: those under the
+/// part folders (`PART_FOLDERS`) of the model root whose `diffusion_models/` (or `unet/`) holds
+/// it, up to three levels above it; none for a file elsewhere. In path order, at most
+/// `MAX_FOUND`.
+pub fn part_candidates(file: &Path) -> Vec<PathBuf> {
+    let Some(root) = file
+        .ancestors()
+        .skip(1)
+        .take(3)
+        .find(|dir| {
+            let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            DENOISER_FOLDERS
+                .iter()
+                .any(|d| d.eq_ignore_ascii_case(name))
+        })
+        .and_then(Path::parent)
+    else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return found;
+    };
+    let mut stack: Vec<(PathBuf, usize)> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            p.is_dir() && PART_FOLDERS.iter().any(|f| f.eq_ignore_ascii_case(name))
+        })
+        .map(|p| (p, 0))
+        .collect();
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for path in read.flatten().map(|e| e.path()) {
+            if path.is_dir() && depth < 2 {
+                stack.push((path, depth + 1));
+            } else if is_weights_file(&path) && found.len() < MAX_FOUND {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 fn path_of(found: &Found) -> &Path {
     match found {
         Found::File(p) | Found::Folder(p) => p,
@@ -258,6 +313,39 @@ mod tests {
             scan(&invoke.join("models")),
             vec![Found::Folder(invoke.join("models/sdxl/main/juggernaut"))]
         );
+    }
+
+    #[test]
+    fn a_transformer_files_parts_are_looked_for_in_its_apps_part_folders() {
+        let root = tempfile::tempdir().unwrap();
+        let models = root.path().join("ComfyUI/models");
+        let file = models.join("diffusion_models/flux2/klein.safetensors");
+        for path in [
+            &file,
+            &models.join("text_encoders/qwen_3_4b.safetensors"),
+            &models.join("clip/qwen_3_4b-Q8_0.gguf"),
+            &models.join("vae/FLUX2/flux2-vae.safetensors"),
+            &models.join("vae/notes.txt"),
+            &models.join("loras/style.safetensors"),
+            &models.join("text_encoders/1/2/3/too-deep.safetensors"),
+        ] {
+            touch(path);
+        }
+        assert_eq!(
+            part_candidates(&file),
+            vec![
+                models.join("clip/qwen_3_4b-Q8_0.gguf"),
+                models.join("text_encoders/qwen_3_4b.safetensors"),
+                models.join("vae/FLUX2/flux2-vae.safetensors"),
+            ]
+        );
+        // ComfyUI's older `unet/` too; a file in no such folder has none.
+        let unet = models.join("unet/klein.safetensors");
+        touch(&unet);
+        assert_eq!(part_candidates(&unet).len(), 3);
+        let elsewhere = root.path().join("downloads/klein.safetensors");
+        touch(&elsewhere);
+        assert!(part_candidates(&elsewhere).is_empty());
     }
 
     #[test]

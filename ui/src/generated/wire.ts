@@ -229,7 +229,12 @@ format: string, synthetic: boolean, sizeBytes: number | null,
 /**
  * Why SD Bench cannot run it; none when it can.
  */
-problem: string | null, defaults: ModelDefaults | null, };
+problem: string | null, defaults: ModelDefaults | null, 
+/**
+ * A transformer file's text encoder and VAE files found beside it, which choosing it saves
+ * as the text encoder and VAE settings.
+ */
+textEncoder: string | null, vae: string | null, };
 
 export type ModelDefaults = { width: number, height: number, steps: number, guidance: number, };
 

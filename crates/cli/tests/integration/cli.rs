@@ -1040,6 +1040,57 @@ fn a_model_larger_than_host_memory_is_refused_before_loading() {
     );
 }
 
+/// A file of `tensors`, each of its shape, all zeros.
+fn zeros_file(path: &Path, tensors: &[(String, Vec<usize>)]) {
+    let data: Vec<Vec<f32>> = tensors
+        .iter()
+        .map(|(_, s)| vec![0.0; s.iter().product()])
+        .collect();
+    let tensors: Vec<(&str, Vec<usize>, &[f32])> = tensors
+        .iter()
+        .zip(&data)
+        .map(|((n, s), d)| (n.as_str(), s.clone(), d.as_slice()))
+        .collect();
+    sdbench_diffusion::io::safetensors::write_f32(path, &tensors).unwrap();
+}
+
+/// A transformer file with FLUX.2 klein 4B's names and sizes where they tell its preset (the
+/// embedder's width, 5 double- and 20 single-stream blocks); a text encoder file of `width`; a
+/// VAE file of `latent` channels.
+fn comfyui_parts(models: &Path, text_width: usize, latent: usize) -> [PathBuf; 3] {
+    let mut klein = vec![("x_embedder.weight".to_string(), vec![3072, 128])];
+    klein.extend((0..5).map(|i| (format!("transformer_blocks.{i}.norm.weight"), vec![1])));
+    klein.extend((0..20).map(|i| {
+        (
+            format!("single_transformer_blocks.{i}.norm.weight"),
+            vec![1],
+        )
+    }));
+    let paths = [
+        models.join("diffusion_models/klein/flux-2-klein-4b-bf16.safetensors"),
+        models.join(format!(
+            "text_encoders/qwen3-width-{text_width}.safetensors"
+        )),
+        models.join(format!("vae/vae-{latent}-channels.safetensors")),
+    ];
+    for path in &paths {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    }
+    zeros_file(&paths[0], &klein);
+    zeros_file(
+        &paths[1],
+        &[("model.embed_tokens.weight".into(), vec![1, text_width])],
+    );
+    zeros_file(
+        &paths[2],
+        &[
+            ("decoder.conv_in.weight".into(), vec![1, latent, 1, 1]),
+            ("decoder.up_blocks.0.resnets.0.norm1.weight".into(), vec![1]),
+        ],
+    );
+    paths
+}
+
 /// `sdbench models` finds what other apps keep, says what each is and why it cannot run.
 #[test]
 fn models_lists_other_apps_files_and_why_each_runs_or_not() {
@@ -1097,6 +1148,64 @@ fn models_lists_other_apps_files_and_why_each_runs_or_not() {
         problem.contains("the only FLUX.2 configs built in") && problem.contains("--model-config"),
         "{flux}"
     );
+    // No text encoder or VAE beside it: which are missing.
+    let [klein, text, vae] = comfyui_parts(&comfy, 1024, 16);
+    let o = models(&["--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let find = |path: &Path| {
+        listed["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["model"] == path.display().to_string())
+            .unwrap_or_else(|| panic!("{} is not listed: {listed}", path.display()))
+            .clone()
+    };
+    let alone = find(&klein);
+    assert_eq!(alone["runnable"], false, "{alone}");
+    assert!(
+        alone["problem"]
+            .as_str()
+            .unwrap()
+            .contains("its text encoder and its VAE not found beside it"),
+        "{alone}"
+    );
+    // Qwen3-4B's width and FLUX.2's 32 latent channels beside it (after the others in path
+    // order): it runs with those.
+    let [_, text_4b, vae_32] = comfyui_parts(&comfy, 2560, 32);
+    assert!(text < text_4b && vae < vae_32);
+    let o = models(&["--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let paired = listed["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == klein.display().to_string())
+        .unwrap()
+        .clone();
+    assert_eq!(paired["runnable"], true, "{paired}");
+    assert_eq!(paired["family"], "FLUX.2 klein");
+    assert_eq!(paired["text_encoder"], text_4b.display().to_string());
+    assert_eq!(paired["vae"], vae_32.display().to_string());
+    let o = models(&["--runnable"]);
+    let text_out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        text_out.contains(&format!(
+            "runs: --model {} --text-encoder {} --vae {}",
+            klein.display(),
+            text_4b.display(),
+            vae_32.display()
+        )),
+        "{text_out}"
+    );
+    // Each model's name is a line of its own; the parts are not models.
+    for part in [&text, &text_4b, &vae, &vae_32] {
+        assert!(
+            !text_out.lines().any(|l| l == part.display().to_string()),
+            "a part is listed as a model: {text_out}"
+        );
+    }
+
     let pickle = entry(&comfy.join("checkpoints/old.ckpt"));
     assert!(
         pickle["problem"].as_str().unwrap().contains("pickle"),

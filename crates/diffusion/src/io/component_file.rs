@@ -297,6 +297,26 @@ fn llama_cpp_text_encoder(tensors: TensorFile, names: &TextEncoderNames) -> Resu
     Ok(FileWeights::renamed(tensors, map))
 }
 
+/// The width of the text encoder `file` holds when read as `names` (its token embeddings' second
+/// dimension); `None` when it is no such text encoder.
+pub fn text_encoder_width(file: &Path, names: &TextEncoderNames) -> Option<usize> {
+    let weights = text_encoder_file(file, names).ok()?;
+    match weights.stored_shape(&format!("{}{}", names.prefix, names.marker))?[..] {
+        [_, width] => Some(width),
+        _ => None,
+    }
+}
+
+/// The latent channels of the VAE of `blocks` blocks that `file` holds (its decoder's first
+/// convolution's inputs); `None` when it is no such VAE.
+pub fn vae_latent_channels(file: &Path, blocks: usize) -> Option<usize> {
+    let weights = vae_file(file, blocks).ok()?;
+    match weights.stored_shape("decoder.conv_in.weight")?[..] {
+        [_, channels, _, _] => Some(channels),
+        _ => None,
+    }
+}
+
 /// The prefix a VAE keeps inside a Stable Diffusion checkpoint; a VAE file cut from one may
 /// still carry it.
 const VAE_CHECKPOINT_PREFIX: &str = "first_stage_model.";

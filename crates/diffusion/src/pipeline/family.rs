@@ -17,8 +17,25 @@ use crate::models::config::VaeConfig;
 use crate::op_timing::OpCases;
 use crate::scheduler::SchedulerKind;
 
-/// The preset a denoiser file needs the configs of (`FamilyDescriptor::denoiser_file_preset`).
-pub type FilePresetFn = fn(&Path) -> Result<Option<Preset>>;
+/// What a family knows of its denoiser kept as a file of its own (a ComfyUI transformer file,
+/// which carries no configs or tokenizer, and runs with its text encoder and VAE as files).
+#[derive(Clone, Copy)]
+pub struct DenoiserFiles {
+    /// The preset whose repository's configs a file of its needs, by its tensor shapes.
+    /// `Ok(None)` when the file is not this family's denoiser; an error naming what was found
+    /// when it is, but of no built-in preset's sizes.
+    pub preset: fn(&Path) -> Result<Option<Preset>>,
+    /// Whether a file holds the text encoder (or VAE) the built-in configs need (by its names and
+    /// widths), to find a denoiser file's parts among the files beside it.
+    pub part_fits: fn(FilePart, &Path) -> bool,
+}
+
+/// A part a denoiser file runs with, given as a file of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilePart {
+    TextEncoder,
+    Vae,
+}
 
 /// How a family loads a model.
 pub type LoadFn =
@@ -51,10 +68,11 @@ pub struct FamilyDescriptor {
     /// (nothing is loaded), and its VAE's config.
     pub model_size: fn(&ModelSource, Precision) -> Result<(ModelSize, VaeConfig)>,
     /// For a family whose denoiser files carry no configs or tokenizer (a ComfyUI transformer
-    /// file): the preset whose repository's configs a file of its needs, by its tensor shapes.
-    /// `Ok(None)` when the file is not this family's denoiser; an error naming what was found when
-    /// it is, but of no built-in preset's sizes.
-    pub denoiser_file_preset: Option<FilePresetFn>,
+    /// file): the preset such a file needs, and the parts it runs with.
+    pub denoiser_files: Option<DenoiserFiles>,
+    /// Its tiny random-weight pipelines with diffusers' generations
+    /// (`crates/diffusion/tests/fixtures/<name>`), which `sdbench parity` checks.
+    pub parity_fixtures: &'static [&'static str],
 }
 
 impl FamilyDescriptor {

@@ -3,12 +3,12 @@
 //! here (by `model_index.json`'s `_class_name`, a preset, or the family that reads single files)
 //! and never names one.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::family::{FamilyDescriptor, Preset};
-use super::{folder_index, ModelSource};
+use super::family::{FamilyDescriptor, FilePart, Preset};
+use super::{folder_index, ComponentFiles, ModelSource};
 use crate::error::{DiffusionError, Result};
 use crate::models::{flux2, sd, zimage};
 
@@ -68,13 +68,39 @@ pub fn family_of(source: &ModelSource) -> Result<&'static FamilyDescriptor> {
 /// ones).
 pub fn preset_for_denoiser_file(file: &Path) -> Result<Option<Preset>> {
     for family in FAMILIES {
-        if let Some(preset) = family.denoiser_file_preset {
-            if let Some(found) = preset(file)? {
+        if let Some(files) = family.denoiser_files {
+            if let Some(found) = (files.preset)(file)? {
                 return Ok(Some(found));
             }
         }
     }
     Ok(None)
+}
+
+/// The text encoder and VAE files among `candidates` that a denoiser file kept apart from its
+/// repository runs with (ComfyUI keeps them in `text_encoders/` and `vae/` beside its
+/// `diffusion_models/`): the first of each that the file's family takes for its preset. Both
+/// `None` for a file no family reads that way.
+pub fn parts_for_denoiser_file(file: &Path, candidates: &[PathBuf]) -> Result<ComponentFiles> {
+    for family in FAMILIES {
+        let Some(files) = family.denoiser_files else {
+            continue;
+        };
+        if (files.preset)(file)?.is_none() {
+            continue;
+        }
+        let first = |part| {
+            candidates
+                .iter()
+                .find(|c| c.as_path() != file && (files.part_fits)(part, c))
+                .cloned()
+        };
+        return Ok(ComponentFiles {
+            text_encoder: first(FilePart::TextEncoder),
+            vae: first(FilePart::Vae),
+        });
+    }
+    Ok(ComponentFiles::default())
 }
 
 /// "StableDiffusionPipeline (SD1.x, SD2.x), ... and Flux2KleinPipeline (FLUX.2 klein) models".
@@ -120,6 +146,23 @@ mod tests {
                 !family.architectures.is_empty(),
                 "{family:?} runs no architecture"
             );
+            // Its parity fixtures exist, each with diffusers' generations.
+            assert!(
+                !family.parity_fixtures.is_empty(),
+                "{family:?} has no parity fixture"
+            );
+            let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+            for name in family.parity_fixtures {
+                let (model, _) = crate::parity::fixture_model(name);
+                assert!(
+                    fixtures.join(model).join("model_index.json").is_file(),
+                    "{name}"
+                );
+                assert!(
+                    fixtures.join(format!("{name}.reference.json")).is_file(),
+                    "{name}"
+                );
+            }
             for (class, what) in family.classes {
                 assert!(!what.is_empty());
                 assert!(!classes.contains(class), "{class} claimed twice");

@@ -418,7 +418,12 @@ fn a_wrong_component_file_is_refused_by_name() {
     );
     assert_mentions(
         &load_error(&with(Some(&llama_cpp), None)),
-        &["qwen3.safetensors", "token_embd.weight", "[2, 2]", "[425, 32]"],
+        &[
+            "qwen3.safetensors",
+            "token_embd.weight",
+            "[2, 2]",
+            "[425, 32]",
+        ],
     );
 
     // A block the configs' VAE does not have.

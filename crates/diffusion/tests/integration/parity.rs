@@ -11,7 +11,7 @@
 use crate::common;
 use crate::common::FamilyAccess;
 
-use common::{assert_close, Reference, TINY};
+use common::{assert_close, Reference};
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::image::read_image;
 use sdbench_diffusion::parity;
@@ -310,21 +310,21 @@ fn check_generations_of(pipe: &Pipeline, name: &str, atol: f32, only: Option<&[&
 
 #[test]
 fn components_match_diffusers_on_cpu() {
-    for name in TINY {
+    for &name in common::tiny() {
         check_components(name, BackendRequest::Cpu);
     }
 }
 
 #[test]
 fn generations_match_diffusers_on_cpu() {
-    for name in TINY {
+    for &name in common::tiny() {
         check_generations(name, BackendRequest::Cpu);
     }
 }
 
 #[test]
 fn img2img_and_batches_match_diffusers_on_cpu() {
-    for name in TINY {
+    for &name in common::tiny() {
         check_img2img(name, BackendRequest::Cpu, None);
         check_batch(name, BackendRequest::Cpu);
     }
@@ -332,7 +332,7 @@ fn img2img_and_batches_match_diffusers_on_cpu() {
 
 #[test]
 fn seeded_noise_matches_the_documented_generator() {
-    for name in TINY {
+    for &name in common::tiny() {
         let mut r = Reference::open(name);
         let expected = r.get("noise.seed42");
         let actual = sdbench_diffusion::noise::NormalGenerator::new(42).normals(expected.len());
@@ -364,7 +364,7 @@ fn vulkan_or_skip() -> bool {
 #[test]
 fn components_match_diffusers_on_vulkan() {
     if vulkan_or_skip() {
-        for name in TINY {
+        for &name in common::tiny() {
             check_components(name, BackendRequest::Vulkan);
         }
     }
@@ -392,7 +392,7 @@ fn generations_match_diffusers_on_vulkan() {
             &["generate.euler.neg", "generate.ddim.noneg"],
             &["generate.dpmpp_2m.neg", "generate.pndm.noneg"],
         ];
-        for (name, keys) in TINY.iter().zip(per_pipeline) {
+        for (name, keys) in common::tiny().iter().zip(per_pipeline) {
             check_generations_in(
                 name,
                 BackendRequest::Vulkan,
@@ -765,7 +765,7 @@ fn check_int8_unet(backend: BackendRequest, precision: Precision, models: &[&str
 
 #[test]
 fn int8_unet_weights_stay_close_to_full_precision_on_cpu() {
-    check_int8_unet(BackendRequest::Cpu, Precision::F32, &TINY);
+    check_int8_unet(BackendRequest::Cpu, Precision::F32, common::tiny());
 }
 
 /// On the device, the f16 dequantization on SD's and SDXL's shapes (lavapipe takes a minute for

@@ -122,7 +122,7 @@ fn legacy_vae_attention_names_load_the_same_model() {
 /// (SDXL's two text encoders, the VAE's encoder apart from its decoder).
 #[test]
 fn a_folder_is_sized_from_its_headers_as_it_loads() {
-    for name in common::TINY {
+    for &name in common::tiny() {
         let source = ModelSource::Folder(common::fixtures().join(name));
         let (size, vae) = Pipeline::model_size(&source, Precision::F32).unwrap();
         let options = LoadOptions {

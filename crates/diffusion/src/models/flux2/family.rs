@@ -8,8 +8,10 @@ use super::transformer::Flux2TransformerConfig;
 use super::{check_family_request, text_layers, PROMPT_TOKENS};
 use crate::error::{DiffusionError, Result};
 use crate::io::component_file::{self, DenoiserSizes, WeightFiles};
-use crate::models::qwen3::Qwen3Config;
-use crate::pipeline::family::{Architecture, Family, FamilyDescriptor, Preset, PresetSpec};
+use crate::models::qwen3::{Qwen3Config, Qwen3Weights};
+use crate::pipeline::family::{
+    Architecture, DenoiserFiles, Family, FamilyDescriptor, FilePart, Preset, PresetSpec,
+};
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
 };
@@ -51,7 +53,12 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         }),
         _ => Ok(Flux2Pipeline::upstream_size()),
     },
-    denoiser_file_preset: Some(file_preset),
+    denoiser_files: Some(DenoiserFiles {
+        preset: file_preset,
+        part_fits,
+    }),
+    // scripts/make_flux2_fixtures.py: the pipeline, and its generations with reference pictures.
+    parity_fixtures: &["tiny-flux2-klein", "tiny-flux2-klein-references"],
 };
 
 /// klein 4B for a transformer file of its sizes (the only klein whose configs are built in).
@@ -81,6 +88,23 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
             config.num_single_layers,
         ),
     ))
+}
+
+/// klein 4B's parts as files: a Qwen3 text encoder of Qwen3-4B's width (in either of its
+/// namings), a VAE of FLUX.2's 32 latent channels.
+fn part_fits(part: FilePart, file: &Path) -> bool {
+    match part {
+        FilePart::TextEncoder => {
+            let names = Qwen3Weights::CausalLm.file_names();
+            component_file::text_encoder_width(file, &names)
+                == Some(Qwen3Config::qwen3_4b().hidden_size)
+        }
+        FilePart::Vae => {
+            let vae = super::klein_vae();
+            component_file::vae_latent_channels(file, vae.block_out_channels.len())
+                == Some(vae.latent_channels)
+        }
+    }
 }
 
 /// A Qwen3 text encoder (three hidden states stacked per token), a rectified-flow transformer on

@@ -55,5 +55,8 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     model_size: SdPipeline::model_size,
     // A checkpoint holds its text encoders and VAE, and SD1.5's, SD2.1's and SDXL base's
     // configs and tokenizers are built in.
-    denoiser_file_preset: None,
+    denoiser_files: None,
+    // SD1.x-like, a variant of every option, SD2.x-like (v-prediction), SDXL-like
+    // (scripts/make_fixtures.py).
+    parity_fixtures: &["tiny-sd", "tiny-variant", "tiny-sd2", "tiny-sdxl"],
 };

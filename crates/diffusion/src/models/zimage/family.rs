@@ -9,8 +9,10 @@ use super::transformer::ZImageTransformerConfig;
 use super::PROMPT_TOKENS;
 use crate::error::{DiffusionError, Result};
 use crate::io::component_file::{self, DenoiserSizes};
-use crate::models::qwen3::Qwen3Config;
-use crate::pipeline::family::{Architecture, Family, FamilyDescriptor, Preset, PresetSpec};
+use crate::models::qwen3::{Qwen3Config, Qwen3Weights};
+use crate::pipeline::family::{
+    Architecture, DenoiserFiles, Family, FamilyDescriptor, FilePart, Preset, PresetSpec,
+};
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
 };
@@ -33,7 +35,12 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         Ok(model)
     },
     model_size: ZImagePipeline::model_size,
-    denoiser_file_preset: Some(file_preset),
+    denoiser_files: Some(DenoiserFiles {
+        preset: file_preset,
+        part_fits,
+    }),
+    // scripts/make_zimage_fixtures.py.
+    parity_fixtures: &["tiny-zimage"],
 };
 
 /// Turbo for a transformer file of its sizes (the only Z-Image whose configs are built in).
@@ -63,6 +70,23 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
             config.dim,
         ),
     ))
+}
+
+/// Turbo's parts as files: a Qwen3 text encoder of Qwen3-4B's width (in either of its namings), a
+/// VAE of 16 latent channels.
+fn part_fits(part: FilePart, file: &Path) -> bool {
+    match part {
+        FilePart::TextEncoder => {
+            let names = Qwen3Weights::Bare.file_names();
+            component_file::text_encoder_width(file, &names)
+                == Some(Qwen3Config::qwen3_4b().hidden_size)
+        }
+        FilePart::Vae => {
+            let vae = super::spec::turbo_vae();
+            component_file::vae_latent_channels(file, vae.block_out_channels.len())
+                == Some(vae.latent_channels)
+        }
+    }
 }
 
 /// A bare Qwen3 text encoder (its penultimate hidden states at the real tokens), a

@@ -14,7 +14,10 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-pub const TINY: [&str; 4] = parity::SD_FIXTURES;
+/// The Stable Diffusion fixtures.
+pub fn tiny() -> &'static [&'static str] {
+    sdbench_diffusion::models::sd::FAMILY.parity_fixtures
+}
 
 /// A fixture's reference (`sdbench_diffusion::parity::Reference`), its accessors panicking.
 pub struct Reference {
