@@ -1091,6 +1091,17 @@ fn comfyui_parts(models: &Path, text_width: usize, latent: usize) -> [PathBuf; 3
     paths
 }
 
+/// The entry of `sdbench models --json`'s output for `path`.
+fn listed_model(listed: &serde_json::Value, path: &Path) -> serde_json::Value {
+    listed["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == path.display().to_string())
+        .unwrap_or_else(|| panic!("{} is not listed: {listed}", path.display()))
+        .clone()
+}
+
 /// `sdbench models` finds what other apps keep, says what each is and why it cannot run.
 #[test]
 fn models_lists_other_apps_files_and_why_each_runs_or_not() {
@@ -1123,15 +1134,7 @@ fn models_lists_other_apps_files_and_why_each_runs_or_not() {
     assert!(o.status.success(), "{}", stderr(&o));
     let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(listed["folders"][0]["app"], "ComfyUI", "{listed}");
-    let entry = |path: &Path| {
-        listed["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["model"] == path.display().to_string())
-            .unwrap_or_else(|| panic!("{} is not listed: {listed}", path.display()))
-            .clone()
-    };
+    let entry = |path: &Path| listed_model(&listed, path);
     let tiny = entry(&gguf);
     assert_eq!(tiny["runnable"], true, "{tiny}");
     assert_eq!(tiny["found_in"], "ComfyUI");
@@ -1150,18 +1153,8 @@ fn models_lists_other_apps_files_and_why_each_runs_or_not() {
     );
     // No text encoder or VAE beside it: which are missing.
     let [klein, text, vae] = comfyui_parts(&comfy, 1024, 16);
-    let o = models(&["--json"]);
-    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let find = |path: &Path| {
-        listed["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["model"] == path.display().to_string())
-            .unwrap_or_else(|| panic!("{} is not listed: {listed}", path.display()))
-            .clone()
-    };
-    let alone = find(&klein);
+    let json = || serde_json::from_slice::<serde_json::Value>(&models(&["--json"]).stdout).unwrap();
+    let alone = listed_model(&json(), &klein);
     assert_eq!(alone["runnable"], false, "{alone}");
     assert!(
         alone["problem"]
@@ -1174,15 +1167,7 @@ fn models_lists_other_apps_files_and_why_each_runs_or_not() {
     // order): it runs with those.
     let [_, text_4b, vae_32] = comfyui_parts(&comfy, 2560, 32);
     assert!(text < text_4b && vae < vae_32);
-    let o = models(&["--json"]);
-    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let paired = listed["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["model"] == klein.display().to_string())
-        .unwrap()
-        .clone();
+    let paired = listed_model(&json(), &klein);
     assert_eq!(paired["runnable"], true, "{paired}");
     assert_eq!(paired["family"], "FLUX.2 klein");
     assert_eq!(paired["text_encoder"], text_4b.display().to_string());

@@ -14,8 +14,10 @@ use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{
     is_fp8_scale, ComponentNames, Derived, FileWeights, Precision, WeightSource,
 };
+use crate::models::config::VaeConfig;
 use crate::models::vae_names;
 use crate::nn::blocks::KeptWeights;
+use crate::pipeline::family::FilePart;
 use crate::pipeline::{ComponentFiles, ModelSource};
 
 /// The prefix ComfyUI saves whole models under.
@@ -314,6 +316,22 @@ pub fn vae_latent_channels(file: &Path, blocks: usize) -> Option<usize> {
     match weights.stored_shape("decoder.conv_in.weight")?[..] {
         [_, channels, _, _] => Some(channels),
         _ => None,
+    }
+}
+
+/// Whether `file` holds the text encoder (read as `text`'s names, of its width) or the VAE (of
+/// `vae`'s blocks and latent channels) that a denoiser file's built-in configs need.
+pub fn part_fits(
+    part: FilePart,
+    file: &Path,
+    text: (&TextEncoderNames, usize),
+    vae: &VaeConfig,
+) -> bool {
+    match part {
+        FilePart::TextEncoder => text_encoder_width(file, text.0) == Some(text.1),
+        FilePart::Vae => {
+            vae_latent_channels(file, vae.block_out_channels.len()) == Some(vae.latent_channels)
+        }
     }
 }
 

@@ -63,18 +63,15 @@ fn cpu_casts_round_to_nearest_even_from_every_bit() {
         Tensor::<B, 1>::from_data(TensorData::new(x.clone(), [n]), (&device, DType::F32));
     for dtype in [DType::BF16, DType::F16] {
         let narrow = f32_tensor.clone().cast(dtype);
+        let data = narrow.clone().into_data();
         let bits: Vec<u16> = match dtype {
-            DType::F16 => narrow
-                .clone()
-                .into_data()
+            DType::F16 => data
                 .into_vec::<half::f16>()
                 .unwrap()
                 .iter()
                 .map(|v| v.to_bits())
                 .collect(),
-            _ => narrow
-                .clone()
-                .into_data()
+            _ => data
                 .into_vec::<half::bf16>()
                 .unwrap()
                 .iter()

@@ -93,18 +93,9 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
 /// klein 4B's parts as files: a Qwen3 text encoder of Qwen3-4B's width (in either of its
 /// namings), a VAE of FLUX.2's 32 latent channels.
 fn part_fits(part: FilePart, file: &Path) -> bool {
-    match part {
-        FilePart::TextEncoder => {
-            let names = Qwen3Weights::CausalLm.file_names();
-            component_file::text_encoder_width(file, &names)
-                == Some(Qwen3Config::qwen3_4b().hidden_size)
-        }
-        FilePart::Vae => {
-            let vae = super::klein_vae();
-            component_file::vae_latent_channels(file, vae.block_out_channels.len())
-                == Some(vae.latent_channels)
-        }
-    }
+    let text = Qwen3Weights::CausalLm.file_names();
+    let width = Qwen3Config::qwen3_4b().hidden_size;
+    component_file::part_fits(part, file, (&text, width), &super::klein_vae())
 }
 
 /// A Qwen3 text encoder (three hidden states stacked per token), a rectified-flow transformer on

@@ -75,18 +75,9 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
 /// Turbo's parts as files: a Qwen3 text encoder of Qwen3-4B's width (in either of its namings), a
 /// VAE of 16 latent channels.
 fn part_fits(part: FilePart, file: &Path) -> bool {
-    match part {
-        FilePart::TextEncoder => {
-            let names = Qwen3Weights::Bare.file_names();
-            component_file::text_encoder_width(file, &names)
-                == Some(Qwen3Config::qwen3_4b().hidden_size)
-        }
-        FilePart::Vae => {
-            let vae = super::spec::turbo_vae();
-            component_file::vae_latent_channels(file, vae.block_out_channels.len())
-                == Some(vae.latent_channels)
-        }
-    }
+    let text = Qwen3Weights::Bare.file_names();
+    let width = Qwen3Config::qwen3_4b().hidden_size;
+    component_file::part_fits(part, file, (&text, width), &super::spec::turbo_vae())
 }
 
 /// A bare Qwen3 text encoder (its penultimate hidden states at the real tokens), a
