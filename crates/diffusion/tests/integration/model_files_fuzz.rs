@@ -391,8 +391,9 @@ fn checkpoint_names_from_strangers() {
 }
 
 /// The tensor names and shapes of text encoder and VAE files given apart (`--text-encoder`,
-/// `--vae`: the tiny klein's Qwen3 without `model.`, its VAE in Black Forest Labs' names), mutated,
-/// in header-only files, read beside the klein transformer file and its folder.
+/// `--vae`: the tiny klein's Qwen3 without `model.` and in llama.cpp's names, its VAE in Black
+/// Forest Labs' names), mutated, in header-only files, read beside the klein transformer file and
+/// its folder.
 #[test]
 fn component_file_names_from_strangers() {
     let dir = fixtures();
@@ -427,7 +428,23 @@ fn component_file_names_from_strangers() {
             )
         })
         .collect();
-    let seeds = [(text, true), (vae, false)];
+    // The same text encoder in llama.cpp's GGUF names (`token_embd.weight`, `blk.N.`).
+    let llama_cpp_names: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("weight-formats/qwen3-llama-cpp-names.json")).unwrap(),
+    )
+    .unwrap();
+    let llama_cpp: Tensors = llama_cpp_names["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let transformers = row[1].as_str().unwrap();
+            let bare = transformers.strip_prefix("model.").unwrap_or(transformers);
+            let (_, dtype, shape) = text.iter().find(|t| t.0 == bare).unwrap().clone();
+            (row[0].as_str().unwrap().to_string(), dtype, shape)
+        })
+        .collect();
+    let seeds = [(text, true), (llama_cpp, true), (vae, false)];
     let all_names: Vec<String> = seeds
         .iter()
         .flat_map(|(t, _)| t.iter().map(|(n, _, _)| n.clone()))
