@@ -204,7 +204,7 @@ fn on_disk(name: &str, kind: LocalKind, path: &Path, source: &ModelSource) -> Lo
         Err(e) => (None, Some(e.to_string())),
     };
     // A transformer file kept apart from its repository runs only with its other parts: those
-    // found beside it (ComfyUI's text_encoders/ and vae/), or named.
+    // found beside it (ComfyUI's text_encoders/ and vae/) are listed with it.
     let mut parts = ComponentFiles::default();
     let (architecture, problem) = match source {
         ModelSource::Checkpoint {
