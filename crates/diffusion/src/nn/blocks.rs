@@ -466,7 +466,8 @@ mod tests {
     /// The CPU backend's one-pass decoder (vendor/burn-flex) and the composed tensor ops the GPU
     /// backends run (vendor/burn-backend), whole or a row at a time, give the same bits in every
     /// dtype: rows past a tile of 64 and a partial last tile of columns, every code width, runs of
-    /// 16 and 32, with and without offsets, FP8 with a scale.
+    /// 16 and 32, with and without offsets, FP8 with a scale; and matrices wide enough for tasks
+    /// of several tiles.
     #[test]
     fn the_one_pass_decoder_and_the_composed_ops_agree_bit_for_bit() {
         use burn::tensor::ops::codes::dequantize_codes_in_chunks;
@@ -480,8 +481,17 @@ mod tests {
             (8, 32, false), // Q8_0
             (8, 0, false),  // FP8
         ];
-        for (bits, run, offsets) in cases {
-            let cols = if run == 0 { 100 } else { 192 };
+        // Wide enough for tasks of several tiles of 64 columns (fewer where that would leave
+        // under four tasks a thread), plus a partial group.
+        let wide = 64 * (16 * rayon::current_num_threads() + 3);
+        let wide_cases = [
+            (4, 32, true, wide),
+            (8, 32, false, wide),
+            (8, 0, false, wide + 5),
+        ];
+        let narrow_cases = cases
+            .map(|(bits, run, offsets)| (bits, run, offsets, if run == 0 { 100 } else { 192 }));
+        for (bits, run, offsets, cols) in narrow_cases.into_iter().chain(wide_cases) {
             let host = random_blocks(67, cols, bits, run, offsets);
             let matrix = BlockMatrix::<B>::upload(host, &device);
             for dtype in [DType::F32, DType::F16, DType::BF16] {
@@ -516,7 +526,7 @@ mod tests {
                         .collect::<Vec<_>>()
                 };
                 let expected = bits_of(composed(1 << 23));
-                let case = format!("{bits} bits, run {run}, {dtype:?}");
+                let case = format!("{bits} bits, run {run}, {cols} columns, {dtype:?}");
                 let same = |got: Vec<u32>, what: &str| {
                     let first = got.iter().zip(&expected).position(|(g, e)| g != e);
                     assert!(
