@@ -88,7 +88,9 @@ struct Source<'a> {
 impl Source<'_> {
     /// The tensors hold what the layout says (the caller built them from one file's matrix).
     fn check(&self) {
-        let CodeLayout { rows, cols, run, .. } = self.layout;
+        let CodeLayout {
+            rows, cols, run, ..
+        } = self.layout;
         assert_eq!(
             self.packed.len(),
             rows * self.layout.words(),

@@ -25,9 +25,9 @@ pub fn cast_between_floats(tensor: &FlexTensor, target: DType) -> Option<FlexTen
         (DType::F16, DType::BF16) => {
             convert(tensor.storage::<f16>(), |v: f16| bf16::from_f32(v.to_f32()))
         }
-        (DType::BF16, DType::F16) => {
-            convert(tensor.storage::<bf16>(), |v: bf16| f16::from_f32(v.to_f32()))
-        }
+        (DType::BF16, DType::F16) => convert(tensor.storage::<bf16>(), |v: bf16| {
+            f16::from_f32(v.to_f32())
+        }),
         _ => return None,
     };
     let shape = tensor.layout().shape().clone();
@@ -53,6 +53,8 @@ where
             .for_each(task);
     }
     #[cfg(not(feature = "rayon"))]
-    out.chunks_mut(CHUNK).zip(source.chunks(CHUNK)).for_each(task);
+    out.chunks_mut(CHUNK)
+        .zip(source.chunks(CHUNK))
+        .for_each(task);
     Bytes::from_elems(out)
 }

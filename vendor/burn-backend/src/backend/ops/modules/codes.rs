@@ -58,7 +58,15 @@ pub fn dequantize_codes_composed<B: Backend>(
     layout: CodeLayout,
     dtype: FloatDType,
 ) -> FloatTensor<B> {
-    dequantize_codes_in_chunks::<B>(packed, scales, offsets, table, layout, dtype, COMPOSED_CHUNK)
+    dequantize_codes_in_chunks::<B>(
+        packed,
+        scales,
+        offsets,
+        table,
+        layout,
+        dtype,
+        COMPOSED_CHUNK,
+    )
 }
 
 /// [dequantize_codes_composed] with `chunk` values decoded at a time (whole rows, at least one).
@@ -109,7 +117,10 @@ fn rows_in_f32<B: Backend>(
 ) -> FloatTensor<B> {
     let cols = layout.cols;
     let words = layout.words();
-    let packed = B::int_slice(packed.clone(), &[Slice::from(start..start + rows), Slice::from(0..words)]);
+    let packed = B::int_slice(
+        packed.clone(),
+        &[Slice::from(start..start + rows), Slice::from(0..words)],
+    );
     let codes = codes::<B>(packed, layout, rows);
     match table {
         Some(table) => {
@@ -119,7 +130,10 @@ fn rows_in_f32<B: Backend>(
                 B::int_reshape(codes, Shape::from(vec![rows * cols])),
             );
             let values = B::float_reshape(values, Shape::from(vec![rows, cols]));
-            B::float_mul(values, B::float_reshape(scales.clone(), Shape::from(vec![1, 1])))
+            B::float_mul(
+                values,
+                B::float_reshape(scales.clone(), Shape::from(vec![1, 1])),
+            )
         }
         None => {
             let runs = cols / layout.run;
@@ -129,7 +143,11 @@ fn rows_in_f32<B: Backend>(
             let of_rows = |t: &FloatTensor<B>| {
                 B::float_slice(
                     t.clone(),
-                    &[Slice::from(start..start + rows), Slice::from(0..runs), Slice::from(0..1)],
+                    &[
+                        Slice::from(start..start + rows),
+                        Slice::from(0..runs),
+                        Slice::from(0..1),
+                    ],
                 )
             };
             let q = B::float_mul(q, of_rows(scales));
@@ -158,6 +176,9 @@ fn codes<B: Backend>(packed: IntTensor<B>, layout: CodeLayout, rows: usize) -> I
             B::int_reshape(code, Shape::from(vec![rows, words, 1]))
         })
         .collect();
-    let codes = B::int_reshape(B::int_cat(parts, 2), Shape::from(vec![rows, words * per_word]));
+    let codes = B::int_reshape(
+        B::int_cat(parts, 2),
+        Shape::from(vec![rows, words * per_word]),
+    );
     B::int_slice(codes, &[Slice::from(0..rows), Slice::from(0..layout.cols)])
 }
