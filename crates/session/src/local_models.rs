@@ -212,8 +212,7 @@ fn on_disk(name: &str, kind: LocalKind, path: &Path, source: &ModelSource) -> Lo
         } => match sdbench_diffusion::preset_for_denoiser_file(file) {
             Ok(Some(preset)) => {
                 let candidates = model_folders::part_candidates(file);
-                parts = sdbench_diffusion::parts_for_denoiser_file(file, &candidates)
-                    .unwrap_or_default();
+                parts = sdbench_diffusion::parts_for_denoiser_file(preset, file, &candidates);
                 let missing: Vec<&str> = [
                     ("its text encoder", &parts.text_encoder),
                     ("its VAE", &parts.vae),

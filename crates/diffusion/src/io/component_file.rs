@@ -124,6 +124,14 @@ pub struct DenoiserSizes {
     pub width: Option<usize>,
 }
 
+impl DenoiserSizes {
+    /// "of width 3072", or "of unknown width" where the file lacks the tensor that tells it.
+    pub fn width_text(&self) -> String {
+        self.width
+            .map_or("of unknown width".to_string(), |w| format!("of width {w}"))
+    }
+}
+
 /// The sizes of the denoiser `file` holds in `names`' layouts (`groups`: the two block prefixes,
 /// `width_of`: the tensor whose rows are the width); `None` for a file that is not such a
 /// denoiser by its tensor names (or does not open as a tensor file: loading it names its problem).

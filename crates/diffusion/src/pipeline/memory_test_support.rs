@@ -8,9 +8,10 @@ use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::memory_need::{estimate, MemoryNeed, ModelSize, RequestShape};
 use crate::pipeline::{LoadOptions, Placement};
 
-/// A VAE config for placements (SD1.5's: the VAE's precision rule is all it is read for).
+/// A VAE config for placements: diffusers' `AutoencoderKL` defaults (its precision rule,
+/// `force_upcast`, is all a placement reads).
 pub fn vae() -> VaeConfig {
-    VaeConfig::sd15()
+    VaeConfig::default()
 }
 
 /// `family` placed as `profile` places it, in `precision` (with `vae()`).

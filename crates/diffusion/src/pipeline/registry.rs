@@ -77,30 +77,28 @@ pub fn preset_for_denoiser_file(file: &Path) -> Result<Option<Preset>> {
     Ok(None)
 }
 
-/// The text encoder and VAE files among `candidates` that a denoiser file kept apart from its
-/// repository runs with (ComfyUI keeps them in `text_encoders/` and `vae/` beside its
-/// `diffusion_models/`): the first of each that the file's family takes for its preset. Both
-/// `None` for a file no family reads that way.
-pub fn parts_for_denoiser_file(file: &Path, candidates: &[PathBuf]) -> Result<ComponentFiles> {
-    for family in FAMILIES {
-        let Some(files) = family.denoiser_files else {
-            continue;
-        };
-        if (files.preset)(file)?.is_none() {
-            continue;
-        }
-        let first = |part| {
-            candidates
-                .iter()
-                .find(|c| c.as_path() != file && (files.part_fits)(part, c))
-                .cloned()
-        };
-        return Ok(ComponentFiles {
-            text_encoder: first(FilePart::TextEncoder),
-            vae: first(FilePart::Vae),
-        });
+/// The text encoder and VAE files among `candidates` that `file`, a denoiser file of `preset`
+/// (`preset_for_denoiser_file`), runs with (ComfyUI keeps them in `text_encoders/` and `vae/`
+/// beside its `diffusion_models/`): the first of each that the preset's family takes. Both
+/// `None` for a family whose denoiser files are not read apart.
+pub fn parts_for_denoiser_file(
+    preset: Preset,
+    file: &Path,
+    candidates: &[PathBuf],
+) -> ComponentFiles {
+    let Some(files) = preset.family().descriptor().denoiser_files else {
+        return ComponentFiles::default();
+    };
+    let first = |part| {
+        candidates
+            .iter()
+            .find(|c| c.as_path() != file && (files.part_fits)(part, c))
+            .cloned()
+    };
+    ComponentFiles {
+        text_encoder: first(FilePart::TextEncoder),
+        vae: first(FilePart::Vae),
     }
-    Ok(ComponentFiles::default())
 }
 
 /// "StableDiffusionPipeline (SD1.x, SD2.x), ... and Flux2KleinPipeline (FLUX.2 klein) models".

@@ -83,7 +83,7 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
         file,
         format!(
             "has {double} double- and {single} single-stream blocks {}; klein 4B's ({}, {}, width {width}) are the only FLUX.2 configs built in: give --model-config naming the diffusers folder of its own configs (klein 9B's, for one)",
-            found.width.map_or("of unknown width".to_string(), |w| format!("of width {w}")),
+            found.width_text(),
             config.num_layers,
             config.num_single_layers,
         ),

@@ -96,7 +96,7 @@ fn the_estimate_covers_flux2_klein_measured_peaks() {
 fn klein_host() -> (ModelSize, crate::models::config::VaeConfig, RequestShape) {
     let family = Family::FLUX2_KLEIN;
     let size = ModelSize::upstream(family, family.usual_side());
-    let vae = crate::pipeline::memory_test_support::vae();
+    let vae = super::klein_vae();
     (size, vae, RequestShape::usual(family))
 }
 

@@ -64,7 +64,7 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
         file,
         format!(
             "has {layers} layers and {refiners} refiner layers {}; Z-Image-Turbo's ({}, {}, width {}) are the only Z-Image configs built in: give --model-config naming the diffusers folder of its own configs",
-            found.width.map_or("of unknown width".to_string(), |w| format!("of width {w}")),
+            found.width_text(),
             config.n_layers,
             config.n_refiner_layers,
             config.dim,
