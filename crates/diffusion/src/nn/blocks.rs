@@ -12,7 +12,7 @@
 
 use burn::module::{Param, ParamId};
 use burn::prelude::*;
-use burn::tensor::ops::codes::{CodeLayout, COMPOSED_CHUNK};
+use burn::tensor::ops::codes::CodeLayout;
 use burn::tensor::ops::{FloatTensor, IntTensor};
 use burn::tensor::{DType, TensorData, TensorPrimitive};
 
@@ -241,17 +241,10 @@ impl KeptWeights {
     }
 
     /// Working memory while the largest matrix is dequantized to activations of `dtype_bytes`
-    /// bytes by the composed ops the GPU backends run: a chunk of rows' codes unpacked to i32,
-    /// their f32 values and their copy in that dtype; for a matrix decoded in several chunks, the
-    /// chunks and their concatenation besides. (The CPU's one-pass decoder needs only the result,
-    /// less than this.)
+    /// bytes: the matrix in that dtype. Every backend decodes in one pass into the result alone
+    /// (burn-flex on the CPU, burn-cubecl's kernel on the GPUs; see `BlockMatrix::dequantize`).
     pub fn dequantize_bytes(&self, dtype_bytes: u64) -> u64 {
-        let chunk = self.largest.min(DEQUANTIZE_CHUNK as u64);
-        let whole = match self.largest > chunk {
-            true => 2 * dtype_bytes * self.largest,
-            false => 0,
-        };
-        (8 + dtype_bytes) * chunk + whole
+        dtype_bytes * self.largest
     }
 }
 
@@ -347,11 +340,10 @@ impl<B: Backend> BlockMatrix<B> {
     }
 
     /// The matrix in `dtype`, [rows, cols]: computed in f32 as the file's format defines it, then
-    /// rounded once to `dtype`, by the backend's `dequantize_codes` op (vendor/burn-backend): one
-    /// pass on the CPU, written in the column-major layout a linear layer reads it in; elsewhere
-    /// tensor ops over 8 Mi values at a time, so their 4-byte working copies of a large matrix
-    /// never outgrow a GPU buffer (lavapipe's hold 128 MiB; a FLUX.2 feed-forward matrix in f32 is
-    /// 151 MB); only the result, in `dtype`, is whole.
+    /// rounded once to `dtype`, by the backend's `dequantize_codes` op (vendor/burn-backend), in
+    /// one pass that allocates only the result: on the CPU burn-flex's decoder, which writes it in
+    /// the column-major layout a linear layer reads it in; on the GPUs burn-cubecl's kernel, which
+    /// the fused backends reach through a custom operation of their stream (vendor/burn-fusion).
     pub fn dequantize(&self, dtype: DType) -> Tensor<B, 2> {
         let (packed, scales, offsets, table) = self.primitives();
         let values =
@@ -379,9 +371,6 @@ type CodePrimitives<B> = (
     Option<FloatTensor<B>>,
     Option<FloatTensor<B>>,
 );
-
-/// Values the composed dequantization decodes at a time (what the estimate counts).
-const DEQUANTIZE_CHUNK: usize = COMPOSED_CHUNK;
 
 #[cfg(test)]
 mod tests {
@@ -463,15 +452,41 @@ mod tests {
         HostBlocks::pack(rows, cols, bits, &codes, values)
     }
 
-    /// The CPU backend's one-pass decoder (vendor/burn-flex) and the composed tensor ops the GPU
-    /// backends run (vendor/burn-backend), whole or a row at a time, give the same bits in every
-    /// dtype: rows past a tile of 64 and a partial last tile of columns, every code width, runs of
-    /// 16 and 32, with and without offsets, FP8 with a scale; and matrices wide enough for tasks
-    /// of several tiles.
+    /// The CPU backend's one-pass decoder (vendor/burn-flex) and the composed tensor ops that
+    /// backends without their own decoder run (vendor/burn-backend), whole or a row at a time, give
+    /// the same bits in every dtype: rows past a tile of 64 and a partial last tile of columns,
+    /// every code width, runs of 16 and 32, with and without offsets, FP8 with a scale; and
+    /// matrices wide enough for tasks of several tiles.
     #[test]
     fn the_one_pass_decoder_and_the_composed_ops_agree_bit_for_bit() {
+        let dtypes = [DType::F32, DType::F16, DType::BF16];
+        the_backends_decoder_and_the_composed_ops_agree(&cpu_device(), &dtypes);
+    }
+
+    /// The same on Vulkan (lavapipe in CI), where the fused backend's custom operation
+    /// (vendor/burn-fusion) runs burn-cubecl's kernel: the kernel CUDA and ROCm run too.
+    #[test]
+    fn the_gpu_kernel_and_the_composed_ops_agree_bit_for_bit() {
+        let device = match crate::device::select(crate::device::BackendRequest::Vulkan) {
+            Ok(selected) => selected.device,
+            Err(e) => {
+                let required = std::env::var("SDBENCH_REQUIRE_VULKAN").as_deref() == Ok("1");
+                assert!(
+                    !required,
+                    "SDBENCH_REQUIRE_VULKAN=1 but no Vulkan device: {e}"
+                );
+                eprintln!("SKIPPED: no Vulkan device ({e})");
+                return;
+            }
+        };
+        the_backends_decoder_and_the_composed_ops_agree(&device, &[DType::F32, DType::F16]);
+    }
+
+    fn the_backends_decoder_and_the_composed_ops_agree(
+        device: &burn::DispatchDevice,
+        dtypes: &[DType],
+    ) {
         use burn::tensor::ops::codes::dequantize_codes_in_chunks;
-        let device = cpu_device();
         let cases = [
             (2, 16, true),  // Q2_K
             (3, 16, false), // Q3_K
@@ -493,9 +508,9 @@ mod tests {
             .map(|(bits, run, offsets)| (bits, run, offsets, if run == 0 { 100 } else { 192 }));
         for (bits, run, offsets, cols) in narrow_cases.into_iter().chain(wide_cases) {
             let host = random_blocks(67, cols, bits, run, offsets);
-            let matrix = BlockMatrix::<B>::upload(host, &device);
-            for dtype in [DType::F32, DType::F16, DType::BF16] {
-                let one_pass = matrix.dequantize(dtype);
+            let matrix = BlockMatrix::<B>::upload(host, device);
+            for &dtype in dtypes {
+                let decoded = matrix.dequantize(dtype);
                 let (packed, scales, offsets, table) = matrix.primitives();
                 let composed = |chunk| {
                     let (packed, scales, offsets, table) = (
@@ -536,7 +551,7 @@ mod tests {
                         first.map(|i| f32::from_bits(expected[i])),
                     );
                 };
-                same(bits_of(one_pass), "one pass");
+                same(bits_of(decoded), "the backend's decoder");
                 same(bits_of(composed(cols)), "one row per chunk");
             }
         }

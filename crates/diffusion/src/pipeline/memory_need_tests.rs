@@ -211,18 +211,11 @@ fn weights_kept_in_codes_count_their_codes_bytes() {
         // 0.75 bytes a weight for 90%, f16 for the rest, and the working memory: well under f16.
         assert!(coded < f16 * 3 / 5, "{}: {coded} vs {f16}", family.name());
     }
-    // A matrix decoded whole: 10 bytes a weight in f16 (i32 codes, f32 values, the f16 copy);
-    // one decoded in chunks of rows: a chunk's 10 bytes a weight, and the f16 chunks and their
-    // concatenation.
-    let small = KeptWeights {
-        largest: 1 << 20,
-        ..KeptWeights::default()
-    };
-    assert_eq!(small.dequantize_bytes(2), 10 << 20);
+    // The largest matrix in the activations' dtype: what the one-pass decoders allocate.
     let large = KeptWeights {
         largest: 1 << 26,
         ..KeptWeights::default()
     };
-    assert_eq!(large.dequantize_bytes(2), (10 << 23) + (4 << 26));
-    assert_eq!(large.dequantize_bytes(4), (12 << 23) + (8 << 26));
+    assert_eq!(large.dequantize_bytes(2), 2 << 26);
+    assert_eq!(large.dequantize_bytes(4), 4 << 26);
 }

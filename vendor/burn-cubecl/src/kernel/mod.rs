@@ -3,6 +3,8 @@ mod binary_float;
 mod binary_int;
 mod cast;
 mod clamp;
+// (SD Bench)
+mod codes;
 mod comparison;
 mod contiguous;
 mod cross;
@@ -16,6 +18,8 @@ pub(crate) use binary::*;
 pub(crate) use binary_float::*;
 pub(crate) use binary_int::*;
 pub use cast::*;
+// (SD Bench)
+pub use codes::dequantize_codes;
 pub use contiguous::*;
 pub(crate) use cross::*;
 pub use mask::*;

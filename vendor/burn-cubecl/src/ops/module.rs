@@ -314,6 +314,30 @@ where
         kernel::interpolate::interpolate_backward(x, grad, output_size, options)
     }
 
+    // (SD Bench) one kernel (kernel/codes.rs); the composed default where it does not apply.
+    fn dequantize_codes(
+        packed: IntTensor<Self>,
+        scales: FloatTensor<Self>,
+        offsets: Option<FloatTensor<Self>>,
+        table: Option<FloatTensor<Self>>,
+        layout: burn_backend::ops::codes::CodeLayout,
+        dtype: burn_std::FloatDType,
+    ) -> FloatTensor<Self> {
+        kernel::dequantize_codes(
+            &packed,
+            &scales,
+            offsets.as_ref(),
+            table.as_ref(),
+            layout,
+            dtype,
+        )
+        .unwrap_or_else(|| {
+            burn_backend::ops::codes::dequantize_codes_composed::<Self>(
+                packed, scales, offsets, table, layout, dtype,
+            )
+        })
+    }
+
     fn attention(
         query: FloatTensor<Self>,
         key: FloatTensor<Self>,

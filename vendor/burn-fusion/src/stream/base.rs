@@ -1,0 +1,1 @@
+pub use burn_backend::StreamId;
