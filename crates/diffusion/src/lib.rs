@@ -25,7 +25,7 @@ pub use io::weights::Precision;
 pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
 pub use pipeline::registry::{
-    family_of, parts_for_denoiser_file, preset_for_denoiser_file, FAMILIES,
+    family_of, parts_for_denoiser_file, preset_for_denoiser_file, FAMILIES, PLAIN_SYNTHETIC,
 };
 pub use pipeline::{
     CancelToken, ComponentFiles, Family, FamilyDescriptor, GenerateRequest, Generated,

@@ -3,14 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_diffusion::{CancelToken, ComponentFiles, ModelSource, Preset};
+use sdbench_diffusion::{CancelToken, ComponentFiles, ModelSource, Preset, PLAIN_SYNTHETIC};
 use sdbench_hub::{Hub, HubError, HubSettings, RepoId, Resolved};
 
 use crate::error::{Result, SessionError};
 use crate::events::Event;
-
-/// The model `synthetic` names: SD1.5 with generated weights (the standard workload's model).
-pub const PLAIN_SYNTHETIC: Preset = Preset::SD15;
 
 /// A parsed model name.
 #[derive(Debug, Clone, PartialEq)]

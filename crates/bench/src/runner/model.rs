@@ -80,7 +80,7 @@ fn local_record(source: &ModelSource) -> ModelRecord {
             model_record(&file.display().to_string(), None, "checkpoint")
         }
         ModelSource::Synthetic(preset) => {
-            let id = match *preset == sdbench_session::model_name::PLAIN_SYNTHETIC {
+            let id = match *preset == sdbench_diffusion::PLAIN_SYNTHETIC {
                 true => "synthetic".to_string(),
                 false => format!("synthetic-{}", preset.name()),
             };

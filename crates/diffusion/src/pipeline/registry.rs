@@ -15,6 +15,9 @@ use crate::models::{flux2, sd, zimage};
 /// The families, in the order front ends list them.
 pub static FAMILIES: &[&FamilyDescriptor] = &[&sd::FAMILY, &flux2::FAMILY, &zimage::FAMILY];
 
+/// The preset `synthetic` alone names: SD1.5 with generated weights, the standard workload's model.
+pub const PLAIN_SYNTHETIC: Preset = Preset::SD15;
+
 /// The family whose pipeline loads `folder` (by the `_class_name` its `model_index.json`
 /// names), and that `model_index.json`. A class no family claims is refused by name.
 pub fn family_of_folder(folder: &Path) -> Result<(&'static FamilyDescriptor, Map<String, Value>)> {
