@@ -227,6 +227,14 @@ class GpuCheckAgainstAFake(unittest.TestCase):
         calls = [c for c in self.calls() if c["args"][0] == "timing"]
         self.assertIn("synthetic-flux2-klein", calls[-1]["args"])
 
+    def test_quick_leaves_out_the_full_size_parts(self):
+        code, out, _ = self.check("--budget", "60", "--reserve", "1", "--quick")
+        self.assertEqual(code, 0, out)
+        for heading in ["SDXL base", "FLUX.2 klein 4B at 1024x1024", "FLUX.2 klein's linear layers"]:
+            self.assertNotIn(heading, out)
+        self.assertFalse([c for c in self.calls() if "--ops-of" in c["args"]])
+        self.assertTrue(section(out, "Synthetic benchmark, quick"), out)
+
     def test_a_short_budget_skips_later_parts(self):
         # Parity starts while at least 2 x reserve remain and must leave less than that: with a
         # 3 s reserve the fake's start-up and a loaded machine have about 2 s of slack either way
