@@ -41,8 +41,9 @@ pub struct TimingArgs {
     /// at this image size), each with its GFLOP/s or GB/s; no model is loaded.
     #[arg(long, conflicts_with_all = ["model", "model_config", "text_encoder", "vae"])]
     ops: bool,
-    /// With --ops: whose layers (a preset's: SD1.5's UNet and VAE, a transformer's).
-    #[arg(long, requires = "ops", default_value = "sd15", value_parser = presets_with_op_cases())]
+    /// With --ops: whose layers (a preset's: SD1.5's UNet and VAE, a transformer's). Default: the
+    /// preset plain `synthetic` names.
+    #[arg(long, requires = "ops", default_value = sdbench_diffusion::PLAIN_SYNTHETIC.name(), value_parser = presets_with_op_cases())]
     ops_of: String,
     /// With --ops: the linear layers' weights kept in a file's codes and dequantized per call, as a
     /// GGUF or FP8 model runs them (Q8_0, Q4_K, ..., F8_E4M3); each linear line adds the

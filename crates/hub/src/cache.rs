@@ -78,11 +78,10 @@ pub const TRANSFORMER_WEIGHTS: &[(&str, &str)] = &[
 /// Which pipeline a repository or folder holds, from the files it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PipelineLayout {
-    /// SD1.x/SD2.x (one text encoder) or SDXL (`two_encoders`).
-    StableDiffusion { two_encoders: bool },
-    /// A transformer pipeline whose text encoder is one Qwen3 with its tokenizer (FLUX.2 klein,
-    /// Z-Image): the same files whatever the family, which the engine tells apart by
-    /// model_index.json once they are here.
+    /// A UNet pipeline with one CLIP text encoder and its tokenizer, or two (`two_encoders`).
+    UNet { two_encoders: bool },
+    /// A transformer pipeline with one text encoder and its tokenizer: the same files whatever
+    /// the family, which the engine tells apart by model_index.json once they are here.
     Transformer,
 }
 
@@ -92,7 +91,7 @@ impl PipelineLayout {
         if has("transformer/config.json") && !has("unet/config.json") {
             PipelineLayout::Transformer
         } else {
-            PipelineLayout::StableDiffusion {
+            PipelineLayout::UNet {
                 two_encoders: has("text_encoder_2/config.json"),
             }
         }
@@ -113,7 +112,7 @@ impl PipelineLayout {
                 TRANSFORMER_EXTRAS.to_vec(),
                 TRANSFORMER_WEIGHTS.to_vec(),
             ),
-            PipelineLayout::StableDiffusion { two_encoders } => {
+            PipelineLayout::UNet { two_encoders } => {
                 let mut configs = PIPELINE_CONFIGS.to_vec();
                 let mut extras = PIPELINE_EXTRAS.to_vec();
                 let mut weights = PIPELINE_WEIGHTS.to_vec();

@@ -34,13 +34,10 @@ impl<B: FusionBackend> Operation<B::FusionRuntime> for DequantizeCodes<B> {
         let inputs = &self.desc.inputs;
         let packed = handles.get_int_tensor::<B>(&inputs[0]);
         let scales = handles.get_float_tensor::<B>(&inputs[1]);
-        let mut rest = inputs[2..]
-            .iter()
-            .map(|ir| handles.get_float_tensor::<B>(ir))
-            .collect::<Vec<_>>()
-            .into_iter();
+        let mut rest = inputs[2..].iter();
         let offsets = self.has_offsets.then(|| rest.next()).flatten();
-        let table = rest.next();
+        let offsets = offsets.map(|ir| handles.get_float_tensor::<B>(ir));
+        let table = rest.next().map(|ir| handles.get_float_tensor::<B>(ir));
         let output = B::dequantize_codes(packed, scales, offsets, table, self.layout, self.dtype);
         handles.register_float_tensor::<B>(&self.desc.outputs[0].id, output);
     }
