@@ -412,7 +412,10 @@ mod tests {
             other => panic!("{other:?}"),
         };
         let s = Settings::default();
-        for workload in [Workload::standard(), Workload::sdxl()] {
+        for workload in [
+            Workload::standard(),
+            Workload::named("sdxl-1024-20").unwrap(),
+        ] {
             assert_eq!(
                 hub_id(s.model_name_for(&workload).unwrap()),
                 workload.preset.repository()
@@ -423,7 +426,11 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(
-            hub_id(chosen.model_name_for(&Workload::sdxl()).unwrap()),
+            hub_id(
+                chosen
+                    .model_name_for(&Workload::named("sdxl-1024-20").unwrap())
+                    .unwrap()
+            ),
             "someone/my-sd15"
         );
     }

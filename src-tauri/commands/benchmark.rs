@@ -11,7 +11,7 @@ use sdbench_bench::result::{write_atomically, AppInfo};
 use sdbench_bench::runner::{self, ModelChoice, RunOptions};
 use sdbench_bench::submit::{Outcome, Submitter};
 use sdbench_bench::summary;
-use sdbench_bench::workload::WORKLOAD_NAMES;
+use sdbench_bench::workload::workload_names;
 use sdbench_bench::{BenchResult, Overrides, Workload};
 use sdbench_diffusion::{ModelSource, Preset};
 use sdbench_history::Record;
@@ -96,7 +96,7 @@ fn chosen_workload(name: Option<&str>) -> UiResult<Workload> {
         Some(name) => Workload::named(name).map_err(|e| {
             UiError::bad_input(
                 e.to_string(),
-                format!("Choose one of: {}.", WORKLOAD_NAMES.join(", ")),
+                format!("Choose one of: {}.", workload_names().join(", ")),
             )
         }),
     }

@@ -3,19 +3,18 @@
 use serde::{Deserialize, Serialize};
 
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{Family, ModelSource, Precision, Preset, RequestShape, SchedulerKind};
+use sdbench_diffusion::{
+    standard_workloads, Family, ModelSource, Precision, Preset, RequestShape, SchedulerKind,
+    WorkloadSpec, STANDARD_WORKLOAD,
+};
 use sdbench_hub::HubSettings;
 use sdbench_session::ModelName;
 
 use crate::error::{BenchError, Result};
 
-pub const STANDARD_NAME: &str = "sd15-512-30";
-pub const STANDARD_VERSION: u32 = 1;
-pub const SDXL_NAME: &str = "sdxl-1024-20";
-pub const FLUX2_KLEIN_NAME: &str = "flux2-klein-1024-4";
-pub const FLUX2_KLEIN_VERSION: u32 = 1;
-pub const ZIMAGE_TURBO_NAME: &str = "zimage-turbo-1024-9";
-pub const ZIMAGE_TURBO_VERSION: u32 = 1;
+/// The workload a run that names none makes (the families' registry says which).
+pub const STANDARD_NAME: &str = STANDARD_WORKLOAD.name;
+pub const STANDARD_VERSION: u32 = STANDARD_WORKLOAD.version;
 /// The most images a custom run may make.
 pub const MAX_IMAGES: usize = 1000;
 
@@ -29,42 +28,18 @@ pub struct WorkloadCard {
     pub description: String,
 }
 
-/// Every standard workload's card, the standard one first (`WORKLOAD_NAMES`' order).
+/// Every standard workload's card, the standard one first (`workload_names`' order).
 pub fn cards() -> Vec<WorkloadCard> {
-    WORKLOAD_NAMES
-        .iter()
-        .filter_map(|name| Workload::named(name).ok())
-        .map(|w| w.card())
+    standard_workloads()
+        .map(|spec| Workload::from_spec(spec).card())
         .collect()
 }
-pub const SDXL_VERSION: u32 = 1;
-/// Every standard workload, the default first.
-pub const WORKLOAD_NAMES: [&str; 4] = [
-    STANDARD_NAME,
-    SDXL_NAME,
-    FLUX2_KLEIN_NAME,
-    ZIMAGE_TURBO_NAME,
-];
 
-/// The five prompts and seeds of both standard workloads (version 1).
-pub const STANDARD_PROMPTS: [(&str, u64); 5] = [
-    ("a photograph of an astronaut riding a horse on the moon, highly detailed", 42),
-    ("a cozy wooden cabin in a snowy pine forest at dusk, warm light in the windows, oil painting", 1234),
-    ("portrait of an old fisherman with a weathered face, dramatic studio lighting, 85mm photograph", 2718),
-    ("a futuristic city skyline at night, neon signs, flying cars, digital art", 31415),
-    ("a bowl of fresh fruit on a marble table, still life, soft window light", 8080),
-];
-
-/// MLPerf Client 2.0's FLUX.2 klein 4B prompts (mlcommons/mlperf_client,
-/// `data/prompts/flux_2_klein_4b/flux_2_klein_prompts.json`), each made with every seed of
-/// `FLUX2_KLEIN_SEEDS` (its four images per prompt).
-pub const FLUX2_KLEIN_PROMPTS: [&str; 4] = [
-    "A photorealistic close-up of a fluffy ginger tabby cat perched on a weathered wooden windowsill at golden-hour sunset, warm amber light streaming through the dusty glass and rim-lighting its soft fur, a blurred city skyline and slowly drifting dust motes in the background, shallow depth of field, shot on a 50mm lens, highly detailed with natural color grading.",
-    "A sweeping cinematic aerial view of a sprawling futuristic megacity at night, towering glass skyscrapers glowing with bands of teal and magenta light along their facades, sleek flying vehicles streaking between the buildings and leaving long light trails, reflections shimmering on rain-slicked empty streets far below, volumetric fog and dramatic atmospheric lighting, ultra-detailed science-fiction concept art.",
-    "A serene Japanese garden in early autumn at dawn, a vermilion wooden footbridge arching over a still koi pond that mirrors the pale sky, maple trees turning crimson and gold, a moss-covered stone lantern beside smooth river rocks, delicate morning mist hanging in the air, soft diffused light and a painterly composition with rich natural color, extremely detailed.",
-    "Ultra-realistic commercial studio product photography of two minimalist ceramic coffee mugs on a polished concrete surface: a matte black mug centered in the foreground with hot coffee and visible steam rising, the words \"GOOD MORNING\" printed across its front in clean, crisp white capital letters facing the camera, and a matching matte yellow mug to its right; concrete gray studio backdrop, soft white highlights, three-point softbox lighting with diffused reflections and no harsh shadows, rule-of-thirds composition, high-angle medium shot, sharp focus on the mugs, steam, and lettering, shot on an 85mm lens at f/5.6, ISO 200.",
-];
-pub const FLUX2_KLEIN_SEEDS: [u64; 4] = [42, 43, 44, 45];
+/// Every standard workload's name, the default first: what each model family declares, in the
+/// registry's order.
+pub fn workload_names() -> Vec<&'static str> {
+    standard_workloads().map(|spec| spec.name).collect()
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct PromptSeed {
@@ -118,9 +93,6 @@ impl Overrides {
 }
 
 impl Workload {
-    /// The standard workload's architecture (what `synthetic` names).
-    pub const STANDARD_PRESET: Preset = Preset::SD15;
-
     /// The shape of every generation a run of this workload makes.
     pub fn request_shape(&self) -> RequestShape {
         RequestShape {
@@ -133,99 +105,44 @@ impl Workload {
         }
     }
 
-    /// `sd15-512-30` v1: SD1.5, 512x512, 30 steps, euler, guidance 7.5, empty negative prompt.
+    /// The workload a run that names none makes (`STANDARD_NAME`).
     pub fn standard() -> Workload {
+        Workload::from_spec(STANDARD_WORKLOAD)
+    }
+
+    /// A standard workload as its family declares it: one image per prompt and seed, an empty
+    /// negative prompt.
+    fn from_spec(spec: &WorkloadSpec) -> Workload {
         Workload {
-            name: STANDARD_NAME.into(),
-            version: STANDARD_VERSION,
+            name: spec.name.into(),
+            version: spec.version,
             standard: true,
-            preset: Workload::STANDARD_PRESET,
-            width: 512,
-            height: 512,
-            steps: 30,
-            scheduler: SchedulerKind::Euler,
-            guidance: 7.5,
+            preset: spec.preset,
+            width: spec.width,
+            height: spec.height,
+            steps: spec.steps,
+            scheduler: spec.scheduler,
+            guidance: spec.guidance,
             negative_prompt: String::new(),
-            prompts: STANDARD_PROMPTS
-                .iter()
-                .map(|(p, s)| PromptSeed {
-                    prompt: p.to_string(),
-                    seed: *s,
+            prompts: spec
+                .prompts
+                .pairs()
+                .into_iter()
+                .map(|(prompt, seed)| PromptSeed {
+                    prompt: prompt.into(),
+                    seed,
                 })
                 .collect(),
             batch: 1,
-        }
-    }
-
-    /// `sdxl-1024-20` v1: SDXL base 1.0, 1024x1024, 20 steps, euler, guidance 8 (MLPerf's
-    /// text-to-image settings), the same five prompts and seeds, empty negative prompt. The VAE
-    /// decodes in f32 unless the model's VAE is marked safe in f16 (`force_upcast: false`).
-    pub fn sdxl() -> Workload {
-        Workload {
-            name: SDXL_NAME.into(),
-            version: SDXL_VERSION,
-            preset: Preset::SDXL_BASE,
-            width: 1024,
-            height: 1024,
-            steps: 20,
-            guidance: 8.0,
-            ..Workload::standard()
-        }
-    }
-
-    /// `flux2-klein-1024-4` v1: FLUX.2 [klein] 4B at MLPerf Client 2.0's settings: 1024x1024, 4
-    /// steps of flow-matching Euler, its 4 prompts with seeds 42-45 each (16 timed images). The
-    /// model is step-distilled: it runs without guidance (recorded as 1).
-    pub fn flux2_klein() -> Workload {
-        Workload {
-            name: FLUX2_KLEIN_NAME.into(),
-            version: FLUX2_KLEIN_VERSION,
-            standard: true,
-            preset: Preset::FLUX2_KLEIN_4B,
-            width: 1024,
-            height: 1024,
-            steps: 4,
-            scheduler: SchedulerKind::FlowMatchEuler,
-            guidance: 1.0,
-            negative_prompt: String::new(),
-            prompts: FLUX2_KLEIN_PROMPTS
-                .iter()
-                .flat_map(|p| {
-                    FLUX2_KLEIN_SEEDS.iter().map(|&seed| PromptSeed {
-                        prompt: p.to_string(),
-                        seed,
-                    })
-                })
-                .collect(),
-            batch: 1,
-        }
-    }
-
-    /// `zimage-turbo-1024-9` v1: Z-Image-Turbo at its model card's settings, 1024x1024, 9 steps
-    /// of flow-matching Euler, guidance 0 (the distilled model runs unguided), on MLPerf Client
-    /// 2.0's FLUX.2 klein prompts and seeds (16 timed images), so the two compare image for image.
-    pub fn zimage_turbo() -> Workload {
-        Workload {
-            name: ZIMAGE_TURBO_NAME.into(),
-            version: ZIMAGE_TURBO_VERSION,
-            preset: Preset::ZIMAGE_TURBO,
-            steps: 9,
-            guidance: 0.0,
-            ..Workload::flux2_klein()
         }
     }
 
     /// How a front end lists this workload (the app's Benchmark screen).
     pub fn card(&self) -> WorkloadCard {
         let (short, long) = (self.preset.short_label(), self.preset.long_label());
-        let note = match self.name.as_str() {
-            SDXL_NAME => " (MLPerf's settings)",
-            FLUX2_KLEIN_NAME => " (step-distilled: no guidance; MLPerf Client 2.0's settings)",
-            ZIMAGE_TURBO_NAME => {
-                " (distilled: no guidance; MLPerf Client 2.0's FLUX.2 klein prompts and seeds)"
-            }
-            _ => "",
-        };
+        let note = standard_workloads()
+            .find(|spec| spec.name == self.name)
+            .map_or("", |spec| spec.note);
         let (w, h, steps, images) = (self.width, self.height, self.steps, self.prompts.len());
         WorkloadCard {
             name: self.name.clone(),
@@ -239,25 +156,22 @@ impl Workload {
         }
     }
 
-    /// The standard workload called `name` (one of `WORKLOAD_NAMES`).
+    /// The standard workload called `name` (one of `workload_names()`).
     pub fn named(name: &str) -> Result<Workload> {
-        match name {
-            STANDARD_NAME => Ok(Workload::standard()),
-            SDXL_NAME => Ok(Workload::sdxl()),
-            FLUX2_KLEIN_NAME => Ok(Workload::flux2_klein()),
-            ZIMAGE_TURBO_NAME => Ok(Workload::zimage_turbo()),
-            other => Err(BenchError::Workload(format!(
-                "there is no workload {other:?}; choose {}",
-                WORKLOAD_NAMES.join(", ")
+        match standard_workloads().find(|spec| spec.name == name) {
+            Some(spec) => Ok(Workload::from_spec(spec)),
+            None => Err(BenchError::Workload(format!(
+                "there is no workload {name:?}; choose {}",
+                workload_names().join(", ")
             ))),
         }
     }
 
     /// The standard workload defined on a model of `family` (SD2 has none).
     pub fn names_for(family: Family) -> Option<&'static str> {
-        WORKLOAD_NAMES
-            .into_iter()
-            .find(|name| Workload::named(name).is_ok_and(|w| w.preset.family() == family))
+        standard_workloads()
+            .find(|spec| spec.preset.family() == family)
+            .map(|spec| spec.name)
     }
 
     /// The standard workload for a benchmark that names `model` and no workload, and why it
@@ -315,7 +229,7 @@ impl Workload {
                 "{model} is a {family} model ({}), for which no standard workload is made: name \
                  one with --workload ({}) and change it with --steps, --width, --height (a custom run)",
                 family.descriptor().name,
-                WORKLOAD_NAMES.join(", ")
+                workload_names().join(", ")
             ))),
         }
     }
@@ -407,10 +321,10 @@ mod tests {
     #[test]
     fn each_family_with_a_standard_workload_names_it() {
         assert_eq!(Workload::names_for(Family::SD1), Some(STANDARD_NAME));
-        assert_eq!(Workload::names_for(Family::SDXL), Some(SDXL_NAME));
+        assert_eq!(Workload::names_for(Family::SDXL), Some("sdxl-1024-20"));
         assert_eq!(
             Workload::names_for(Family::FLUX2_KLEIN),
-            Some(FLUX2_KLEIN_NAME)
+            Some("flux2-klein-1024-4")
         );
         assert_eq!(Workload::names_for(Family::SD2), None);
     }
@@ -419,9 +333,9 @@ mod tests {
     fn a_model_without_a_workload_of_its_own_runs_its_familys() {
         let named = |f| Workload::for_architecture(f, "m").unwrap().name;
         assert_eq!(named(Family::SD1), STANDARD_NAME);
-        assert_eq!(named(Family::SDXL), SDXL_NAME);
-        assert_eq!(named(Family::FLUX2_KLEIN), FLUX2_KLEIN_NAME);
-        assert_eq!(named(Family::ZIMAGE), ZIMAGE_TURBO_NAME);
+        assert_eq!(named(Family::SDXL), "sdxl-1024-20");
+        assert_eq!(named(Family::FLUX2_KLEIN), "flux2-klein-1024-4");
+        assert_eq!(named(Family::ZIMAGE), "zimage-turbo-1024-9");
         // SD2.x has none: its family's first (SD1.5's).
         assert_eq!(named(Family::SD2), STANDARD_NAME);
     }
@@ -441,7 +355,10 @@ mod tests {
             prompt: Some("a red cube".into()),
             ..Overrides::default()
         };
-        let w = Workload::sdxl().with_overrides(&seven).unwrap();
+        let w = Workload::named("sdxl-1024-20")
+            .unwrap()
+            .with_overrides(&seven)
+            .unwrap();
         assert_eq!((w.preset, w.width, w.steps), (Preset::SDXL_BASE, 1024, 20));
         let seeds: Vec<u64> = w.prompts.iter().map(|p| p.seed).collect();
         assert_eq!(seeds, [42, 1234, 2718, 31415, 8080, 43, 1235]);
@@ -453,8 +370,14 @@ mod tests {
         let cards = cards();
         assert_eq!(
             cards.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
-            WORKLOAD_NAMES
+            [
+                "sd15-512-30",
+                "sdxl-1024-20",
+                "flux2-klein-1024-4",
+                "zimage-turbo-1024-9"
+            ]
         );
+        assert_eq!(workload_names()[0], STANDARD_NAME);
         assert_eq!(cards[0].label, "SD1.5 · 512×512 · 30 steps");
         assert_eq!(cards[0].run, "5 images, 512x512, 30 steps");
         assert!(cards[0]
@@ -496,8 +419,8 @@ mod tests {
 
     #[test]
     fn the_zimage_turbo_workload_is_its_model_cards_on_mlperf_clients_prompts() {
-        let w = Workload::named(ZIMAGE_TURBO_NAME).unwrap();
-        let klein = Workload::flux2_klein();
+        let w = Workload::named("zimage-turbo-1024-9").unwrap();
+        let klein = Workload::named("flux2-klein-1024-4").unwrap();
         assert!(w.standard);
         assert_eq!((w.version, w.preset), (1, Preset::ZIMAGE_TURBO));
         assert_eq!((w.width, w.height, w.steps, w.batch), (1024, 1024, 9, 1));

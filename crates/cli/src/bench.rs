@@ -8,10 +8,10 @@ use anyhow::Context;
 use sdbench_bench::result::{AppInfo, DEFAULT_FILE_NAME};
 use sdbench_bench::runner::{self, Event};
 use sdbench_bench::summary::{self, Format};
-use sdbench_bench::workload::{STANDARD_NAME, WORKLOAD_NAMES};
+use sdbench_bench::workload::{workload_names, STANDARD_NAME};
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{ModelSource, SchedulerKind};
+use sdbench_diffusion::{standard_workloads, ModelSource, SchedulerKind};
 use sdbench_hub::{HubSettings, RepoId};
 
 use crate::model_arg;
@@ -19,18 +19,13 @@ use crate::progress::{format_duration, DownloadBar, RecentSteps};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// The standard workload: sd15-512-30 (SD1.5, 512x512, 30 steps), sdxl-1024-20 (SDXL base,
-    /// 1024x1024, 20 steps, guidance 8), flux2-klein-1024-4 (FLUX.2 klein 4B, 1024x1024, 4 steps)
-    /// or zimage-turbo-1024-9 (Z-Image-Turbo, 1024x1024, 9 steps, guidance 0). Scores of
-    /// different workloads are never compared. Default: the one made for --model's architecture,
-    /// or sd15-512-30.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(WORKLOAD_NAMES))]
+    #[arg(
+        long,
+        value_parser = clap::builder::PossibleValuesParser::new(workload_names()),
+        help = workload_help()
+    )]
     workload: Option<String>,
-    /// A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a
-    /// single-file SD1.x, SD2.x or SDXL checkpoint (.safetensors or .gguf), or `synthetic`. Default: the workload's model
-    /// (stable-diffusion-v1-5/stable-diffusion-v1-5, stabilityai/stable-diffusion-xl-base-1.0,
-    /// black-forest-labs/FLUX.2-klein-4B or Tongyi-MAI/Z-Image-Turbo).
-    #[arg(long)]
+    #[arg(long, help = model_help())]
     model: Option<String>,
     #[command(flatten)]
     model_files: crate::model_arg::ModelFileArgs,
@@ -359,6 +354,47 @@ impl BenchProgress {
 }
 
 /// Why there is no VRAM report.
+/// `--workload`'s help: each standard workload the model families declare.
+fn workload_help() -> String {
+    let each: Vec<String> = standard_workloads()
+        .map(|w| {
+            format!(
+                "{} ({}, {}x{}, {} steps, guidance {})",
+                w.name,
+                w.preset.long_label(),
+                w.width,
+                w.height,
+                w.steps,
+                w.guidance
+            )
+        })
+        .collect();
+    format!(
+        "The standard workload: {}. Scores of different workloads are never compared. Default: the one made for --model's architecture, or {STANDARD_NAME}.",
+        or_list(&each)
+    )
+}
+
+/// `--model`'s help, with each standard workload's model.
+fn model_help() -> String {
+    let repositories: Vec<String> = standard_workloads()
+        .map(|w| w.preset.repository().to_string())
+        .collect();
+    format!(
+        "A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a single-file SD1.x, SD2.x or SDXL checkpoint (.safetensors or .gguf), or `synthetic`. Default: the workload's model ({}).",
+        or_list(&repositories)
+    )
+}
+
+/// "a, b or c".
+fn or_list(items: &[String]) -> String {
+    match items.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 pub fn no_vram_report(backend: &str) -> String {
     format!("no VRAM report: the {backend} backend has no device memory allocator to ask")
 }

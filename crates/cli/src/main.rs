@@ -26,11 +26,20 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "sdbench",
     version,
-    about = "Image-generation benchmark and image generator (Stable Diffusion 1.x/2.x/XL, FLUX.2 klein, Z-Image)"
+    about = about()
 )]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// What `sdbench --help` says it is, with the model families the registry holds.
+fn about() -> String {
+    let families: Vec<&str> = sdbench_diffusion::FAMILIES.iter().map(|f| f.name).collect();
+    format!(
+        "Image-generation benchmark and image generator ({})",
+        families.join(", ")
+    )
 }
 
 #[derive(Subcommand)]

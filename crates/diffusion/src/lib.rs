@@ -25,8 +25,10 @@ pub use io::weights::Precision;
 pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
 pub use pipeline::registry::{
-    family_of, parts_for_denoiser_file, preset_for_denoiser_file, FAMILIES, PLAIN_SYNTHETIC,
+    family_of, parts_for_denoiser_file, preset_for_denoiser_file, standard_workloads, FAMILIES,
+    PLAIN_SYNTHETIC, STANDARD_WORKLOAD,
 };
+pub use pipeline::workload::{Prompts, WorkloadSpec};
 pub use pipeline::{
     CancelToken, ComponentFiles, Family, FamilyDescriptor, GenerateRequest, Generated,
     GeneratedImage, GuidanceOptions, InitImage, InitialNoise, LoadOptions, ModelSource,

@@ -103,9 +103,10 @@ impl Generator {
         // patch) before any work.
         let pipeline = &loaded.pipeline;
         if pipeline.ignores_guidance() && request.guidance > 1.0 {
-            observer(&Event::note(
-                "this model is step-distilled (FLUX.2 klein): it runs without classifier-free guidance, whatever the guidance says",
-            ));
+            observer(&Event::note(format!(
+                "this model is step-distilled ({}): it runs without classifier-free guidance, whatever the guidance says",
+                pipeline.info.family.descriptor().name
+            )));
         }
         let mut vram = request
             .vram_report

@@ -24,7 +24,7 @@ pub enum HubError {
     #[error("the Hub listing of {repo} is not usable: {problem}")]
     Listing { repo: String, problem: String },
 
-    #[error("{repo} is not a pipeline SD Bench can run (Stable Diffusion 1.x/2.x, SDXL, FLUX.2 klein): {problem}")]
+    #[error("{repo} is not a complete diffusers pipeline that SD Bench can run: {problem}")]
     NotAPipeline { repo: String, problem: String },
 
     #[error("{repo} is not in the model cache ({cache}) and the network is not available ({reason}); connect once and run `sdbench download --model {repo}`")]

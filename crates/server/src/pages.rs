@@ -6,7 +6,7 @@ use axum::response::{Html, IntoResponse, Response};
 
 use sdbench_bench::result::BenchResult;
 use sdbench_bench::submit::plural;
-use sdbench_bench::workload::WORKLOAD_NAMES;
+use sdbench_bench::workload::{workload_names, STANDARD_NAME};
 use sdbench_report::html::{comparison_body, escape, page, report_body};
 use sdbench_report::{charts, Run};
 
@@ -58,14 +58,14 @@ fn select(name: &str, label: &str, choices: &[(&str, &str)], chosen: Option<&str
 
 /// The filter form; the leaderboard and a GPU's page share it.
 fn filter_form(action: &str, q: &FilterQuery) -> String {
-    let mut workloads: Vec<(&str, &str)> = WORKLOAD_NAMES.iter().map(|n| (*n, *n)).collect();
+    let mut workloads: Vec<(&str, &str)> = workload_names().into_iter().map(|n| (n, n)).collect();
     workloads.push(("custom", "custom"));
     workloads.push(("any", "any"));
     let workload = q
         .workload
         .as_deref()
         .filter(|w| !w.is_empty())
-        .or(Some(WORKLOAD_NAMES[0]));
+        .or(Some(STANDARD_NAME));
     let any = ("any", "any");
     let mut form = format!("<form method=\"get\" action=\"{action}\" id=\"filters\">\n");
     form.push_str(&select("workload", "Workload", &workloads, workload));

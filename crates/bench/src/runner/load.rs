@@ -120,7 +120,7 @@ pub(super) fn standing(
     let info = &loaded.pipeline.info;
     let record = &mut model.record;
     // The schema's version-1 field: the standard workload's (SD1.5's) architecture.
-    record.sd15_architecture = info.preset == Some(crate::workload::Workload::STANDARD_PRESET);
+    record.sd15_architecture = info.preset == Some(sdbench_diffusion::STANDARD_WORKLOAD.preset);
     record.family = Some(info.family.name().into());
     record.preset = info.preset.map(|p| p.name().into());
     record.files = info

@@ -529,7 +529,7 @@ fn the_standard_workload_on_another_architecture_is_not_called_standard() {
     klein.model = ModelChoice::Local(ModelSource::Folder(
         tiny().with_file_name("tiny-flux2-klein"),
     ));
-    let flux = Workload::flux2_klein();
+    let flux = Workload::named("flux2-klein-1024-4").unwrap();
     klein.workload.name = flux.name.clone();
     klein.workload.preset = flux.preset;
     klein.workload.scheduler = flux.scheduler;
@@ -592,7 +592,7 @@ fn another_familys_workload_is_refused_before_loading() {
     let root = tempfile::tempdir().unwrap();
     let mut o = options(root.path(), 1);
     o.baseline = Duration::ZERO;
-    let klein = Workload::flux2_klein();
+    let klein = Workload::named("flux2-klein-1024-4").unwrap();
     o.workload.name = klein.name.clone();
     o.workload.preset = klein.preset;
     o.workload.scheduler = klein.scheduler;
@@ -623,7 +623,7 @@ fn the_sdxl_workload_runs_an_sdxl_model_and_names_its_family() {
     let mut o = options(root.path(), 1);
     o.baseline = Duration::ZERO;
     o.model = ModelChoice::Local(ModelSource::Folder(tiny().with_file_name("tiny-sdxl")));
-    let sdxl = Workload::sdxl();
+    let sdxl = Workload::named("sdxl-1024-20").unwrap();
     o.workload.name = sdxl.name.clone();
     o.workload.preset = sdxl.preset;
     o.workload.guidance = sdxl.guidance;

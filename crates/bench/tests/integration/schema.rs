@@ -190,7 +190,7 @@ fn the_schema_knows_every_registered_family_and_workload() {
             assert!(presets.contains(&preset.name().to_string()), "{preset}");
         }
     }
-    for name in sdbench_bench::workload::WORKLOAD_NAMES {
+    for name in sdbench_bench::workload::workload_names() {
         let preset = sdbench_bench::Workload::named(name).unwrap().preset;
         let standard_rule = format!(
             r#"{{"if":{{"properties":{{"workload":{{"properties":{{"name":{{"const":"{name}"}}"#

@@ -9,6 +9,7 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 use super::memory_need::{DenoiserMemory, ModelSize, UpstreamParameters};
+use super::workload::WorkloadSpec;
 use super::{FamilyPipeline, GenerateRequest, LoadOptions, ModelSource};
 use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};
@@ -73,6 +74,9 @@ pub struct FamilyDescriptor {
     /// Its tiny random-weight pipelines with diffusers' generations
     /// (`crates/diffusion/tests/fixtures/<name>`), which `sdbench parity` checks.
     pub parity_fixtures: &'static [&'static str],
+    /// The standard workloads defined on its presets, the one a model of its runs by default
+    /// first (per architecture: `sdbench bench --model M` runs the first made for M's).
+    pub workloads: &'static [&'static WorkloadSpec],
 }
 
 impl FamilyDescriptor {

@@ -19,6 +19,7 @@ pub mod registry;
 mod request;
 pub(crate) mod stages;
 pub(crate) mod steps;
+pub mod workload;
 
 use std::any::Any;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::family::{FamilyDescriptor, FilePart, Preset};
+use super::workload::WorkloadSpec;
 use super::{folder_index, ComponentFiles, ModelSource};
 use crate::error::{DiffusionError, Result};
 use crate::models::{flux2, sd, zimage};
@@ -17,6 +18,16 @@ pub static FAMILIES: &[&FamilyDescriptor] = &[&sd::FAMILY, &flux2::FAMILY, &zima
 
 /// The preset `synthetic` alone names: SD1.5 with generated weights, the standard workload's model.
 pub const PLAIN_SYNTHETIC: Preset = Preset::SD15;
+
+/// The workload a benchmark runs when nothing names one, and whose score is "the" SD Bench score.
+pub static STANDARD_WORKLOAD: &WorkloadSpec = &sd::family::SD15_512_30;
+
+/// Every family's standard workloads, in the registry's order (the standard one first).
+pub fn standard_workloads() -> impl Iterator<Item = &'static WorkloadSpec> {
+    FAMILIES
+        .iter()
+        .flat_map(|family| family.workloads.iter().copied())
+}
 
 /// The family whose pipeline loads `folder` (by the `_class_name` its `model_index.json`
 /// names), and that `model_index.json`. A class no family claims is refused by name.
@@ -124,7 +135,7 @@ mod tests {
     use crate::io::weights::Precision;
     use crate::pipeline::family::Preset;
     use crate::pipeline::memory_need::{estimate, ModelSize, RequestShape};
-    use crate::pipeline::{LoadOptions, Placement};
+    use crate::pipeline::{GenerateRequest, LoadOptions, Placement};
     use crate::scheduler::SchedulerKind;
 
     /// Every family has each part a generic caller relies on, and no two claim the same thing.
@@ -216,6 +227,38 @@ mod tests {
             );
         }
         assert_eq!(FAMILIES.iter().filter(|d| d.reads_checkpoints).count(), 1);
+    }
+
+    /// Each workload runs on its family's preset with a scheduler and sizes the family takes,
+    /// under a name of its own; the standard one comes first, on the plain synthetic preset.
+    #[test]
+    fn every_workload_is_one_its_family_runs() {
+        let mut names = Vec::new();
+        for family in FAMILIES {
+            for w in family.workloads {
+                assert!(family.presets.contains(&w.preset), "{}", w.name);
+                assert!(family.schedulers.contains(&w.scheduler), "{}", w.name);
+                assert!(w.version >= 1 && w.steps >= 1, "{}", w.name);
+                assert!(!w.prompts.pairs().is_empty(), "{}", w.name);
+                let request = GenerateRequest {
+                    width: w.width,
+                    height: w.height,
+                    steps: w.steps,
+                    scheduler: Some(w.scheduler),
+                    guidance_scale: w.guidance,
+                    ..GenerateRequest::new(w.prompts.pairs()[0].0)
+                };
+                family.check_request(&request).unwrap();
+                // Named `<model>-<side>-<steps>`.
+                let suffix = format!("-{}-{}", w.width.max(w.height), w.steps);
+                assert!(w.name.ends_with(&suffix), "{}", w.name);
+                assert!(!names.contains(&w.name), "{} twice", w.name);
+                names.push(w.name);
+            }
+        }
+        assert_eq!(standard_workloads().next(), Some(STANDARD_WORKLOAD));
+        assert_eq!(STANDARD_WORKLOAD.preset, PLAIN_SYNTHETIC);
+        assert_eq!(standard_workloads().count(), names.len());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! FLUX.2 klein as the registry describes it: its descriptor, architecture (the upstream
-//! model's parameters, the transformer step's measured memory coefficients) and preset.
+//! model's parameters, the transformer step's measured memory coefficients), preset and
+//! standard workload.
 
 use std::path::Path;
 
@@ -15,6 +16,7 @@ use crate::pipeline::family::{
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
 };
+use crate::pipeline::workload::{WorkloadSpec, MLPERF_CLIENT_PROMPTS};
 use crate::pipeline::{FamilyPipeline, ModelSource, Placement};
 use crate::scheduler::SchedulerKind;
 
@@ -59,6 +61,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     }),
     // scripts/make_flux2_fixtures.py: the pipeline, and its generations with reference pictures.
     parity_fixtures: &["tiny-flux2-klein", "tiny-flux2-klein-references"],
+    workloads: &[&KLEIN_1024_4],
 };
 
 /// klein 4B for a transformer file of its sizes (the only klein whose configs are built in).
@@ -131,6 +134,22 @@ static KLEIN_4B: PresetSpec = PresetSpec {
 impl Family {
     pub const FLUX2_KLEIN: Family = Family(&FLUX2_KLEIN);
 }
+
+/// `flux2-klein-1024-4` v1: FLUX.2 [klein] 4B as MLPerf Client 2.0 runs it, 1024x1024, 4 steps
+/// of flow-matching Euler, its four prompts with seeds 42-45 each (sixteen images). The model is
+/// step-distilled: it runs without guidance (recorded as 1).
+pub static KLEIN_1024_4: WorkloadSpec = WorkloadSpec {
+    name: "flux2-klein-1024-4",
+    version: 1,
+    preset: Preset(&KLEIN_4B),
+    width: 1024,
+    height: 1024,
+    steps: 4,
+    scheduler: SchedulerKind::FlowMatchEuler,
+    guidance: 1.0,
+    prompts: MLPERF_CLIENT_PROMPTS,
+    note: " (step-distilled: no guidance; MLPerf Client 2.0's settings)",
+};
 
 impl Preset {
     pub const FLUX2_KLEIN_4B: Preset = Preset(&KLEIN_4B);

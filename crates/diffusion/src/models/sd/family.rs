@@ -1,12 +1,14 @@
 //! Stable Diffusion's architectures as the registry describes them: the upstream models'
-//! parameters and the UNet step's measured memory coefficients.
+//! parameters, the UNet step's measured memory coefficients, and the standard workloads.
 
 use crate::models::sd::FAMILY;
 use crate::pipeline::family::{Architecture, Family};
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
 };
-use crate::pipeline::Placement;
+use crate::pipeline::workload::{WorkloadSpec, SDBENCH_PROMPTS};
+use crate::pipeline::{Placement, Preset};
+use crate::scheduler::SchedulerKind;
 
 pub static SD1: Architecture = Architecture {
     name: "sd1",
@@ -55,6 +57,35 @@ const SD_MEMORY: DenoiserMemory = DenoiserMemory {
     load_pool_percent: 0,
     int8_load_pool_percent: 0,
     step_bytes: sd_step_bytes,
+};
+
+/// `sd15-512-30` v1, the standard workload: SD1.5, 512x512, 30 steps of Euler, guidance 7.5,
+/// SD Bench's five prompts and seeds, an empty negative prompt.
+pub static SD15_512_30: WorkloadSpec = WorkloadSpec {
+    name: "sd15-512-30",
+    version: 1,
+    preset: Preset(&super::presets::SD15),
+    width: 512,
+    height: 512,
+    steps: 30,
+    scheduler: SchedulerKind::Euler,
+    guidance: 7.5,
+    prompts: SDBENCH_PROMPTS,
+    note: "",
+};
+
+/// `sdxl-1024-20` v1: SDXL base 1.0, 1024x1024, 20 steps of Euler, guidance 8 (MLPerf's
+/// text-to-image settings), the same prompts and seeds. The VAE decodes in f32 unless the
+/// model's VAE is marked safe in f16 (`force_upcast: false`).
+pub static SDXL_1024_20: WorkloadSpec = WorkloadSpec {
+    name: "sdxl-1024-20",
+    preset: Preset(&super::presets::SDXL_BASE),
+    width: 1024,
+    height: 1024,
+    steps: 20,
+    guidance: 8.0,
+    note: " (MLPerf's settings)",
+    ..SD15_512_30
 };
 
 impl Family {

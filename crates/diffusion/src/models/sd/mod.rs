@@ -59,4 +59,6 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     // SD1.x-like, a variant of every option, SD2.x-like (v-prediction), SDXL-like
     // (scripts/make_fixtures.py).
     parity_fixtures: &["tiny-sd", "tiny-variant", "tiny-sd2", "tiny-sdxl"],
+    // An SD2.x model has none of its own: it runs SD1.5's.
+    workloads: &[&family::SD15_512_30, &family::SDXL_1024_20],
 };

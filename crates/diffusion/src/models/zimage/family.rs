@@ -1,5 +1,5 @@
 //! Z-Image as the registry describes it: its descriptor, architecture (the upstream model's
-//! parameters, the transformer step's memory coefficients) and preset.
+//! parameters, the transformer step's memory coefficients), preset and standard workload.
 
 use std::path::Path;
 
@@ -16,6 +16,7 @@ use crate::pipeline::family::{
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
 };
+use crate::pipeline::workload::{WorkloadSpec, MLPERF_CLIENT_PROMPTS};
 use crate::pipeline::{FamilyPipeline, GenerateRequest, Placement};
 use crate::scheduler::SchedulerKind;
 
@@ -41,6 +42,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     }),
     // scripts/make_zimage_fixtures.py.
     parity_fixtures: &["tiny-zimage"],
+    workloads: &[&TURBO_1024_9],
 };
 
 /// Turbo for a transformer file of its sizes (the only Z-Image whose configs are built in).
@@ -112,6 +114,22 @@ static TURBO: PresetSpec = PresetSpec {
 impl Family {
     pub const ZIMAGE: Family = Family(&ZIMAGE);
 }
+
+/// `zimage-turbo-1024-9` v1: Z-Image-Turbo at its model card's settings, 1024x1024, 9 steps of
+/// flow-matching Euler, guidance 0 (the distilled model runs unguided), on MLPerf Client 2.0's
+/// prompts and seeds (sixteen images), so that it compares image for image with FLUX.2 klein's.
+pub static TURBO_1024_9: WorkloadSpec = WorkloadSpec {
+    name: "zimage-turbo-1024-9",
+    version: 1,
+    preset: Preset(&TURBO),
+    width: 1024,
+    height: 1024,
+    steps: 9,
+    scheduler: SchedulerKind::FlowMatchEuler,
+    guidance: 0.0,
+    prompts: MLPERF_CLIENT_PROMPTS,
+    note: " (distilled: no guidance; MLPerf Client 2.0's prompts and seeds)",
+};
 
 impl Preset {
     pub const ZIMAGE_TURBO: Preset = Preset(&TURBO);
