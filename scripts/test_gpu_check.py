@@ -70,7 +70,7 @@ elif command == "timing" and "--ops" in args and arg("--ops-of") == "flux2-klein
     weights = arg("--ops-weights")
     print(f"backend {arg('--backend')} on fake, {arg('--precision')}: FLUX.2 klein 4B's transformer layers")
     share = "; dequantize 0.250 ms (5%)" if weights else ""
-    print(f"op linear rows=4608 in=3072 out=27648: median {5.25 if weights else 5.0:.3f} ms, 150000.0 GFLOP/s "
+    print(f"op linear rows=4608 in=3072 out=9216: median {5.25 if weights else 5.0:.3f} ms, 150000.0 GFLOP/s "
           f"(n=3){share}")
     print("op attention n=1 heads=24 tokens=4608 dim=128: median 2.000 ms, 500000.0 GFLOP/s (n=3)")
 elif command == "timing" and "--ops" in args:
@@ -182,9 +182,9 @@ class GpuCheckAgainstAFake(unittest.TestCase):
         self.assertEqual(section(out, "Layers on vulkan")[1][:3], ["vulkan", "conv3x3 n=2 c=320 h=64 w=64", "1.500"])
         # The run's precision, then Q8_0 and Q4_K: the linear layers only, with the dequantization's share.
         self.assertEqual(section(out, "FLUX.2 klein's linear layers with quantized weights on vulkan")[1:], [
-            ["vulkan", "f16", "linear rows=4608 in=3072 out=27648", "5.000", "-", "-"],
-            ["vulkan", "Q8_0", "linear rows=4608 in=3072 out=27648", "5.250", "0.250", "5%"],
-            ["vulkan", "Q4_K", "linear rows=4608 in=3072 out=27648", "5.250", "0.250", "5%"],
+            ["vulkan", "f16", "linear rows=4608 in=3072 out=9216", "5.000", "-", "-"],
+            ["vulkan", "Q8_0", "linear rows=4608 in=3072 out=9216", "5.250", "0.250", "5%"],
+            ["vulkan", "Q4_K", "linear rows=4608 in=3072 out=9216", "5.250", "0.250", "5%"],
         ])
         self.assertEqual(len(section(out, "Memory profiles: synthetic at")), 5)  # header and four profiles
         self.assertNotIn("skipped", out)

@@ -18,6 +18,7 @@ use crate::io::safetensors::StDtype;
 use crate::io::weights::Precision;
 use crate::nn::blocks::{BlockMatrix, HostBlocks};
 use crate::nn::{multi_head_attention, Conv2d, GroupNorm, Linear, Weight};
+use crate::pipeline::backend_failure::guard;
 use crate::pipeline::B;
 
 /// A preset's layers worth timing alone: whose they are ("SD1.5's") and the cases for an image of
@@ -148,8 +149,21 @@ pub fn coded_weight_types() -> Vec<(&'static str, StDtype)> {
         .collect()
 }
 
-/// Seconds per call for `repeat` calls after one warm-up call; linear layers with `weights`.
+/// Seconds per call for `repeat` calls after one warm-up call; linear layers with `weights`. A
+/// backend's failure (a buffer the device cannot hold) comes back explained, as a generation's.
 pub fn time_case(
+    device: &SelectedDevice,
+    precision: Precision,
+    case: OpCase,
+    weights: OpWeights,
+    repeat: usize,
+) -> Result<Vec<f64>> {
+    guard(device, None, || {
+        time_case_unguarded(device, precision, case, weights, repeat)
+    })
+}
+
+fn time_case_unguarded(
     device: &SelectedDevice,
     precision: Precision,
     case: OpCase,
@@ -250,8 +264,11 @@ pub fn time_dequantize(
     else {
         return Ok(None);
     };
-    let matrix = BlockMatrix::<B>::upload(coded_matrix(dtype, outputs, inputs)?, &device.device);
-    time(device, repeat, || matrix.dequantize(precision.dtype())).map(Some)
+    let coded = coded_matrix(dtype, outputs, inputs)?;
+    guard(device, None, || {
+        let matrix = BlockMatrix::<B>::upload(coded, &device.device);
+        time(device, repeat, || matrix.dequantize(precision.dtype())).map(Some)
+    })
 }
 
 fn coded_matrix(dtype: StDtype, rows: usize, cols: usize) -> Result<HostBlocks> {

@@ -530,10 +530,15 @@ fn timing_ops_prints_a_rate_for_every_layer() {
     let o = sdbench(&["timing", "--ops", "--model", "synthetic-sdxl-base"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let (flux2, out) = ops(&["--ops-of", "flux2-klein"]);
-    assert_eq!(flux2.len(), 6, "{out}");
-    // 4x2 patched image tokens and 512 text tokens.
+    assert_eq!(flux2.len(), 7, "{out}");
+    // 4x2 patched image tokens and 512 text tokens; the layers as the loaded model runs them,
+    // not the checkpoint's fused projections (3072 to 27648).
     assert!(
-        flux2[0].starts_with("op linear rows=520 in=3072 out=27648: median "),
+        flux2[0].starts_with("op linear rows=520 in=3072 out=3072: median "),
+        "{out}"
+    );
+    assert!(
+        flux2[1].starts_with("op linear rows=520 in=3072 out=9216: median "),
         "{out}"
     );
     // Linear weights kept in a file's codes: each linear line adds its dequantization's time.

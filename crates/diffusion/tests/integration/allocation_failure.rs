@@ -38,3 +38,35 @@ fn a_failed_device_allocation_is_an_error_and_the_device_recovers() {
         .expect("the device recovers after a failed allocation");
     assert_eq!(sum, 499_500.0);
 }
+
+/// `sdbench timing --ops` on a layer the device cannot hold says so, as a generation does, and
+/// is an out-of-memory error (not the allocator's raw message).
+#[test]
+fn an_op_timing_case_beyond_the_largest_buffer_is_explained() {
+    use sdbench_diffusion::op_timing::{time_case, OpCase};
+    use sdbench_diffusion::{DiffusionError, Precision};
+    let Some(device) = common::vulkan_device() else {
+        return;
+    };
+    let largest = device
+        .max_buffer_bytes()
+        .expect("a wgpu device reports its largest buffer");
+    // An f32 weight one column over the largest buffer.
+    let inputs = 1024;
+    let outputs = (largest / 4 / inputs as u64 + 1) as usize;
+    let case = OpCase::Linear {
+        rows: 8,
+        inputs,
+        outputs,
+    };
+    let error = time_case(&device, Precision::F32, case, None, 1)
+        .expect_err("a layer beyond the largest buffer was timed");
+    assert!(
+        matches!(error, DiffusionError::OutOfMemory { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("the device cannot hold"),
+        "{error}"
+    );
+}
