@@ -10,7 +10,7 @@
 //!
 //! `scripts/make_fixtures.py` implements the same generator in Python for the parity tests.
 
-use crate::io::weights::splitmix64;
+use crate::io::synthetic_weights::splitmix64;
 
 pub struct NormalGenerator {
     state: u64,

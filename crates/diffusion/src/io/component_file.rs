@@ -9,11 +9,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{DiffusionError, Result};
+use crate::io::file_weights::{is_fp8_scale, ComponentNames, Derived, FileWeights};
 use crate::io::sharded::component_weights;
 use crate::io::tensor_file::TensorFile;
-use crate::io::weights::{
-    is_fp8_scale, ComponentNames, Derived, FileWeights, Precision, WeightSource,
-};
+use crate::io::weights::{Precision, WeightSource};
 use crate::models::config::VaeConfig;
 use crate::models::vae_names;
 use crate::nn::blocks::KeptWeights;

@@ -3,6 +3,7 @@
 //! models/sd/checkpoint.rs.)
 
 pub mod component_file;
+pub mod file_weights;
 pub mod ggml_blocks;
 pub mod gguf;
 pub mod image;
@@ -10,5 +11,6 @@ pub mod npy;
 pub mod resample;
 pub mod safetensors;
 pub mod sharded;
+pub mod synthetic_weights;
 pub mod tensor_file;
 pub mod weights;

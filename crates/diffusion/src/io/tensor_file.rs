@@ -110,7 +110,7 @@ fn types_of(file: &TensorFile) -> BTreeMap<&'static str, u64> {
     let mut types = BTreeMap::new();
     for name in file
         .names()
-        .filter(|n| !crate::io::weights::is_fp8_scale(n))
+        .filter(|n| !crate::io::file_weights::is_fp8_scale(n))
     {
         let entry = file.entry(name).expect("listed names exist");
         if matches!(entry.dtype, StDtype::Other(_)) {

@@ -1,19 +1,7 @@
-//! Unit tests of weights.rs: synthetic values, uploads in each precision, linears in parts.
+//! Unit tests of weights.rs: uploads in each precision, linears in parts.
 
 use super::*;
-
-#[test]
-fn synthetic_values_made_in_parallel_are_the_sequential_draws() {
-    let (state, a) = (0x1234_5678_9abc_def0, 0.25);
-    // Three chunks and a part: every chunk edge is crossed.
-    let count = 3 * (1 << 16) + 1000;
-    let mut sequential_state = state;
-    let sequential: Vec<f32> = (0..count)
-        .map(|_| ((splitmix64(&mut sequential_state) >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * a)
-        .collect();
-    assert_eq!(uniform(state, count, a), sequential);
-    assert!(uniform(state, count, a).iter().all(|v| v.abs() <= a));
-}
+use crate::io::synthetic_weights::SyntheticWeights;
 
 /// bf16 file values reach a bf16 run bit for bit; f32 and f16 ones are rounded to bf16 once.
 #[test]

@@ -436,7 +436,8 @@ impl<B: Backend> VaeEncoder<B> {
 mod tests {
     use super::*;
     use crate::device::cpu_device;
-    use crate::io::weights::{Precision, SyntheticWeights};
+    use crate::io::synthetic_weights::SyntheticWeights;
+    use crate::io::weights::Precision;
     use crate::pipeline::B;
     use burn::tensor::Distribution;
 

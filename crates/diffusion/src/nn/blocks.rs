@@ -131,7 +131,7 @@ impl HostBlocks {
         };
         let mut state = 0x5eed_u64;
         let codes: Vec<u8> = (0..rows * cols)
-            .map(|_| (crate::io::weights::splitmix64(&mut state) % limit) as u8)
+            .map(|_| (crate::io::synthetic_weights::splitmix64(&mut state) % limit) as u8)
             .collect();
         Some(Self::pack(rows, cols, bits, &codes, values))
     }
@@ -425,7 +425,7 @@ mod tests {
     /// `run` values, or, with `run` 0, FP8 codes with a table and a scale.
     fn random_blocks(rows: usize, cols: usize, bits: u32, run: usize, offsets: bool) -> HostBlocks {
         let mut state = u64::from(bits) * 1000 + run as u64;
-        let mut next = || crate::io::weights::splitmix64(&mut state);
+        let mut next = || crate::io::synthetic_weights::splitmix64(&mut state);
         let codes: Vec<u8> = (0..rows * cols)
             .map(|_| (next() % (1 << bits)) as u8)
             .collect();

@@ -22,6 +22,7 @@ mod observer;
 mod parity;
 mod parsers_fuzz;
 mod schedulers;
+mod source_layout;
 mod synthetic;
 mod tokenizer;
 mod weight_files;

@@ -13,11 +13,12 @@ use burn::tensor::DType;
 
 use common::{assert_mentions, fixtures};
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::io::file_weights::FileWeights;
 use sdbench_diffusion::io::ggml_blocks::GgmlType;
 use sdbench_diffusion::io::gguf::Gguf;
 use sdbench_diffusion::io::safetensors::{SafeTensors, StDtype};
 use sdbench_diffusion::io::tensor_file::TensorFile;
-use sdbench_diffusion::io::weights::{FileWeights, Init, Values, WeightSource};
+use sdbench_diffusion::io::weights::{Init, Values, WeightSource};
 use sdbench_diffusion::nn::blocks::{BlockMatrix, HostBlocks};
 use sdbench_diffusion::pipeline::B;
 use sdbench_diffusion::{BackendRequest, ModelSource, Pipeline, Precision};

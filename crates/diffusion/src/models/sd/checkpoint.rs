@@ -9,8 +9,8 @@
 //! tests check the conversion against names that diffusers gives every tensor of a full-size
 //! SD1.5 checkpoint, and tiny SD1.x, SD2.x and SDXL files against diffusers reading them.
 use crate::error::{DiffusionError, Result};
+use crate::io::file_weights::{is_fp8_scale, ComponentNames, Derived};
 use crate::io::tensor_file::TensorFile;
-use crate::io::weights::{is_fp8_scale, ComponentNames, Derived};
 
 pub const UNET_PREFIX: &str = "model.diffusion_model.";
 pub const VAE_PREFIX: &str = "first_stage_model.";

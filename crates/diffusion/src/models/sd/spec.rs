@@ -7,9 +7,10 @@ use serde_json::{Map, Value};
 
 use super::presets;
 use crate::error::{DiffusionError, Result};
+use crate::io::file_weights::FileWeights;
 use crate::io::sharded::stored_parameters;
 use crate::io::tensor_file::TensorFile;
-use crate::io::weights::{choose_weights_file, FileWeights, Precision, WeightSource};
+use crate::io::weights::{choose_weights_file, Precision, WeightSource};
 use crate::models::clip;
 use crate::models::config::{read_json, ClipConfig, VaeConfig};
 use crate::models::sd::unet::config::UNetConfig;
