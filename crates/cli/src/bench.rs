@@ -11,7 +11,7 @@ use sdbench_bench::summary::{self, Format};
 use sdbench_bench::workload::{workload_names, STANDARD_NAME};
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
 use sdbench_diffusion::limits;
-use sdbench_diffusion::{standard_workloads, ModelSource, SchedulerKind};
+use sdbench_diffusion::{standard_workloads, ModelSource, SchedulerKind, FAMILIES};
 use sdbench_hub::{HubSettings, RepoId};
 
 use crate::model_arg;
@@ -380,8 +380,15 @@ fn model_help() -> String {
     let repositories: Vec<String> = standard_workloads()
         .map(|w| w.preset.repository().to_string())
         .collect();
+    // What the family that reads single files says its pipelines hold ("SD1.x, SD2.x", ...).
+    let checkpoints: Vec<String> = FAMILIES
+        .iter()
+        .filter(|family| family.reads_checkpoints)
+        .flat_map(|family| family.classes.iter().map(|(_, what)| what.to_string()))
+        .collect();
     format!(
-        "A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a single-file SD1.x, SD2.x or SDXL checkpoint (.safetensors or .gguf), or `synthetic`. Default: the workload's model ({}).",
+        "A Hub id (downloaded into the Hugging Face cache on first use), a local diffusers folder, a single-file {} checkpoint (.safetensors or .gguf), or `synthetic`. Default: the workload's model ({}).",
+        or_list(&checkpoints),
         or_list(&repositories)
     )
 }
