@@ -551,7 +551,7 @@ fn collapse_for_copy(shape: &[usize], strides: &[isize]) -> CollapsedLayout {
 /// source stride is smaller, which keeps the hot loop in cache even
 /// for transpose-like layouts.
 #[inline]
-fn copy_2d_tiled<E: Copy>(
+fn copy_2d_tiled<E: Copy + Send + Sync>(
     dst: &mut [E],
     src: &[E],
     offset: isize,
@@ -561,6 +561,35 @@ fn copy_2d_tiled<E: Copy>(
     col_stride: isize,
 ) {
     const TILE: usize = 16;
+
+    // (SD Bench) A large copy (a model's weight transposed as it loads, a permuted activation)
+    // runs in bands of `TILE` output rows on every core: it ran on one thread, and loading
+    // SDXL's 2.6B-parameter UNet spent most of its time here and in the page faults of the
+    // freshly allocated output, which the bands now take in parallel too. Each band is the
+    // same tiled copy of its rows, so the result is the same.
+    #[cfg(feature = "rayon")]
+    {
+        const PARALLEL_MIN: usize = 1 << 18;
+        if rows > TILE && cols > 0 && rows * cols >= PARALLEL_MIN {
+            use rayon::prelude::*;
+            dst.par_chunks_mut(TILE * cols)
+                .enumerate()
+                .for_each(|(band, out)| {
+                    let band_offset = offset + (band * TILE) as isize * row_stride;
+                    let band_rows = out.len() / cols;
+                    copy_2d_tiled(
+                        out,
+                        src,
+                        band_offset,
+                        band_rows,
+                        cols,
+                        row_stride,
+                        col_stride,
+                    );
+                });
+            return;
+        }
+    }
 
     if row_stride <= col_stride {
         // row-inside-col: the inner loop walks `row_stride` (smaller).

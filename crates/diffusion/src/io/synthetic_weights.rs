@@ -37,12 +37,13 @@ impl WeightSource for SyntheticWeights {
 /// `count` values uniform in (-a, a): SplitMix64's draws from `state`, 24 bits each. Its state
 /// only counts up, so each chunk starts where the draws before it leave the state and the chunks
 /// are made in parallel, the same values as one sequence (SDXL's 3.5 billion took most of a
-/// full-size test).
+/// full-size test). They are written into the vector's unfilled capacity: a zeroed vector was
+/// filled (and its pages faulted in) by one thread first.
 fn uniform(state: u64, count: usize, a: f32) -> Vec<f32> {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 16;
-    let mut values = vec![0.0f32; count];
-    values
+    let mut values = Vec::with_capacity(count);
+    values.spare_capacity_mut()[..count]
         .par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(chunk, out)| {
@@ -50,9 +51,11 @@ fn uniform(state: u64, count: usize, a: f32) -> Vec<f32> {
                 state.wrapping_add(((chunk * CHUNK) as u64).wrapping_mul(SPLITMIX_GAMMA));
             for value in out {
                 let bits = splitmix64(&mut state) >> 40; // 24 random bits
-                *value = (bits as f32 / (1u64 << 23) as f32 - 1.0) * a;
+                value.write((bits as f32 / (1u64 << 23) as f32 - 1.0) * a);
             }
         });
+    // SAFETY: the chunks above cover the first `count` elements and wrote each of them.
+    unsafe { values.set_len(count) };
     values
 }
 

@@ -10,6 +10,7 @@ mod component_files;
 mod cpu_attention;
 mod cpu_cast;
 mod cpu_conv;
+mod cpu_copy;
 mod cpu_group_norm;
 mod cpu_instruction_set;
 mod cpu_layer_norm;
