@@ -585,12 +585,12 @@ mod custom_channel {
     /// Maximum number of [`Task`] that can be queued.
     pub const CHANNEL_MAX_TASK: usize = 32;
 
-    // (SD Bench) Spin briefly, then yield: upstream spun 8192 times on the server and 524,288
-    // times on a client whose queue is full (tens of milliseconds of a busy core per wait), which
-    // on a machine with few cores took the cores the device's own work needed (Mesa's software
-    // Vulkan device runs its kernels on the host's threads: half of a test run's CPU time was
+    // (SD Bench) Spin briefly, then yield: upstream spun 8192 times on the server (then 64
+    // yields) and 524,288 times on a client whose queue is full (then 4096 yields), which on a
+    // machine with few cores took the cores the device's own work needed (Mesa's software Vulkan
+    // device runs its kernels on the host's threads: about half of a Vulkan test's CPU time was
     // these loops). A yield costs a system call where the machine is idle and hands the core
-    // over where it is busy; the window before sleeping stays about as long as upstream's.
+    // over where it is busy, so more yields keep a window before sleeping.
     /// Number of `spin_loop` iterations before the server starts yielding.
     /// Gives a hot window to absorb back-to-back submits without any syscall.
     const SPIN_BUDGET_SERVER: u32 = 256;
