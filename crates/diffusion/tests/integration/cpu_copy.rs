@@ -23,6 +23,13 @@ fn positions(rows: usize, cols: usize, dtype: DType) -> Vec<f32> {
     )
 }
 
+/// Asserts each copied value is the source's value at `source(i)`.
+fn assert_moved(what: &str, got: &[f32], x: &[f32], source: impl Fn(usize) -> usize) {
+    for (i, v) in got.iter().enumerate() {
+        assert_eq!(*v, x[source(i)], "{what} at output position {i}");
+    }
+}
+
 #[test]
 fn large_strided_copies_on_the_cpu_move_every_value_to_its_place() {
     // Outputs of 711, 998 and 706 rows (bands of 16, the last of 7, 6 and 2), each over 2^18.
@@ -34,38 +41,23 @@ fn large_strided_copies_on_the_cpu_move_every_value_to_its_place() {
         // A transpose: the source's row stride (1) is its smaller one.
         let t = tensor(&x, [rows, cols], dtype).transpose();
         let got = values(t.reshape([cols * rows]));
-        for (i, v) in got.iter().enumerate() {
-            let (c, r) = (i / rows, i % rows);
-            assert_eq!(
-                *v,
-                x[r * cols + c],
-                "{name} transpose at row {c}, column {r}"
-            );
-        }
+        assert_moved(&format!("{name} transpose"), &got, &x, |i| {
+            (i % rows) * cols + i / rows
+        });
 
         // A slice starting at (3, 5): an offset into the buffer, the column stride the smaller.
         let (r0, c0) = (3, 5);
         let s = tensor(&x, [rows, cols], dtype).slice([r0..rows, c0..cols]);
         let (sr, sc) = (rows - r0, cols - c0);
         let got = values(s.clone().reshape([sr * sc]));
-        for (i, v) in got.iter().enumerate() {
-            let (r, c) = (i / sc, i % sc);
-            assert_eq!(
-                *v,
-                x[(r + r0) * cols + c + c0],
-                "{name} slice at ({r}, {c})"
-            );
-        }
+        assert_moved(&format!("{name} slice"), &got, &x, |i| {
+            (i / sc + r0) * cols + i % sc + c0
+        });
 
         // The same slice transposed: an offset and the row stride the smaller.
         let got = values(s.transpose().reshape([sc * sr]));
-        for (i, v) in got.iter().enumerate() {
-            let (c, r) = (i / sr, i % sr);
-            assert_eq!(
-                *v,
-                x[(r + r0) * cols + c + c0],
-                "{name} transposed slice at ({c}, {r})"
-            );
-        }
+        assert_moved(&format!("{name} transposed slice"), &got, &x, |i| {
+            (i % sr + r0) * cols + i / sr + c0
+        });
     }
 }
