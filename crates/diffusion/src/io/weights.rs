@@ -121,6 +121,18 @@ pub trait WeightSource {
     /// The tensor `name`. `shape` is what the model's config needs; a source that holds a
     /// different shape returns an error naming both.
     fn take(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Values>;
+    /// The matrix `name`, stored as [`rows`, `cols`], as its transpose ([`cols`, `rows`],
+    /// row-major), where the source makes that as cheaply as the stored order (synthetic values,
+    /// each drawn by its index); `None` where it does not, and the caller transposes `take`'s.
+    fn take_transposed(
+        &mut self,
+        _name: &str,
+        _rows: usize,
+        _cols: usize,
+        _init: Init,
+    ) -> Result<Option<Values>> {
+        Ok(None)
+    }
     /// Called once every tensor has been taken: an error names any tensor that was not used.
     fn finish(&mut self) -> Result<()>;
 }
@@ -319,6 +331,25 @@ impl<'a, B: Backend> Loader<'a, B> {
         outputs: usize,
         bias: bool,
     ) -> Result<Linear<B>> {
+        // A source that gives the weight as [in, out] saves the transpose (synthetic weights:
+        // most of a full-size model's load was copying each matrix into fresh memory).
+        let name = format!("{prefix}.weight");
+        if let Some(w) = self
+            .source
+            .take_transposed(&name, outputs, inputs, Init::FanIn(inputs))?
+        {
+            let bias = self.take_bias(prefix, outputs, bias)?;
+            let weight = if self.int8_weights {
+                let packed =
+                    PackedInt8::quantize(&w.into_f32(), inputs, outputs, ScaleAxis::Columns);
+                Weight::Int8(Int8Matrix::upload(packed, &self.device))
+            } else {
+                let weight = self.upload(w, [inputs, outputs], self.precision.dtype());
+                Weight::Float(Param::from_tensor(weight))
+            };
+            let bias = bias.map(|b| self.upload(b, [outputs], self.precision.dtype()));
+            return Ok(Linear::new(weight, bias));
+        }
         let (w, bias) = self.take_linear(prefix, inputs, outputs, bias)?;
         Ok(self.linear_from(w, bias, inputs, outputs))
     }
@@ -363,13 +394,16 @@ impl<'a, B: Backend> Loader<'a, B> {
         let w = self
             .source
             .take(&name, &[outputs, inputs], Init::FanIn(inputs))?;
-        let b = if bias {
-            let name = format!("{prefix}.bias");
-            Some(self.source.take(&name, &[outputs], Init::Zeros)?)
-        } else {
-            None
-        };
+        let b = self.take_bias(prefix, outputs, bias)?;
         Ok((w, b))
+    }
+
+    fn take_bias(&mut self, prefix: &str, outputs: usize, bias: bool) -> Result<Option<Values>> {
+        if !bias {
+            return Ok(None);
+        }
+        let name = format!("{prefix}.bias");
+        Ok(Some(self.source.take(&name, &[outputs], Init::Zeros)?))
     }
 
     fn linear_from(

@@ -91,3 +91,57 @@ fn a_linear_in_parts_computes_the_whole_ones_outputs_in_the_parts_order() {
         .linear_parts("layer", inputs, outputs, false, &[vec![outputs]])
         .is_err());
 }
+
+/// A source that only has `take`: the loader transposes its matrices itself.
+struct TakeOnly(SyntheticWeights);
+
+impl WeightSource for TakeOnly {
+    fn take(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Values> {
+        self.0.take(name, shape, init)
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.0.finish()
+    }
+}
+
+/// Synthetic linear weights made in the layer's [in, out] order are the layer that transposing
+/// the stored [out, in] values makes: the same outputs to the bit, in each precision and in int8.
+#[test]
+fn a_linear_from_transposed_values_is_the_one_the_loader_transposes() {
+    type B = crate::pipeline::B;
+    let device = crate::device::cpu_device();
+    let (inputs, outputs) = (67, 45);
+    let x = Tensor::<B, 2>::from_data(
+        TensorData::new(
+            (0..3 * inputs).map(|v| (v as f32 * 0.37).sin()).collect(),
+            [3, inputs],
+        ),
+        &device,
+    );
+    let bits = |source: &mut dyn WeightSource, precision: Precision, int8: bool| -> Vec<u32> {
+        let mut loader = Loader::<B>::new(source, &device, precision);
+        loader.int8_weights = int8;
+        let layer = loader.linear("layer", inputs, outputs, true).unwrap();
+        let y = layer.forward(x.clone().cast(precision.dtype()));
+        let y = y.cast(DType::F32).into_data().to_vec::<f32>().unwrap();
+        y.iter().map(|v| v.to_bits()).collect()
+    };
+    for (precision, int8) in [
+        (Precision::F32, false),
+        (Precision::F16, false),
+        (Precision::Bf16, false),
+        (Precision::F32, true),
+    ] {
+        let mut synthetic = SyntheticWeights::new(11);
+        assert!(synthetic
+            .take_transposed("layer.weight", outputs, inputs, Init::FanIn(inputs))
+            .unwrap()
+            .is_some());
+        let direct = bits(&mut synthetic, precision, int8);
+        let transposed_here = bits(&mut TakeOnly(SyntheticWeights::new(11)), precision, int8);
+        assert_eq!(direct, transposed_here, "{precision:?}, int8 {int8}");
+        // Another seed is another layer: the comparison can fail.
+        let other = bits(&mut TakeOnly(SyntheticWeights::new(12)), precision, int8);
+        assert_ne!(direct, other, "{precision:?}, int8 {int8}");
+    }
+}
