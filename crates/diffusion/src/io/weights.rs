@@ -339,16 +339,7 @@ impl<'a, B: Backend> Loader<'a, B> {
             .take_transposed(&name, outputs, inputs, Init::FanIn(inputs))?
         {
             let bias = self.take_bias(prefix, outputs, bias)?;
-            let weight = if self.int8_weights {
-                let packed =
-                    PackedInt8::quantize(&w.into_f32(), inputs, outputs, ScaleAxis::Columns);
-                Weight::Int8(Int8Matrix::upload(packed, &self.device))
-            } else {
-                let weight = self.upload(w, [inputs, outputs], self.precision.dtype());
-                Weight::Float(Param::from_tensor(weight))
-            };
-            let bias = bias.map(|b| self.upload(b, [outputs], self.precision.dtype()));
-            return Ok(Linear::new(weight, bias));
+            return Ok(self.linear_in_out(w, bias, inputs, outputs));
         }
         let (w, bias) = self.take_linear(prefix, inputs, outputs, bias)?;
         Ok(self.linear_from(w, bias, inputs, outputs))
@@ -432,8 +423,7 @@ impl<'a, B: Backend> Loader<'a, B> {
                     t[i * outputs + o] = *v;
                 }
             }
-            let packed = PackedInt8::quantize(&t, inputs, outputs, ScaleAxis::Columns);
-            Weight::Int8(Int8Matrix::upload(packed, &self.device))
+            return self.linear_in_out(Values::F32(t), bias, inputs, outputs);
         } else {
             // Flattening a transposed view cannot be a view: the backend copies it contiguously.
             let weight = self
@@ -441,6 +431,26 @@ impl<'a, B: Backend> Loader<'a, B> {
                 .transpose()
                 .reshape([inputs * outputs])
                 .reshape([inputs, outputs]);
+            Weight::Float(Param::from_tensor(weight))
+        };
+        let bias = bias.map(|b| self.upload(b, [outputs], self.precision.dtype()));
+        Linear::new(weight, bias)
+    }
+
+    /// A linear layer from its weight already as [inputs, outputs] (int8 with one scale per
+    /// output, or the run's precision).
+    fn linear_in_out(
+        &self,
+        w: Values,
+        bias: Option<Values>,
+        inputs: usize,
+        outputs: usize,
+    ) -> Linear<B> {
+        let weight = if self.int8_weights {
+            let packed = PackedInt8::quantize(&w.into_f32(), inputs, outputs, ScaleAxis::Columns);
+            Weight::Int8(Int8Matrix::upload(packed, &self.device))
+        } else {
+            let weight = self.upload(w, [inputs, outputs], self.precision.dtype());
             Weight::Float(Param::from_tensor(weight))
         };
         let bias = bias.map(|b| self.upload(b, [outputs], self.precision.dtype()));
