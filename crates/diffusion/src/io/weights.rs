@@ -169,6 +169,14 @@ pub fn choose_weights_file(folder: &Path, stem: &str, precision: Precision) -> R
     })
 }
 
+/// How a linear layer's weight is laid out: as PyTorch stores it ([outputs, inputs]), or already
+/// as the layer keeps it ([inputs, outputs], `WeightSource::take_transposed`).
+#[derive(Clone, Copy)]
+enum Order {
+    OutIn,
+    InOut,
+}
+
 /// Builds layers from a weight source onto a device.
 pub struct Loader<'a, B: Backend> {
     source: &'a mut dyn WeightSource,
@@ -339,10 +347,10 @@ impl<'a, B: Backend> Loader<'a, B> {
             .take_transposed(&name, outputs, inputs, Init::FanIn(inputs))?
         {
             let bias = self.take_bias(prefix, outputs, bias)?;
-            return Ok(self.linear_in_out(w, bias, inputs, outputs));
+            return Ok(self.linear_from(w, Order::InOut, bias, inputs, outputs));
         }
         let (w, bias) = self.take_linear(prefix, inputs, outputs, bias)?;
-        Ok(self.linear_from(w, bias, inputs, outputs))
+        Ok(self.linear_from(w, Order::OutIn, bias, inputs, outputs))
     }
 
     /// One `nn.Linear(inputs, outputs)` as several: part `k` computes the outputs `parts[k]` (in
@@ -368,7 +376,7 @@ impl<'a, B: Backend> Loader<'a, B> {
             }
             let part_w = w.select_rows(outputs, rows);
             let part_b = b.as_ref().map(|b| b.select_rows(outputs, rows));
-            linears.push(self.linear_from(part_w, part_b, inputs, rows.len()));
+            linears.push(self.linear_from(part_w, Order::OutIn, part_b, inputs, rows.len()));
         }
         Ok(linears)
     }
@@ -397,60 +405,56 @@ impl<'a, B: Backend> Loader<'a, B> {
         Ok(Some(self.source.take(&name, &[outputs], Init::Zeros)?))
     }
 
+    /// A linear layer from its weight `w`, in `order`.
     fn linear_from(
         &self,
         w: Values,
+        order: Order,
         bias: Option<Values>,
         inputs: usize,
         outputs: usize,
     ) -> Linear<B> {
-        // A GGUF-quantized or FP8 weight stays in its codes (`nn::blocks`).
-        let kept = match &w {
-            Values::Stored(stored) => HostBlocks::from_stored(stored, outputs, inputs, None),
-            Values::Scaled { stored, scale } => {
+        // A GGUF-quantized or FP8 weight stays in its codes (`nn::blocks`), as the file stores it.
+        let kept = match (&w, order) {
+            (Values::Stored(stored), Order::OutIn) => {
+                HostBlocks::from_stored(stored, outputs, inputs, None)
+            }
+            (Values::Scaled { stored, scale }, Order::OutIn) => {
                 HostBlocks::from_stored(stored, outputs, inputs, Some(*scale))
             }
-            Values::F32(_) => None,
+            _ => None,
         };
         let weight = if let Some(host) = kept {
             Weight::Blocks(BlockMatrix::upload(host, &self.device))
         } else if self.int8_weights {
             // Transposed on the host, so each output's scale is a column's.
             let w = w.into_f32();
-            let mut t = vec![0f32; w.len()];
-            for (o, row) in w.chunks_exact(inputs).enumerate() {
-                for (i, v) in row.iter().enumerate() {
-                    t[i * outputs + o] = *v;
+            let t = match order {
+                Order::InOut => w,
+                Order::OutIn => {
+                    let mut t = vec![0f32; w.len()];
+                    for (o, row) in w.chunks_exact(inputs).enumerate() {
+                        for (i, v) in row.iter().enumerate() {
+                            t[i * outputs + o] = *v;
+                        }
+                    }
+                    t
                 }
-            }
-            return self.linear_in_out(Values::F32(t), bias, inputs, outputs);
-        } else {
-            // Flattening a transposed view cannot be a view: the backend copies it contiguously.
-            let weight = self
-                .upload(w, [outputs, inputs], self.precision.dtype())
-                .transpose()
-                .reshape([inputs * outputs])
-                .reshape([inputs, outputs]);
-            Weight::Float(Param::from_tensor(weight))
-        };
-        let bias = bias.map(|b| self.upload(b, [outputs], self.precision.dtype()));
-        Linear::new(weight, bias)
-    }
-
-    /// A linear layer from its weight already as [inputs, outputs] (int8 with one scale per
-    /// output, or the run's precision).
-    fn linear_in_out(
-        &self,
-        w: Values,
-        bias: Option<Values>,
-        inputs: usize,
-        outputs: usize,
-    ) -> Linear<B> {
-        let weight = if self.int8_weights {
-            let packed = PackedInt8::quantize(&w.into_f32(), inputs, outputs, ScaleAxis::Columns);
+            };
+            let packed = PackedInt8::quantize(&t, inputs, outputs, ScaleAxis::Columns);
             Weight::Int8(Int8Matrix::upload(packed, &self.device))
         } else {
-            let weight = self.upload(w, [inputs, outputs], self.precision.dtype());
+            let dtype = self.precision.dtype();
+            let weight = match order {
+                Order::InOut => self.upload(w, [inputs, outputs], dtype),
+                // Flattening a transposed view cannot be a view: the backend copies it
+                // contiguously.
+                Order::OutIn => self
+                    .upload(w, [outputs, inputs], dtype)
+                    .transpose()
+                    .reshape([inputs * outputs])
+                    .reshape([inputs, outputs]),
+            };
             Weight::Float(Param::from_tensor(weight))
         };
         let bias = bias.map(|b| self.upload(b, [outputs], self.precision.dtype()));
