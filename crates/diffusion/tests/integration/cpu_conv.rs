@@ -54,21 +54,56 @@ const A_T: [[f64; 6]; 4] = [
     [0.0, 1.0, -1.0, 8.0, -8.0, 1.0],
 ];
 
+// The reference below is written with `while` loops: the tests' build (opt-level 1) calls a
+// `Range` iterator's `next` out of line on every iteration, and those calls were most of these
+// tests' time (the Winograd blocking test took 24 s on one core).
+
 /// `|M| |X| |M|^T` for a 6xK matrix M and a KxK block X: a transform's magnitude.
 fn abs_transform<const K: usize>(m: &[[f64; K]; 6], x: &[[f64; K]; K]) -> [f64; 36] {
     let mut left = [[0f64; K]; 6];
-    for (a, row) in m.iter().enumerate() {
-        for j in 0..K {
-            left[a][j] = (0..K).map(|k| row[k].abs() * x[k][j].abs()).sum();
+    let mut a = 0;
+    while a < 6 {
+        let mut j = 0;
+        while j < K {
+            let mut k = 0;
+            while k < K {
+                left[a][j] += m[a][k].abs() * x[k][j].abs();
+                k += 1;
+            }
+            j += 1;
         }
+        a += 1;
     }
     let mut out = [0f64; 36];
-    for a in 0..6 {
-        for b in 0..6 {
-            out[a * 6 + b] = (0..K).map(|k| left[a][k] * m[b][k].abs()).sum();
+    let mut a = 0;
+    while a < 6 {
+        let mut b = 0;
+        while b < 6 {
+            let mut k = 0;
+            while k < K {
+                out[a * 6 + b] += left[a][k] * m[b][k].abs();
+                k += 1;
+            }
+            b += 1;
         }
+        a += 1;
     }
     out
+}
+
+/// The parts of Winograd outputs' bounds (`Case::winograd_magnitude`), each made once: a tile's
+/// 16 output weights, the current output channel's transformed kernels, each tile's transformed
+/// windows, and for the current image and output channel each tile's kernel-window products
+/// summed over the input channels (shared by the tile's 16 outputs).
+struct WinogradParts {
+    /// `|A^T|_i ⊗ |A^T|_j` for the output at (i, j) of a 4x4 tile.
+    weights: [[f64; 36]; 16],
+    /// The output channel and `|G| |g| |G^T|` for each input channel's kernel `g`.
+    kernels: (usize, Vec<[f64; 36]>),
+    /// `|B^T| |d| |B|` for each input channel's window `d`, by tile (image, tile row, column).
+    windows: Vec<Vec<[f64; 36]>>,
+    /// The (image, output channel) and, by tile, the sum over input channels of kernel ⊙ window.
+    sums: ((usize, usize), Vec<Option<[f64; 36]>>),
 }
 
 struct Case {
@@ -104,39 +139,64 @@ impl Case {
         let (cin_g, cout_g) = (self.inputs / self.groups, self.outputs / self.groups);
         let (g, k) = (co / cout_g, self.kernel);
         let (mut sum, mut magnitude) = (bias[co] as f64, 0f64);
-        for ci in 0..cin_g {
-            let c = g * cin_g + ci;
-            for ky in 0..k {
-                for kx in 0..k {
-                    let iy = (y * self.stride + ky) as isize - self.padding as isize;
-                    let ix = (xo * self.stride + kx) as isize - self.padding as isize;
-                    if iy < 0 || ix < 0 || iy >= self.height as isize || ix >= self.width as isize {
-                        continue;
+        let mut ci = 0;
+        while ci < cin_g {
+            let plane = (n * self.inputs + g * cin_g + ci) * self.height;
+            let kernel = (co * cin_g + ci) * k * k;
+            let mut ky = 0;
+            while ky < k {
+                let iy = (y * self.stride + ky) as isize - self.padding as isize;
+                if iy >= 0 && (iy as usize) < self.height {
+                    let row = (plane + iy as usize) * self.width;
+                    let mut kx = 0;
+                    while kx < k {
+                        let ix = (xo * self.stride + kx) as isize - self.padding as isize;
+                        if ix >= 0 && (ix as usize) < self.width {
+                            let product =
+                                x[row + ix as usize] as f64 * w[kernel + ky * k + kx] as f64;
+                            sum += product;
+                            magnitude += product.abs();
+                        }
+                        kx += 1;
                     }
-                    let xi = ((n * self.inputs + c) * self.height + iy as usize) * self.width
-                        + ix as usize;
-                    let wi = ((co * cin_g + ci) * k + ky) * k + kx;
-                    let product = x[xi] as f64 * w[wi] as f64;
-                    sum += product;
-                    magnitude += product.abs();
                 }
+                ky += 1;
             }
+            ci += 1;
         }
         (sum, magnitude, cin_g * k * k)
     }
 
+    /// Empty caches for `winograd_magnitude`.
+    fn winograd_parts(&self) -> WinogradParts {
+        let mut weights = [[0f64; 36]; 16];
+        for (ij, out) in weights.iter_mut().enumerate() {
+            for a in 0..6 {
+                for b in 0..6 {
+                    out[a * 6 + b] = A_T[ij / 4][a].abs() * A_T[ij % 4][b].abs();
+                }
+            }
+        }
+        let tiles = self.out_size(self.height).div_ceil(4) * self.out_size(self.width).div_ceil(4);
+        WinogradParts {
+            weights,
+            kernels: (0, Vec::new()),
+            windows: vec![Vec::new(); self.batch * tiles],
+            sums: ((0, 0), vec![None; tiles]),
+        }
+    }
+
     /// `Σ_c |A^T| (|G| |g| |G^T| ⊙ |B^T| |d| |B|) |A|` at output `index`: what a Winograd
     /// output's rounding errors are proportional to (each path through the transforms, the
-    /// products and the sum over channels rounds at most `inputs + 32` times). `kernels` and
-    /// `windows` cache the transformed magnitudes of one output channel's kernels and of each
-    /// tile's windows.
+    /// products and the sum over channels rounds at most `inputs + 32` times). `parts` keeps
+    /// what other outputs share: it is fastest when the outputs of one output channel come
+    /// together.
     fn winograd_magnitude(
         &self,
         x: &[f32],
         w: &[f32],
         index: usize,
-        kernels: &mut (usize, Vec<[f64; 36]>),
-        windows: &mut std::collections::HashMap<(usize, usize, usize), Vec<[f64; 36]>>,
+        parts: &mut WinogradParts,
     ) -> f64 {
         let (oh, ow) = (self.out_size(self.height), self.out_size(self.width));
         let (xo, y) = (index % ow, (index / ow) % oh);
@@ -144,9 +204,12 @@ impl Case {
             (index / (ow * oh)) % self.outputs,
             index / (ow * oh * self.outputs),
         );
-        if kernels.0 != co || kernels.1.is_empty() {
-            kernels.0 = co;
-            kernels.1 = (0..self.inputs)
+        let (ty, tx, tiles_x) = (y / 4, xo / 4, ow.div_ceil(4));
+        let tile = ty * tiles_x + tx;
+        let image_tile = n * parts.sums.1.len() + tile;
+        if parts.kernels.0 != co || parts.kernels.1.is_empty() {
+            parts.kernels.0 = co;
+            parts.kernels.1 = (0..self.inputs)
                 .map(|c| {
                     let mut g = [[0f64; 3]; 3];
                     for (i, row) in g.iter_mut().enumerate() {
@@ -158,9 +221,9 @@ impl Case {
                 })
                 .collect();
         }
-        let (ty, tx) = (y / 4, xo / 4);
-        let window = windows.entry((n, ty, tx)).or_insert_with(|| {
-            (0..self.inputs)
+        let window = &mut parts.windows[image_tile];
+        if window.is_empty() {
+            *window = (0..self.inputs)
                 .map(|c| {
                     let mut d = [[0f64; 6]; 6];
                     for (i, row) in d.iter_mut().enumerate() {
@@ -180,21 +243,34 @@ impl Case {
                     }
                     abs_transform(&B_T, &d)
                 })
-                .collect()
-        });
-        let (i, j) = (y % 4, xo % 4);
-        let mut weights = [0f64; 36];
-        for a in 0..6 {
-            for b in 0..6 {
-                weights[a * 6 + b] = A_T[i][a].abs() * A_T[j][b].abs();
-            }
+                .collect();
         }
-        kernels
-            .1
-            .iter()
-            .zip(window.iter())
-            .map(|(u, v)| (0..36).map(|p| weights[p] * u[p] * v[p]).sum::<f64>())
-            .sum()
+        if parts.sums.0 != (n, co) {
+            parts.sums.0 = (n, co);
+            parts.sums.1.iter_mut().for_each(|sum| *sum = None);
+        }
+        let sum = parts.sums.1[tile].get_or_insert_with(|| {
+            let (kernels, window) = (&parts.kernels.1, &parts.windows[image_tile]);
+            let mut sum = [0f64; 36];
+            let mut c = 0;
+            while c < self.inputs {
+                let (u, v) = (&kernels[c], &window[c]);
+                let mut p = 0;
+                while p < 36 {
+                    sum[p] += u[p] * v[p];
+                    p += 1;
+                }
+                c += 1;
+            }
+            sum
+        });
+        let weights = &parts.weights[(y % 4) * 4 + xo % 4];
+        let (mut total, mut p) = (0f64, 0);
+        while p < 36 {
+            total += weights[p] * sum[p];
+            p += 1;
+        }
+        total
     }
 
     fn check(&self, dtype: DType, path: Path) {
@@ -238,25 +314,30 @@ impl Case {
         );
         let got = values(out);
         let (oh, ow) = (self.out_size(self.height), self.out_size(self.width));
-        let (mut kernels, mut windows) = ((0, Vec::new()), std::collections::HashMap::new());
-        let (mut checked, mut expected, mut bounds) = (Vec::new(), Vec::new(), Vec::new());
-        for i in (0..self.out_len()).step_by(step) {
+        let mut parts = self.winograd_parts();
+        let indices: Vec<usize> = (0..self.out_len()).step_by(step).collect();
+        // Each output channel's outputs together (its kernels are transformed once), in the
+        // order checked; each output's result goes to its place in that order.
+        let mut order: Vec<usize> = (0..indices.len()).collect();
+        order.sort_by_key(|&k| ((indices[k] / (oh * ow)) % self.outputs, indices[k]));
+        let (mut expected, mut bounds) = (vec![0f64; indices.len()], vec![0f64; indices.len()]);
+        for k in order {
+            let i = indices[k];
             let (value, magnitude, terms) = self.direct_at(&x, &w, &bias, i);
             let b = bias[(i / (oh * ow)) % self.outputs].abs() as f64;
-            let bound = match path {
+            bounds[k] = match path {
                 Path::SumF32 => gamma(terms + 1) * (magnitude + b),
                 Path::SumF16 => {
                     gamma(terms) * magnitude + U16 * (2.0 * value.abs() + b) + 2.0 * F16_TINY
                 }
                 Path::Winograd => {
-                    let m = self.winograd_magnitude(&x, &w, i, &mut kernels, &mut windows);
+                    let m = self.winograd_magnitude(&x, &w, i, &mut parts);
                     gamma(self.inputs + 32) * (m + b)
                 }
             };
-            checked.push(got[i]);
-            expected.push(value);
-            bounds.push(bound);
+            expected[k] = value;
         }
+        let checked: Vec<f32> = indices.iter().map(|&i| got[i]).collect();
         assert_within(
             &format!(
                 "{dtype:?} batch {} {}->{} channels {}x{} groups {} kernel {} stride {} padding {}",
