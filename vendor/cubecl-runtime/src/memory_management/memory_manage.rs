@@ -493,13 +493,11 @@ impl<Storage: ComputeStorage> MemoryManagement<Storage> {
         );
 
         // Find first pool that fits this allocation
-        // (SD Bench) The error only when no pool fits: `ok_or` built it, and walked the device
-        // thread's stack for its backtrace, on every reservation.
         let pool = self
             .pools
             .iter_mut()
             .find(|p| p.accept(size))
-            .ok_or_else(|| IoError::BufferTooBig {
+            .ok_or(IoError::BufferTooBig {
                 size,
                 backtrace: BackTrace::capture(),
             })?;
