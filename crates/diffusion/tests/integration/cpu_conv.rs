@@ -314,12 +314,14 @@ impl Case {
         );
         let got = values(out);
         let (oh, ow) = (self.out_size(self.height), self.out_size(self.width));
-        let mut parts = self.winograd_parts();
+        let mut parts = matches!(path, Path::Winograd).then(|| self.winograd_parts());
         let indices: Vec<usize> = (0..self.out_len()).step_by(step).collect();
-        // Each output channel's outputs together (its kernels are transformed once), in the
-        // order checked; each output's result goes to its place in that order.
+        // For Winograd, each output channel's outputs together (its kernels are transformed
+        // once); each output's result goes to its place in the order checked.
         let mut order: Vec<usize> = (0..indices.len()).collect();
-        order.sort_by_key(|&k| ((indices[k] / (oh * ow)) % self.outputs, indices[k]));
+        if parts.is_some() {
+            order.sort_by_key(|&k| ((indices[k] / (oh * ow)) % self.outputs, indices[k]));
+        }
         let (mut expected, mut bounds) = (vec![0f64; indices.len()], vec![0f64; indices.len()]);
         for k in order {
             let i = indices[k];
@@ -331,7 +333,8 @@ impl Case {
                     gamma(terms) * magnitude + U16 * (2.0 * value.abs() + b) + 2.0 * F16_TINY
                 }
                 Path::Winograd => {
-                    let m = self.winograd_magnitude(&x, &w, i, &mut parts);
+                    let parts = parts.as_mut().expect("made for the Winograd path");
+                    let m = self.winograd_magnitude(&x, &w, i, parts);
                     gamma(self.inputs + 32) * (m + b)
                 }
             };
