@@ -15,8 +15,9 @@ use sdbench_bench::workload::workload_names;
 use sdbench_bench::{BenchResult, Overrides, Workload};
 use sdbench_diffusion::{ModelSource, Preset};
 use sdbench_history::Record;
-use sdbench_hub::{cache, download::pipeline_files, Hub, HubSettings};
+use sdbench_hub::{cache, HubSettings};
 use sdbench_report::Run;
+use sdbench_session::hub_components::{engine_components, engine_hub};
 use sdbench_session::model_name::license_note;
 use sdbench_session::ModelName;
 
@@ -77,7 +78,7 @@ fn own_workload(settings: &Settings, hub: &HubSettings, asked: &Workload) -> Opt
     let name = settings.model_name().ok()?;
     if let ModelName::Hub { id, .. } = &name {
         let preset = Preset::all().any(|p| p.repository() == id.as_str());
-        if !preset && cache::cached_snapshot(hub, id, REVISION).is_none() {
+        if !preset && cache::cached_snapshot(hub, id, REVISION, engine_components).is_none() {
             return None;
         }
     }
@@ -138,7 +139,7 @@ pub async fn model_status(
                 local("checkpoint", Some(&file))
             }
             ModelName::Hub { id, note } => {
-                let cached = cache::cached_snapshot(&state.hub, &id, REVISION);
+                let cached = cache::cached_snapshot(&state.hub, &id, REVISION, engine_components);
                 let mut status = ModelStatus {
                     model: id.to_string(),
                     source: "hub".into(),
@@ -151,9 +152,9 @@ pub async fn model_status(
                     own_workload: own(),
                 };
                 if !status.ready {
-                    let hub = Hub::new(state.hub.clone());
+                    let hub = engine_hub(state.hub.clone());
                     let listed = hub.listing(&id, REVISION).and_then(|l| {
-                        let files = pipeline_files(&id, &l)?;
+                        let files = hub.pipeline_files(&id, &l)?;
                         Ok((files, l.license))
                     });
                     match listed {
@@ -202,7 +203,7 @@ pub async fn start_download(
             "Enter a Hub id in System to download a model.",
         ));
     };
-    let hub = Hub::new(state.hub.clone());
+    let hub = engine_hub(state.hub.clone());
     state
         .jobs
         .start(JobKind::Download, channel_sink(on_event), move |cx| {

@@ -6,6 +6,7 @@ use tauri::State;
 
 use sdbench_diffusion::kernel_cache;
 use sdbench_hub::{cache, CachedModel, RepoId};
+use sdbench_session::hub_components::engine_components;
 
 use crate::errors::{ErrorKind, UiError, UiResult};
 use crate::jobs::capitalise;
@@ -37,7 +38,7 @@ pub struct KernelCacheInfo {
 pub async fn cache_info(state: State<'_, AppState>) -> UiResult<CacheInfo> {
     let state = state.inner().clone();
     blocking(move || {
-        let models = cache::list(&state.hub)?;
+        let models = cache::list(&state.hub, engine_components)?;
         let kernels = match &state.kernel_cache {
             Some(dir) => {
                 let usage = kernel_cache::usage(dir)?;

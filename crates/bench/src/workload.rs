@@ -199,7 +199,12 @@ impl Workload {
                 if let Some(preset) = Preset::all().find(|p| p.repository() == id.as_str()) {
                     return made_for(preset.family());
                 }
-                match sdbench_hub::cache::cached_snapshot(hub, id, revision) {
+                match sdbench_hub::cache::cached_snapshot(
+                    hub,
+                    id,
+                    revision,
+                    sdbench_session::hub_components::engine_components,
+                ) {
                     Some(snapshot) => ModelSource::Folder(snapshot.path),
                     None => {
                         return Ok((

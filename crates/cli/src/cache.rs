@@ -5,6 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use sdbench_diffusion::kernel_cache;
 use sdbench_hub::{cache, HubSettings, RepoId, DEFAULT_MODEL};
+use sdbench_session::hub_components::engine_components;
 
 use crate::progress::human_bytes;
 
@@ -54,7 +55,7 @@ pub fn run(command: CacheCommand) -> anyhow::Result<()> {
 }
 
 fn list(settings: &HubSettings, json: bool) -> anyhow::Result<()> {
-    let models = cache::list(settings)?;
+    let models = cache::list(settings, engine_components)?;
     let kernels = kernel_cache::default_dir()
         .map(|dir| kernel_cache::usage(&dir))
         .transpose()?;
@@ -177,7 +178,7 @@ fn clean(settings: &HubSettings, models: &[String], yes: bool) -> anyhow::Result
         }
         ids.push(id);
     }
-    let cached = cache::list(settings)?;
+    let cached = cache::list(settings, engine_components)?;
     let present: Vec<_> = ids
         .iter()
         .filter_map(|id| {

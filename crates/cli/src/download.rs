@@ -1,7 +1,8 @@
 //! `sdbench download`: fetch a model into the Hugging Face cache.
 
 use anyhow::Context;
-use sdbench_hub::{Hub, HubSettings, RepoId, DEFAULT_MODEL};
+use sdbench_hub::{HubSettings, RepoId, DEFAULT_MODEL};
+use sdbench_session::hub_components::engine_hub;
 
 use crate::progress::{human_bytes, DownloadBar};
 
@@ -21,7 +22,7 @@ pub fn run(args: DownloadArgs) -> anyhow::Result<()> {
         eprintln!("note: {note}");
     }
     let settings = HubSettings::from_env();
-    let hub = Hub::new(settings.clone());
+    let hub = engine_hub(settings.clone());
     let cancel = crate::interrupt::token();
     let mut bar = DownloadBar::new();
     let result = hub.download(&id, &args.revision, &mut |p| bar.update(p), &|| {

@@ -1,6 +1,7 @@
-//! Stable Diffusion (1.x, 2.x, XL) on burn: CLIP tokenizers and text encoders, UNet, VAE and
-//! schedulers, loaded from a diffusers model folder (or synthetic weights) and run on the best
-//! available backend.
+//! The image-generation engine on burn: the model families of `pipeline::registry` (Stable
+//! Diffusion 1.x, 2.x and XL, FLUX.2 klein, Z-Image), each a list of components (text encoders,
+//! tokenizers, a UNet or diffusion transformer, a VAE, a scheduler), loaded from diffusers folders,
+//! single files, GGUF or synthetic weights, and run on the best available backend.
 //! Knows nothing of benchmarks, desktop shells or terminals.
 
 pub mod device;
@@ -25,13 +26,14 @@ pub use io::weights::Precision;
 pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
 pub use pipeline::registry::{
-    family_of, parts_for_denoiser_file, preset_for_denoiser_file, standard_workloads, FAMILIES,
-    PLAIN_SYNTHETIC, STANDARD_WORKLOAD,
+    components_to_fetch, family_of, family_of_index, parts_for_denoiser_file,
+    preset_for_denoiser_file, standard_workloads, FAMILIES, PLAIN_SYNTHETIC, STANDARD_WORKLOAD,
 };
 pub use pipeline::workload::{Prompts, WorkloadSpec};
 pub use pipeline::{
-    CancelToken, ComponentFiles, Family, FamilyDescriptor, GenerateRequest, Generated,
-    GeneratedImage, GuidanceOptions, InitImage, InitialNoise, LoadOptions, ModelSource,
-    ParameterCounts, Pipeline, Placement, Preset, Progress, StepSync, TimedCall,
+    CancelToken, Component, ComponentFiles, ComponentKind, Family, FamilyDescriptor,
+    GenerateRequest, Generated, GeneratedImage, GuidanceOptions, InitImage, InitialNoise,
+    LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress, StepSync,
+    TimedCall,
 };
 pub use scheduler::{PredictionType, SchedulerKind};

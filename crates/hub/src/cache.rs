@@ -14,190 +14,31 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;
 
+use crate::components::{components_in, missing_in, ChooseComponents, MODEL_INDEX};
 use crate::error::{HubError, Result};
 use crate::repo::{HubSettings, RepoId};
 
-/// The files a diffusers Stable Diffusion pipeline needs besides weights.
-pub const PIPELINE_CONFIGS: &[&str] = &[
-    "model_index.json",
-    "scheduler/scheduler_config.json",
-    "text_encoder/config.json",
-    "tokenizer/vocab.json",
-    "tokenizer/merges.txt",
-    "unet/config.json",
-    "vae/config.json",
-];
-
-/// Optional small files fetched when the repository has them.
-pub const PIPELINE_EXTRAS: &[&str] = &[
-    "tokenizer/tokenizer_config.json",
-    "tokenizer/special_tokens_map.json",
-];
-
-/// Each component's weights, as (folder, file stem); `{stem}.fp16.safetensors` is preferred.
-pub const PIPELINE_WEIGHTS: &[(&str, &str)] = &[
-    ("text_encoder", "model"),
-    ("unet", "diffusion_pytorch_model"),
-    ("vae", "diffusion_pytorch_model"),
-];
-
-/// SDXL's second tokenizer and text encoder: needed when the repository has them.
-pub const SECOND_ENCODER_CONFIGS: &[&str] = &[
-    "text_encoder_2/config.json",
-    "tokenizer_2/vocab.json",
-    "tokenizer_2/merges.txt",
-];
-pub const SECOND_ENCODER_EXTRAS: &[&str] = &[
-    "tokenizer_2/tokenizer_config.json",
-    "tokenizer_2/special_tokens_map.json",
-];
-pub const SECOND_ENCODER_WEIGHTS: (&str, &str) = ("text_encoder_2", "model");
-
-/// A transformer pipeline (`Flux2KleinPipeline`, `ZImagePipeline`): a Qwen3 text encoder with its
-/// `tokenizer.json`, a transformer instead of a UNet; the large components come in shards with
-/// an index.
-pub const TRANSFORMER_CONFIGS: &[&str] = &[
-    "model_index.json",
-    "scheduler/scheduler_config.json",
-    "text_encoder/config.json",
-    "tokenizer/tokenizer.json",
-    "transformer/config.json",
-    "vae/config.json",
-];
-pub const TRANSFORMER_EXTRAS: &[&str] = &[
-    "tokenizer/tokenizer_config.json",
-    "tokenizer/chat_template.jinja",
-    "tokenizer/special_tokens_map.json",
-];
-pub const TRANSFORMER_WEIGHTS: &[(&str, &str)] = &[
-    ("text_encoder", "model"),
-    ("transformer", "diffusion_pytorch_model"),
-    ("vae", "diffusion_pytorch_model"),
-];
-
-/// Which pipeline a repository or folder holds, from the files it has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PipelineLayout {
-    /// A UNet pipeline with one CLIP text encoder and its tokenizer, or two (`two_encoders`).
-    UNet { two_encoders: bool },
-    /// A transformer pipeline with one text encoder and its tokenizer: the same files whatever
-    /// the family, which the engine tells apart by model_index.json once they are here.
-    Transformer,
+/// What the pipeline in `folder` lacks of the components `choose` names for it (links are
+/// followed, so a link to a missing blob counts as missing): model_index.json, each component's
+/// needed files and each network's weights (a shard index with every shard it names). A pipeline
+/// `choose` refuses lacks what its answer says.
+pub fn missing_pipeline_files(folder: &Path, choose: ChooseComponents) -> Vec<String> {
+    missing_with(folder, choose, true)
 }
 
-impl PipelineLayout {
-    /// The layout of a repository or folder where `has(path)` tells whether a file exists.
-    pub fn of(has: impl Fn(&str) -> bool) -> Self {
-        if has("transformer/config.json") && !has("unet/config.json") {
-            PipelineLayout::Transformer
-        } else {
-            PipelineLayout::UNet {
-                two_encoders: has("text_encoder_2/config.json"),
-            }
-        }
+/// `missing_pipeline_files` without the weights: the configs and tokenizer files alone.
+pub fn missing_configs(folder: &Path, choose: ChooseComponents) -> Vec<String> {
+    missing_with(folder, choose, false)
+}
+
+fn missing_with(folder: &Path, choose: ChooseComponents, weights: bool) -> Vec<String> {
+    if !folder.join(MODEL_INDEX).is_file() {
+        return vec![MODEL_INDEX.to_string()];
     }
-
-    /// What the pipeline reads: configs, optional small files and (folder, weights stem) per
-    /// component.
-    pub fn parts(
-        self,
-    ) -> (
-        Vec<&'static str>,
-        Vec<&'static str>,
-        Vec<(&'static str, &'static str)>,
-    ) {
-        match self {
-            PipelineLayout::Transformer => (
-                TRANSFORMER_CONFIGS.to_vec(),
-                TRANSFORMER_EXTRAS.to_vec(),
-                TRANSFORMER_WEIGHTS.to_vec(),
-            ),
-            PipelineLayout::UNet { two_encoders } => {
-                let mut configs = PIPELINE_CONFIGS.to_vec();
-                let mut extras = PIPELINE_EXTRAS.to_vec();
-                let mut weights = PIPELINE_WEIGHTS.to_vec();
-                if two_encoders {
-                    configs.extend_from_slice(SECOND_ENCODER_CONFIGS);
-                    extras.extend_from_slice(SECOND_ENCODER_EXTRAS);
-                    weights.push(SECOND_ENCODER_WEIGHTS);
-                }
-                (configs, extras, weights)
-            }
-        }
+    match components_in(folder, choose) {
+        Ok(wanted) => missing_in(folder, &wanted, weights),
+        Err(problem) => vec![problem],
     }
-}
-
-/// A component's shard index, `{component}/{stem}.safetensors.index.json`.
-pub fn shard_index(component: &str, stem: &str) -> String {
-    format!("{component}/{stem}.safetensors.index.json")
-}
-
-/// Whether `path` is one of the shards of `{component}/{stem}`
-/// (`{stem}-00001-of-00002.safetensors`).
-pub fn is_shard(path: &str, component: &str, stem: &str) -> bool {
-    path.strip_prefix(&format!("{component}/{stem}-"))
-        .and_then(|rest| rest.strip_suffix(".safetensors"))
-        .is_some_and(|numbers| {
-            numbers.split("-of-").count() == 2
-                && numbers
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || c == '-' || c == 'o' || c == 'f')
-        })
-}
-
-/// The shard files an index in `folder` names (relative to the folder), or `None` when the index
-/// cannot be read.
-fn indexed_shards(folder: &Path, component: &str, index: &str) -> Option<Vec<String>> {
-    let text = fs::read_to_string(folder.join(index)).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let map = value.get("weight_map")?.as_object()?;
-    let mut files: Vec<String> = map
-        .values()
-        .filter_map(|v| v.as_str())
-        .map(|f| format!("{component}/{f}"))
-        .collect();
-    files.sort();
-    files.dedup();
-    Some(files)
-}
-
-/// The configs and tokenizer files a pipeline in `folder` needs that it lacks (its weights aside).
-pub fn missing_configs(folder: &Path) -> Vec<String> {
-    let (configs, _, _) = PipelineLayout::of(|f| folder.join(f).is_file()).parts();
-    configs
-        .iter()
-        .filter(|f| !folder.join(f).is_file())
-        .map(|f| f.to_string())
-        .collect()
-}
-
-/// Whether `folder` holds everything the pipeline reads (links are followed, so a link to a
-/// missing blob counts as missing). SDXL folders need the second tokenizer and text encoder too;
-/// a sharded component needs its index and every shard the index names.
-pub fn missing_pipeline_files(folder: &Path) -> Vec<String> {
-    let layout = PipelineLayout::of(|f| folder.join(f).is_file());
-    let (configs, _, weights) = layout.parts();
-    let mut missing: Vec<String> = configs
-        .iter()
-        .filter(|f| !folder.join(f).is_file())
-        .map(|f| f.to_string())
-        .collect();
-    for (component, stem) in weights {
-        let plain = format!("{component}/{stem}.safetensors");
-        let fp16 = format!("{component}/{stem}.fp16.safetensors");
-        let index = shard_index(component, stem);
-        if folder.join(&index).is_file() {
-            match indexed_shards(folder, component, &index) {
-                Some(shards) => {
-                    missing.extend(shards.into_iter().filter(|f| !folder.join(f).is_file()))
-                }
-                None => missing.push(index),
-            }
-        } else if !folder.join(&plain).is_file() && !folder.join(&fp16).is_file() {
-            missing.push(fp16);
-        }
-    }
-    missing
 }
 
 /// The snapshot folder `revision` (a branch name or a commit) resolves to in the cache, if it is
@@ -206,8 +47,11 @@ pub fn cached_snapshot(
     settings: &HubSettings,
     repo: &RepoId,
     revision: &str,
+    choose: ChooseComponents,
 ) -> Option<CachedSnapshot> {
-    cached_with(settings, repo, revision, missing_pipeline_files)
+    cached_with(settings, repo, revision, |folder| {
+        missing_pipeline_files(folder, choose)
+    })
 }
 
 /// The snapshot folder `revision` resolves to, if it holds the pipeline's configs and tokenizer
@@ -216,15 +60,18 @@ pub fn cached_configs(
     settings: &HubSettings,
     repo: &RepoId,
     revision: &str,
+    choose: ChooseComponents,
 ) -> Option<CachedSnapshot> {
-    cached_with(settings, repo, revision, missing_configs)
+    cached_with(settings, repo, revision, |folder| {
+        missing_configs(folder, choose)
+    })
 }
 
 fn cached_with(
     settings: &HubSettings,
     repo: &RepoId,
     revision: &str,
-    missing: fn(&Path) -> Vec<String>,
+    missing: impl Fn(&Path) -> Vec<String>,
 ) -> Option<CachedSnapshot> {
     let dir = settings.model_dir(repo);
     let commit = fs::read_to_string(dir.join("refs").join(revision))
@@ -268,8 +115,9 @@ pub struct CachedModel {
     pub partial_bytes: u64,
 }
 
-/// Every model in the cache, sorted by id. A missing cache folder is an empty list.
-pub fn list(settings: &HubSettings) -> Result<Vec<CachedModel>> {
+/// Every model in the cache, sorted by id (`runnable` as `choose` reads them). A missing cache
+/// folder is an empty list.
+pub fn list(settings: &HubSettings, choose: ChooseComponents) -> Result<Vec<CachedModel>> {
     let entries = match fs::read_dir(&settings.cache_dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -281,13 +129,13 @@ pub fn list(settings: &HubSettings) -> Result<Vec<CachedModel>> {
         let Some(repo) = RepoId::from_folder_name(&name) else {
             continue;
         };
-        models.push(describe(&entry.path(), &repo)?);
+        models.push(describe(&entry.path(), &repo, choose)?);
     }
     models.sort_by(|a, b| a.repo.cmp(&b.repo));
     Ok(models)
 }
 
-fn describe(dir: &Path, repo: &RepoId) -> Result<CachedModel> {
+fn describe(dir: &Path, repo: &RepoId, choose: ChooseComponents) -> Result<CachedModel> {
     let (size_bytes, partial_bytes) = disk_usage(dir)?;
     let mut snapshots: Vec<String> = fs::read_dir(dir.join("snapshots"))
         .map(|it| {
@@ -299,7 +147,7 @@ fn describe(dir: &Path, repo: &RepoId) -> Result<CachedModel> {
     snapshots.sort();
     let runnable = snapshots
         .iter()
-        .any(|s| missing_pipeline_files(&dir.join("snapshots").join(s)).is_empty());
+        .any(|s| missing_pipeline_files(&dir.join("snapshots").join(s), choose).is_empty());
     Ok(CachedModel {
         repo: repo.to_string(),
         path: dir.to_path_buf(),

@@ -1,5 +1,6 @@
-//! Downloads a pipeline from the Hub into the cache: only the files the engine reads, resumed
-//! after a dropped connection, verified against the Hub's checksums before they become visible.
+//! Downloads a pipeline from the Hub into the cache: model_index.json first, then only the files
+//! of the components the engine reads (`components`), resumed after a dropped connection,
+//! verified against the Hub's checksums before they become visible.
 
 use std::fs::{self, File};
 use std::io::{Read, Write};
@@ -9,9 +10,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use sha2::Digest as _;
 
-use crate::cache::{
-    cached_configs, cached_snapshot, is_shard, missing_configs, missing_pipeline_files,
-    shard_index, CachedSnapshot, DownloadLock, PipelineLayout,
+use crate::cache::{cached_configs, cached_snapshot, CachedSnapshot, DownloadLock};
+use crate::components::{
+    missing_in, parse_index, plan, ChooseComponents, WantedComponent, MAX_INDEX_BYTES, MODEL_INDEX,
 };
 use crate::error::{HubError, Result};
 use crate::repo::{HubSettings, RepoId};
@@ -158,12 +159,14 @@ pub struct Resolved {
 
 pub struct Hub {
     settings: HubSettings,
+    choose: ChooseComponents,
     agent: ureq::Agent,
     retry: RetryPolicy,
 }
 
 impl Hub {
-    pub fn new(settings: HubSettings) -> Hub {
+    /// A hub that fetches, of each pipeline, the components `choose` names for it.
+    pub fn new(settings: HubSettings, choose: ChooseComponents) -> Hub {
         let agent = ureq::AgentBuilder::new()
             .timeout_connect(Duration::from_secs(15))
             .timeout_read(Duration::from_secs(60))
@@ -171,6 +174,7 @@ impl Hub {
             .build();
         Hub {
             settings,
+            choose,
             agent,
             retry: RetryPolicy::default(),
         }
@@ -268,7 +272,7 @@ impl Hub {
         cancelled: &dyn Fn() -> bool,
         before_weights: &mut dyn FnMut(&Path) -> std::result::Result<(), E>,
     ) -> std::result::Result<Resolved, E> {
-        let cached = cached_snapshot(&self.settings, repo, revision);
+        let cached = cached_snapshot(&self.settings, repo, revision, self.choose);
         self.resolve_with(
             repo,
             revision,
@@ -291,7 +295,7 @@ impl Hub {
         progress: &mut dyn FnMut(&DownloadProgress),
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Resolved> {
-        let cached = cached_configs(&self.settings, repo, revision);
+        let cached = cached_configs(&self.settings, repo, revision, self.choose);
         self.resolve_with(
             repo,
             revision,
@@ -383,9 +387,10 @@ impl Hub {
         )
     }
 
-    /// Fetches the listing's pipeline files in `pipeline_files`' order (configs and tokenizer
-    /// files, then weights, unless only the configs are `wanted`), calling `before_weights` on the
-    /// snapshot folder before the first weights file.
+    /// Fetches model_index.json, then the files of the components `choose` names for it in
+    /// `components::plan`'s order (configs and tokenizer files, then weights, unless only the
+    /// configs are `wanted`), calling `before_weights` on the snapshot folder before the first
+    /// weights file.
     #[allow(clippy::too_many_arguments)]
     fn download_listing<E: From<HubError>>(
         &self,
@@ -397,61 +402,52 @@ impl Hub {
         cancelled: &dyn Fn() -> bool,
         before_weights: &mut dyn FnMut(&Path) -> std::result::Result<(), E>,
     ) -> std::result::Result<Snapshot, E> {
-        let mut files = pipeline_files(repo, listing)?;
-        if wanted == Wanted::Configs {
-            files.retain(|f| !is_weights(&f.path));
-        }
+        // What the pipeline is decides what else is fetched; a pipeline the engine refuses leaves
+        // nothing in the cache.
+        let index_file = index_file(repo, listing)?;
+        let (index_bytes, index_fetched) = self.index_bytes(repo, listing, index_file)?;
+        let (components, planned) = planned_files(repo, listing, &index_bytes, self.choose)?;
         let _lock = DownloadLock::acquire(&self.settings, repo)?;
         let model_dir = self.settings.model_dir(repo);
         let blobs = model_dir.join("blobs");
         let snapshot = model_dir.join("snapshots").join(&listing.commit);
         fs::create_dir_all(&blobs).map_err(|e| HubError::io(&blobs, e))?;
+        let mut fetched = 0;
+        if index_fetched {
+            write_atomically(&blobs.join(&index_file.blob_id), &index_bytes)?;
+            fetched += index_bytes.len() as u64;
+        }
+        let files: Vec<RemoteFile> = planned
+            .into_iter()
+            .filter(|(_, weights)| wanted == Wanted::Pipeline || !weights)
+            .map(|(file, _)| file)
+            .collect();
 
         let total: u64 = files.iter().map(|f| f.size).sum();
         let mut done = 0;
-        let mut downloaded = 0;
         let mut checked = false;
         for file in &files {
             if !checked && is_weights(&file.path) {
                 before_weights(&snapshot)?;
                 checked = true;
             }
-            let blob = blobs.join(&file.blob_id);
-            let complete = fs::metadata(&blob)
-                .map(|m| m.len() == file.size)
-                .unwrap_or(false);
-            if !complete {
-                let url = format!(
-                    "{}/{}/resolve/{}/{}",
-                    self.settings.endpoint, repo, listing.commit, file.path
-                );
-                let base = done;
-                downloaded += self.fetch_blob(&url, file, &blob, cancelled, &mut |file_done| {
-                    progress(&DownloadProgress {
-                        file: file.path.clone(),
-                        file_done,
-                        file_total: file.size,
-                        done: base + file_done,
-                        total,
-                    })
-                })?;
-            }
-            done += file.size;
-            progress(&DownloadProgress {
-                file: file.path.clone(),
-                file_done: file.size,
-                file_total: file.size,
+            self.fetch_into_snapshot(
+                repo,
+                listing,
+                file,
+                &blobs,
+                &snapshot,
                 done,
                 total,
-            });
-            link_into_snapshot(&blob, &snapshot, &file.path)?;
+                cancelled,
+                progress,
+                &mut fetched,
+            )?;
+            done += file.size;
         }
         // A shard index is read only now: a shard it names that the listing lacks would leave a
         // snapshot that never loads.
-        let missing = match wanted {
-            Wanted::Pipeline => missing_pipeline_files(&snapshot),
-            Wanted::Configs => missing_configs(&snapshot),
-        };
+        let missing = missing_in(&snapshot, &components, wanted == Wanted::Pipeline);
         if !missing.is_empty() {
             return Err(HubError::NotAPipeline {
                 repo: repo.to_string(),
@@ -472,9 +468,108 @@ impl Hub {
             commit: listing.commit.clone(),
             path: snapshot,
             files,
-            downloaded_bytes: downloaded,
+            downloaded_bytes: fetched,
             license: listing.license.clone(),
         })
+    }
+
+    /// The files a download of `listing` fetches (model_index.json is read, not stored): what a
+    /// person is told a download will cost before it starts.
+    pub fn pipeline_files(&self, repo: &RepoId, listing: &Listing) -> Result<Vec<RemoteFile>> {
+        let index = index_file(repo, listing)?;
+        let (bytes, _) = self.index_bytes(repo, listing, index)?;
+        let (_, planned) = planned_files(repo, listing, &bytes, self.choose)?;
+        Ok(planned.into_iter().map(|(file, _)| file).collect())
+    }
+
+    /// model_index.json's bytes: the cache's blob when it is complete, else fetched (its size
+    /// bounded by `index_file`) and checked against the listing; and whether they were fetched.
+    fn index_bytes(
+        &self,
+        repo: &RepoId,
+        listing: &Listing,
+        file: &RemoteFile,
+    ) -> Result<(Vec<u8>, bool)> {
+        let blob = self
+            .settings
+            .model_dir(repo)
+            .join("blobs")
+            .join(&file.blob_id);
+        if let Ok(bytes) = fs::read(&blob) {
+            if matches_listing(&bytes, file) {
+                return Ok((bytes, false));
+            }
+        }
+        let url = format!(
+            "{}/{}/resolve/{}/{}",
+            self.settings.endpoint, repo, listing.commit, file.path
+        );
+        let bytes = self.with_retries(|| {
+            let response = self.get(&url).call().map_err(|e| http_error(&url, e))?;
+            let mut bytes = Vec::new();
+            response
+                .into_reader()
+                .take(file.size + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| HubError::Network {
+                    url: url.clone(),
+                    reason: e.to_string(),
+                })?;
+            Ok(bytes)
+        })?;
+        if !matches_listing(&bytes, file) {
+            return Err(HubError::Checksum {
+                file: file.path.clone(),
+                expected: format!("{}, {} bytes", file.blob_id, file.size),
+                actual: format!("{} bytes that do not match", bytes.len()),
+            });
+        }
+        Ok((bytes, true))
+    }
+
+    /// Fetches `file` unless its blob is complete, reporting progress as the `done`th of `total`
+    /// bytes, and links it into the snapshot; adds the bytes fetched to `fetched`.
+    #[allow(clippy::too_many_arguments)]
+    fn fetch_into_snapshot(
+        &self,
+        repo: &RepoId,
+        listing: &Listing,
+        file: &RemoteFile,
+        blobs: &Path,
+        snapshot: &Path,
+        done: u64,
+        total: u64,
+        cancelled: &dyn Fn() -> bool,
+        progress: &mut dyn FnMut(&DownloadProgress),
+        fetched: &mut u64,
+    ) -> Result<()> {
+        let blob = blobs.join(&file.blob_id);
+        let complete = fs::metadata(&blob)
+            .map(|m| m.len() == file.size)
+            .unwrap_or(false);
+        if !complete {
+            let url = format!(
+                "{}/{}/resolve/{}/{}",
+                self.settings.endpoint, repo, listing.commit, file.path
+            );
+            *fetched += self.fetch_blob(&url, file, &blob, cancelled, &mut |file_done| {
+                progress(&DownloadProgress {
+                    file: file.path.clone(),
+                    file_done,
+                    file_total: file.size,
+                    done: done + file_done,
+                    total,
+                })
+            })?;
+        }
+        progress(&DownloadProgress {
+            file: file.path.clone(),
+            file_done: file.size,
+            file_total: file.size,
+            done: done + file.size,
+            total,
+        });
+        link_into_snapshot(&blob, snapshot, &file.path)
     }
 
     /// Fetches one file into `blob`, resuming `{blob}.incomplete`, and returns the bytes fetched.
@@ -638,51 +733,56 @@ enum Wanted {
     Configs,
 }
 
-/// The files of `listing` the pipeline needs: configs, tokenizers, and each component's weights
-/// (its fp16 file where it exists, else its one file, else its shard index and every shard); SDXL's
-/// second text encoder where the repository has one; a transformer pipeline's (FLUX.2) own parts.
-pub fn pipeline_files(repo: &RepoId, listing: &Listing) -> Result<Vec<RemoteFile>> {
-    let find = |path: &str| listing.files.iter().find(|f| f.path == path).cloned();
-    let layout = PipelineLayout::of(|path| find(path).is_some());
-    let (configs, extras, weights) = layout.parts();
-    let mut files = Vec::new();
-    let mut missing = Vec::new();
-    for path in configs {
-        match find(path) {
-            Some(f) => files.push(f),
-            None => missing.push(path.to_string()),
-        }
+/// The listing's model_index.json, if it has one of a pipeline's size.
+fn index_file<'a>(repo: &RepoId, listing: &'a Listing) -> Result<&'a RemoteFile> {
+    let not_a_pipeline = |problem: String| HubError::NotAPipeline {
+        repo: repo.to_string(),
+        problem,
+    };
+    let file = listing
+        .files
+        .iter()
+        .find(|f| f.path == MODEL_INDEX)
+        .ok_or_else(|| not_a_pipeline(format!("it has no {MODEL_INDEX}")))?;
+    if file.size > MAX_INDEX_BYTES {
+        return Err(not_a_pipeline(format!(
+            "its {MODEL_INDEX} is {} bytes, more than any pipeline's ({MAX_INDEX_BYTES})",
+            file.size
+        )));
     }
-    files.extend(extras.iter().filter_map(|p| find(p)));
-    for (component, stem) in weights {
-        let fp16 = format!("{component}/{stem}.fp16.safetensors");
-        let plain = format!("{component}/{stem}.safetensors");
-        let index = shard_index(component, stem);
-        if let Some(f) = find(&fp16).or_else(|| find(&plain)) {
-            files.push(f);
-        } else if let Some(f) = find(&index) {
-            files.push(f);
-            let shards: Vec<RemoteFile> = listing
-                .files
-                .iter()
-                .filter(|f| is_shard(&f.path, component, stem))
-                .cloned()
-                .collect();
-            if shards.is_empty() {
-                missing.push(format!("the shards {index} lists"));
-            }
-            files.extend(shards);
-        } else {
-            missing.push(format!("{plain} (or {fp16}, or {index} and its shards)"));
-        }
-    }
-    if !missing.is_empty() {
-        return Err(HubError::NotAPipeline {
-            repo: repo.to_string(),
-            problem: format!("it has no {}", missing.join(", ")),
-        });
-    }
-    Ok(files)
+    Ok(file)
+}
+
+/// The files of a listing a download fetches, in `components::plan`'s order, each with whether
+/// it is weights.
+type PlannedFiles = Vec<(RemoteFile, bool)>;
+
+/// The components `choose` names for the pipeline whose model_index.json is `index_bytes`, and
+/// the files of `listing` a download fetches for them.
+fn planned_files(
+    repo: &RepoId,
+    listing: &Listing,
+    index_bytes: &[u8],
+    choose: ChooseComponents,
+) -> Result<(Vec<WantedComponent>, PlannedFiles)> {
+    let not_a_pipeline = |problem: String| HubError::NotAPipeline {
+        repo: repo.to_string(),
+        problem,
+    };
+    let components = parse_index(index_bytes)
+        .and_then(|index| choose(&index))
+        .map_err(not_a_pipeline)?;
+    let paths: Vec<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
+    let planned = plan(&paths, &components)
+        .map_err(|missing| not_a_pipeline(format!("it has no {}", missing.join(", "))))?;
+    let files = planned
+        .into_iter()
+        .filter_map(|p| {
+            let file = listing.files.iter().find(|f| f.path == p.path)?;
+            Some((file.clone(), p.weights))
+        })
+        .collect();
+    Ok((components, files))
 }
 
 /// A weights file (a whole component's or a shard), as opposed to the small files that say what
@@ -739,6 +839,23 @@ fn http_error(url: &str, e: ureq::Error) -> HubError {
             }
         }
     }
+}
+
+/// Whether `bytes` are the listing's `file` (its size and checksum, as `verify` checks a file).
+fn matches_listing(bytes: &[u8], file: &RemoteFile) -> bool {
+    if bytes.len() as u64 != file.size {
+        return false;
+    }
+    let (expected, actual) = match &file.sha256 {
+        Some(sha) => (sha, hex(&sha2::Sha256::digest(bytes))),
+        None => {
+            let mut git = sha1::Sha1::new();
+            git.update(format!("blob {}\0", bytes.len()).as_bytes());
+            git.update(bytes);
+            (&file.blob_id, hex(&git.finalize()))
+        }
+    };
+    expected.eq_ignore_ascii_case(&actual)
 }
 
 /// Checks size and checksum: sha256 for LFS files, the git blob id (sha1) for the others.

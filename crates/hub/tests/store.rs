@@ -4,8 +4,10 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use sdbench_hub::{cache, Hub, HubError, HubSettings, RepoId, RetryPolicy};
+use sdbench_hub::components::plan;
+use sdbench_hub::{cache, Hub, HubError, HubSettings, RepoId, RetryPolicy, WantedComponent};
 use sdbench_test_server::{FakeRepo, RepoFile, TestServer};
+use serde_json::{Map, Value};
 
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
@@ -24,6 +26,43 @@ fn payload(seed: u8, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// The test's stand-in for the engine's families (the hub names no component): every component
+/// model_index.json lists but a safety checker or feature extractor; tokenizers and schedulers
+/// by their class names, with the files each cannot be read without.
+fn choose(index: &Map<String, Value>) -> Result<Vec<WantedComponent>, String> {
+    let mut wanted = Vec::new();
+    for (folder, value) in index {
+        let Some(class) = value.get(1).and_then(Value::as_str) else {
+            continue;
+        };
+        if matches!(folder.as_str(), "safety_checker" | "feature_extractor") {
+            continue;
+        }
+        let (needs, weights) = if class.starts_with("CLIPTokenizer") {
+            (vec!["vocab.json", "merges.txt"], false)
+        } else if class.contains("Tokenizer") {
+            (vec!["tokenizer.json"], false)
+        } else if class.ends_with("Scheduler") {
+            (vec!["scheduler_config.json"], false)
+        } else {
+            (vec!["config.json"], true)
+        };
+        wanted.push(WantedComponent {
+            folder: folder.clone(),
+            needs: needs.into_iter().map(str::to_string).collect(),
+            weights,
+        });
+    }
+    match index.get("_class_name").and_then(Value::as_str) {
+        Some("KandinskyV22Pipeline") => {
+            Err("holds a `KandinskyV22Pipeline`, which no family runs".into())
+        }
+        _ => Ok(wanted),
+    }
+}
+
+const MODEL_INDEX_JSON: &str = r#"{"_class_name":"StableDiffusionPipeline","safety_checker":["stable_diffusion","StableDiffusionSafetyChecker"],"scheduler":["diffusers","PNDMScheduler"],"text_encoder":["transformers","CLIPTextModel"],"tokenizer":["transformers","CLIPTokenizer"],"unet":["diffusers","UNet2DConditionModel"],"vae":["diffusers","AutoencoderKL"]}"#;
+
 /// A pipeline repository with extra files SD Bench must not fetch.
 fn fake_pipeline() -> FakeRepo {
     let json = |s: &str| s.as_bytes().to_vec();
@@ -31,11 +70,7 @@ fn fake_pipeline() -> FakeRepo {
         id: "test-org/tiny-pipeline".into(),
         commit: COMMIT.into(),
         files: vec![
-            file(
-                "model_index.json",
-                json(r#"{"_class_name":"StableDiffusionPipeline"}"#),
-                false,
-            ),
+            file("model_index.json", json(MODEL_INDEX_JSON), false),
             file(
                 "scheduler/scheduler_config.json",
                 json(r#"{"_class_name":"PNDMScheduler"}"#),
@@ -73,6 +108,7 @@ fn fake_pipeline() -> FakeRepo {
                 payload(5, 20_000),
                 true,
             ),
+            file("safety_checker/config.json", json(r#"{"sc":1}"#), false),
             file("safety_checker/model.safetensors", payload(6, 50_000), true),
             file("v1-5-pruned.safetensors", payload(7, 90_000), true),
         ],
@@ -132,7 +168,7 @@ fn downloads_only_the_pipeline_files_into_the_hf_layout() {
     let server = TestServer::start();
     server.add_repo(fake_pipeline());
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
     let mut events = Vec::new();
     let snapshot = hub
         .download(&repo_id(), "main", &mut |p| events.push(p.clone()), &never)
@@ -180,7 +216,7 @@ fn downloads_only_the_pipeline_files_into_the_hf_layout() {
     let last = events.last().unwrap();
     assert_eq!((last.done, last.total), (total, total));
     assert!(events.windows(2).all(|w| w[0].done <= w[1].done));
-    assert!(cache::missing_pipeline_files(&snapshot.path).is_empty());
+    assert!(cache::missing_pipeline_files(&snapshot.path, choose).is_empty());
 
     // A second download finds everything cached and fetches nothing.
     let before = server.downloads().len();
@@ -197,7 +233,7 @@ fn a_dropped_connection_is_resumed_with_a_range_request() {
     server.add_repo(fake_pipeline());
     server.drop_next_download("unet/diffusion_pytorch_model.fp16.safetensors", 12_345);
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
     let snapshot = hub
         .download(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
@@ -224,7 +260,7 @@ fn an_interrupted_download_keeps_no_broken_file_and_resumes_next_time() {
         attempts: 0,
         ..quick_retry()
     };
-    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(no_retry);
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(no_retry);
     let err = hub
         .download(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap_err();
@@ -237,9 +273,9 @@ fn an_interrupted_download_keeps_no_broken_file_and_resumes_next_time() {
     assert!(!snapshot
         .join("unet/diffusion_pytorch_model.fp16.safetensors")
         .exists());
-    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main").is_none());
+    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main", choose).is_none());
 
-    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
     let done = hub
         .download(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
@@ -259,7 +295,7 @@ fn a_corrupt_file_is_refused_and_removed() {
     server.add_repo(fake_pipeline());
     server.corrupt("vae/diffusion_pytorch_model.safetensors");
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
     let err = hub
         .download(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap_err();
@@ -274,7 +310,7 @@ fn a_corrupt_file_is_refused_and_removed() {
         .filter(|n| n.ends_with(".incomplete"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main").is_none());
+    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main", choose).is_none());
 }
 
 /// `resolve_checked` shows the caller the configs before the weights: a refusal there fetches no
@@ -284,7 +320,7 @@ fn a_check_on_the_configs_can_stop_a_download_before_the_weights() {
     let server = TestServer::start();
     server.add_repo(fake_pipeline());
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
     let mut seen = Vec::new();
     let err = hub
         .resolve_checked(&repo_id(), "main", &mut |_| {}, &never, &mut |configs| {
@@ -294,14 +330,14 @@ fn a_check_on_the_configs_can_stop_a_download_before_the_weights() {
         })
         .unwrap_err();
     assert!(matches!(err, HubError::Cancelled), "{err}");
-    assert_eq!(seen, [r#"{"_class_name":"StableDiffusionPipeline"}"#]);
+    assert_eq!(seen, [MODEL_INDEX_JSON]);
     let weights: Vec<_> = server
         .downloads()
         .into_iter()
         .filter(|(path, _)| path.ends_with(".safetensors"))
         .collect();
     assert!(weights.is_empty(), "{weights:?}");
-    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main").is_none());
+    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main", choose).is_none());
 
     let mut calls = 0;
     let resolved = hub
@@ -322,7 +358,7 @@ fn a_cached_model_works_with_no_network_and_a_missing_one_says_what_to_do() {
     let server = TestServer::start();
     server.add_repo(fake_pipeline());
     let dir = tempfile::tempdir().unwrap();
-    let online = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let online = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
     let downloaded = online
         .resolve(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
@@ -330,7 +366,8 @@ fn a_cached_model_works_with_no_network_and_a_missing_one_says_what_to_do() {
     assert_eq!(downloaded.license.as_deref(), Some("creativeml-openrail-m"));
 
     let start = std::time::Instant::now();
-    let offline = Hub::new(settings(dir.path(), &dead_endpoint())).with_retry(quick_retry());
+    let offline =
+        Hub::new(settings(dir.path(), &dead_endpoint()), choose).with_retry(quick_retry());
     let resolved = offline
         .resolve(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
@@ -347,7 +384,7 @@ fn a_cached_model_works_with_no_network_and_a_missing_one_says_what_to_do() {
     let mut forced = settings(dir.path(), &server.url());
     forced.offline = true;
     let before = server.requests().len();
-    let resolved = Hub::new(forced)
+    let resolved = Hub::new(forced, choose)
         .resolve(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
     assert_eq!(resolved.path, downloaded.path);
@@ -358,7 +395,8 @@ fn a_cached_model_works_with_no_network_and_a_missing_one_says_what_to_do() {
     );
 
     let empty = tempfile::tempdir().unwrap();
-    let offline = Hub::new(settings(empty.path(), &dead_endpoint())).with_retry(quick_retry());
+    let offline =
+        Hub::new(settings(empty.path(), &dead_endpoint()), choose).with_retry(quick_retry());
     let err = offline
         .resolve(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap_err();
@@ -373,7 +411,7 @@ fn listing_cleaning_and_the_download_lock() {
     let server = TestServer::start();
     server.add_repo(fake_pipeline());
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
     let snapshot = hub
         .download(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
@@ -382,7 +420,7 @@ fn listing_cleaning_and_the_download_lock() {
     fs::create_dir_all(&other).unwrap();
     fs::write(other.join("abc"), vec![0u8; 1000]).unwrap();
 
-    let models = cache::list(hub.settings()).unwrap();
+    let models = cache::list(hub.settings(), choose).unwrap();
     let names: Vec<&str> = models.iter().map(|m| m.repo.as_str()).collect();
     assert_eq!(names, ["someone/llm", "test-org/tiny-pipeline"]);
     let ours = &models[1];
@@ -399,7 +437,7 @@ fn listing_cleaning_and_the_download_lock() {
     }
     let freed = cache::remove(hub.settings(), &repo_id()).unwrap();
     assert_eq!(freed, total + COMMIT.len() as u64);
-    let left: Vec<String> = cache::list(hub.settings())
+    let left: Vec<String> = cache::list(hub.settings(), choose)
         .unwrap()
         .into_iter()
         .map(|m| m.repo)
@@ -419,7 +457,7 @@ fn tokens_are_sent_and_errors_name_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     let mut with_token = settings(dir.path(), &server.url());
     with_token.token = Some("hf_secret".into());
-    let hub = Hub::new(with_token).with_retry(quick_retry());
+    let hub = Hub::new(with_token, choose).with_retry(quick_retry());
     hub.download(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
     assert!(server
@@ -448,7 +486,7 @@ fn tokens_are_sent_and_errors_name_the_problem() {
     // Everything is cached already, so there is nothing to cancel; a fresh cache is cancelled.
     assert!(err.is_ok());
     let fresh = tempfile::tempdir().unwrap();
-    let hub = Hub::new(settings(fresh.path(), &server.url()));
+    let hub = Hub::new(settings(fresh.path(), &server.url()), choose);
     let err = hub
         .download(&repo_id(), "main", &mut |_| {}, &cancel)
         .unwrap_err();
@@ -462,7 +500,7 @@ fn configs_alone_are_fetched_without_weights_and_cached() {
     let server = TestServer::start();
     server.add_repo(fake_pipeline());
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::new(settings(dir.path(), &server.url())).with_retry(quick_retry());
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
     let resolved = hub
         .configs(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
@@ -478,19 +516,19 @@ fn configs_alone_are_fetched_without_weights_and_cached() {
         "{fetched:?}"
     );
     // Not a runnable snapshot: the whole pipeline is still fetched when asked for.
-    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main").is_none());
+    assert!(cache::cached_snapshot(hub.settings(), &repo_id(), "main", choose).is_none());
 
     let mut forced = settings(dir.path(), &server.url());
     forced.offline = true;
     let before = server.requests().len();
-    let again = Hub::new(forced)
+    let again = Hub::new(forced, choose)
         .configs(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap();
     assert_eq!(again.path, resolved.path);
     assert_eq!(server.requests().len(), before);
 
     let empty = tempfile::tempdir().unwrap();
-    let err = Hub::new(settings(empty.path(), &dead_endpoint()))
+    let err = Hub::new(settings(empty.path(), &dead_endpoint()), choose)
         .with_retry(quick_retry())
         .configs(&repo_id(), "main", &mut |_| {}, &never)
         .unwrap_err();
@@ -504,4 +542,200 @@ fn configs_alone_are_fetched_without_weights_and_cached() {
         .path
         .join("unet/diffusion_pytorch_model.fp16.safetensors")
         .is_file());
+}
+
+/// A repository layout from tests/fixtures/listings, with what diffusers downloads of it
+/// (scripts/make_hub_listing_fixtures.py ran diffusers' own download on the listing).
+struct Layout {
+    name: String,
+    repo: String,
+    model_index: Map<String, Value>,
+    not_read: Vec<String>,
+    files: Vec<String>,
+    diffusers: Vec<String>,
+}
+
+fn layouts() -> Vec<Layout> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/listings");
+    let mut layouts: Vec<Layout> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let json: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+            let strings = |key: &str| -> Vec<String> {
+                json[key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_string())
+                    .collect()
+            };
+            Layout {
+                name: path.file_stem().unwrap().to_string_lossy().to_string(),
+                repo: json["repo"].as_str().unwrap().to_string(),
+                model_index: json["model_index"].as_object().unwrap().clone(),
+                not_read: strings("not_read"),
+                files: strings("files"),
+                diffusers: strings("diffusers"),
+            }
+        })
+        .collect();
+    layouts.sort_by(|a, b| a.name.cmp(&b.name));
+    layouts
+}
+
+/// What diffusers fetches, less the weights it takes from folders model_index.json does not list
+/// (SDXL base's `vae_1_0/`, fetched without its config): SD Bench reads the listed components
+/// only.
+fn diffusers_for_listed(layout: &Layout) -> Vec<String> {
+    layout
+        .diffusers
+        .iter()
+        .filter(|f| match f.split_once('/') {
+            Some((folder, _)) => layout.model_index.contains_key(folder),
+            None => true,
+        })
+        .cloned()
+        .collect()
+}
+
+/// For every layout, the plan over the components a caller reads is the set of files diffusers'
+/// download fetches when the others are passed as None.
+#[test]
+fn every_layout_fetches_what_diffusers_fetches() {
+    let layouts = layouts();
+    assert!(layouts.len() >= 5, "{} layouts", layouts.len());
+    for layout in &layouts {
+        let mut index = layout.model_index.clone();
+        index.retain(|k, _| !layout.not_read.contains(k));
+        let wanted = choose(&index).unwrap();
+        let paths: Vec<&str> = layout.files.iter().map(String::as_str).collect();
+        let mut planned: Vec<String> = plan(&paths, &wanted)
+            .unwrap_or_else(|m| panic!("{}: {m:?}", layout.name))
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        planned.sort();
+        assert_eq!(planned, diffusers_for_listed(layout), "{}", layout.name);
+    }
+}
+
+fn served(layout: &Layout) -> FakeRepo {
+    let files = layout
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            if path == "model_index.json" {
+                let bytes = serde_json::to_vec(&layout.model_index).unwrap();
+                file(path, bytes, false)
+            } else if path.contains(".index.") {
+                // A shard index naming its folder's shards of the same variant.
+                let (folder, name) = path.rsplit_once('/').unwrap();
+                let fp16 = name.contains(".fp16.");
+                let weight_map: Map<String, Value> = layout
+                    .files
+                    .iter()
+                    .filter_map(|f| f.strip_prefix(&format!("{folder}/")))
+                    .filter(|f| f.contains("-of-") && f.contains(".fp16") == fp16)
+                    .map(|f| (format!("tensor.{f}"), Value::String(f.to_string())))
+                    .collect();
+                let bytes = serde_json::to_vec(&serde_json::json!({ "weight_map": weight_map }));
+                file(path, bytes.unwrap(), false)
+            } else {
+                let weights = path.ends_with(".safetensors");
+                file(
+                    path,
+                    payload(i as u8, if weights { 3_000 } else { 40 }),
+                    weights,
+                )
+            }
+        })
+        .collect();
+    FakeRepo {
+        id: layout.repo.clone(),
+        commit: COMMIT.into(),
+        files,
+        license: Some("other".into()),
+    }
+}
+
+/// A Stable Diffusion 3.5 layout (three text encoders, three tokenizers, T5 in fp16 shards) over
+/// a loopback Hub: exactly diffusers' files are fetched, and the cache serves it offline.
+#[test]
+fn an_sd35_layout_downloads_exactly_diffusers_files_and_is_served_offline() {
+    let layout = layouts()
+        .into_iter()
+        .find(|l| l.name == "sd35-medium")
+        .unwrap();
+    let server = TestServer::start();
+    server.add_repo(served(&layout));
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, _) = RepoId::parse(&layout.repo).unwrap();
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
+    let snapshot = hub.download(&repo, "main", &mut |_| {}, &never).unwrap();
+    let prefix = format!("/{}/resolve/{COMMIT}/", layout.repo);
+    let mut fetched: Vec<String> = server
+        .downloads()
+        .into_iter()
+        .map(|(p, _)| p.strip_prefix(&prefix).unwrap().to_string())
+        .collect();
+    fetched.sort();
+    assert_eq!(fetched, layout.diffusers);
+    for name in [
+        "text_encoder_3/model.fp16-00002-of-00002.safetensors",
+        "tokenizer_3/spiece.model",
+    ] {
+        assert!(snapshot.path.join(name).is_file(), "{name}");
+    }
+    assert!(cache::missing_pipeline_files(&snapshot.path, choose).is_empty());
+
+    let offline =
+        Hub::new(settings(dir.path(), &dead_endpoint()), choose).with_retry(quick_retry());
+    let resolved = offline.resolve(&repo, "main", &mut |_| {}, &never).unwrap();
+    assert_eq!(resolved.path, snapshot.path);
+    assert!(resolved.offline_reason.is_some());
+    // A shard gone from the cache: not complete, so not served.
+    fs::remove_file(
+        snapshot
+            .path
+            .join("text_encoder_3/model.fp16-00001-of-00002.safetensors"),
+    )
+    .unwrap();
+    assert_eq!(
+        cache::missing_pipeline_files(&snapshot.path, choose),
+        ["text_encoder_3/model.fp16-00001-of-00002.safetensors"]
+    );
+    assert!(offline.resolve(&repo, "main", &mut |_| {}, &never).is_err());
+}
+
+/// A pipeline the engine refuses costs model_index.json alone, read and not kept, and the refusal
+/// says why.
+#[test]
+fn a_pipeline_the_engine_refuses_fetches_nothing_but_its_model_index() {
+    let mut repo = fake_pipeline();
+    repo.files[0] = file(
+        "model_index.json",
+        br#"{"_class_name":"KandinskyV22Pipeline","unet":["diffusers","UNet2DConditionModel"]}"#
+            .to_vec(),
+        false,
+    );
+    let server = TestServer::start();
+    server.add_repo(repo);
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::new(settings(dir.path(), &server.url()), choose).with_retry(quick_retry());
+    let err = hub
+        .download(&repo_id(), "main", &mut |_| {}, &never)
+        .unwrap_err();
+    assert!(matches!(err, HubError::NotAPipeline { .. }), "{err}");
+    assert!(err.to_string().contains("KandinskyV22Pipeline"), "{err}");
+    let fetched: Vec<String> = server.downloads().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        fetched,
+        [format!(
+            "/test-org/tiny-pipeline/resolve/{COMMIT}/model_index.json"
+        )]
+    );
+    // Nothing was written to the cache.
+    assert!(cache::list(hub.settings(), choose).unwrap().is_empty());
 }

@@ -6,6 +6,7 @@
 pub mod device_memory;
 pub mod error;
 pub mod events;
+pub mod hub_components;
 pub mod local_models;
 pub mod model_folders;
 pub mod model_name;

@@ -10,6 +10,7 @@ use std::path::Path;
 use sdbench_diffusion::{ComponentFiles, Family, ModelSource, Pipeline, Precision, Preset};
 use sdbench_hub::{cache, HubSettings, RepoId};
 
+use crate::hub_components::engine_components;
 use crate::model_folders::{self, AppFolder, Found};
 use crate::model_name::ModelName;
 
@@ -103,7 +104,7 @@ pub fn list(
             ModelSource::Synthetic(_) => {}
         }
     }
-    match cache::list(hub) {
+    match cache::list(hub, engine_components) {
         Ok(cached) => {
             for model in cached {
                 models.push(cached_model(hub, revision, &model));
@@ -160,12 +161,12 @@ pub fn list(
 fn cached_model(hub: &HubSettings, revision: &str, model: &cache::CachedModel) -> LocalModel {
     let snapshot = RepoId::parse(&model.repo)
         .ok()
-        .and_then(|(id, _)| cache::cached_snapshot(hub, &id, revision))
+        .and_then(|(id, _)| cache::cached_snapshot(hub, &id, revision, engine_components))
         .or_else(|| {
             // Another revision than the one runs ask for: any complete snapshot tells the family.
             model.snapshots.iter().find_map(|s| {
                 let path = model.path.join("snapshots").join(s);
-                cache::missing_pipeline_files(&path)
+                cache::missing_pipeline_files(&path, engine_components)
                     .is_empty()
                     .then_some(cache::CachedSnapshot {
                         path,

@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use sdbench_diffusion::{CancelToken, ComponentFiles, ModelSource, Preset, PLAIN_SYNTHETIC};
-use sdbench_hub::{Hub, HubError, HubSettings, RepoId, Resolved};
+use sdbench_hub::{HubError, HubSettings, RepoId, Resolved};
 
 use crate::error::{Result, SessionError};
 use crate::events::Event;
+use crate::hub_components::{engine_components, engine_hub};
 
 /// A parsed model name.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,7 +137,7 @@ pub fn with_configs(
         return Ok(source);
     };
     let (repo, _) = RepoId::parse(preset.repository())?;
-    let configs = Hub::new(hub.clone()).configs(
+    let configs = engine_hub(hub.clone()).configs(
         &repo,
         "main",
         &mut |p| observer(&Event::Download(p.clone())),
@@ -154,7 +155,7 @@ pub fn with_configs(
         Err(e) => return Err(e.into()),
     };
     // A snapshot of configs alone has no text encoder or VAE: those come from files then.
-    let missing = sdbench_hub::cache::missing_pipeline_files(&resolved.path);
+    let missing = sdbench_hub::cache::missing_pipeline_files(&resolved.path, engine_components);
     let lacks = |component: &str| missing.iter().any(|m| m.starts_with(component));
     let needed: Vec<&str> = [
         ("--text-encoder", "text_encoder/", &parts.text_encoder),
@@ -220,7 +221,7 @@ pub fn fetch_from_hub<E: From<SessionError>>(
             Fetch::Hub(e)
         }
     }
-    let resolved = Hub::new(hub.clone()).resolve_checked(
+    let resolved = engine_hub(hub.clone()).resolve_checked(
         id,
         revision,
         &mut |p| observer(&Event::Download(p.clone())),

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use sdbench_hub::{Hub, HubSettings, RepoId, RetryPolicy};
+use sdbench_hub::{HubSettings, RepoId, RetryPolicy};
 
 use crate::result::FileRecord;
 
@@ -34,7 +34,7 @@ pub(super) fn check(files: &[FileRecord], repo: &RepoId, settings: &HubSettings)
             attempts: 1,
             ..RetryPolicy::default()
         };
-        let listing = Hub::new(settings.clone())
+        let listing = sdbench_session::hub_components::engine_hub(settings.clone())
             .with_retry(once)
             .listing(repo, "main")
             .map_err(|e| e.to_string())?;

@@ -38,6 +38,80 @@ pub enum FilePart {
     Vae,
 }
 
+/// One component of a family's pipeline, as diffusers' model_index.json names it: what a download
+/// fetches of a repository and what a model folder must hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Component {
+    /// Its key in model_index.json and its folder: "text_encoder_2", "unet", "scheduler".
+    pub name: &'static str,
+    pub kind: ComponentKind,
+    /// Whether a model of the family may go without it (SD1.x and SD2.x have no
+    /// `text_encoder_2`).
+    pub optional: bool,
+}
+
+impl Component {
+    pub const fn required(name: &'static str, kind: ComponentKind) -> Component {
+        Component {
+            name,
+            kind,
+            optional: false,
+        }
+    }
+
+    pub const fn optional(name: &'static str, kind: ComponentKind) -> Component {
+        Component {
+            name,
+            kind,
+            optional: true,
+        }
+    }
+}
+
+/// What a component is: a network with a config and weights, or the small files a tokenizer or
+/// scheduler is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComponentKind {
+    /// transformers' `CLIPTextModel`.
+    ClipText,
+    /// transformers' `CLIPTextModelWithProjection` (SDXL's second text encoder).
+    ClipTextWithProjection,
+    /// transformers' `Qwen3Model` or `Qwen3ForCausalLM`, read as an encoder.
+    Qwen3Text,
+    /// diffusers' `UNet2DConditionModel`.
+    UNet,
+    /// A diffusion transformer (FLUX.2's, Z-Image's).
+    Transformer,
+    /// A diffusers VAE (`AutoencoderKL`, `AutoencoderKLFlux2`).
+    Vae,
+    /// A CLIP byte-level BPE tokenizer in its original files.
+    ClipTokenizer,
+    /// A tokenizer in one tokenizers-library file (Qwen's, T5's).
+    TokenizerJson,
+    /// A scheduler config.
+    Scheduler,
+}
+
+impl ComponentKind {
+    /// A network: its safetensors weights beside its config.
+    pub fn has_weights(self) -> bool {
+        !matches!(
+            self,
+            ComponentKind::ClipTokenizer | ComponentKind::TokenizerJson | ComponentKind::Scheduler
+        )
+    }
+
+    /// The files of its folder it cannot be read without.
+    pub fn needed_files(self) -> &'static [&'static str] {
+        match self {
+            ComponentKind::ClipTokenizer => &["vocab.json", "merges.txt"],
+            ComponentKind::TokenizerJson => &["tokenizer.json"],
+            ComponentKind::Scheduler => &["scheduler_config.json"],
+            _ => &["config.json"],
+        }
+    }
+}
+
 /// How a family loads a model.
 pub type LoadFn =
     fn(&ModelSource, SelectedDevice, Precision, LoadOptions) -> Result<Box<dyn FamilyPipeline>>;
@@ -50,6 +124,9 @@ pub struct FamilyDescriptor {
     /// The `model_index.json` `_class_name`s it loads, each with what such a pipeline holds
     /// (for the refusal of a class no family claims).
     pub classes: &'static [(&'static str, &'static str)],
+    /// Its pipeline's components, in model_index.json's names: all a download fetches of its
+    /// repositories (anything else they list, a safety checker, is not read).
+    pub components: &'static [Component],
     /// The architectures it runs (Stable Diffusion's: SD1.x, SD2.x, SDXL).
     pub architectures: &'static [Family],
     /// Its built-in presets.

@@ -37,7 +37,7 @@ use crate::io::image::RgbImage;
 use crate::io::weights::{Loader, Precision, WeightSource};
 use crate::models::config::{read_json, VaeConfig};
 use crate::scheduler::SchedulerKind;
-pub use family::{Family, FamilyDescriptor, Preset};
+pub use family::{Component, ComponentKind, Family, FamilyDescriptor, Preset};
 use memory_need::{ModelSize, RequestShape};
 pub use placement::{LoadOptions, Placement};
 pub(crate) use request::check_request;

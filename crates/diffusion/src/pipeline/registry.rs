@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::family::{FamilyDescriptor, FilePart, Preset};
+use super::family::{Component, FamilyDescriptor, FilePart, Preset};
 use super::workload::WorkloadSpec;
 use super::{folder_index, ComponentFiles, ModelSource};
 use crate::error::{DiffusionError, Result};
@@ -33,25 +33,70 @@ pub fn standard_workloads() -> impl Iterator<Item = &'static WorkloadSpec> {
 /// names), and that `model_index.json`. A class no family claims is refused by name.
 pub fn family_of_folder(folder: &Path) -> Result<(&'static FamilyDescriptor, Map<String, Value>)> {
     let index = folder_index(folder)?;
-    let refuse = |problem: String| {
-        Err(DiffusionError::ModelFolder {
+    match family_of_index(&index) {
+        Ok(descriptor) => Ok((descriptor, index)),
+        Err(problem) => Err(DiffusionError::ModelFolder {
             path: folder.to_path_buf(),
             problem,
-        })
-    };
+        }),
+    }
+}
+
+/// The family that runs the pipeline a `model_index.json` describes, by its `_class_name`; the
+/// refusal of a class no family claims names the ones SD Bench runs (worded to follow the
+/// folder or repository it is about: "holds a `FluxPipeline` ...").
+pub fn family_of_index(
+    index: &Map<String, Value>,
+) -> std::result::Result<&'static FamilyDescriptor, String> {
     let Some(class) = index.get("_class_name").and_then(Value::as_str) else {
-        return refuse(format!(
+        return Err(format!(
             "has a model_index.json that names no pipeline (`_class_name`); SD Bench runs {}",
             described_classes()
         ));
     };
-    match FAMILIES.iter().find(|d| d.claims(class)) {
-        Some(descriptor) => Ok((descriptor, index)),
-        None => refuse(format!(
-            "holds a `{class}` (model_index.json); SD Bench runs {}",
-            described_classes()
-        )),
+    FAMILIES
+        .iter()
+        .copied()
+        .find(|d| d.claims(class))
+        .ok_or_else(|| {
+            format!(
+                "holds a `{class}` (model_index.json); SD Bench runs {}",
+                described_classes()
+            )
+        })
+}
+
+/// The components of the pipeline a `model_index.json` describes that its family reads, in the
+/// family's order: what a download fetches of its repository. One the family requires that the
+/// index does not list is refused by name; one the index lists as `[null, null]` is absent, as
+/// diffusers reads it.
+pub fn components_to_fetch(
+    index: &Map<String, Value>,
+) -> std::result::Result<Vec<&'static Component>, String> {
+    let family = family_of_index(index)?;
+    let listed = |name: &str| {
+        index
+            .get(name)
+            .and_then(Value::as_array)
+            .is_some_and(|parts| parts.iter().any(|p| !p.is_null()))
+    };
+    let mut wanted = Vec::new();
+    let mut lacking = Vec::new();
+    for component in family.components {
+        if listed(component.name) {
+            wanted.push(component);
+        } else if !component.optional {
+            lacking.push(component.name);
+        }
     }
+    if !lacking.is_empty() {
+        return Err(format!(
+            "lists no {} in its model_index.json, which a {} pipeline reads",
+            lacking.join(", "),
+            family.name
+        ));
+    }
+    Ok(wanted)
 }
 
 /// The family that loads `source`: a folder's by its `model_index.json`, a preset's by its
@@ -259,6 +304,83 @@ mod tests {
         assert_eq!(standard_workloads().next(), Some(STANDARD_WORKLOAD));
         assert_eq!(STANDARD_WORKLOAD.preset, PLAIN_SYNTHETIC);
         assert_eq!(standard_workloads().count(), names.len());
+    }
+
+    /// Each family lists each component once, and every parity fixture of its holds every
+    /// component its model_index.json lists: the files each kind needs and a network's weights.
+    #[test]
+    fn every_familys_components_are_in_its_fixtures() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        for family in FAMILIES {
+            let names: Vec<&str> = family.components.iter().map(|c| c.name).collect();
+            for (i, name) in names.iter().enumerate() {
+                assert!(!names[..i].contains(name), "{family:?}: {name} twice");
+            }
+            assert!(
+                family
+                    .components
+                    .iter()
+                    .any(|c| !c.optional && c.kind.has_weights()),
+                "{family:?} lists no network"
+            );
+            for fixture in family.parity_fixtures {
+                let (model, _) = crate::parity::fixture_model(fixture);
+                let folder = fixtures.join(model);
+                let index = folder_index(&folder).unwrap();
+                let wanted = components_to_fetch(&index).unwrap();
+                assert!(wanted.len() >= 4, "{fixture}: {wanted:?}");
+                for component in wanted {
+                    let dir = folder.join(component.name);
+                    for file in component.kind.needed_files() {
+                        assert!(
+                            dir.join(file).is_file(),
+                            "{fixture}: {}/{file}",
+                            component.name
+                        );
+                    }
+                    if component.kind.has_weights() {
+                        let weights = std::fs::read_dir(&dir)
+                            .unwrap()
+                            .flatten()
+                            .any(|e| e.file_name().to_string_lossy().ends_with(".safetensors"));
+                        assert!(weights, "{fixture}: {} has no weights", component.name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A model_index.json lacking a component its family requires is refused naming it; one
+    /// listed as `[null, null]` (SD's safety checker in the fixtures) is absent, and components
+    /// the family does not read are not fetched.
+    #[test]
+    fn components_to_fetch_follow_the_family_and_the_index() {
+        let index = |json: &str| -> Map<String, Value> { serde_json::from_str(json).unwrap() };
+        let sd = index(
+            r#"{"_class_name": "StableDiffusionPipeline", "safety_checker": ["stable_diffusion", "StableDiffusionSafetyChecker"],
+                "text_encoder": ["transformers", "CLIPTextModel"], "tokenizer": ["transformers", "CLIPTokenizer"],
+                "text_encoder_2": [null, null], "unet": ["diffusers", "UNet2DConditionModel"],
+                "vae": ["diffusers", "AutoencoderKL"], "scheduler": ["diffusers", "PNDMScheduler"]}"#,
+        );
+        let names: Vec<&str> = components_to_fetch(&sd)
+            .unwrap()
+            .iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            names,
+            ["text_encoder", "tokenizer", "unet", "vae", "scheduler"]
+        );
+        let mut no_unet = sd.clone();
+        no_unet.insert("unet".into(), serde_json::json!([null, null]));
+        no_unet.remove("vae");
+        let err = components_to_fetch(&no_unet).unwrap_err();
+        assert!(
+            err.contains("unet, vae") && err.contains("Stable Diffusion"),
+            "{err}"
+        );
+        let err = components_to_fetch(&index(r#"{"_class_name": "FluxPipeline"}"#)).unwrap_err();
+        assert!(err.starts_with("holds a `FluxPipeline`"), "{err}");
     }
 
     #[test]

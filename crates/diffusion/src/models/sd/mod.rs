@@ -14,7 +14,7 @@ pub mod unet;
 #[cfg(test)]
 mod memory_tests;
 
-use crate::pipeline::family::{Family, FamilyDescriptor, Preset};
+use crate::pipeline::family::{Component, ComponentKind as Kind, Family, FamilyDescriptor, Preset};
 use crate::pipeline::FamilyPipeline;
 use crate::scheduler::SchedulerKind;
 use pipeline::SdPipeline;
@@ -25,6 +25,16 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     classes: &[
         ("StableDiffusionPipeline", "SD1.x, SD2.x"),
         ("StableDiffusionXLPipeline", "SDXL base"),
+    ],
+    // SDXL's second text encoder and tokenizer beside the first.
+    components: &[
+        Component::required("text_encoder", Kind::ClipText),
+        Component::optional("text_encoder_2", Kind::ClipTextWithProjection),
+        Component::required("tokenizer", Kind::ClipTokenizer),
+        Component::optional("tokenizer_2", Kind::ClipTokenizer),
+        Component::required("unet", Kind::UNet),
+        Component::required("vae", Kind::Vae),
+        Component::required("scheduler", Kind::Scheduler),
     ],
     architectures: &[
         Family(&family::SD1),

@@ -11,7 +11,8 @@ use crate::error::{DiffusionError, Result};
 use crate::io::component_file::{self, DenoiserSizes};
 use crate::models::qwen3::{Qwen3Config, Qwen3Weights};
 use crate::pipeline::family::{
-    Architecture, DenoiserFiles, Family, FamilyDescriptor, FilePart, Preset, PresetSpec,
+    Architecture, Component, ComponentKind as Kind, DenoiserFiles, Family, FamilyDescriptor,
+    FilePart, Preset, PresetSpec,
 };
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
@@ -24,6 +25,13 @@ use crate::scheduler::SchedulerKind;
 pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     name: "Z-Image",
     classes: &[("ZImagePipeline", "Z-Image-Turbo")],
+    components: &[
+        Component::required("text_encoder", Kind::Qwen3Text),
+        Component::required("tokenizer", Kind::TokenizerJson),
+        Component::required("transformer", Kind::Transformer),
+        Component::required("vae", Kind::Vae),
+        Component::required("scheduler", Kind::Scheduler),
+    ],
     architectures: &[Family(&ZIMAGE)],
     presets: &[Preset(&TURBO)],
     schedulers: &[SchedulerKind::FlowMatchEuler],
