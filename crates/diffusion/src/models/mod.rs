@@ -1,11 +1,13 @@
-//! The networks, one folder per model family (`sd/`, `flux2/`) and what families share: CLIP and
-//! its tokenizer, Qwen3 and its prompt, the KL VAE and its tiling, configs.
+//! The model families, one folder each (`sd/`, `flux2/`, `zimage/`), and the networks they share:
+//! CLIP and its tokenizer, Qwen3 and its prompt, T5 and its tokenizer, the KL VAE and its tiling,
+//! configs.
 
 pub mod clip;
 pub mod config;
 pub mod flux2;
 pub mod qwen3;
 pub mod sd;
+pub mod t5;
 pub mod tokenizer;
 pub mod vae;
 pub mod vae_names;

@@ -295,6 +295,43 @@ thread_local! {
     static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// A tokenizers-library `tokenizer.json` is a few MB (Qwen's 11, T5's 2.4); a larger one is not
+/// read (files come from strangers).
+const MAX_TOKENIZER_JSON_BYTES: u64 = 64 << 20;
+
+/// Reads `folder/tokenizer.json` (one tokenizers-library file: Qwen's, T5's), bounded in size,
+/// its JSON syntax checked before the library parses it. Errors name the folder and what to do.
+pub(crate) fn read_tokenizer_json(folder: &Path) -> Result<tokenizers::Tokenizer> {
+    let problem = |problem: String| DiffusionError::Tokenizer {
+        path: folder.to_path_buf(),
+        problem,
+    };
+    let file = folder.join("tokenizer.json");
+    let size = std::fs::metadata(&file)
+        .ok()
+        .filter(|m| m.is_file())
+        .ok_or_else(|| {
+            problem(format!(
+                "has no tokenizer.json ({} is missing): download the model again",
+                file.display()
+            ))
+        })?
+        .len();
+    if size > MAX_TOKENIZER_JSON_BYTES {
+        return Err(problem(format!(
+            "has a tokenizer.json of {size} bytes, more than any tokenizer's ({MAX_TOKENIZER_JSON_BYTES})"
+        )));
+    }
+    let text = std::fs::read_to_string(&file).map_err(|e| DiffusionError::io(&file, e))?;
+    // Its syntax first: the tokenizers library panics on some syntax errors.
+    serde_json::from_str::<serde::de::IgnoredAny>(&text)
+        .map_err(|e| problem(format!("tokenizer.json is not JSON: {e}")))?;
+    let cannot = |e: String| problem(format!("tokenizer.json cannot be read: {e}"));
+    guarded(|| text.parse::<tokenizers::Tokenizer>())
+        .map_err(cannot)?
+        .map_err(|e| cannot(e.to_string()))
+}
+
 /// Calls into the tokenizers library, which panics on some files it should refuse (a syntax error
 /// inside a `tokenizer.json`'s decoder, found by fuzzing; upstream pull requests 2152, 2154 and
 /// 2156 fix others): such a panic becomes an error naming it instead of ending the run. The

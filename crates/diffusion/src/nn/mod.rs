@@ -5,7 +5,10 @@
 pub mod blocks;
 pub mod int8;
 pub mod resnet;
+pub mod rms_norm;
 pub mod rope;
+
+pub use rms_norm::RmsNorm;
 
 use burn::module::{ModuleVisitor, Param};
 use burn::prelude::*;

@@ -25,6 +25,7 @@ mod parsers_fuzz;
 mod schedulers;
 mod source_layout;
 mod synthetic;
+mod t5;
 mod tokenizer;
 mod weight_files;
 mod weight_formats;

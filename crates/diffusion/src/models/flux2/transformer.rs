@@ -12,8 +12,8 @@ use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Loader;
-use crate::models::qwen3::RmsNorm;
 use crate::nn::rope::{half_split, rope_tables, rotate_halves, AngleRounding};
+use crate::nn::RmsNorm;
 use crate::nn::{modulated_layer_norm, multi_head_attention, silu, sinusoids, Linear};
 
 /// `transformer/config.json`, with diffusers' defaults.

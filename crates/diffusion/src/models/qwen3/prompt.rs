@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::Qwen3Config;
 use crate::error::{DiffusionError, Result};
-use crate::models::tokenizer::guarded;
+use crate::models::tokenizer::{guarded, read_tokenizer_json};
 
 /// The tokens of one prompt.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,21 +60,7 @@ impl QwenPrompt {
             path: folder.to_path_buf(),
             problem,
         };
-        let file = folder.join("tokenizer.json");
-        if !file.is_file() {
-            return Err(problem(format!(
-                "has no tokenizer.json ({} is missing): download the model again",
-                file.display()
-            )));
-        }
-        let text = std::fs::read_to_string(&file).map_err(|e| DiffusionError::io(&file, e))?;
-        // Its syntax first: the tokenizers library panics on some syntax errors.
-        serde_json::from_str::<serde::de::IgnoredAny>(&text)
-            .map_err(|e| problem(format!("tokenizer.json is not JSON: {e}")))?;
-        let cannot = |e: String| problem(format!("tokenizer.json cannot be read: {e}"));
-        let tokenizer = guarded(|| text.parse::<tokenizers::Tokenizer>())
-            .map_err(cannot)?
-            .map_err(|e| cannot(e.to_string()))?;
+        let tokenizer = read_tokenizer_json(folder)?;
         let config_path = folder.join("tokenizer_config.json");
         let config: TokenizerConfig = if config_path.is_file() {
             crate::models::config::read_json(&config_path)?

@@ -16,8 +16,8 @@ use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::{Init, Loader};
-use crate::models::qwen3::RmsNorm;
 use crate::nn::rope::{half_split, rope_tables, rotate_halves, AngleRounding};
+use crate::nn::RmsNorm;
 use crate::nn::{layer_norm_plain, multi_head_attention, silu, sinusoids, Linear};
 
 /// Tokens of each part are padded to a multiple of this (`SEQ_MULTI_OF`).
