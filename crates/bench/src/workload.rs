@@ -99,7 +99,7 @@ impl Workload {
             width: self.width,
             height: self.height,
             batch: self.batch,
-            guided: self.guidance > 1.0,
+            guided: (self.preset.family().descriptor().guided)(self.guidance),
             image_to_image: false,
             reference_pixels: 0,
         }

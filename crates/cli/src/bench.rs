@@ -383,7 +383,7 @@ fn model_help() -> String {
     // What the family that reads single files says its pipelines hold ("SD1.x, SD2.x", ...).
     let checkpoints: Vec<String> = FAMILIES
         .iter()
-        .filter(|family| family.reads_checkpoints)
+        .filter(|family| family.checkpoints.is_some())
         .flat_map(|family| family.classes.iter().map(|(_, what)| what.to_string()))
         .collect();
     format!(

@@ -211,7 +211,10 @@ impl Generator {
         cancel: &CancelToken,
     ) -> Result<&Loaded> {
         let loaded = match self.loaded.take() {
-            Some(loaded) => match loaded.serves(setup, &request.shape()) {
+            Some(loaded) => match loaded.serves(
+                setup,
+                &request.shape(loaded.pipeline.info.family.descriptor()),
+            ) {
                 Ok(true) => loaded,
                 Ok(false) => {
                     // Free the old model's memory before loading the new one.
@@ -243,7 +246,7 @@ fn load(
         .model
         .resolve(hub, observer, cancel, &mut |s| Ok(check(s)?))?;
     check(&source)?;
-    let shape = &request.shape();
+    let shape = &request.shape(family_of(&source)?);
     let placement = place_for(setup, &source, shape)?;
     if let Some(reason) = &placement.auto_reason {
         observer(&Event::note(format!(

@@ -84,6 +84,67 @@ impl TensorFile {
     }
 }
 
+/// What a file holds, by its tensors' names: their count and the largest groups by leading name
+/// (`1143 tensors: 456 under model.diffusion_model.joint_blocks, 300 under ...`). A group is a
+/// name's first parts, up to three, before its last part and before any number (`double_blocks`
+/// for `double_blocks.0.img_attn.qkv.weight`).
+pub fn describe_names(file: &TensorFile) -> String {
+    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+    let mut total = 0;
+    for name in file.names() {
+        total += 1;
+        let parts: Vec<&str> = name.split('.').collect();
+        let leading: Vec<&str> = parts[..parts.len().saturating_sub(1).max(1)]
+            .iter()
+            .copied()
+            .take_while(|p| !p.chars().all(|c| c.is_ascii_digit()))
+            .take(3)
+            .collect();
+        let group = if leading.is_empty() {
+            parts[0].to_string()
+        } else {
+            leading.join(".")
+        };
+        *groups.entry(group).or_insert(0) += 1;
+    }
+    let mut largest: Vec<(String, usize)> = groups.into_iter().collect();
+    largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let shown: Vec<String> = largest
+        .iter()
+        .take(3)
+        .map(|(group, n)| format!("{n} under {group}"))
+        .collect();
+    let more = if largest.len() > 3 { ", ..." } else { "" };
+    match total {
+        0 => "no tensors".to_string(),
+        _ => format!("{total} tensors: {}{more}", shown.join(", ")),
+    }
+}
+
+/// A model file given alone (a single-file checkpoint, a denoiser file) must be a safetensors or
+/// GGUF file; pickles (`.ckpt`, `.pt`, `.bin`) can run code when loaded and are refused.
+pub fn check_model_file(file: &Path) -> Result<()> {
+    let problem = |problem: &str| {
+        Err(DiffusionError::Weights {
+            path: file.to_path_buf(),
+            problem: problem.to_string(),
+        })
+    };
+    if !file.exists() {
+        return problem("does not exist");
+    }
+    if !file.is_file() {
+        return problem("is not a file");
+    }
+    match file.extension().and_then(|e| e.to_str()) {
+        Some("safetensors" | "gguf") => Ok(()),
+        Some("ckpt" | "pt" | "pth" | "bin") => problem(
+            "is a PyTorch pickle checkpoint; SD Bench reads .safetensors checkpoints (most model sites offer one, or convert it with safetensors' convert tool)",
+        ),
+        _ => problem("is not a .safetensors or .gguf checkpoint"),
+    }
+}
+
 /// A weights file's format and stored types, most parameters first: `GGUF Q4_K+F32`,
 /// `safetensors F8_E4M3+BF16`, `safetensors F16`.
 pub fn describe_weights(path: &Path) -> Result<String> {

@@ -133,8 +133,15 @@ pub struct FamilyDescriptor {
     pub presets: &'static [Preset],
     /// The schedulers its models step with.
     pub schedulers: &'static [SchedulerKind],
-    /// Whether it reads single-file checkpoints (the original, non-diffusers layout).
-    pub reads_checkpoints: bool,
+    /// For a family that reads whole single-file checkpoints (the original, non-diffusers layout,
+    /// its text encoders and VAE inside): whether a file is one of its own, by its tensor names
+    /// (`Ok(false)`: not this family's; an error naming what it is when it is this family's but of
+    /// a kind it does not run). `registry::file_owner` asks every family.
+    pub checkpoints: Option<fn(&Path) -> Result<bool>>,
+    /// Whether a guidance scale runs classifier-free guidance (two denoiser passes a step, and
+    /// the negative prompt): above 1 in diffusers' SD and FLUX.2 pipelines, above 0 in
+    /// Z-Image's. The one rule the family's pipeline, the memory estimate and the bench read.
+    pub guided: fn(f64) -> bool,
     /// Whether its guidance takes `GuidanceOptions` (truncation, normalization).
     pub guidance_options: bool,
     /// What it cannot do for any request (pictures, sizes, options), checked before a model is

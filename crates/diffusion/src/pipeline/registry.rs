@@ -11,6 +11,7 @@ use super::family::{Component, FamilyDescriptor, FilePart, Preset};
 use super::workload::WorkloadSpec;
 use super::{folder_index, ComponentFiles, ModelSource};
 use crate::error::{DiffusionError, Result};
+use crate::io::tensor_file::{check_model_file, describe_names, TensorFile};
 use crate::models::{flux2, sd, zimage};
 
 /// The families, in the order front ends list them.
@@ -100,25 +101,111 @@ pub fn components_to_fetch(
 }
 
 /// The family that loads `source`: a folder's by its `model_index.json`, a preset's by its
-/// architecture, a file given with a folder (`--model-config`) the folder's, a single file alone
-/// the family that reads them.
+/// architecture, a file given with a folder (`--model-config`) the folder's (refused when the
+/// file is another family's), a model file alone the family that claims it (`file_owner`).
 pub fn family_of(source: &ModelSource) -> Result<&'static FamilyDescriptor> {
     match source {
         ModelSource::Folder(folder) => Ok(family_of_folder(folder)?.0),
         ModelSource::Synthetic(preset) => Ok(preset.family().descriptor()),
         ModelSource::Checkpoint {
             config: Some(folder),
+            file,
             ..
-        } => Ok(family_of_folder(folder)?.0),
-        ModelSource::Checkpoint { file, .. } => FAMILIES
-            .iter()
-            .copied()
-            .find(|d| d.reads_checkpoints)
-            .ok_or_else(|| DiffusionError::ModelFolder {
+        } => {
+            let family = family_of_folder(folder)?.0;
+            // A family's refusal of the file alone (sizes no built-in config has) does not apply:
+            // the folder's configs describe it.
+            if let Ok(Some(owner)) = file_owner(file) {
+                if owner.family() != family {
+                    return Err(DiffusionError::Weights {
+                        path: file.clone(),
+                        problem: format!(
+                            "is a {} file, but its configs (--model-config {}) describe a {} model",
+                            owner.family().name,
+                            folder.display(),
+                            family.name
+                        ),
+                    });
+                }
+            }
+            Ok(family)
+        }
+        ModelSource::Checkpoint { file, .. } => match file_owner(file)? {
+            Some(owner) => Ok(owner.family()),
+            None => Err(DiffusionError::Weights {
                 path: file.clone(),
-                problem: "is a single-file checkpoint, which no model family reads".into(),
+                problem: unclaimed(file)?,
             }),
+        },
     }
+}
+
+/// Who reads a model file given alone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FileOwner {
+    /// A whole single-file checkpoint of this family (its text encoders and VAE inside).
+    Checkpoint(&'static FamilyDescriptor),
+    /// A denoiser kept on its own, read with this preset's configs.
+    Denoiser(Preset),
+}
+
+impl FileOwner {
+    pub fn family(self) -> &'static FamilyDescriptor {
+        match self {
+            FileOwner::Checkpoint(family) => family,
+            FileOwner::Denoiser(preset) => preset.family().descriptor(),
+        }
+    }
+}
+
+/// The family that claims a model file, asking each (its checkpoints, its denoiser files):
+/// `None` when none does; an error when one refuses it as its own of a kind it does not run, or
+/// when two claim it.
+pub fn file_owner(file: &Path) -> Result<Option<FileOwner>> {
+    check_model_file(file)?;
+    let mut owners = Vec::new();
+    for family in FAMILIES {
+        if let Some(claims) = family.checkpoints {
+            if claims(file)? {
+                owners.push(FileOwner::Checkpoint(family));
+            }
+        }
+        if let Some(files) = family.denoiser_files {
+            if let Some(preset) = (files.preset)(file)? {
+                owners.push(FileOwner::Denoiser(preset));
+            }
+        }
+    }
+    match owners.as_slice() {
+        [] => Ok(None),
+        [owner] => Ok(Some(*owner)),
+        _ => Err(DiffusionError::Weights {
+            path: file.to_path_buf(),
+            problem: format!(
+                "is claimed by more than one model family ({}): name its diffusers folder with --model-config",
+                owners.iter().map(|o| o.family().name).collect::<Vec<_>>().join(", ")
+            ),
+        }),
+    }
+}
+
+/// Why a file no family claims is refused: what it holds, and what SD Bench reads as files.
+fn unclaimed(file: &Path) -> Result<String> {
+    let holds = describe_names(&TensorFile::open(file)?);
+    let mut read: Vec<String> = Vec::new();
+    for family in FAMILIES {
+        if family.checkpoints.is_some() {
+            let what: Vec<&str> = family.classes.iter().map(|(_, what)| *what).collect();
+            read.push(format!("{} checkpoints", what.join(", ")));
+        }
+        if family.denoiser_files.is_some() {
+            read.push(format!("{} transformer files", family.name));
+        }
+    }
+    Ok(format!(
+        "holds {holds}, which no model family reads; as model files of their own SD Bench reads {}",
+        read.join(", ")
+    ))
 }
 
 /// The preset whose repository's configs and tokenizer a denoiser file kept apart from its
@@ -199,6 +286,8 @@ mod tests {
                 !family.schedulers.is_empty(),
                 "{family:?} runs no scheduler"
             );
+            // No family guides at 0; every one does at 1.5 (the rule is above 0 or above 1).
+            assert!(!(family.guided)(0.0) && (family.guided)(1.5), "{family:?}");
             assert!(
                 !family.architectures.is_empty(),
                 "{family:?} runs no architecture"
@@ -271,7 +360,7 @@ mod tests {
                 kind.name()
             );
         }
-        assert_eq!(FAMILIES.iter().filter(|d| d.reads_checkpoints).count(), 1);
+        assert!(FAMILIES.iter().any(|d| d.checkpoints.is_some()));
     }
 
     /// Each workload runs on its family's preset with a scheduler and sizes the family takes,
@@ -381,6 +470,95 @@ mod tests {
         );
         let err = components_to_fetch(&index(r#"{"_class_name": "FluxPipeline"}"#)).unwrap_err();
         assert!(err.starts_with("holds a `FluxPipeline`"), "{err}");
+    }
+
+    /// Every model file is claimed by its own family alone: SD's checkpoints (safetensors and
+    /// GGUF) by Stable Diffusion, FLUX.2's and Z-Image's transformer files by theirs (refused
+    /// alone: their tiny sizes are no built-in preset's); an SDXL refiner is refused by name, and
+    /// a file no family claims (an SD3 checkpoint's names) is refused naming what it holds.
+    #[test]
+    fn each_model_file_is_claimed_by_its_own_family() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let sd = FAMILIES
+            .iter()
+            .copied()
+            .find(|f| f.checkpoints.is_some())
+            .unwrap();
+        for name in [
+            "tiny-sd.ldm.safetensors",
+            "tiny-sd2.ldm.safetensors",
+            "tiny-sdxl.ldm.safetensors",
+            "weight-formats/tiny-sd.ldm.q8_0.gguf",
+        ] {
+            let owner = file_owner(&fixtures.join(name)).unwrap();
+            assert_eq!(owner, Some(FileOwner::Checkpoint(sd)), "{name}");
+        }
+        for (name, family) in [
+            (
+                "weight-formats/tiny-flux2-klein.bfl-transformer.safetensors",
+                "FLUX.2",
+            ),
+            (
+                "weight-formats/tiny-zimage.original-transformer.safetensors",
+                "Z-Image",
+            ),
+        ] {
+            let err = file_owner(&fixtures.join(name)).unwrap_err().to_string();
+            assert!(err.contains(family), "{name}: {err}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, tensors: &[&str]| {
+            let path = dir.path().join(name);
+            let values = [0.0f32; 2];
+            let tensors: Vec<(&str, Vec<usize>, &[f32])> =
+                tensors.iter().map(|n| (*n, vec![2], &values[..])).collect();
+            crate::io::safetensors::write_f32(&path, &tensors).unwrap();
+            path
+        };
+        let refiner = file(
+            "refiner.safetensors",
+            &[
+                "conditioner.embedders.0.model.transformer.resblocks.0.attn.in_proj_weight",
+                "model.diffusion_model.input_blocks.0.0.weight",
+            ],
+        );
+        let err = file_owner(&refiner).unwrap_err().to_string();
+        assert!(err.contains("Stable Diffusion XL refiner"), "{err}");
+        let sd3 = file(
+            "sd3.safetensors",
+            &[
+                "model.diffusion_model.joint_blocks.0.x_block.attn.qkv.weight",
+                "model.diffusion_model.joint_blocks.1.x_block.attn.qkv.weight",
+                "text_encoders.clip_g.transformer.text_model.final_layer_norm.weight",
+            ],
+        );
+        assert_eq!(file_owner(&sd3).unwrap(), None);
+        let source = ModelSource::Checkpoint {
+            file: sd3.clone(),
+            config: None,
+            parts: ComponentFiles::default(),
+        };
+        let err = family_of(&source).unwrap_err().to_string();
+        for needle in [
+            "3 tensors: 2 under model.diffusion_model.joint_blocks, 1 under text_encoders.clip_g.transformer",
+            "which no model family reads",
+            "SDXL base checkpoints",
+            "FLUX.2 klein transformer files",
+        ] {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+        // An SD checkpoint with another family's configs is refused naming both.
+        let flux_folder = fixtures.join("tiny-flux2-klein");
+        let mismatch = ModelSource::Checkpoint {
+            file: fixtures.join("tiny-sd.ldm.safetensors"),
+            config: Some(flux_folder),
+            parts: ComponentFiles::default(),
+        };
+        let err = family_of(&mismatch).unwrap_err().to_string();
+        assert!(
+            err.contains("is a Stable Diffusion file") && err.contains("FLUX.2 klein model"),
+            "{err}"
+        );
     }
 
     #[test]

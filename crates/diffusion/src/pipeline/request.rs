@@ -7,6 +7,7 @@ use crate::io::image::RgbImage;
 use crate::limits;
 use crate::scheduler::SchedulerKind;
 
+use super::family::FamilyDescriptor;
 use super::memory_need::RequestShape;
 use super::B;
 use crate::noise::NormalGenerator;
@@ -119,14 +120,14 @@ impl GenerateRequest {
         }
     }
 
-    /// What the memory estimate needs of this request (`LoadOptions::planned` for a load that
-    /// will serve it).
-    pub fn shape(&self) -> RequestShape {
+    /// What the memory estimate needs of this request to a model of `family`
+    /// (`LoadOptions::planned` for a load that will serve it).
+    pub fn shape(&self, family: &FamilyDescriptor) -> RequestShape {
         RequestShape {
             width: self.width,
             height: self.height,
             batch: self.batch,
-            guided: self.guidance_scale > 1.0,
+            guided: (family.guided)(self.guidance_scale),
             image_to_image: self.init_image.is_some() || !self.reference_images.is_empty(),
             reference_pixels: self.reference_images.iter().map(reference_pixels).sum(),
         }

@@ -35,8 +35,9 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     architectures: &[Family(&FLUX2_KLEIN)],
     presets: &[Preset(&KLEIN_4B)],
     schedulers: &[SchedulerKind::FlowMatchEuler],
+    guided: |scale| scale > 1.0,
     guidance_options: false,
-    reads_checkpoints: false,
+    checkpoints: None,
     check_request: check_family_request,
     load: |source, device, precision, options| {
         let model: Box<dyn FamilyPipeline> =

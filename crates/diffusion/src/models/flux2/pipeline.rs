@@ -456,7 +456,7 @@ impl Flux2Pipeline {
     }
 
     fn guided(&self, request: &GenerateRequest) -> bool {
-        !self.is_distilled && request.guidance_scale > 1.0
+        !self.is_distilled && (super::FAMILY.guided)(request.guidance_scale)
     }
 }
 
@@ -481,7 +481,7 @@ impl FamilyPipeline for Flux2Pipeline {
                 "reference pictures need the VAE encoder: load the pipeline with LoadOptions { vae_encoder: true }".into(),
             ));
         }
-        self.check_fits(&request.shape())
+        self.check_fits(&request.shape(&super::FAMILY))
     }
 
     fn check_fits(&self, shape: &RequestShape) -> Result<()> {

@@ -8,6 +8,8 @@
 //! loads by, as diffusers' single-file loader does (`diffusers/loaders/single_file_utils.py`);
 //! tests check the conversion against names that diffusers gives every tensor of a full-size
 //! SD1.5 checkpoint, and tiny SD1.x, SD2.x and SDXL files against diffusers reading them.
+use std::path::Path;
+
 use crate::error::{DiffusionError, Result};
 use crate::io::file_weights::{is_fp8_scale, ComponentNames, Derived};
 use crate::io::tensor_file::TensorFile;
@@ -21,33 +23,27 @@ pub const SDXL_TEXT_ENCODER_2_PREFIX: &str = "conditioner.embedders.1.model.";
 /// What every SDXL checkpoint's text encoders sit under.
 const SDXL_MARK: &str = "conditioner.embedders.";
 
-/// Prefixes that mark checkpoints SD Bench does not read, with what they are.
-const OTHER_FAMILIES: &[(&str, &str)] = &[
-    (
-        "conditioner.embedders.0.model.",
-        "a Stable Diffusion XL refiner checkpoint",
-    ),
-    (
-        "model.diffusion_model.joint_blocks.",
-        "a Stable Diffusion 3 checkpoint",
-    ),
-    (
-        "double_blocks.",
-        "a FLUX transformer (a FLUX.2 klein one runs with --model-config naming the diffusers folder its text encoder, VAE and configs come from)",
-    ),
-    (
-        "model.diffusion_model.double_blocks.",
-        "a FLUX transformer (a FLUX.2 klein one runs with --model-config naming the diffusers folder its text encoder, VAE and configs come from)",
-    ),
-    (
-        "noise_refiner.",
-        "a Z-Image transformer (it runs with --model-config naming the diffusers folder its text encoder, VAE and configs come from)",
-    ),
-    (
-        "model.diffusion_model.noise_refiner.",
-        "a Z-Image transformer (it runs with --model-config naming the diffusers folder its text encoder, VAE and configs come from)",
-    ),
-];
+/// SDXL's refiner: its one OpenCLIP encoder is the first embedder (base's first is CLIP-L).
+const SDXL_REFINER_MARK: &str = "conditioner.embedders.0.model.";
+
+/// The UNet's first blocks in the LDM names: what every SD1.x, SD2.x and SDXL checkpoint holds,
+/// and no other family's file.
+const UNET_MARK: &str = "model.diffusion_model.input_blocks.";
+
+/// Whether `path` is a Stable Diffusion checkpoint in the LDM layout (the family's claim in the
+/// registry, `FamilyDescriptor::checkpoints`): it holds the UNet's `input_blocks`. An SDXL
+/// refiner is this family's, but refused by name.
+pub fn claims(path: &Path) -> Result<bool> {
+    let file = TensorFile::open(path)?;
+    if file.names().any(|n| n.starts_with(SDXL_REFINER_MARK)) {
+        return Err(DiffusionError::unsupported(
+            path,
+            "the file is a Stable Diffusion XL refiner checkpoint; SD Bench runs SDXL base, not its refiner",
+        ));
+    }
+    let unet = file.names().any(|n| n.starts_with(UNET_MARK));
+    Ok(unet)
+}
 
 /// Which Stable Diffusion a checkpoint holds, by where its text encoders sit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,8 +228,8 @@ fn open_clip_name(rest: &str) -> Option<OpenClip> {
     })
 }
 
-/// A component's tensors in a checkpoint. Errors name a checkpoint of another model family, a
-/// missing component, or a tensor with no diffusers name.
+/// A component's tensors in a checkpoint. Errors name a checkpoint of another Stable Diffusion
+/// (its configs describe another), a missing component, or a tensor with no diffusers name.
 pub fn component_names(
     file: &TensorFile,
     component: Component,
@@ -241,17 +237,6 @@ pub fn component_names(
 ) -> Result<ComponentNames> {
     let path = file.path();
     let prefix = component.prefix(layout);
-    if let Some((_, family)) = OTHER_FAMILIES
-        .iter()
-        .find(|(p, _)| file.names().any(|n| n.starts_with(p)))
-    {
-        return Err(DiffusionError::unsupported(
-            path,
-            format!(
-                "the file is {family}; as whole single files SD Bench reads SD1.x, SD2.x and SDXL checkpoints"
-            ),
-        ));
-    }
     let expected = layout.kind.describe();
     let found = Kind::of(file);
     if found != layout.kind {

@@ -315,7 +315,7 @@ impl GenerationSteps for SdRun<'_> {
     }
 
     fn encode_prompt(&self, request: &GenerateRequest) -> Result<SdPrompt> {
-        let guided = request.guidance_scale > 1.0;
+        let guided = (super::FAMILY.guided)(request.guidance_scale);
         let cond = self.pipe.conditioning(request, guided)?;
         let halves =
             (guided && self.placement().sequential_cfg).then(|| cond.halves(request.batch));

@@ -54,8 +54,9 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         SchedulerKind::DpmSolverPP2M { karras: false },
         SchedulerKind::DpmSolverPP2M { karras: true },
     ],
+    guided: |scale| scale > 1.0,
     guidance_options: false,
-    reads_checkpoints: true,
+    checkpoints: Some(checkpoint::claims),
     check_request: pipeline::check_family_request,
     load: |source, device, precision, options| {
         let model: Box<dyn FamilyPipeline> =

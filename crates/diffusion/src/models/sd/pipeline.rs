@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use super::checkpoint;
 use super::presets;
 use super::spec::{
-    check_checkpoint_file, projected_text_encoder_weights, text_encoder_weights, vae_weights,
-    FolderFiles, ModelLayout, ModelSpec, Sources,
+    projected_text_encoder_weights, text_encoder_weights, vae_weights, FolderFiles, ModelLayout,
+    ModelSpec, Sources,
 };
 use super::unet::UNet;
 use crate::device::{self, SelectedDevice};
@@ -494,7 +494,7 @@ impl FamilyPipeline for SdPipeline {
             &self.latent_shape(request),
         )?;
         super::FAMILY.check_request(request)?;
-        self.check_fits(&request.shape())?;
+        self.check_fits(&request.shape(&super::FAMILY))?;
         if let Some(init) = &request.init_image {
             let image = &init.image;
             if (image.width, image.height) != (request.width, request.height) {
@@ -577,7 +577,7 @@ fn checkpoint_spec(
     config: Option<&Path>,
     parts: &ComponentFiles,
 ) -> Result<(ModelSpec, checkpoint::Layout)> {
-    check_checkpoint_file(file)?;
+    crate::io::tensor_file::check_model_file(file)?;
     if let Some(text_encoder) = &parts.text_encoder {
         return Err(component_file::not_taken(
             text_encoder,

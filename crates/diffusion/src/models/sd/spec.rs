@@ -219,30 +219,6 @@ pub(super) fn default_scheduler(config: &Map<String, Value>, path: &Path) -> Res
     SchedulerKind::from_class_name(class, config, path)
 }
 
-/// A single-file checkpoint must be a safetensors or GGUF file (stable-diffusion.cpp's, in the
-/// same names); pickles (`.ckpt`, `.pt`, `.bin`) can run code when loaded and are refused.
-pub(super) fn check_checkpoint_file(file: &Path) -> Result<()> {
-    let problem = |problem: &str| {
-        Err(DiffusionError::Weights {
-            path: file.to_path_buf(),
-            problem: problem.to_string(),
-        })
-    };
-    if !file.exists() {
-        return problem("does not exist");
-    }
-    if !file.is_file() {
-        return problem("is not a file");
-    }
-    match file.extension().and_then(|e| e.to_str()) {
-        Some("safetensors" | "gguf") => Ok(()),
-        Some("ckpt" | "pt" | "pth" | "bin") => problem(
-            "is a PyTorch pickle checkpoint; SD Bench reads .safetensors checkpoints (most model sites offer one, or convert it with safetensors' convert tool)",
-        ),
-        _ => problem("is not a .safetensors or .gguf checkpoint"),
-    }
-}
-
 /// The component folders of a diffusers model folder, checked to exist.
 pub(super) struct ModelLayout {
     pub(super) tokenizer: PathBuf,

@@ -35,7 +35,9 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     architectures: &[Family(&ZIMAGE)],
     presets: &[Preset(&TURBO)],
     schedulers: &[SchedulerKind::FlowMatchEuler],
-    reads_checkpoints: false,
+    checkpoints: None,
+    // diffusers guides whenever the scale is above 0 (Turbo runs at 0).
+    guided: |scale| scale > 0.0,
     guidance_options: true,
     check_request,
     load: |source, device, precision, options| {
@@ -211,6 +213,18 @@ mod tests {
     use crate::pipeline::LoadOptions;
 
     const MIB: u64 = 1 << 20;
+
+    /// diffusers' ZImagePipeline guides at any scale above 0, so a request at 0.5 plans for two
+    /// transformer passes a step, as the pipeline runs it; Turbo's 0 plans for one.
+    #[test]
+    fn a_scale_above_zero_is_planned_as_guided() {
+        let request = |scale| GenerateRequest {
+            guidance_scale: scale,
+            ..GenerateRequest::new("a cat")
+        };
+        assert!(request(0.5).shape(&FAMILY).guided);
+        assert!(!request(0.0).shape(&FAMILY).guided);
+    }
 
     /// A model of Turbo's widths with `main` main blocks and 1+1 refiners, as measured.
     fn shallow(main: usize) -> ModelSize {

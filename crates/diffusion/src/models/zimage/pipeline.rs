@@ -444,8 +444,7 @@ impl GenerationSteps for ZImageRun<'_> {
     fn encode_prompt(&self, request: &GenerateRequest) -> Result<ZImagePrompt> {
         let rows = |t: Tensor<B, 3>| t.repeat_dim(0, request.batch);
         let positive = rows(self.0.encode_prompt(&request.prompt)?);
-        // diffusers guides whenever the scale is above 0 (Turbo runs at 0).
-        let negative = match request.guidance_scale > 0.0 {
+        let negative = match (super::FAMILY.guided)(request.guidance_scale) {
             true => Some(rows(self.0.encode_prompt(&request.negative_prompt)?)),
             false => None,
         };
@@ -564,7 +563,7 @@ impl FamilyPipeline for ZImagePipeline {
             &self.latent_shape(request),
         )?;
         super::FAMILY.check_request(request)?;
-        self.check_fits(&request.shape())
+        self.check_fits(&request.shape(&super::FAMILY))
     }
 
     fn check_fits(&self, shape: &RequestShape) -> Result<()> {
