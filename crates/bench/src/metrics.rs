@@ -48,33 +48,7 @@ pub fn compute_scores(input: &ScoreInputs) -> Scores {
     let (power, device_used_peak, device_source, throttle) = match &input.source {
         Ok(source) => {
             let id = source.id.as_str();
-            let power = match summarize_power(input.samples, id, t0, t1) {
-                Ok(p) => {
-                    let images = input.results.len().max(1) as f64;
-                    let idle = summarize_power(
-                        input.samples,
-                        id,
-                        input.baseline.start,
-                        input.baseline.end,
-                    )
-                    .ok()
-                    .map(|b| b.avg_w);
-                    Power {
-                        available: true,
-                        reason: None,
-                        source: Some(format!("{} ({})", source.id, source.device)),
-                        method: Some(format!("{}; {}", p.method, source.method)),
-                        avg_w: Some(p.avg_w),
-                        min_w: Some(p.min_w),
-                        max_w: Some(p.max_w),
-                        idle_w: idle,
-                        energy_j_per_image: Some(p.energy_j / images),
-                        images_per_minute_per_watt: (p.avg_w > 0.0)
-                            .then(|| images_per_minute / p.avg_w),
-                    }
-                }
-                Err(reason) => unavailable_power(format!("{}: {reason}", source.id)),
-            };
+            let power = timed_power(input, source, images_per_minute);
             (
                 power,
                 peak_vram(input.samples, id, t0, t1),
@@ -120,6 +94,32 @@ pub fn compute_scores(input: &ScoreInputs) -> Scores {
         power,
         throttled: !throttle.is_empty(),
         throttle_reasons: throttle,
+    }
+}
+
+/// The power `source` drew over the timed region, per image and against the idle baseline.
+fn timed_power(input: &ScoreInputs, source: &SourceInfo, images_per_minute: f64) -> Power {
+    let (t0, t1) = (input.timed.start, input.timed.end);
+    let p = match summarize_power(input.samples, &source.id, t0, t1) {
+        Ok(p) => p,
+        Err(reason) => return unavailable_power(format!("{}: {reason}", source.id)),
+    };
+    let images = input.results.len().max(1) as f64;
+    let (b0, b1) = (input.baseline.start, input.baseline.end);
+    let idle = summarize_power(input.samples, &source.id, b0, b1)
+        .ok()
+        .map(|b| b.avg_w);
+    Power {
+        available: true,
+        reason: None,
+        source: Some(format!("{} ({})", source.id, source.device)),
+        method: Some(format!("{}; {}", p.method, source.method)),
+        avg_w: Some(p.avg_w),
+        min_w: Some(p.min_w),
+        max_w: Some(p.max_w),
+        idle_w: idle,
+        energy_j_per_image: Some(p.energy_j / images),
+        images_per_minute_per_watt: (p.avg_w > 0.0).then(|| images_per_minute / p.avg_w),
     }
 }
 

@@ -103,6 +103,44 @@ pub fn rows(r: &BenchResult) -> Vec<(String, String, String)> {
             "s".into(),
         ),
     ];
+    rows.extend(kernel_rows(r));
+    rows.extend(condition_rows(r));
+    rows
+}
+
+/// How the run went beyond its figures: the cost of syncing every step, why power is missing,
+/// throttling.
+fn condition_rows(r: &BenchResult) -> Vec<(String, String, String)> {
+    let (s, p) = (&r.scores, &r.scores.power);
+    let mut rows = Vec::new();
+    if let Some(ratio) = r.step_timing.as_ref().and_then(|t| t.sync_cost_ratio) {
+        // The scored images queued their steps; one more image synced after every step.
+        rows.push((
+            "denoising loop with a sync after every step".into(),
+            format!("{ratio:.3}"),
+            "x queued".into(),
+        ));
+    }
+    if !p.available {
+        rows.push((
+            "power unavailable because".into(),
+            p.reason.clone().unwrap_or_default(),
+            String::new(),
+        ));
+    }
+    if s.throttled {
+        rows.push((
+            "throttled".into(),
+            s.throttle_reasons.join(", "),
+            String::new(),
+        ));
+    }
+    rows
+}
+
+/// The cold start's GPU kernels: compiled, read from the cache, autotuned, compiled while timed.
+fn kernel_rows(r: &BenchResult) -> Vec<(String, String, String)> {
+    let mut rows = Vec::new();
     if let Some(k) = &r.cold_start.kernels {
         rows.push((
             "GPU kernels compiled (load and warm-up)".into(),
@@ -131,28 +169,6 @@ pub fn rows(r: &BenchResult) -> Vec<(String, String, String)> {
                 "(inside the timed figures)".into(),
             ));
         }
-    }
-    if let Some(ratio) = r.step_timing.as_ref().and_then(|t| t.sync_cost_ratio) {
-        // The scored images queued their steps; one more image synced after every step.
-        rows.push((
-            "denoising loop with a sync after every step".into(),
-            format!("{ratio:.3}"),
-            "x queued".into(),
-        ));
-    }
-    if !p.available {
-        rows.push((
-            "power unavailable because".into(),
-            p.reason.clone().unwrap_or_default(),
-            String::new(),
-        ));
-    }
-    if s.throttled {
-        rows.push((
-            "throttled".into(),
-            s.throttle_reasons.join(", "),
-            String::new(),
-        ));
     }
     rows
 }

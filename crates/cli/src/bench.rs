@@ -95,34 +95,11 @@ pub fn app_info() -> AppInfo {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let overrides = Overrides {
-        steps: args.steps,
-        width: args.width,
-        height: args.height,
-        images: args.images,
-        scheduler: args
-            .scheduler
-            .as_deref()
-            .map(SchedulerKind::from_name)
-            .transpose()?,
-        prompt: args.prompt.clone(),
-        batch: args.batch,
-    };
     let named = match args.model.as_deref() {
         Some(text) => Some((text, model_arg::parse(text, &args.model_files)?)),
         None => None,
     };
-    let workload = match (&args.workload, &named) {
-        (Some(name), _) => Workload::named(name)?,
-        (None, Some((text, name))) => {
-            let hub = HubSettings::from_env();
-            let (workload, why) = Workload::standard_for_model(name, text, &hub, &args.revision)?;
-            eprintln!("note: running --workload {}, {why}", workload.name);
-            workload
-        }
-        (None, None) => Workload::named(STANDARD_NAME)?,
-    };
-    let workload = workload.with_overrides(&overrides)?;
+    let workload = chosen_workload(&args, &named)?;
     let model = if args.synthetic {
         ModelChoice::Local(ModelSource::Synthetic(workload.preset))
     } else {
@@ -195,6 +172,38 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The workload `--workload` names, else the one made for `--model`'s architecture (with a note
+/// saying so), else the standard one; with the overrides the arguments give.
+fn chosen_workload(
+    args: &BenchArgs,
+    named: &Option<(&str, sdbench_session::ModelName)>,
+) -> anyhow::Result<Workload> {
+    let overrides = Overrides {
+        steps: args.steps,
+        width: args.width,
+        height: args.height,
+        images: args.images,
+        scheduler: args
+            .scheduler
+            .as_deref()
+            .map(SchedulerKind::from_name)
+            .transpose()?,
+        prompt: args.prompt.clone(),
+        batch: args.batch,
+    };
+    let workload = match (&args.workload, named) {
+        (Some(name), _) => Workload::named(name)?,
+        (None, Some((text, name))) => {
+            let hub = HubSettings::from_env();
+            let (workload, why) = Workload::standard_for_model(name, text, &hub, &args.revision)?;
+            eprintln!("note: running --workload {}, {why}", workload.name);
+            workload
+        }
+        (None, None) => Workload::named(STANDARD_NAME)?,
+    };
+    Ok(workload.with_overrides(&overrides)?)
 }
 
 /// Fails before any work when the result could not be written.

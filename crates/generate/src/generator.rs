@@ -128,22 +128,7 @@ impl Generator {
                 if let Some(vram) = vram.as_mut() {
                     vram.record(Some(p), observer);
                 }
-                observer(&match *p {
-                    Progress::TextEncoded { seconds } => Event::TextEncoded { seconds },
-                    Progress::Step {
-                        index,
-                        total,
-                        seconds,
-                    } => Event::Step {
-                        index: 1,
-                        total: 1,
-                        step: index,
-                        steps: total,
-                        seconds,
-                        warmup: false,
-                    },
-                    Progress::Decoded { seconds } => Event::Decoded { seconds },
-                })
+                observer(&progress_event(p))
             },
             cancel,
         )?;
@@ -229,6 +214,26 @@ impl Generator {
             None => load(setup, request, hub, observer, cancel)?,
         };
         Ok(self.loaded.insert(loaded))
+    }
+}
+
+/// The event a generation's progress is reported as (its one image, not warm-up).
+fn progress_event(progress: &Progress) -> Event {
+    match *progress {
+        Progress::TextEncoded { seconds } => Event::TextEncoded { seconds },
+        Progress::Step {
+            index,
+            total,
+            seconds,
+        } => Event::Step {
+            index: 1,
+            total: 1,
+            step: index,
+            steps: total,
+            seconds,
+            warmup: false,
+        },
+        Progress::Decoded { seconds } => Event::Decoded { seconds },
     }
 }
 

@@ -96,7 +96,7 @@ pub fn file_sha256(path: &Path) -> Result<String> {
     });
     match from_link {
         Some(sha) => Ok(sha),
-        None => crate::download::hash_file(sha2::Sha256::new(), path),
+        None => crate::transfer::hash_file(sha2::Sha256::new(), path),
     }
 }
 

@@ -6,7 +6,9 @@ pub mod cache;
 pub mod components;
 pub mod download;
 pub mod error;
+pub mod listing;
 pub mod repo;
+mod transfer;
 
 pub use cache::{CachedModel, CachedSnapshot};
 pub use components::{ChooseComponents, WantedComponent};

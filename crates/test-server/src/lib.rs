@@ -260,15 +260,6 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
 
 /// Writes the answer; returns false when the connection is to be closed.
 fn respond(request: &Request, state: &Mutex<State>, out: &mut TcpStream) -> std::io::Result<bool> {
-    let send = |out: &mut TcpStream, status: &str, headers: &str, body: &[u8]| {
-        write!(
-            out,
-            "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{headers}\r\n",
-            body.len()
-        )?;
-        out.write_all(body)?;
-        out.flush()
-    };
     if request.method == "POST" {
         let mut st = state.lock().unwrap();
         if st.post_failures > 0 {
@@ -321,51 +312,71 @@ fn respond(request: &Request, state: &Mutex<State>, out: &mut TcpStream) -> std:
             if rev != "main" && rev != repo.commit {
                 break;
             }
-            let mut bytes = f.bytes.clone();
-            let drop_after = {
-                let mut st = state.lock().unwrap();
-                if st.corrupt.contains(&f.path) && !bytes.is_empty() {
-                    bytes[0] ^= 0xff;
-                }
-                let at = st.drops.iter().position(|(p, _)| p == &f.path);
-                at.map(|i| st.drops.remove(i).1)
-            };
-            let from = request
-                .headers
-                .get("range")
-                .and_then(|r| r.strip_prefix("bytes="))
-                .and_then(|r| r.trim_end_matches('-').parse::<usize>().ok());
-            let (status, headers, body) = match from {
-                Some(from) if from >= bytes.len() => {
-                    send(out, "416 Range Not Satisfiable", "", b"")?;
-                    return Ok(true);
-                }
-                Some(from) => (
-                    "206 Partial Content",
-                    format!(
-                        "Content-Range: bytes {from}-{}/{}\r\n",
-                        bytes.len() - 1,
-                        bytes.len()
-                    ),
-                    bytes[from..].to_vec(),
-                ),
-                None => ("200 OK", String::new(), bytes),
-            };
-            if let Some(cut) = drop_after {
-                write!(
-                    out,
-                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{headers}\r\n",
-                    body.len()
-                )?;
-                out.write_all(&body[..cut.min(body.len())])?;
-                out.flush()?;
-                out.shutdown(std::net::Shutdown::Both)?;
-                return Ok(false);
-            }
-            send(out, status, &headers, &body)?;
-            return Ok(true);
+            return serve_file(request, state, out, f);
         }
     }
     send(out, "404 Not Found", "", b"not found")?;
     Ok(true)
+}
+
+/// One repository file, corrupted or cut short as the test asked, from the requested range on.
+fn serve_file(
+    request: &Request,
+    state: &Mutex<State>,
+    out: &mut TcpStream,
+    f: &RepoFile,
+) -> std::io::Result<bool> {
+    let mut bytes = f.bytes.clone();
+    let drop_after = {
+        let mut st = state.lock().unwrap();
+        if st.corrupt.contains(&f.path) && !bytes.is_empty() {
+            bytes[0] ^= 0xff;
+        }
+        let at = st.drops.iter().position(|(p, _)| p == &f.path);
+        at.map(|i| st.drops.remove(i).1)
+    };
+    let from = request
+        .headers
+        .get("range")
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| r.trim_end_matches('-').parse::<usize>().ok());
+    let (status, headers, body) = match from {
+        Some(from) if from >= bytes.len() => {
+            send(out, "416 Range Not Satisfiable", "", b"")?;
+            return Ok(true);
+        }
+        Some(from) => (
+            "206 Partial Content",
+            format!(
+                "Content-Range: bytes {from}-{}/{}\r\n",
+                bytes.len() - 1,
+                bytes.len()
+            ),
+            bytes[from..].to_vec(),
+        ),
+        None => ("200 OK", String::new(), bytes),
+    };
+    if let Some(cut) = drop_after {
+        write!(
+            out,
+            "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{headers}\r\n",
+            body.len()
+        )?;
+        out.write_all(&body[..cut.min(body.len())])?;
+        out.flush()?;
+        out.shutdown(std::net::Shutdown::Both)?;
+        return Ok(false);
+    }
+    send(out, status, &headers, &body)?;
+    Ok(true)
+}
+
+fn send(out: &mut TcpStream, status: &str, headers: &str, body: &[u8]) -> std::io::Result<()> {
+    write!(
+        out,
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{headers}\r\n",
+        body.len()
+    )?;
+    out.write_all(body)?;
+    out.flush()
 }

@@ -332,76 +332,94 @@ pub fn read_header(
     }
     let data_len = file_len - data_start.min(file_len);
     let mut tensors = BTreeMap::new();
-    for (name, dims, (dtype, (block_values, block_bytes)), offset) in entries {
-        // The product of the non-zero dimensions must fit too: code that multiplies a shape in
-        // another order (or skips an empty dimension) must not overflow (the fuzzer's finding).
-        let count = dims
-            .iter()
-            .try_fold(1u64, |n, &d| n.checked_mul(d.max(1)))
-            .map(|_| dims.iter().product::<u64>());
-        let len = count
-            .and_then(|n| (n / block_values as u64).checked_mul(block_bytes as u64))
-            .ok_or_else(|| {
-                tensor_error(
-                    path,
-                    &name,
-                    format!("has shape {dims:?}, whose size overflows 64 bits"),
-                )
-            })?;
-        if count.is_some_and(|n| n % block_values as u64 != 0) {
-            return Err(tensor_error(
-                path,
-                &name,
-                format!(
-                    "has shape {dims:?}, which is not a whole number of {} blocks of {block_values} values",
-                    dtype.name()
-                ),
-            ));
-        }
-        if offset % alignment != 0 {
-            return Err(tensor_error(
-                path,
-                &name,
-                format!("starts at offset {offset}, not aligned to {alignment} bytes"),
-            ));
-        }
-        if offset.checked_add(len).is_none_or(|end| end > data_len) {
-            return Err(tensor_error(
-                path,
-                &name,
-                format!(
-                    "lies past the end of the file (bytes {offset}..{} of {data_len} data bytes): the file is truncated; download it again",
-                    offset.saturating_add(len)
-                ),
-            ));
-        }
-        // Rows of a quantized tensor are whole blocks: its innermost dimension must be too.
-        if dims
-            .first()
-            .is_some_and(|&row| row % block_values as u64 != 0)
-        {
-            return Err(tensor_error(
-                path,
-                &name,
-                format!(
-                    "has rows of {} values, not whole {} blocks",
-                    dims[0],
-                    dtype.name()
-                ),
-            ));
-        }
-        let shape = dims.iter().rev().map(|&d| d as usize).collect();
-        let tensor = GgufTensor {
-            shape,
-            dtype,
-            start: data_start + offset,
-            len,
-        };
+    for (name, dims, kind, offset) in entries {
+        let tensor = checked_tensor(
+            path, &name, &dims, kind, offset, alignment, data_start, data_len,
+        )?;
         if tensors.insert(name.clone(), tensor).is_some() {
             return Err(tensor_error(path, &name, "is listed twice".to_string()));
         }
     }
     Ok((metadata, tensors))
+}
+
+/// A tensor entry of the header, checked: its size fits 64 bits, it holds whole blocks (its rows
+/// too), it is aligned and it lies inside the `data_len` bytes of data from `data_start`.
+#[allow(clippy::too_many_arguments)]
+fn checked_tensor(
+    path: &Path,
+    name: &str,
+    dims: &[u64],
+    (dtype, (block_values, block_bytes)): (StDtype, (usize, usize)),
+    offset: u64,
+    alignment: u64,
+    data_start: u64,
+    data_len: u64,
+) -> Result<GgufTensor> {
+    // The product of the non-zero dimensions must fit too: code that multiplies a shape in
+    // another order (or skips an empty dimension) must not overflow (the fuzzer's finding).
+    let count = dims
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d.max(1)))
+        .map(|_| dims.iter().product::<u64>());
+    let len = count
+        .and_then(|n| (n / block_values as u64).checked_mul(block_bytes as u64))
+        .ok_or_else(|| {
+            tensor_error(
+                path,
+                name,
+                format!("has shape {dims:?}, whose size overflows 64 bits"),
+            )
+        })?;
+    if count.is_some_and(|n| n % block_values as u64 != 0) {
+        return Err(tensor_error(
+            path,
+            name,
+            format!(
+                "has shape {dims:?}, which is not a whole number of {} blocks of {block_values} values",
+                dtype.name()
+            ),
+        ));
+    }
+    if !offset.is_multiple_of(alignment) {
+        return Err(tensor_error(
+            path,
+            name,
+            format!("starts at offset {offset}, not aligned to {alignment} bytes"),
+        ));
+    }
+    if offset.checked_add(len).is_none_or(|end| end > data_len) {
+        return Err(tensor_error(
+            path,
+            name,
+            format!(
+                "lies past the end of the file (bytes {offset}..{} of {data_len} data bytes): the file is truncated; download it again",
+                offset.saturating_add(len)
+            ),
+        ));
+    }
+    // Rows of a quantized tensor are whole blocks: its innermost dimension must be too.
+    if dims
+        .first()
+        .is_some_and(|&row| row % block_values as u64 != 0)
+    {
+        return Err(tensor_error(
+            path,
+            name,
+            format!(
+                "has rows of {} values, not whole {} blocks",
+                dims[0],
+                dtype.name()
+            ),
+        ));
+    }
+    let shape = dims.iter().rev().map(|&d| d as usize).collect();
+    Ok(GgufTensor {
+        shape,
+        dtype,
+        start: data_start + offset,
+        len,
+    })
 }
 
 /// A tensor's element type by ggml's id, with its block (values, bytes): the decodable types,

@@ -131,6 +131,58 @@ fn no_engine_file_is_over_700_lines() {
     assert!(long.is_empty(), "over {MAX_FILE_LINES} lines: {long:?}");
 }
 
+/// Every crate's sources (and the app's), tests aside: each `src/` folder of `crates/`, and
+/// `src-tauri/`, without `tests.rs` and `*_tests.rs` files.
+fn workspace_sources() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut dirs = vec![root.join("src-tauri")];
+    for entry in fs::read_dir(root.join("crates")).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if src.is_dir() {
+            dirs.push(src);
+        }
+    }
+    let mut files = Vec::new();
+    for dir in dirs {
+        rust_files(&dir, &mut files);
+    }
+    files.retain(|path| {
+        let name = path.file_name().unwrap().to_string_lossy();
+        name != "tests.rs"
+            && !name.ends_with("_tests.rs")
+            && !path.components().any(|c| c.as_os_str() == "tests")
+    });
+    files
+}
+
+#[test]
+fn no_workspace_file_is_over_700_lines() {
+    let files = workspace_sources();
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let lines = fs::read_to_string(path).unwrap().lines().count();
+            (lines > MAX_FILE_LINES).then(|| format!("{} ({lines} lines)", path.display()))
+        })
+        .collect();
+    assert!(files.len() > 150, "{} files", files.len());
+    assert!(long.is_empty(), "over {MAX_FILE_LINES} lines: {long:?}");
+}
+
+#[test]
+fn no_workspace_function_is_over_100_lines() {
+    let mut long = Vec::new();
+    for path in workspace_sources() {
+        let text = fs::read_to_string(&path).unwrap();
+        for (name, lines) in function_lengths(without_tests(&text)) {
+            if lines > MAX_FUNCTION_LINES {
+                long.push(format!("{}: {name} ({lines} lines)", path.display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "over {MAX_FUNCTION_LINES} lines: {long:?}");
+}
+
 #[test]
 fn no_function_in_pipeline_or_models_is_over_100_lines() {
     let mut files = Vec::new();
