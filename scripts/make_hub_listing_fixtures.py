@@ -11,8 +11,8 @@ download would fetch, as huggingface_hub filters them by diffusers' allow and ig
 the fixture's `diffusers` field. The hub's plan is checked against that list.
 
 Usage (torch and diffusers are needed only here, never by the tests):
-    python3 -m venv /tmp/dv && /tmp/dv/bin/pip install torch diffusers==0.42.0 transformers
-    /tmp/dv/bin/python scripts/make_hub_listing_fixtures.py
+    ~/.cache/sdbench/venv/bin/pip install torch diffusers==0.42.0 transformers
+    ~/.cache/sdbench/venv/bin/python scripts/make_hub_listing_fixtures.py
 """
 
 import json

@@ -14,8 +14,8 @@ it, in float32. Each f32 bound is 8 times how far float32 lies from the same cal
 tolerance is twice the worst error of the same calls in float16.
 
 Usage (torch and transformers are needed only here, never by the tests):
-    /tmp/dv/bin/pip install torch transformers safetensors numpy
-    /tmp/dv/bin/python scripts/make_t5_fixtures.py
+    ~/.cache/sdbench/venv/bin/pip install torch transformers safetensors numpy
+    ~/.cache/sdbench/venv/bin/python scripts/make_t5_fixtures.py
 
 Output: crates/diffusion/tests/fixtures/tiny-t5/ and tiny-t5.reference.* (committed).
 """
