@@ -13,4 +13,5 @@ pub mod safetensors;
 pub mod sharded;
 pub mod synthetic_weights;
 pub mod tensor_file;
+pub mod three_parts;
 pub mod weights;

@@ -23,6 +23,7 @@ use crate::error::{DiffusionError, Result};
 use crate::io::component_file::{self, WeightFiles};
 use crate::io::image::{preprocess, RgbImage};
 use crate::io::synthetic_weights::SyntheticWeights;
+use crate::io::three_parts::PartNames;
 use crate::io::weights::{Precision, WeightSource};
 use crate::models::config::VaeConfig;
 use crate::models::qwen3::prompt::QwenPrompt;
@@ -122,45 +123,21 @@ impl Flux2Pipeline {
         let spec = Spec::read(folder, index)?;
         spec.validate()?;
         let placement = Self::placement(precision, &options);
-        let text_ignored =
-            Qwen3TextEncoder::<B>::unused_prefixes(&spec.text_encoder, spec.text_layers());
-        let text_ignored: Vec<&str> = text_ignored.iter().map(String::as_str).collect();
-        let (mut te, mut files) = component_file::text_encoder_weights(
+        let weights = WeightFiles {
             folder,
-            parts.text_encoder.as_deref(),
-            &Qwen3Weights::CausalLm.file_names(),
-            placement.text_encoders,
-            &text_ignored,
-        )?;
-        let (mut tr, tr_files) = component_file::denoiser_weights(
-            folder,
-            transformer_file,
-            &bfl_names::NAMES,
-            placement.denoiser,
-            IGNORED_PREFIXES,
-        )?;
-        let mut vae_ignored = vec!["bn.num_batches_tracked"];
+            denoiser: transformer_file,
+            parts,
+            precision,
+        };
+        let mut vae_unused = vec!["bn.num_batches_tracked"];
         if !options.vae_encoder {
-            vae_ignored.extend(vae::ENCODER_PREFIXES);
+            vae_unused.extend(vae::ENCODER_PREFIXES);
         }
-        let (mut va, vae_files) = component_file::vae_weights(
-            folder,
-            parts.vae.as_deref(),
-            spec.vae.block_out_channels.len(),
-            placement.vae,
-            &vae_ignored,
-        )?;
-        files.extend(tr_files);
-        files.extend(vae_files);
-        let size = Self::size_of(
-            &spec,
-            Some(&WeightFiles {
-                folder,
-                denoiser: transformer_file,
-                parts,
-                precision,
-            }),
-        )?;
+        let text_unused = Self::text_unused(&spec);
+        let names = Self::part_names(&spec, &text_unused);
+        let in_placement = [placement.text_encoders, placement.denoiser, placement.vae];
+        let ([mut te, mut tr, mut va], files) = names.open(&weights, in_placement, &vae_unused)?;
+        let size = Self::size_of(&spec, Some(&weights))?;
         let prompt =
             QwenPrompt::load(spec.tokenizer.as_deref().expect("a folder has a tokenizer"))?;
         let source = component_file::loaded_from(folder, transformer_file, parts);
@@ -224,6 +201,26 @@ impl Flux2Pipeline {
         Placement::for_model(Family::FLUX2_KLEIN, &klein_vae(), precision, options)
     }
 
+    /// The text encoder's tensors this pipeline does not read (the layers after the hidden
+    /// states it stacks, the final norm, the head).
+    fn text_unused(spec: &Spec) -> Vec<String> {
+        Qwen3TextEncoder::<B>::unused_prefixes(&spec.text_encoder, spec.text_layers())
+    }
+
+    /// How each part's tensors are named and which are not read.
+    fn part_names<'a>(spec: &Spec, text_unused: &'a [String]) -> PartNames<'a> {
+        PartNames {
+            text_encoder: Qwen3Weights::CausalLm.file_names(),
+            text_unused,
+            denoiser: &bfl_names::NAMES,
+            denoiser_unused: IGNORED_PREFIXES,
+            vae_blocks: spec.vae.block_out_channels.len(),
+            vae_encoder: vae::ENCODER_PREFIXES,
+            // The latent batch norm's statistics.
+            vae_uncounted: &["bn."],
+        }
+    }
+
     /// Parameters of the parts that run, from the files' headers (a folder, and the files given
     /// with it) or the configs.
     fn size_of(spec: &Spec, files: Option<&WeightFiles>) -> Result<ModelSize> {
@@ -231,22 +228,15 @@ impl Flux2Pipeline {
         let Some(files) = files else {
             return Ok(upstream);
         };
-        let ignored =
-            Qwen3TextEncoder::<B>::unused_prefixes(&spec.text_encoder, spec.text_layers());
-        let counted = |name: &str| !ignored.iter().any(|p| name.starts_with(p.as_str()));
-        let encoder = |name: &str| name.starts_with("encoder.") || name.starts_with("quant_conv.");
-        let blocks = spec.vae.block_out_channels.len();
+        let text_unused = Self::text_unused(spec);
+        let counted = Self::part_names(spec, &text_unused).parameters(files)?;
         Ok(ModelSize {
-            text_encoder_params: files
-                .text_encoder_parameters(&Qwen3Weights::CausalLm.file_names(), &counted)?,
-            denoiser_params: files.denoiser_parameters(&bfl_names::NAMES, &|name| {
-                !IGNORED_PREFIXES.iter().any(|p| name.starts_with(p))
-            })?,
+            text_encoder_params: counted.text_encoder,
+            denoiser_params: counted.denoiser,
             denoiser_full_precision_params: spec.transformer.full_precision_parameters(),
-            denoiser_kept: files.denoiser_kept()?,
-            vae_decoder_params: files
-                .vae_parameters(blocks, &|n| !encoder(n) && !n.starts_with("bn."))?,
-            vae_encoder_params: files.vae_parameters(blocks, &encoder)?,
+            denoiser_kept: counted.denoiser_kept,
+            vae_decoder_params: counted.vae_decoder,
+            vae_encoder_params: counted.vae_encoder,
             ..upstream
         })
     }

@@ -19,6 +19,7 @@ use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
 use crate::io::component_file::{self, WeightFiles};
 use crate::io::synthetic_weights::SyntheticWeights;
+use crate::io::three_parts::PartNames;
 use crate::io::weights::{Precision, WeightSource};
 use crate::models::config::VaeConfig;
 use crate::models::qwen3::prompt::{chat_text, QwenPrompt};
@@ -130,44 +131,19 @@ impl ZImagePipeline {
         let spec = Spec::read(folder, index)?;
         spec.validate()?;
         let placement = Self::placement(&spec.vae, precision, &options);
-        let unused = Qwen3TextEncoder::<B>::unused_prefixes_named(
-            &spec.text_encoder,
-            spec.text_layers(),
-            spec.text_weights,
-        );
-        let unused: Vec<&str> = unused.iter().map(String::as_str).collect();
-        let (mut te, mut files) = component_file::text_encoder_weights(
+        let weights = WeightFiles {
             folder,
-            parts.text_encoder.as_deref(),
-            &spec.text_weights.file_names(),
-            placement.text_encoders,
-            &unused,
-        )?;
-        let (mut tr, tr_files) = component_file::denoiser_weights(
-            folder,
-            transformer_file,
-            &original_names::NAMES,
-            placement.denoiser,
-            &[],
-        )?;
-        let (mut va, vae_files) = component_file::vae_weights(
-            folder,
-            parts.vae.as_deref(),
-            spec.vae.block_out_channels.len(),
-            placement.vae,
-            vae::ENCODER_PREFIXES,
-        )?;
-        files.extend(tr_files);
-        files.extend(vae_files);
-        let size = Self::size_of(
-            &spec,
-            Some(&WeightFiles {
-                folder,
-                denoiser: transformer_file,
-                parts,
-                precision,
-            }),
-        )?;
+            denoiser: transformer_file,
+            parts,
+            precision,
+        };
+        let text_unused = Self::text_unused(&spec);
+        let names = Self::part_names(&spec, &text_unused);
+        let in_placement = [placement.text_encoders, placement.denoiser, placement.vae];
+        // The pipeline runs from a prompt only: the VAE's encoder is never read.
+        let ([mut te, mut tr, mut va], files) =
+            names.open(&weights, in_placement, vae::ENCODER_PREFIXES)?;
+        let size = Self::size_of(&spec, Some(&weights))?;
         let prompt =
             QwenPrompt::load(spec.tokenizer.as_deref().expect("a folder has a tokenizer"))?;
         let source = component_file::loaded_from(folder, transformer_file, parts);
@@ -227,6 +203,28 @@ impl ZImagePipeline {
         Placement::for_model(Family::ZIMAGE, vae, precision, options)
     }
 
+    /// The text encoder's tensors this pipeline does not read (its last layer, the final norm).
+    fn text_unused(spec: &Spec) -> Vec<String> {
+        Qwen3TextEncoder::<B>::unused_prefixes_named(
+            &spec.text_encoder,
+            spec.text_layers(),
+            spec.text_weights,
+        )
+    }
+
+    /// How each part's tensors are named and which are not read.
+    fn part_names<'a>(spec: &Spec, text_unused: &'a [String]) -> PartNames<'a> {
+        PartNames {
+            text_encoder: spec.text_weights.file_names(),
+            text_unused,
+            denoiser: &original_names::NAMES,
+            denoiser_unused: &[],
+            vae_blocks: spec.vae.block_out_channels.len(),
+            vae_encoder: vae::ENCODER_PREFIXES,
+            vae_uncounted: &[],
+        }
+    }
+
     /// Parameters of the parts that run, from the files' headers (a folder, and the files given
     /// with it) or the configs.
     fn size_of(spec: &Spec, files: Option<&WeightFiles>) -> Result<ModelSize> {
@@ -234,23 +232,15 @@ impl ZImagePipeline {
         let Some(files) = files else {
             return Ok(upstream);
         };
-        let unused = Qwen3TextEncoder::<B>::unused_prefixes_named(
-            &spec.text_encoder,
-            spec.text_layers(),
-            spec.text_weights,
-        );
-        let encoder = |name: &str| vae::ENCODER_PREFIXES.iter().any(|p| name.starts_with(p));
-        let blocks = spec.vae.block_out_channels.len();
+        let text_unused = Self::text_unused(spec);
+        let counted = Self::part_names(spec, &text_unused).parameters(files)?;
         Ok(ModelSize {
-            text_encoder_params: files
-                .text_encoder_parameters(&spec.text_weights.file_names(), &|name| {
-                    !unused.iter().any(|p| name.starts_with(p.as_str()))
-                })?,
-            denoiser_params: files.denoiser_parameters(&original_names::NAMES, &|_| true)?,
+            text_encoder_params: counted.text_encoder,
+            denoiser_params: counted.denoiser,
             denoiser_full_precision_params: 0,
-            denoiser_kept: files.denoiser_kept()?,
-            vae_decoder_params: files.vae_parameters(blocks, &|n| !encoder(n))?,
-            vae_encoder_params: files.vae_parameters(blocks, &encoder)?,
+            denoiser_kept: counted.denoiser_kept,
+            vae_decoder_params: counted.vae_decoder,
+            vae_encoder_params: counted.vae_encoder,
             ..upstream
         })
     }
