@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use sdbench_diffusion::pipeline::family::FilePart;
 use sdbench_diffusion::{CancelToken, ComponentFiles, ModelSource, Preset, PLAIN_SYNTHETIC};
 use sdbench_hub::{HubError, HubSettings, RepoId, Resolved};
 
@@ -156,13 +157,23 @@ pub fn with_configs(
     };
     // A snapshot of configs alone has no text encoder or VAE: those come from files then.
     let missing = sdbench_hub::cache::missing_pipeline_files(&resolved.path, engine_components);
-    let lacks = |component: &str| missing.iter().any(|m| m.starts_with(component));
+    // The family's components a part stands for (its text encoders, its VAE).
+    let components = preset.family().descriptor().components;
+    let lacks = |part: FilePart| {
+        components
+            .iter()
+            .filter(|c| c.kind.file_part() == Some(part))
+            .any(|c| {
+                let folder = format!("{}/", c.name);
+                missing.iter().any(|m| m.starts_with(&folder))
+            })
+    };
     let needed: Vec<&str> = [
-        ("--text-encoder", "text_encoder/", &parts.text_encoder),
-        ("--vae", "vae/", &parts.vae),
+        ("--text-encoder", FilePart::TextEncoder, &parts.text_encoder),
+        ("--vae", FilePart::Vae, &parts.vae),
     ]
     .into_iter()
-    .filter(|(_, component, given)| given.is_none() && lacks(component))
+    .filter(|(_, part, given)| given.is_none() && lacks(*part))
     .map(|(option, _, _)| option)
     .collect();
     if !needed.is_empty() {

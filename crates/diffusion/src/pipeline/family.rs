@@ -101,6 +101,18 @@ impl ComponentKind {
         )
     }
 
+    /// The part a file given on its own stands for (`--text-encoder`, `--vae`), for the
+    /// networks that can be given so.
+    pub fn file_part(self) -> Option<FilePart> {
+        match self {
+            ComponentKind::ClipText
+            | ComponentKind::ClipTextWithProjection
+            | ComponentKind::Qwen3Text => Some(FilePart::TextEncoder),
+            ComponentKind::Vae => Some(FilePart::Vae),
+            _ => None,
+        }
+    }
+
     /// The files of its folder it cannot be read without.
     pub fn needed_files(self) -> &'static [&'static str] {
         match self {
