@@ -1,7 +1,7 @@
-//! The image-generation engine on burn: the model families of `pipeline::registry` (Stable
-//! Diffusion 1.x, 2.x and XL, FLUX.2 klein, Z-Image), each a list of components (text encoders,
-//! tokenizers, a UNet or diffusion transformer, a VAE, a scheduler), loaded from diffusers folders,
-//! single files, GGUF or synthetic weights, and run on the best available backend.
+//! The image-generation engine on burn: the model families `pipeline::registry` lists, each a list
+//! of components (text encoders, tokenizers, a UNet or diffusion transformer, a VAE, a scheduler),
+//! loaded from diffusers folders, single files, GGUF or synthetic weights, and run on the best
+//! available backend.
 //! Knows nothing of benchmarks, desktop shells or terminals.
 
 pub mod device;

@@ -21,10 +21,9 @@ pub(crate) const MAX_INDEX_BYTES: u64 = 1 << 20;
 /// A component of a pipeline that a download fetches, as the engine's model families list it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WantedComponent {
-    /// Its folder, as model_index.json names it: "text_encoder_2", "transformer".
+    /// Its folder, as model_index.json names it (the engine's name for the component).
     pub folder: String,
-    /// The files of its folder it cannot be read without ("vocab.json" and "merges.txt" for a
-    /// CLIP tokenizer, "config.json" for a network).
+    /// The files of its folder it cannot be read without (a network's "config.json").
     pub needs: Vec<String>,
     /// A network: its safetensors weights are fetched beside `needs`, and nothing else of its
     /// folder. Otherwise every file of the folder is fetched.

@@ -1,4 +1,4 @@
-//! The model families, one folder each (`sd/`, `flux2/`, `zimage/`), and the networks they share:
+//! The model families, one folder each (the registry lists them), and the networks they share:
 //! CLIP and its tokenizer, Qwen3 and its prompt, T5 and its tokenizer, the KL VAE and its tiling,
 //! configs.
 

@@ -45,8 +45,8 @@ pub struct Component {
     /// Its key in model_index.json and its folder: "text_encoder_2", "unet", "scheduler".
     pub name: &'static str,
     pub kind: ComponentKind,
-    /// Whether a model of the family may go without it (SD1.x and SD2.x have no
-    /// `text_encoder_2`).
+    /// Whether a model of the family may go without it (a second text encoder that only some of
+    /// its architectures have).
     pub optional: bool,
 }
 
@@ -74,13 +74,13 @@ impl Component {
 pub enum ComponentKind {
     /// transformers' `CLIPTextModel`.
     ClipText,
-    /// transformers' `CLIPTextModelWithProjection` (SDXL's second text encoder).
+    /// transformers' `CLIPTextModelWithProjection`.
     ClipTextWithProjection,
     /// transformers' `Qwen3Model` or `Qwen3ForCausalLM`, read as an encoder.
     Qwen3Text,
     /// diffusers' `UNet2DConditionModel`.
     UNet,
-    /// A diffusion transformer (FLUX.2's, Z-Image's).
+    /// A diffusion transformer.
     Transformer,
     /// A diffusers VAE (`AutoencoderKL`, `AutoencoderKLFlux2`).
     Vae,
@@ -151,8 +151,8 @@ pub struct FamilyDescriptor {
     /// a kind it does not run). `registry::file_owner` asks every family.
     pub checkpoints: Option<fn(&Path) -> Result<bool>>,
     /// Whether a guidance scale runs classifier-free guidance (two denoiser passes a step, and
-    /// the negative prompt): above 1 in diffusers' SD and FLUX.2 pipelines, above 0 in
-    /// Z-Image's. The one rule the family's pipeline, the memory estimate and the bench read.
+    /// the negative prompt): the rule of the family's diffusers pipeline (above 1, or above 0),
+    /// the one its pipeline, the memory estimate and the bench read.
     pub guided: fn(f64) -> bool,
     /// Whether its guidance takes `GuidanceOptions` (truncation, normalization).
     pub guidance_options: bool,

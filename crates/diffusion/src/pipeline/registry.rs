@@ -542,12 +542,36 @@ mod tests {
         for needle in [
             "3 tensors: 2 under model.diffusion_model.joint_blocks, 1 under text_encoders.clip_g.transformer",
             "which no model family reads",
-            "SDXL base checkpoints",
-            "FLUX.2 klein transformer files",
         ] {
             assert!(err.contains(needle), "{needle}: {err}");
         }
-        // An SD checkpoint with another family's configs is refused naming both.
+        // It says what each family reads as files of their own.
+        for family in FAMILIES {
+            if family.denoiser_files.is_some() {
+                assert!(
+                    err.contains(&format!("{} transformer files", family.name)),
+                    "{err}"
+                );
+            }
+            for (_, what) in family
+                .classes
+                .iter()
+                .filter(|_| family.checkpoints.is_some())
+            {
+                assert!(err.contains(what), "{what}: {err}");
+            }
+        }
+    }
+
+    /// A checkpoint given with another family's configs (`--model-config`) is refused naming both.
+    #[test]
+    fn a_file_with_another_familys_configs_is_refused() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let sd = FAMILIES
+            .iter()
+            .copied()
+            .find(|f| f.checkpoints.is_some())
+            .unwrap();
         let flux_folder = fixtures.join("tiny-flux2-klein");
         let mismatch = ModelSource::Checkpoint {
             file: fixtures.join("tiny-sd.ldm.safetensors"),
@@ -555,10 +579,14 @@ mod tests {
             parts: ComponentFiles::default(),
         };
         let err = family_of(&mismatch).unwrap_err().to_string();
-        assert!(
-            err.contains("is a Stable Diffusion file") && err.contains("FLUX.2 klein model"),
-            "{err}"
-        );
+        let flux = family_of_folder(&fixtures.join("tiny-flux2-klein"))
+            .unwrap()
+            .0;
+        let expected = [
+            format!("is a {} file", sd.name),
+            format!("{} model", flux.name),
+        ];
+        assert!(expected.iter().all(|e| err.contains(e.as_str())), "{err}");
     }
 
     #[test]

@@ -1,9 +1,9 @@
-//! transformers' `T5EncoderModel` as T5 v1.1 has it (SD3.5's and FLUX.1's T5-XXL): token embeddings,
-//! pre-norm layers of self-attention and a gated-GELU feed-forward, `T5LayerNorm` (RMS, no bias),
-//! no biases and no attention scaling, relative position buckets (bidirectional) computed in the
-//! first layer and shared by all, the final norm. The pipelines call it without an attention mask,
-//! on prompts padded to their sequence length, and so does this. In f16 each layer's output is
-//! clamped below f16's maximum, as transformers does.
+//! transformers' `T5EncoderModel` as T5 v1.1 has it (the T5-XXL text encoder pipelines ship):
+//! token embeddings, pre-norm layers of self-attention and a gated-GELU feed-forward,
+//! `T5LayerNorm` (RMS, no bias), no biases and no attention scaling, relative position buckets
+//! (bidirectional) computed in the first layer and shared by all, the final norm. The pipelines
+//! call it without an attention mask, on prompts padded to their sequence length, and so does
+//! this. In f16 each layer's output is clamped below f16's maximum, as transformers does.
 
 use std::path::Path;
 
@@ -67,7 +67,7 @@ enum FeedForward {
 }
 
 impl T5Config {
-    /// google/t5-v1_1-xxl's encoder (SD3.5's and FLUX.1's `text_encoder_3` / `text_encoder_2`).
+    /// google/t5-v1_1-xxl's encoder, as pipelines ship it.
     pub fn xxl() -> Self {
         T5Config {
             d_model: 4096,
