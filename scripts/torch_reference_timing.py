@@ -7,7 +7,10 @@ each, then the median of --repeat calls. With --model flux2-klein: FLUX.2-klein-
 its 32-channel VAE's decode, the work of `sdbench timing --model synthetic-flux2-klein`. With
 --model zimage: Z-Image-Turbo's transformer (one call at batch 1 on the image's tokens and the
 timing prompt's caption, both padded to 32) and its 16-channel VAE's decode, the work of
-`sdbench timing --model synthetic-zimage-turbo`.
+`sdbench timing --model synthetic-zimage-turbo`. With --model sd35-medium and --sd3-depth
+BLOCKS,T5_LAYERS: SD3.5 Medium's MMDiT-X at its widths (one call at batch 1 on the image's tokens
+and 77 + 256 text tokens), its 16-channel VAE's decode, and T5-XXL's encoder at its widths over
+256 tokens, the work of `sdbench timing` on the same saved model.
 
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --threads 2 --repeat 3
     ~/.cache/sdbench/venv/bin/python scripts/torch_reference_timing.py --model sdxl-base --size 1024
@@ -77,7 +80,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--size", type=int, default=512)
-    p.add_argument("--model", choices=["sd15", "sdxl-base", "flux2-klein", "zimage"], default="sd15")
+    p.add_argument("--model", choices=["sd15", "sdxl-base", "flux2-klein", "zimage", "sd35-medium"], default="sd15")
     p.add_argument("--sdbench", metavar="BINARY", help="also time this sdbench binary and print ratios")
     p.add_argument("--rounds", type=int, default=1,
                    help="with --sdbench: alternate sdbench and torch this many times, a ratio per round")
@@ -90,7 +93,14 @@ def main():
     p.add_argument("--zimage-depth", metavar="LAYERS,REFINERS",
                    help="Z-Image-Turbo with this many main and refiner blocks instead of 30,2 "
                         "(widths, tokens and VAE unchanged): both sides load one saved random-weight model")
+    p.add_argument("--sd3-depth", metavar="BLOCKS,T5_LAYERS",
+                   help="SD3.5 Medium with this many MMDiT-X blocks (24 upstream; the first half with the "
+                        "second attention, as 13 of 24 are) and T5-XXL layers (24 upstream), widths, tokens "
+                        "and VAE unchanged: both sides load one saved random-weight model")
     a = p.parse_args()
+    if (a.model == "sd35-medium") != bool(a.sd3_depth):
+        raise SystemExit("--model sd35-medium needs --sd3-depth, and --sd3-depth needs --model sd35-medium "
+                         "(the whole model with T5-XXL takes 29 GB in f32)")
     if a.model == "zimage" and not a.zimage_depth:
         raise SystemExit("--model zimage needs --zimage-depth (the whole model takes 40 GB in f32)")
     if a.zimage_depth and a.model != "zimage":
@@ -112,7 +122,10 @@ def main():
     folder = flux2_timing_model(a.flux2_depth) if a.flux2_depth else None
     if a.zimage_depth:
         folder = zimage_timing_model(a.zimage_depth)
-    components = {"flux2-klein": flux2_calls, "zimage": zimage_calls}.get(a.model, unet_calls)
+    if a.sd3_depth:
+        folder = sd3_timing_model(a.sd3_depth)
+    components = {"flux2-klein": flux2_calls, "zimage": zimage_calls, "sd35-medium": sd3_calls}.get(
+        a.model, unet_calls)
     if a.rounds == 1:
         # sdbench first, before torch's models take their memory.
         ours = run_sdbench(a, folder) if a.sdbench else None
@@ -401,6 +414,79 @@ def zimage_calls(a, folder):
     ], sync
 
 
+def sd3_timing_model(depth):
+    """An SD3.5 folder at Medium's widths with `depth` ("BLOCKS,T5_LAYERS"): MMDiT-X blocks (the
+    first half dual-attention), T5-XXL layers at its widths, CLIP-L and CLIP-G at their output
+    widths but two narrow layers each (the timed calls never run them), SD3's VAE, the tiny
+    fixture's tokenizers and scheduler. Saved once under ~/.cache/sdbench and reused."""
+    from pathlib import Path
+    import shutil
+    from diffusers import SD3Transformer2DModel
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
+
+    blocks, t5_layers = (int(n) for n in depth.split(","))
+    folder = Path.home() / ".cache" / "sdbench" / f"sd35-medium-timing-{blocks}-{t5_layers}"
+    if (folder / "model_index.json").exists():
+        return folder
+    fixture = Path(__file__).resolve().parent.parent / "crates/diffusion/tests/fixtures/tiny-sd3"
+    work = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    for part in ("scheduler", "tokenizer", "tokenizer_2", "tokenizer_3"):
+        shutil.copytree(fixture / part, work / part)
+    torch.manual_seed(0)
+    for part, width in (("text_encoder", 768), ("text_encoder_2", 1280)):
+        config = CLIPTextConfig.from_pretrained(fixture / part)  # vocabulary and special tokens
+        config.update(dict(hidden_size=width, projection_dim=width, intermediate_size=64,
+                           num_attention_heads=2, num_hidden_layers=2))
+        CLIPTextModelWithProjection(config).eval().save_pretrained(work / part, safe_serialization=True)
+    t5 = T5Config.from_pretrained(fixture / "text_encoder_3")
+    t5.update(dict(d_model=4096, d_ff=10240, d_kv=64, num_heads=64, num_layers=t5_layers))
+    T5EncoderModel(t5).eval().save_pretrained(work / "text_encoder_3", safe_serialization=True)
+    SD3Transformer2DModel(
+        sample_size=128, patch_size=2, in_channels=16, num_layers=blocks, attention_head_dim=64,
+        num_attention_heads=24, joint_attention_dim=4096, caption_projection_dim=1536,
+        pooled_projection_dim=2048, out_channels=16, pos_embed_max_size=384,
+        dual_attention_layers=tuple(range((blocks + 1) // 2)), qk_norm="rms_norm",
+    ).eval().save_pretrained(work / "transformer", safe_serialization=True)
+    vae = zimage_vae()
+    vae.register_to_config(scaling_factor=1.5305, shift_factor=0.0609)
+    vae.save_pretrained(work / "vae", safe_serialization=True)
+    shutil.copy(fixture / "model_index.json", work / "model_index.json")
+    shutil.rmtree(folder, ignore_errors=True)
+    work.rename(folder)
+    return folder
+
+
+def sd3_calls(a, folder):
+    """The SD3.5 transformer's call (batch 1, 77 + 256 text tokens), the VAE's decode and T5's
+    encoder over 256 tokens, of the model saved in `folder`: [(name, call)] and the sync."""
+    from diffusers import SD3Transformer2DModel
+    from transformers import T5EncoderModel
+
+    if a.size % 16:
+        raise SystemExit("--size must be a multiple of 16 for SD3 (the VAE's 8 times 2x2 patches)")
+    device, dtype, sync = torch_target(a)
+    transformer = SD3Transformer2DModel.from_pretrained(folder / "transformer").eval().to(device, dtype)
+    vae = AutoencoderKL.from_pretrained(folder / "vae").eval().to(device, dtype)
+    t5 = T5EncoderModel.from_pretrained(folder / "text_encoder_3").eval().to(device, dtype)
+    print(f"transformer: {transformer.config.num_layers} blocks, dual attention in "
+          f"{list(transformer.config.dual_attention_layers)}; T5: {t5.config.num_layers} layers ({folder})")
+    g = a.size // 8
+    latents = torch.randn(1, 16, g, g).to(device, dtype)
+    context = torch.randn(1, 77 + 256, 4096).to(device, dtype)
+    pooled = torch.randn(1, 2048).to(device, dtype)
+    t = torch.tensor([500.0], device=device, dtype=dtype)
+    z = torch.randn(1, 16, g, g).to(device, dtype)
+    ids = torch.randint(0, t5.config.vocab_size, (1, 256), device=device)
+    return [
+        (f"transformer call (batch 1, {(g // 2) ** 2} image + 333 text tokens)",
+         lambda: transformer(hidden_states=latents, encoder_hidden_states=context, pooled_projections=pooled,
+                             timestep=t, return_dict=False)),
+        (f"vae decode (16x{g}x{g} -> 3x{a.size}x{a.size})", lambda: vae.decode(z)),
+        ("t5 call (256 tokens)", lambda: t5(input_ids=ids)),
+    ], sync
+
+
 def torch_target(a):
     """The torch device and dtype the arguments name, and a call that waits for that device."""
     device = torch.device(a.device)
@@ -426,11 +512,11 @@ def run_sdbench(a, folder=None):
     out = run_echoed(cmd)
     medians = {}
     for line in out.splitlines():
-        m = re.match(r"(unet call|transformer call|vae decode) .*: median ([0-9.]+) s", line)
+        m = re.match(r"(unet call|transformer call|vae decode|t5 call) .*: median ([0-9.]+) s", line)
         if m:
             medians[m.group(1)] = float(m.group(2))
-    if len(medians) != 2:
-        raise SystemExit(f"could not read the denoiser's and VAE's medians from sdbench's output:\n{out}")
+    if len(medians) != (3 if a.model == "sd35-medium" else 2):
+        raise SystemExit(f"could not read the denoiser's and VAE's (and T5's) medians from sdbench's output:\n{out}")
     return medians
 
 

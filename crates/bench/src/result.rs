@@ -204,7 +204,8 @@ pub struct ModelRecord {
     /// The model's configs are SD1.5's (a fine-tune's weights differ, its cost does not); only
     /// such runs can be standard `sd15-512-30` runs.
     pub sd15_architecture: bool,
-    /// The model family: sd1, sd2, sdxl, flux2-klein or zimage (absent in results from before SDXL).
+    /// The model family: sd1, sd2, sdxl, flux2-klein, zimage, sd35-medium, sd35-large or
+    /// sd3-medium (absent in results from before SDXL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
     /// The built-in preset whose configs the model's equal (sd15, sd21, sdxl-base), if any: a

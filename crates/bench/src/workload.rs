@@ -341,6 +341,7 @@ mod tests {
         assert_eq!(named(Family::SDXL), "sdxl-1024-20");
         assert_eq!(named(Family::FLUX2_KLEIN), "flux2-klein-1024-4");
         assert_eq!(named(Family::ZIMAGE), "zimage-turbo-1024-9");
+        assert_eq!(named(Family::SD35_MEDIUM), "sd35-medium-1024-40");
         // SD2.x has none: its family's first (SD1.5's).
         assert_eq!(named(Family::SD2), STANDARD_NAME);
     }
@@ -379,7 +380,8 @@ mod tests {
                 "sd15-512-30",
                 "sdxl-1024-20",
                 "flux2-klein-1024-4",
-                "zimage-turbo-1024-9"
+                "zimage-turbo-1024-9",
+                "sd35-medium-1024-40"
             ]
         );
         assert_eq!(workload_names()[0], STANDARD_NAME);
@@ -439,6 +441,28 @@ mod tests {
         assert_eq!(card.label, "Z-Image-Turbo · 1024×1024 · 9 steps");
         assert!(
             card.description.contains("guidance 0"),
+            "{}",
+            card.description
+        );
+    }
+
+    #[test]
+    fn the_sd35_medium_workload_is_its_model_cards_on_mlperf_clients_prompts() {
+        let w = Workload::named("sd35-medium-1024-40").unwrap();
+        let klein = Workload::named("flux2-klein-1024-4").unwrap();
+        assert!(w.standard);
+        assert_eq!((w.version, w.preset), (1, Preset::SD35_MEDIUM));
+        assert_eq!((w.width, w.height, w.steps, w.batch), (1024, 1024, 40, 1));
+        assert_eq!(
+            (w.scheduler, w.guidance),
+            (SchedulerKind::FlowMatchEuler, 4.5)
+        );
+        assert!(w.request_shape().guided);
+        assert_eq!(w.prompts, klein.prompts);
+        let card = w.card();
+        assert_eq!(card.label, "SD3.5 Medium · 1024×1024 · 40 steps");
+        assert!(
+            card.description.contains("guidance 4.5"),
             "{}",
             card.description
         );

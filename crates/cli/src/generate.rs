@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
-use sdbench_diffusion::{GuidanceOptions, InitialNoise, SchedulerKind};
+use sdbench_diffusion::{GuidanceOptions, InitialNoise, SchedulerKind, SkipLayerGuidance};
 use sdbench_generate::{
     Context, Destination, GenerationRequest, Generator, InitPicture, ModelSetup, Picture,
     DEFAULT_STRENGTH,
@@ -18,11 +18,12 @@ use crate::progress::{DownloadBar, StepProgress};
 
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
-    /// A diffusers model folder (Stable Diffusion, FLUX.2 klein or Z-Image), a single-file SD1.x,
-    /// SD2.x or SDXL checkpoint or a FLUX.2 klein or Z-Image transformer file with --model-config
-    /// (.safetensors or .gguf), a Hub id (from the Hugging Face cache, downloaded if missing), or
-    /// `synthetic` for SD1.5's architecture with generated weights (`synthetic-sd21`,
-    /// `synthetic-sdxl-base`, `synthetic-flux2-klein`, `synthetic-zimage-turbo`: those models').
+    /// A diffusers model folder (Stable Diffusion 1 to 3.5, FLUX.2 klein or Z-Image), a
+    /// single-file SD1.x, SD2.x or SDXL checkpoint or a FLUX.2 klein or Z-Image transformer file
+    /// with --model-config (.safetensors or .gguf), a Hub id (from the Hugging Face cache,
+    /// downloaded if missing), or `synthetic` for SD1.5's architecture with generated weights
+    /// (`synthetic-sd21`, `synthetic-sdxl-base`, `synthetic-flux2-klein`,
+    /// `synthetic-zimage-turbo`, `synthetic-sd35-medium`: those models').
     #[arg(long)]
     model: String,
     #[command(flatten)]
@@ -48,6 +49,17 @@ pub struct GenerateArgs {
     /// (diffusers' `cfg_normalization`; 1 as its `True`).
     #[arg(long, value_name = "FACTOR")]
     cfg_normalization: Option<f64>,
+    /// Stable Diffusion 3.5: skip-layer guidance over these transformer blocks on guided steps
+    /// (diffusers' `skip_guidance_layers`; SD3.5 Medium's model card uses 7,8,9).
+    #[arg(long, value_name = "BLOCKS", value_delimiter = ',')]
+    skip_layers: Vec<usize>,
+    /// Skip-layer guidance's scale (`skip_layer_guidance_scale`).
+    #[arg(long, value_name = "SCALE", default_value_t = 2.8)]
+    skip_layer_scale: f64,
+    /// The fraction of the steps skip-layer guidance starts after and stops before
+    /// (`skip_layer_guidance_start` and `_stop`).
+    #[arg(long, value_name = "START,STOP", value_delimiter = ',', num_args = 2, default_values_t = [0.01, 0.2])]
+    skip_layer_steps: Vec<f64>,
     #[arg(
         long,
         value_parser = clap::builder::PossibleValuesParser::new(SchedulerKind::NAMES),
@@ -132,7 +144,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         negative_prompt: args.negative.clone(),
         steps: args.steps,
         guidance: args.guidance,
-        guidance_options: guidance_options(&args),
+        guidance_options: guidance_options(&args)?,
         scheduler: args
             .scheduler
             .as_deref()
@@ -264,10 +276,33 @@ impl GenerationView {
     }
 }
 
-/// `--cfg-truncation` and `--cfg-normalization` (checked with the request).
-fn guidance_options(args: &GenerateArgs) -> GuidanceOptions {
-    GuidanceOptions {
+/// `--cfg-truncation`, `--cfg-normalization` and `--skip-layers` with its scale and steps
+/// (checked with the request).
+fn guidance_options(args: &GenerateArgs) -> anyhow::Result<GuidanceOptions> {
+    let skip_layers = match args.skip_layers.as_slice() {
+        [] => None,
+        layers => {
+            let Some(skip) = SkipLayerGuidance::new(layers) else {
+                anyhow::bail!(
+                    "--skip-layers takes transformer block indices from 0 to {}",
+                    SkipLayerGuidance::MAX_LAYER
+                );
+            };
+            let (start, stop) = match args.skip_layer_steps[..] {
+                [start, stop] => (start, stop),
+                _ => anyhow::bail!("--skip-layer-steps takes two fractions: START,STOP"),
+            };
+            Some(SkipLayerGuidance {
+                scale: args.skip_layer_scale,
+                start,
+                stop,
+                ..skip
+            })
+        }
+    };
+    Ok(GuidanceOptions {
         truncation: args.cfg_truncation,
         normalization: args.cfg_normalization,
-    }
+        skip_layers,
+    })
 }

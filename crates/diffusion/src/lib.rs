@@ -33,7 +33,7 @@ pub use pipeline::workload::{Prompts, WorkloadSpec};
 pub use pipeline::{
     CancelToken, Component, ComponentFiles, ComponentKind, Family, FamilyDescriptor,
     GenerateRequest, Generated, GeneratedImage, GuidanceOptions, InitImage, InitialNoise,
-    LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress, StepSync,
-    TimedCall,
+    LoadOptions, ModelSource, ParameterCounts, Pipeline, Placement, Preset, Progress,
+    SkipLayerGuidance, StepSync, TimedCall,
 };
 pub use scheduler::{PredictionType, SchedulerKind};

@@ -52,6 +52,23 @@ pub fn guidance_error(guidance: f64) -> Option<String> {
 /// Why `options` cannot shape guidance, or `None`: a truncation is a fraction of the schedule
 /// (0 to 1), a normalization a factor above 0.
 pub fn guidance_options_error(options: &GuidanceOptions) -> Option<String> {
+    if let Some(skip) = &options.skip_layers {
+        if skip.layers == 0 {
+            return Some("skip-layer guidance needs at least one layer to skip".into());
+        }
+        if !skip.scale.is_finite() {
+            return Some(format!(
+                "the skip-layer guidance scale must be a finite number (got {})",
+                skip.scale
+            ));
+        }
+        if !(0.0..=1.0).contains(&skip.start) || !(0.0..=1.0).contains(&skip.stop) {
+            return Some(format!(
+                "skip-layer guidance's start and stop are fractions of the steps from 0 to 1 (got {} and {})",
+                skip.start, skip.stop
+            ));
+        }
+    }
     if let Some(t) = options.truncation.filter(|t| !(0.0..=1.0).contains(t)) {
         return Some(format!(
             "the guidance truncation must be a fraction from 0 to 1 (got {t})"

@@ -12,7 +12,9 @@ use crate::error::{DiffusionError, Result};
 use crate::io::image::RgbImage;
 use crate::io::safetensors::SafeTensors;
 use crate::io::weights::Precision;
-use crate::pipeline::{GenerateRequest, GuidanceOptions, InitialNoise, LoadOptions, Pipeline};
+use crate::pipeline::{
+    GenerateRequest, GuidanceOptions, InitialNoise, LoadOptions, Pipeline, SkipLayerGuidance,
+};
 use crate::scheduler::SchedulerKind;
 use crate::CancelToken;
 
@@ -254,14 +256,15 @@ fn seeded_generations(
             };
             reference_images.push(pattern_picture(w, h));
         }
-        // Z-Image's guidance options, where a run records them (`cfg_normalization` as a
-        // factor, or true for 1).
+        // Z-Image's and SD3's guidance options, where a run records them
+        // (`cfg_normalization` as a factor, or true for 1).
         let guidance_options = GuidanceOptions {
             truncation: run["cfg_truncation"].as_f64().filter(|t| *t < 1.0),
             normalization: match &run["cfg_normalization"] {
                 Value::Bool(true) => Some(1.0),
                 value => value.as_f64().filter(|f| *f > 0.0),
             },
+            skip_layers: skip_layer_guidance(&run["skip_layer_guidance"], name, key)?,
         };
         let request = GenerateRequest {
             guidance_options,
@@ -272,11 +275,38 @@ fn seeded_generations(
             height: number("height")? as usize,
             noise: InitialNoise::Seed(number("seed")? as u64),
             reference_images,
+            negative_prompt: run["negative_prompt"].as_str().unwrap_or_default().into(),
             ..GenerateRequest::new(run["prompt"].as_str().unwrap_or_default())
         };
         diffs.push(compare(pipe, r, name, key, &request)?);
     }
     Ok(diffs)
+}
+
+/// A run's skip-layer guidance as scripts/make_sd3_fixtures.py records it (`layers`, `scale`,
+/// `start`, `stop`), if any.
+fn skip_layer_guidance(run: &Value, name: &str, key: &str) -> Result<Option<SkipLayerGuidance>> {
+    if run.is_null() {
+        return Ok(None);
+    }
+    let bad = || {
+        DiffusionError::Request(format!(
+            "{name} {key}: `skip_layer_guidance` is not {{layers, scale, start, stop}}"
+        ))
+    };
+    let layers: Vec<usize> = run["layers"]
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|l| l.as_u64().map(|l| l as usize).ok_or_else(bad))
+        .collect::<Result<_>>()?;
+    let number = |what: &str| run[what].as_f64().ok_or_else(bad);
+    Ok(Some(SkipLayerGuidance {
+        scale: number("scale")?,
+        start: number("start")?,
+        stop: number("stop")?,
+        ..SkipLayerGuidance::new(&layers).ok_or_else(bad)?
+    }))
 }
 
 /// One reference generation `key` of `request` against its reference image.

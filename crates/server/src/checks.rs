@@ -403,6 +403,7 @@ mod tests {
             relative_step_cost(&result("zimage-turbo", 1024)),
             Some(20.0)
         );
+        assert_eq!(relative_step_cost(&result("sd35-medium", 1024)), Some(8.0));
         assert_eq!(relative_step_cost(&result("a-tiny-model", 512)), None);
         // FLUX.2 klein at 1024x1024: 20 steps/s on a GPU passes, 25 does not.
         let mut klein = result("flux2-klein", 1024);

@@ -434,7 +434,8 @@ source: string, synthetic: boolean,
  */
 sd15_architecture: boolean, 
 /**
- * The model family: sd1, sd2, sdxl, flux2-klein or zimage (absent in results from before SDXL).
+ * The model family: sd1, sd2, sdxl, flux2-klein, zimage, sd35-medium, sd35-large or
+ * sd3-medium (absent in results from before SDXL).
  */
 family?: string | null, 
 /**

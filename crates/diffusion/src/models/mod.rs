@@ -7,6 +7,7 @@ pub mod config;
 pub mod flux2;
 pub mod qwen3;
 pub mod sd;
+pub mod sd3;
 pub mod t5;
 pub mod tokenizer;
 pub mod vae;

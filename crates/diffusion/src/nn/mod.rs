@@ -264,6 +264,13 @@ pub fn sinusoids(values: &[f32], dim: usize, flip_sin_to_cos: bool, freq_shift: 
     out
 }
 
+/// GELU's tanh approximation (transformers' `gelu_new`, torch's `approximate="tanh"`).
+pub fn gelu_tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    let cube = x.clone() * x.clone() * x.clone();
+    let inner = (x.clone() + cube * 0.044715) * (2.0 / std::f64::consts::PI).sqrt();
+    x * (inner.tanh() + 1.0) * 0.5
+}
+
 pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     activation::silu(x)
 }

@@ -78,6 +78,8 @@ pub enum ComponentKind {
     ClipTextWithProjection,
     /// transformers' `Qwen3Model` or `Qwen3ForCausalLM`, read as an encoder.
     Qwen3Text,
+    /// transformers' `T5EncoderModel`.
+    T5Text,
     /// diffusers' `UNet2DConditionModel`.
     UNet,
     /// A diffusion transformer.
@@ -107,7 +109,8 @@ impl ComponentKind {
         match self {
             ComponentKind::ClipText
             | ComponentKind::ClipTextWithProjection
-            | ComponentKind::Qwen3Text => Some(FilePart::TextEncoder),
+            | ComponentKind::Qwen3Text
+            | ComponentKind::T5Text => Some(FilePart::TextEncoder),
             ComponentKind::Vae => Some(FilePart::Vae),
             _ => None,
         }
@@ -154,8 +157,10 @@ pub struct FamilyDescriptor {
     /// the negative prompt): the rule of the family's diffusers pipeline (above 1, or above 0),
     /// the one its pipeline, the memory estimate and the bench read.
     pub guided: fn(f64) -> bool,
-    /// Whether its guidance takes `GuidanceOptions` (truncation, normalization).
+    /// Whether its guidance takes `GuidanceOptions`' truncation and normalization.
     pub guidance_options: bool,
+    /// Whether its guidance takes `GuidanceOptions`' skip-layer guidance.
+    pub skip_layer_guidance: bool,
     /// What it cannot do for any request (pictures, sizes, options), checked before a model is
     /// loaded; the scheduler is checked against `schedulers` beside it.
     pub check_request: fn(&GenerateRequest) -> Result<()>,
@@ -193,9 +198,16 @@ impl FamilyDescriptor {
                 )));
             }
         }
-        if !self.guidance_options && !request.guidance_options.is_default() {
+        let options = &request.guidance_options;
+        if !self.guidance_options && options.shapes_the_scale() {
             return Err(DiffusionError::Request(format!(
                 "guidance truncation and normalization do not apply to {} models",
+                self.name
+            )));
+        }
+        if !self.skip_layer_guidance && options.skip_layers.is_some() {
+            return Err(DiffusionError::Request(format!(
+                "skip-layer guidance does not apply to {} models",
                 self.name
             )));
         }

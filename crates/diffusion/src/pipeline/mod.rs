@@ -41,7 +41,7 @@ pub use family::{Component, ComponentKind, Family, FamilyDescriptor, Preset};
 use memory_need::{ModelSize, RequestShape};
 pub use placement::{LoadOptions, Placement};
 pub(crate) use request::check_request;
-pub use request::{GenerateRequest, GuidanceOptions, InitImage, InitialNoise};
+pub use request::{GenerateRequest, GuidanceOptions, InitImage, InitialNoise, SkipLayerGuidance};
 
 /// The backend every pipeline runs on: burn's runtime dispatch over flex, wgpu, CUDA and ROCm.
 pub type B = Dispatch;

@@ -12,10 +12,11 @@ use super::workload::WorkloadSpec;
 use super::{folder_index, ComponentFiles, ModelSource};
 use crate::error::{DiffusionError, Result};
 use crate::io::tensor_file::{check_model_file, describe_names, TensorFile};
-use crate::models::{flux2, sd, zimage};
+use crate::models::{flux2, sd, sd3, zimage};
 
 /// The families, in the order front ends list them.
-pub static FAMILIES: &[&FamilyDescriptor] = &[&sd::FAMILY, &flux2::FAMILY, &zimage::FAMILY];
+pub static FAMILIES: &[&FamilyDescriptor] =
+    &[&sd::FAMILY, &flux2::FAMILY, &zimage::FAMILY, &sd3::FAMILY];
 
 /// The preset `synthetic` alone names: SD1.5 with generated weights, the standard workload's model.
 pub const PLAIN_SYNTHETIC: Preset = Preset::SD15;

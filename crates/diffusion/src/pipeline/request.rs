@@ -52,8 +52,9 @@ impl InitialNoise {
     }
 }
 
-/// How classifier-free guidance is shaped beyond its scale (diffusers' `ZImagePipeline` options;
-/// a family that has none refuses them). The defaults change nothing.
+/// How classifier-free guidance is shaped beyond its scale (diffusers' `ZImagePipeline` and
+/// `StableDiffusion3Pipeline` options; a family that has none refuses them). The defaults change
+/// nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct GuidanceOptions {
     /// `cfg_truncation`: steps whose `(1000 - t) / 1000` is above this run unguided.
@@ -61,11 +62,63 @@ pub struct GuidanceOptions {
     /// `cfg_normalization`: the guided prediction's norm is capped at this many times the
     /// positive prediction's, per image.
     pub normalization: Option<f64>,
+    /// Skip-layer guidance (SD3.5's `skip_guidance_layers`).
+    pub skip_layers: Option<SkipLayerGuidance>,
 }
 
 impl GuidanceOptions {
     pub fn is_default(&self) -> bool {
         *self == GuidanceOptions::default()
+    }
+
+    /// Whether truncation or normalization is asked for.
+    pub fn shapes_the_scale(&self) -> bool {
+        self.truncation.is_some() || self.normalization.is_some()
+    }
+}
+
+/// diffusers' skip-layer guidance: on guided steps `i` with `start x steps < i < stop x steps`, a
+/// third denoiser pass on the prompt skips `layers`, and the prediction moves by `scale` times the
+/// prompt's prediction less that pass's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SkipLayerGuidance {
+    /// The denoiser blocks skipped, as a set of indices below 64 (bit `k`: block `k`).
+    pub layers: u64,
+    pub scale: f64,
+    pub start: f64,
+    pub stop: f64,
+}
+
+impl SkipLayerGuidance {
+    /// The largest block index `layers` can hold.
+    pub const MAX_LAYER: usize = 63;
+
+    /// diffusers' defaults (scale 2.8 from 1% to 20% of the steps) over `layers`; `None` when a
+    /// layer is past `MAX_LAYER`.
+    pub fn new(layers: &[usize]) -> Option<Self> {
+        let mut set = 0u64;
+        for &layer in layers {
+            set |= 1u64.checked_shl(u32::try_from(layer).ok()?)?;
+        }
+        Some(SkipLayerGuidance {
+            layers: set,
+            scale: 2.8,
+            start: 0.01,
+            stop: 0.2,
+        })
+    }
+
+    /// The skipped blocks, in order.
+    pub fn layer_list(&self) -> Vec<usize> {
+        (0..=Self::MAX_LAYER)
+            .filter(|k| self.layers >> k & 1 == 1)
+            .collect()
+    }
+
+    /// Whether step `i` of `steps` adds the skip-layer term (diffusers' strict bounds).
+    pub fn applies(&self, i: usize, steps: usize) -> bool {
+        let (i, steps) = (i as f64, steps as f64);
+        i > steps * self.start && i < steps * self.stop
     }
 }
 

@@ -185,6 +185,53 @@ impl FlowMatchConfig {
         sigmas.push(0.0);
         FlowSchedule { sigmas, timesteps }
     }
+
+    /// `set_timesteps(steps, mu=mu)` with no sigmas, as SD3's pipelines call it: `steps` timesteps
+    /// evenly from the scheduler's own largest to its smallest training sigma (shifted when it was
+    /// made, in f32, unless the shift is dynamic), shifted again (or by `mu`) in f64 as numpy
+    /// computes it, then rounded to f32.
+    pub fn schedule_over_range(&self, steps: usize, mu: f64) -> FlowSchedule {
+        let steps = steps.max(1);
+        let n = self.num_train_timesteps as f32;
+        let made = |s: f32| match self.use_dynamic_shifting {
+            true => s,
+            false => {
+                let shift = self.shift as f32;
+                shift * s / (1.0 + (shift - 1.0) * s)
+            }
+        };
+        // The training sigmas run from N/N (exactly 1) down to 1/N.
+        let (start, stop) = (made(1.0) as f64 * n as f64, made(1.0 / n) as f64 * n as f64);
+        let mut sigmas: Vec<f64> = (0..steps)
+            .map(|i| match steps {
+                1 => start,
+                _ if i + 1 == steps => stop,
+                _ => start + (stop - start) / (steps - 1) as f64 * i as f64,
+            })
+            .map(|t| t / n as f64)
+            .collect();
+        for s in &mut sigmas {
+            *s = if self.use_dynamic_shifting {
+                let inv = 1.0 / *s - 1.0;
+                match self.time_shift_type.as_str() {
+                    "linear" => mu / (mu + inv),
+                    _ => mu.exp() / (mu.exp() + inv),
+                }
+            } else {
+                self.shift * *s / (1.0 + (self.shift - 1.0) * *s)
+            };
+        }
+        if let Some(terminal) = self.shift_terminal.filter(|t| *t != 0.0) {
+            let scale = (1.0 - sigmas[sigmas.len() - 1]) / (1.0 - terminal);
+            for s in &mut sigmas {
+                *s = 1.0 - (1.0 - *s) / scale;
+            }
+        }
+        let mut sigmas: Vec<f32> = sigmas.into_iter().map(|s| s as f32).collect();
+        let timesteps = sigmas.iter().map(|s| s * n).collect();
+        sigmas.push(0.0);
+        FlowSchedule { sigmas, timesteps }
+    }
 }
 
 #[cfg(test)]

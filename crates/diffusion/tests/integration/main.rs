@@ -23,6 +23,7 @@ mod observer;
 mod parity;
 mod parsers_fuzz;
 mod schedulers;
+mod sd3;
 mod source_layout;
 mod synthetic;
 mod t5;

@@ -310,6 +310,7 @@ fn other_families_refuse_guidance_options() {
         guidance_options: sdbench_diffusion::GuidanceOptions {
             truncation: Some(0.5),
             normalization: None,
+            skip_layers: None,
         },
         ..sdbench_diffusion::GenerateRequest::new("a cat")
     };
@@ -347,6 +348,7 @@ fn other_families_refuse_guidance_options() {
             guidance_options: sdbench_diffusion::GuidanceOptions {
                 truncation,
                 normalization,
+                skip_layers: None,
             },
             ..sdbench_diffusion::GenerateRequest::new("a cat")
         };

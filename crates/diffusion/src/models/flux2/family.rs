@@ -37,6 +37,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     schedulers: &[SchedulerKind::FlowMatchEuler],
     guided: |scale| scale > 1.0,
     guidance_options: false,
+    skip_layer_guidance: false,
     checkpoints: None,
     check_request: check_family_request,
     load: |source, device, precision, options| {

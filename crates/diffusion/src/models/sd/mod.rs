@@ -56,6 +56,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     ],
     guided: |scale| scale > 1.0,
     guidance_options: false,
+    skip_layer_guidance: false,
     checkpoints: Some(checkpoint::claims),
     check_request: pipeline::check_family_request,
     load: |source, device, precision, options| {

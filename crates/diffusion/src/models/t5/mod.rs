@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::{Init, Loader};
-use crate::nn::{Linear, RmsNorm};
+use crate::nn::{gelu_tanh, Linear, RmsNorm};
 
 pub mod prompt;
 
@@ -343,18 +343,11 @@ impl<B: Backend> T5Encoder<B> {
         let x = clamp_f16(x + layer.o.forward(attn));
         let h = layer.feed_forward_norm.forward(x.clone());
         let h = match &layer.wi_gate {
-            Some(gate) => gelu_new(layer.wi.forward(h.clone())) * gate.forward(h),
+            Some(gate) => gelu_tanh(layer.wi.forward(h.clone())) * gate.forward(h),
             None => burn::tensor::activation::relu(layer.wi.forward(h)),
         };
         clamp_f16(x + layer.wo.forward(h))
     }
-}
-
-/// transformers' `gelu_new` (the tanh approximation).
-fn gelu_new<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
-    let cube = x.clone() * x.clone() * x.clone();
-    let inner = (x.clone() + cube * 0.044715) * (2.0 / std::f64::consts::PI).sqrt();
-    x * (inner.tanh() + 1.0) * 0.5
 }
 
 /// In f16, each layer's output is clamped to f16's maximum less 1000 when any value is infinite

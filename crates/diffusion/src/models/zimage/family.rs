@@ -39,6 +39,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     // diffusers guides whenever the scale is above 0 (Turbo runs at 0).
     guided: |scale| scale > 0.0,
     guidance_options: true,
+    skip_layer_guidance: false,
     check_request,
     load: |source, device, precision, options| {
         let model: Box<dyn FamilyPipeline> =
