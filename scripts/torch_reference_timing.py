@@ -48,6 +48,7 @@ before and after each timed call. With --ops --sdbench BINARY it compares the la
     python3 scripts/torch_reference_timing.py --device cuda --dtype f16 --repeat 5
 """
 import argparse
+from pathlib import Path
 import re
 import statistics
 import subprocess
@@ -61,6 +62,9 @@ from diffusers import (
     UNet2DConditionModel,
     ZImageTransformer2DModel,
 )
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "crates" / "diffusion" / "tests" / "fixtures"
 
 
 def timed(fn, repeat, sync=lambda: None):
@@ -98,9 +102,11 @@ def main():
                         "second attention, as 13 of 24 are) and T5-XXL layers (24 upstream), widths, tokens "
                         "and VAE unchanged: both sides load one saved random-weight model")
     a = p.parse_args()
-    if (a.model == "sd35-medium") != bool(a.sd3_depth):
-        raise SystemExit("--model sd35-medium needs --sd3-depth, and --sd3-depth needs --model sd35-medium "
-                         "(the whole model with T5-XXL takes 29 GB in f32)")
+    if a.sd3_depth and a.model != "sd35-medium":
+        raise SystemExit("--sd3-depth needs --model sd35-medium")
+    if a.model == "sd35-medium" and a.device == "cpu" and not a.sd3_depth:
+        raise SystemExit("--model sd35-medium on the CPU needs --sd3-depth (the whole model with T5-XXL takes 29 GB "
+                         "in f32)")
     if a.model == "zimage" and not a.zimage_depth:
         raise SystemExit("--model zimage needs --zimage-depth (the whole model takes 40 GB in f32)")
     if a.zimage_depth and a.model != "zimage":
@@ -419,16 +425,14 @@ def sd3_timing_model(depth):
     first half dual-attention), T5-XXL layers at its widths, CLIP-L and CLIP-G at their output
     widths but two narrow layers each (the timed calls never run them), SD3's VAE, the tiny
     fixture's tokenizers and scheduler. Saved once under ~/.cache/sdbench and reused."""
-    from pathlib import Path
     import shutil
-    from diffusers import SD3Transformer2DModel
-    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection
 
     blocks, t5_layers = (int(n) for n in depth.split(","))
     folder = Path.home() / ".cache" / "sdbench" / f"sd35-medium-timing-{blocks}-{t5_layers}"
     if (folder / "model_index.json").exists():
         return folder
-    fixture = Path(__file__).resolve().parent.parent / "crates/diffusion/tests/fixtures/tiny-sd3"
+    fixture = FIXTURES / "tiny-sd3"
     work = folder.with_name(folder.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     for part in ("scheduler", "tokenizer", "tokenizer_2", "tokenizer_3"):
@@ -439,36 +443,62 @@ def sd3_timing_model(depth):
         config.update(dict(hidden_size=width, projection_dim=width, intermediate_size=64,
                            num_attention_heads=2, num_hidden_layers=2))
         CLIPTextModelWithProjection(config).eval().save_pretrained(work / part, safe_serialization=True)
-    t5 = T5Config.from_pretrained(fixture / "text_encoder_3")
-    t5.update(dict(d_model=4096, d_ff=10240, d_kv=64, num_heads=64, num_layers=t5_layers))
-    T5EncoderModel(t5).eval().save_pretrained(work / "text_encoder_3", safe_serialization=True)
-    SD3Transformer2DModel(
-        sample_size=128, patch_size=2, in_channels=16, num_layers=blocks, attention_head_dim=64,
-        num_attention_heads=24, joint_attention_dim=4096, caption_projection_dim=1536,
-        pooled_projection_dim=2048, out_channels=16, pos_embed_max_size=384,
-        dual_attention_layers=tuple(range((blocks + 1) // 2)), qk_norm="rms_norm",
-    ).eval().save_pretrained(work / "transformer", safe_serialization=True)
-    vae = zimage_vae()
-    vae.register_to_config(scaling_factor=1.5305, shift_factor=0.0609)
-    vae.save_pretrained(work / "vae", safe_serialization=True)
+    sd3_t5(t5_layers).save_pretrained(work / "text_encoder_3", safe_serialization=True)
+    sd3_transformer(blocks, tuple(range((blocks + 1) // 2))).save_pretrained(work / "transformer",
+                                                                              safe_serialization=True)
+    sd3_vae().save_pretrained(work / "vae", safe_serialization=True)
     shutil.copy(fixture / "model_index.json", work / "model_index.json")
     shutil.rmtree(folder, ignore_errors=True)
     work.rename(folder)
     return folder
 
 
-def sd3_calls(a, folder):
+def sd3_transformer(blocks=24, dual=tuple(range(13))):
+    """stabilityai/stable-diffusion-3.5-medium's transformer/config.json (depth changeable)."""
+    from diffusers import SD3Transformer2DModel
+
+    return SD3Transformer2DModel(
+        sample_size=128, patch_size=2, in_channels=16, num_layers=blocks, attention_head_dim=64,
+        num_attention_heads=24, joint_attention_dim=4096, caption_projection_dim=1536,
+        pooled_projection_dim=2048, out_channels=16, pos_embed_max_size=384, dual_attention_layers=dual,
+        qk_norm="rms_norm",
+    ).eval()
+
+
+def sd3_t5(layers=24):
+    """T5-XXL's encoder (SD3.5's text_encoder_3) with the tiny fixture's vocabulary (the timed call
+    never meets another token) and `layers` layers."""
+    from transformers import T5Config, T5EncoderModel
+
+    config = T5Config.from_pretrained(FIXTURES / "tiny-sd3" / "text_encoder_3")
+    config.update(dict(d_model=4096, d_ff=10240, d_kv=64, num_heads=64, num_layers=layers))
+    return T5EncoderModel(config).eval()
+
+
+def sd3_vae():
+    """SD3's VAE: FLUX.1's, with SD3's scaling and shift."""
+    vae = zimage_vae()
+    vae.register_to_config(scaling_factor=1.5305, shift_factor=0.0609)
+    return vae
+
+
+def sd3_calls(a, folder=None):
     """The SD3.5 transformer's call (batch 1, 77 + 256 text tokens), the VAE's decode and T5's
-    encoder over 256 tokens, of the model saved in `folder`: [(name, call)] and the sync."""
+    encoder over 256 tokens, of SD3.5 Medium in full (built on the device, random weights) or the
+    model saved in `folder`: [(name, call)] and the device's synchronisation."""
     from diffusers import SD3Transformer2DModel
     from transformers import T5EncoderModel
 
     if a.size % 16:
         raise SystemExit("--size must be a multiple of 16 for SD3 (the VAE's 8 times 2x2 patches)")
     device, dtype, sync = torch_target(a)
-    transformer = SD3Transformer2DModel.from_pretrained(folder / "transformer").eval().to(device, dtype)
-    vae = AutoencoderKL.from_pretrained(folder / "vae").eval().to(device, dtype)
-    t5 = T5EncoderModel.from_pretrained(folder / "text_encoder_3").eval().to(device, dtype)
+    if folder is None:
+        with torch.device(device):
+            transformer, vae, t5 = (m.to(dtype) for m in (sd3_transformer(), sd3_vae(), sd3_t5()))
+    else:
+        transformer = SD3Transformer2DModel.from_pretrained(folder / "transformer").eval().to(device, dtype)
+        vae = AutoencoderKL.from_pretrained(folder / "vae").eval().to(device, dtype)
+        t5 = T5EncoderModel.from_pretrained(folder / "text_encoder_3").eval().to(device, dtype)
     print(f"transformer: {transformer.config.num_layers} blocks, dual attention in "
           f"{list(transformer.config.dual_attention_layers)}; T5: {t5.config.num_layers} layers ({folder})")
     g = a.size // 8
@@ -506,7 +536,8 @@ def run_echoed(cmd):
 def run_sdbench(a, folder=None):
     """Medians of `sdbench timing` on the CPU, by component ("unet call" or "transformer call",
     "vae decode"), on the synthetic model or the one saved in `folder`."""
-    model = str(folder) if folder else {"sd15": "synthetic", "sdxl-base": "synthetic-sdxl-base", "flux2-klein": "synthetic-flux2-klein"}[a.model]
+    model = str(folder) if folder else {"sd15": "synthetic", "sdxl-base": "synthetic-sdxl-base", "flux2-klein": "synthetic-flux2-klein",
+                                          "sd35-medium": "synthetic-sd35-medium"}[a.model]
     cmd = [a.sdbench, "timing", "--model", model, "--backend", "cpu", "--threads", str(a.threads),
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
     out = run_echoed(cmd)
