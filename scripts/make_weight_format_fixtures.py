@@ -48,9 +48,25 @@
    F32 GGUF written under these names must load in transformers as exactly the folder's weights.
    The tests write the GGUF from the folder's weights under these names.
 
+8. `tiny-sd3.original-mmdit.safetensors`: the tiny SD3.5's MMDiT in Stability AI's names, as its
+   single files (`sd3.5_medium.safetensors`) keep it under `model.diffusion_model.`: fused
+   `attn.qkv` and `attn2.qkv` (weights and biases), `ln_q`/`ln_k`, `adaLN_modulation.1`, `mlp.fc1`,
+   `x_embedder.`/`t_embedder.`/`y_embedder.`/`final_layer.`, the final modulation's and the last
+   block's context modulation's halves in the other order; diffusers'
+   `convert_sd3_transformer_checkpoint_to_diffusers` must give back exactly the folder's weights.
+   The tests add the VAE and text encoders a whole single file holds from the folder's weights.
+   `tiny-sd3.t5xxl_fp8_e4m3fn_scaled.safetensors` is its T5 in ComfyUI's scaled FP8 (the linear
+   layers' matrices; the embeddings and norms as they are), with its dequantized values as
+   `...reference.safetensors`.
+
+9. `t5-llama-cpp-names.json`: each tensor of the tiny SD3's T5 encoder under the name llama.cpp
+   gives it in a GGUF file (`token_embd.weight`, `enc.blk.N.attn_q.weight`, `enc.output_norm`),
+   from gguf-py's tensor map for `T5ENCODER`, as city96's t5-v1_1-xxl-encoder-gguf files name
+   them. An F32 GGUF under these names must load in transformers as exactly the folder's weights.
+
 Usage (after scripts/make_checkpoint_fixtures.py; torch, diffusers and gguf are needed only here):
-    ~/.cache/sdbench/venv/bin/python scripts/make_weight_format_fixtures.py [vae-names | qwen3-llama-cpp-names]
-(with an argument, only the 6th or the 7th.)
+    ~/.cache/sdbench/venv/bin/python scripts/make_weight_format_fixtures.py [vae-names | qwen3-llama-cpp-names | sd3-mmdit | t5-llama-cpp-names]
+(with an argument, only the 6th, the 7th, the 8th or the 9th.)
 """
 
 import importlib.metadata
@@ -415,11 +431,167 @@ def qwen3_llama_cpp_names():
     print(f"qwen3-llama-cpp-names.json: {len(rows)} tensors")
 
 
+def sd3_original_mmdit():
+    from diffusers.loaders.single_file_utils import convert_sd3_transformer_checkpoint_to_diffusers
+    folder = FIXTURES / "tiny-sd3" / "transformer"
+    original = load_file(str(folder / "diffusion_pytorch_model.safetensors"))
+    config = json.loads((folder / "config.json").read_text())
+    last = config["num_layers"] - 1
+
+    def swap(t):
+        shift, scale = t.chunk(2, dim=0)
+        return torch.cat([scale, shift], dim=0)
+
+    renames = {
+        "pos_embed.proj.": "x_embedder.proj.",
+        "time_text_embed.timestep_embedder.linear_1.": "t_embedder.mlp.0.",
+        "time_text_embed.timestep_embedder.linear_2.": "t_embedder.mlp.2.",
+        "time_text_embed.text_embedder.linear_1.": "y_embedder.mlp.0.",
+        "time_text_embed.text_embedder.linear_2.": "y_embedder.mlp.2.",
+        "context_embedder.": "context_embedder.",
+        "proj_out.": "final_layer.linear.",
+    }
+    block = {
+        "attn.norm_q": "x_block.attn.ln_q", "attn.norm_k": "x_block.attn.ln_k",
+        "attn.to_out.0": "x_block.attn.proj",
+        "attn2.norm_q": "x_block.attn2.ln_q", "attn2.norm_k": "x_block.attn2.ln_k",
+        "attn2.to_out.0": "x_block.attn2.proj",
+        "norm1.linear": "x_block.adaLN_modulation.1",
+        "ff.net.0.proj": "x_block.mlp.fc1", "ff.net.2": "x_block.mlp.fc2",
+        "attn.norm_added_q": "context_block.attn.ln_q",
+        "attn.norm_added_k": "context_block.attn.ln_k",
+        "attn.to_add_out": "context_block.attn.proj",
+        "norm1_context.linear": "context_block.adaLN_modulation.1",
+        "ff_context.net.0.proj": "context_block.mlp.fc1",
+        "ff_context.net.2": "context_block.mlp.fc2",
+    }
+    fused = {
+        "attn.to_": ("x_block.attn.qkv", ["attn.to_q", "attn.to_k", "attn.to_v"]),
+        "attn2.to_": ("x_block.attn2.qkv", ["attn2.to_q", "attn2.to_k", "attn2.to_v"]),
+        "attn.add_": ("context_block.attn.qkv",
+                      ["attn.add_q_proj", "attn.add_k_proj", "attn.add_v_proj"]),
+    }
+    out = {"pos_embed": original["pos_embed.pos_embed"]}
+    for name, tensor in original.items():
+        for new, old in renames.items():
+            if name.startswith(new):
+                out[old + name[len(new):]] = tensor
+    out["final_layer.adaLN_modulation.1.weight"] = swap(original["norm_out.linear.weight"])
+    out["final_layer.adaLN_modulation.1.bias"] = swap(original["norm_out.linear.bias"])
+    for i in range(config["num_layers"]):
+        p = f"transformer_blocks.{i}."
+        for stored, parts in fused.values():
+            for param in ["weight", "bias"]:
+                if p + f"{parts[0]}.{param}" in original:
+                    out[f"joint_blocks.{i}.{stored}.{param}"] = torch.cat(
+                        [original[p + f"{x}.{param}"] for x in parts], dim=0)
+        for new, old in block.items():
+            for param in ["weight", "bias"]:
+                key = p + f"{new}.{param}"
+                if key not in original:
+                    continue
+                tensor = original[key]
+                if i == last and new == "norm1_context.linear":
+                    tensor = swap(tensor)
+                out[f"joint_blocks.{i}.{old}.{param}"] = tensor
+    out = {"model.diffusion_model." + k: v.contiguous() for k, v in out.items()}
+    save_file(out, str(OUT / "tiny-sd3.original-mmdit.safetensors"))
+
+    converted = convert_sd3_transformer_checkpoint_to_diffusers(dict(out))
+    assert set(converted) == set(original), set(converted) ^ set(original)
+    for k in original:
+        assert torch.equal(converted[k], original[k]), k
+    print(f"tiny-sd3.original-mmdit.safetensors: {len(out)} tensors")
+
+
+def t5_llama_cpp_names():
+    """The tiny SD3's T5 encoder under llama.cpp's GGUF names (`token_embd`, `enc.blk.N.attn_q`,
+    `enc.output_norm`), from gguf-py's tensor map for `MODEL_ARCH.T5ENCODER`, as city96's
+    t5-v1_1-xxl-encoder-gguf files name it. A GGUF of F32 tensors under these names must load in
+    transformers' GGUF reader as exactly the folder's weights."""
+    import tempfile
+
+    import transformers
+    from transformers import T5EncoderModel
+
+    folder = FIXTURES / "tiny-sd3" / "text_encoder_3"
+    model = T5EncoderModel.from_pretrained(folder, torch_dtype=torch.float32)
+    config = model.config
+    state = load_file(str(folder / "model.safetensors"))
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.T5ENCODER, config.num_layers)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t5.gguf"
+        # transformers reads the `t5` architecture's keys; the tensor names are T5ENCODER's.
+        writer = gguf.GGUFWriter(str(path), "t5")
+        writer.add_context_length(512)
+        writer.add_embedding_length(config.d_model)
+        writer.add_feed_forward_length(config.d_ff)
+        writer.add_block_count(config.num_layers)
+        writer.add_head_count(config.num_heads)
+        writer.add_key_length(config.d_kv)
+        writer.add_value_length(config.d_kv)
+        writer.add_layer_norm_rms_eps(config.layer_norm_epsilon)
+        writer.add_relative_attn_buckets_count(config.relative_attention_num_buckets)
+        writer.add_vocab_size(config.vocab_size)
+        for name in sorted(state):
+            llama_cpp = names.get_name(name, try_suffixes=(".weight", ".bias"))
+            assert llama_cpp is not None, name
+            rows.append([llama_cpp, name])
+            writer.add_tensor(llama_cpp, state[name].numpy())
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        back = T5EncoderModel.from_pretrained(tmp, gguf_file=path.name, config=config,
+                                              torch_dtype=torch.float32).state_dict()
+        for name, tensor in state.items():
+            assert torch.equal(back[name], tensor), name
+    meta = {"architecture": "t5encoder", "gguf_version": importlib.metadata.version("gguf"),
+            "transformers_version": transformers.__version__,
+            "checked": "an F32 GGUF under these names loads in transformers as the folder's weights"}
+    with open(OUT / "t5-llama-cpp-names.json", "w") as f:
+        f.write(json.dumps(meta)[:-1] + ', "names": [\n')
+        f.write(",\n".join(json.dumps(row) for row in rows))
+        f.write("\n]}\n")
+    print(f"t5-llama-cpp-names.json: {len(rows)} tensors")
+
+
+def sd3_t5_fp8():
+    folder = FIXTURES / "tiny-sd3" / "text_encoder_3"
+    state = load_file(str(folder / "model.safetensors"))
+    fp8, dequantized = {"scaled_fp8": torch.zeros(2, dtype=torch.float8_e4m3fn)}, {}
+    for name, tensor in state.items():
+        # The linear layers' matrices; the embeddings and norms stay as they are.
+        if tensor.ndim != 2 or "shared" in name or "relative_attention_bias" in name:
+            fp8[name] = tensor
+            dequantized[name] = tensor.to(torch.float32)
+            continue
+        base = name[: -len(".weight")]
+        scale = (tensor.float().abs().max() / 448.0).reshape(())
+        stored = (tensor.float() / scale).to(torch.float8_e4m3fn)
+        fp8[name] = stored
+        fp8[base + ".scale_weight"] = scale
+        fp8[base + ".scale_input"] = torch.ones((), dtype=torch.float32)
+        dequantized[name] = stored.to(torch.float32) * scale
+    save_file(fp8, str(OUT / "tiny-sd3.t5xxl_fp8_e4m3fn_scaled.safetensors"))
+    save_file({k: v.contiguous() for k, v in dequantized.items()},
+              str(OUT / "tiny-sd3.t5xxl_fp8_e4m3fn_scaled.reference.safetensors"))
+    print(f"tiny-sd3.t5xxl_fp8_e4m3fn_scaled.safetensors: {len(fp8)} tensors")
+
+
 def main():
     import sys
 
     if sys.argv[1:] == ["vae-names"]:
         vae_names()
+        return
+    if sys.argv[1:] == ["t5-llama-cpp-names"]:
+        t5_llama_cpp_names()
+        return
+    if sys.argv[1:] == ["sd3-mmdit"]:
+        sd3_original_mmdit()
+        sd3_t5_fp8()
         return
     if sys.argv[1:] == ["qwen3-llama-cpp-names"]:
         qwen3_llama_cpp_names()
@@ -427,11 +599,14 @@ def main():
     OUT.mkdir(exist_ok=True)
     flux2_bfl_transformer()
     zimage_original_transformer()
+    sd3_original_mmdit()
+    sd3_t5_fp8()
     ggml_blocks()
     fp8()
     tiny_sd_gguf()
     vae_names()
     qwen3_llama_cpp_names()
+    t5_llama_cpp_names()
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ pub struct Settings {
     /// For a model file: a diffusers folder whose configs describe it (a checkpoint that is not
     /// SD1.5-, SD2.1- or SDXL-base-shaped; a transformer file whose configs are not fetched).
     pub model_config: Option<String>,
-    /// For a FLUX.2 klein or Z-Image transformer file: its text encoder file (the CLI's
-    /// `--text-encoder`).
+    /// For a transformer file kept apart from its model: its text encoder files, separated by
+    /// `;` when there are several (the CLI's `--text-encoder`, given once for each).
     pub text_encoder: Option<String>,
     /// For a model file: its VAE file (the CLI's `--vae`).
     pub vae: Option<String>,
@@ -260,8 +260,13 @@ impl Settings {
                 .filter(|c| !c.is_empty())
                 .map(PathBuf::from)
         };
+        let text_encoders = self.text_encoder.as_deref().unwrap_or("").split(';');
         let parts = ComponentFiles {
-            text_encoder: path(&self.text_encoder),
+            text_encoders: text_encoders
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(PathBuf::from)
+                .collect(),
             vae: path(&self.vae),
         };
         let config = path(&self.model_config);
@@ -446,13 +451,13 @@ mod tests {
         std::fs::write(&vae, b"x").unwrap();
         let with_files = Settings {
             model: file.display().to_string(),
-            text_encoder: Some(vae.display().to_string()),
+            text_encoder: Some(format!("{} ; {};", vae.display(), file.display())),
             vae: Some(format!("  {}  ", vae.display())),
             ..Settings::default()
         };
         match with_files.model_name().unwrap() {
             ModelName::Local(sdbench_diffusion::ModelSource::Checkpoint { parts, .. }) => {
-                assert_eq!(parts.text_encoder.as_deref(), Some(vae.as_path()));
+                assert_eq!(parts.text_encoders, [vae.clone(), file.clone()]);
                 assert_eq!(parts.vae.as_deref(), Some(vae.as_path()));
             }
             other => panic!("{other:?}"),

@@ -40,7 +40,7 @@ pub struct LocalModelView {
     pub problem: Option<String>,
     pub defaults: Option<ModelDefaults>,
     /// A transformer file's text encoder and VAE files found beside it, which choosing it saves
-    /// as the text encoder and VAE settings.
+    /// as the text encoder and VAE settings (several text encoders separated by `;`).
     pub text_encoder: Option<String>,
     pub vae: Option<String>,
 }
@@ -80,7 +80,15 @@ pub async fn local_models(state: State<'_, AppState>) -> UiResult<Vec<LocalModel
                     })
                 }),
                 problem: m.problem,
-                text_encoder: m.parts.text_encoder.map(|p| p.display().to_string()),
+                text_encoder: (!m.parts.text_encoders.is_empty()).then(|| {
+                    let files: Vec<String> = m
+                        .parts
+                        .text_encoders
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect();
+                    files.join("; ")
+                }),
                 vae: m.parts.vae.map(|p| p.display().to_string()),
                 name: m.name,
             })

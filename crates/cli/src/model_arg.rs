@@ -21,11 +21,13 @@ pub struct ModelFileArgs {
     /// text encoder and VAE come from this folder unless --text-encoder and --vae name files.
     #[arg(long, value_name = "FOLDER")]
     pub model_config: Option<PathBuf>,
-    /// For a FLUX.2 klein or Z-Image transformer file: its Qwen3 text encoder as a file of its own
-    /// (ComfyUI's `text_encoders/qwen_3_4b*.safetensors`; transformers' names, safetensors, FP8
-    /// or GGUF).
+    /// For a transformer file kept apart from its model: a text encoder as a file of its own
+    /// (ComfyUI's `text_encoders/`: `qwen_3_4b*.safetensors` for FLUX.2 klein and Z-Image;
+    /// `clip_l`, `clip_g` and `t5xxl_*.safetensors` for SD3 and SD3.5; transformers' names,
+    /// safetensors, FP8 or GGUF). Give it once for each text encoder, in any order: each file's
+    /// role is found from its tensor names and widths.
     #[arg(long, value_name = "FILE")]
-    pub text_encoder: Option<PathBuf>,
+    pub text_encoder: Vec<PathBuf>,
     /// For a model file: its VAE as a file of its own (ComfyUI's `vae/`, a fine-tuned VAE), in the
     /// original names or diffusers'; replaces a checkpoint's own VAE.
     #[arg(long, value_name = "FILE")]
@@ -35,7 +37,7 @@ pub struct ModelFileArgs {
 impl ModelFileArgs {
     fn parts(&self) -> ComponentFiles {
         ComponentFiles {
-            text_encoder: self.text_encoder.clone(),
+            text_encoders: self.text_encoder.clone(),
             vae: self.vae.clone(),
         }
     }

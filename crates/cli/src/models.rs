@@ -29,14 +29,9 @@ pub struct ModelsArgs {
 /// `--model NAME`, and the part files a transformer file runs with.
 fn run_arguments(m: &LocalModel) -> String {
     let mut words = vec!["--model".to_string(), shell_word(&m.name)];
-    for (option, file) in [
-        ("--text-encoder", &m.parts.text_encoder),
-        ("--vae", &m.parts.vae),
-    ] {
-        if let Some(file) = file {
-            words.push(option.into());
-            words.push(shell_word(&file.display().to_string()));
-        }
+    for (option, file) in m.parts.files() {
+        words.push(option.into());
+        words.push(shell_word(&file.display().to_string()));
     }
     words.join(" ")
 }
@@ -70,7 +65,7 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<()> {
                     "size_bytes": m.size_bytes,
                     "runnable": m.problem.is_none(),
                     "problem": m.problem,
-                    "text_encoder": m.parts.text_encoder,
+                    "text_encoders": m.parts.text_encoders,
                     "vae": m.parts.vae,
                 })
             })

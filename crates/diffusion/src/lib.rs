@@ -23,11 +23,14 @@ pub use device::{
 };
 pub use error::{DiffusionError, Result};
 pub use io::weights::Precision;
+pub use pipeline::denoiser_parts::{
+    describe_parts, parts_for_denoiser_file, parts_lacking, preset_for_denoiser_file,
+};
 pub use pipeline::memory::MemoryProfile;
 pub use pipeline::memory_need::{choose_auto, AutoChoice, ModelSize, RequestShape};
 pub use pipeline::registry::{
-    components_to_fetch, family_of, family_of_index, parts_for_denoiser_file,
-    preset_for_denoiser_file, standard_workloads, FAMILIES, PLAIN_SYNTHETIC, STANDARD_WORKLOAD,
+    components_to_fetch, family_of, family_of_index, standard_workloads, FAMILIES, PLAIN_SYNTHETIC,
+    STANDARD_WORKLOAD,
 };
 pub use pipeline::workload::{Prompts, WorkloadSpec};
 pub use pipeline::{

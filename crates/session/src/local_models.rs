@@ -214,20 +214,13 @@ fn on_disk(name: &str, kind: LocalKind, path: &Path, source: &ModelSource) -> Lo
             Ok(Some(preset)) => {
                 let candidates = model_folders::part_candidates(file);
                 parts = sdbench_diffusion::parts_for_denoiser_file(preset, file, &candidates);
-                let missing: Vec<&str> = [
-                    ("its text encoder", &parts.text_encoder),
-                    ("its VAE", &parts.vae),
-                ]
-                .into_iter()
-                .filter(|(_, found)| found.is_none())
-                .map(|(what, _)| what)
-                .collect();
+                let missing = sdbench_diffusion::parts_lacking(preset, file, &parts);
                 let problem = (!missing.is_empty()).then(|| {
+                    let (what, _) = sdbench_diffusion::describe_parts(&missing);
                     format!(
-                        "a {} transformer file: it runs with --text-encoder and --vae naming its text encoder and VAE files (its configs and tokenizer come from {}); {} not found beside it (ComfyUI's models/text_encoders/ and models/vae/)",
+                        "a {} transformer file: it runs with --text-encoder and --vae naming its text encoder and VAE files (its configs and tokenizer come from {}); {what} not found beside it (ComfyUI's models/text_encoders/ and models/vae/)",
                         preset.long_label(),
                         preset.repository(),
-                        missing.join(" and "),
                     )
                 });
                 if problem.is_some() {

@@ -3,13 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use sdbench_diffusion::pipeline::family::FilePart;
 use sdbench_diffusion::{CancelToken, ComponentFiles, ModelSource, Preset, PLAIN_SYNTHETIC};
 use sdbench_hub::{HubError, HubSettings, RepoId, Resolved};
 
 use crate::error::{Result, SessionError};
 use crate::events::Event;
-use crate::hub_components::{engine_components, engine_hub};
+use crate::hub_components::engine_hub;
 
 /// A parsed model name.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,11 +35,10 @@ impl ModelName {
                     ));
                 }
             }
-            let named = [("text encoder", &parts.text_encoder), ("VAE", &parts.vae)];
-            for (what, file) in named {
-                if let Some(file) = file.as_deref().filter(|f| !f.is_file()) {
+            for (option, file) in parts.files() {
+                if !file.is_file() {
                     return bad(format!(
-                        "the {what} file {} does not exist (name a .safetensors or .gguf file)",
+                        "the {option} file {} does not exist (name a .safetensors or .gguf file)",
                         file.display()
                     ));
                 }
@@ -155,33 +153,15 @@ pub fn with_configs(
         }
         Err(e) => return Err(e.into()),
     };
-    // A snapshot of configs alone has no text encoder or VAE: those come from files then.
-    let missing = sdbench_hub::cache::missing_pipeline_files(&resolved.path, engine_components);
-    // The family's components a part stands for (its text encoders, its VAE).
-    let components = preset.family().descriptor().components;
-    let lacks = |part: FilePart| {
-        components
-            .iter()
-            .filter(|c| c.kind.file_part() == Some(part))
-            .any(|c| {
-                let folder = format!("{}/", c.name);
-                missing.iter().any(|m| m.starts_with(&folder))
-            })
-    };
-    let needed: Vec<&str> = [
-        ("--text-encoder", FilePart::TextEncoder, &parts.text_encoder),
-        ("--vae", FilePart::Vae, &parts.vae),
-    ]
-    .into_iter()
-    .filter(|(_, part, given)| given.is_none() && lacks(*part))
-    .map(|(option, _, _)| option)
-    .collect();
-    if !needed.is_empty() {
+    // A snapshot of configs alone has no text encoder or VAE: those come from the file itself
+    // or from files of their own then.
+    let missing = sdbench_diffusion::parts_lacking(preset, file, parts);
+    if !missing.is_empty() {
+        let (what, options) = sdbench_diffusion::describe_parts(&missing);
         return Err(SessionError::Model(format!(
-            "{} is a {} transformer file: it needs its text encoder and VAE as well; give {} naming those files (ComfyUI keeps them in models/text_encoders/ and models/vae/), or --model-config naming a diffusers folder that has them",
+            "{} is a {} transformer file: it needs {what} as well; give {options} naming those files (ComfyUI keeps them in models/text_encoders/ and models/vae/), or --model-config naming a diffusers folder that has them",
             file.display(),
             preset.long_label(),
-            needed.join(" and ")
         )));
     }
     let commit = &resolved.commit[..resolved.commit.len().min(10)];
@@ -381,7 +361,7 @@ mod tests {
             .to_string();
         assert!(err.contains("give --text-encoder and --vae"), "{err}");
         let parts = ComponentFiles {
-            text_encoder: Some(file.clone()),
+            text_encoders: vec![file.clone()],
             vae: Some(file.clone()),
         };
         let completed = with_configs(source(parts.clone()), &hub, &mut observe, &cancel).unwrap();
@@ -440,6 +420,108 @@ mod tests {
         );
     }
 
+    /// A file of SD3.5 Medium's MMDiT names and sizes, holding `inside` besides.
+    fn sd35_medium_shaped(path: &Path, inside: &[&str]) {
+        let embedder = vec![0.0f32; 1536];
+        let one = [0.0f32];
+        let mut names = Vec::new();
+        for i in 0..24 {
+            let block = format!("model.diffusion_model.joint_blocks.{i}.x_block");
+            names.push(format!("{block}.attn.ln_q.weight"));
+            if i <= 12 {
+                names.push(format!("{block}.attn2.qkv.weight"));
+            }
+        }
+        names.extend(inside.iter().map(|n| n.to_string()));
+        let mut tensors: Vec<(&str, Vec<usize>, &[f32])> = vec![(
+            "model.diffusion_model.x_embedder.proj.weight",
+            vec![1536, 1],
+            &embedder,
+        )];
+        tensors.extend(names.iter().map(|n| (n.as_str(), vec![1], &one[..])));
+        sdbench_diffusion::io::safetensors::write_f32(path, &tensors).unwrap();
+    }
+
+    /// Stability's single file of SD3.5 Medium's sizes gets its repository's configs and
+    /// tokenizers; what it does not hold of the text encoders and VAE is asked for by name.
+    #[test]
+    fn an_sd3_single_file_is_read_with_its_presets_configs() {
+        use sdbench_test_server::{FakeRepo, TestServer};
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures");
+        let server = TestServer::start();
+        server.add_repo(
+            FakeRepo::from_folder(
+                "stabilityai/stable-diffusion-3.5-medium",
+                "0123456789abcdef0123456789abcdef01234567",
+                &fixtures.join("tiny-sd3"),
+            )
+            .unwrap(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let hub = HubSettings {
+            cache_dir: dir.path().join("hub"),
+            endpoint: server.url(),
+            token: None,
+            offline: false,
+        };
+        let file = dir.path().join("sd3.5_medium.safetensors");
+        let cancel = CancelToken::new();
+        let source = |parts: ComponentFiles| ModelSource::Checkpoint {
+            file: file.clone(),
+            config: None,
+            parts,
+        };
+        sd35_medium_shaped(&file, &[]);
+        let err = with_configs(source(Default::default()), &hub, &mut |_| {}, &cancel)
+            .unwrap_err()
+            .to_string();
+        for needle in [
+            "Stable Diffusion 3.5 Medium",
+            "text_encoder (a CLIP text encoder), text_encoder_2 (a CLIP text encoder), text_encoder_3 (a T5 encoder), vae (a VAE)",
+            "give --text-encoder (once for each) and --vae",
+        ] {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+        // The VAE and CLIP-L inside it: CLIP-G and T5 are asked for.
+        sd35_medium_shaped(
+            &file,
+            &[
+                "first_stage_model.decoder.conv_in.weight",
+                "text_encoders.clip_l.transformer.text_model.final_layer_norm.weight",
+            ],
+        );
+        let err = with_configs(source(Default::default()), &hub, &mut |_| {}, &cancel)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "needs text_encoder_2 (a CLIP text encoder), text_encoder_3 (a T5 encoder) as well"
+            ) && err.contains("give --text-encoder (once for each) naming"),
+            "{err}"
+        );
+        // Given two files (whatever their roles), the configs and tokenizers come.
+        let parts = ComponentFiles {
+            text_encoders: vec![file.clone(), file.clone()],
+            vae: None,
+        };
+        let completed = with_configs(source(parts), &hub, &mut |_| {}, &cancel).unwrap();
+        let ModelSource::Checkpoint {
+            config: Some(folder),
+            ..
+        } = completed
+        else {
+            panic!("{completed:?}")
+        };
+        for needed in [
+            "tokenizer_3/tokenizer.json",
+            "tokenizer_2/vocab.json",
+            "transformer/config.json",
+        ] {
+            assert!(folder.join(needed).is_file(), "{needed}");
+        }
+        assert!(!folder.join("text_encoder/model.safetensors").exists());
+    }
+
     #[test]
     fn bad_names_say_what_is_wrong() {
         let dir = tempfile::tempdir().unwrap();
@@ -455,12 +537,13 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("is not a folder"), "{err}");
         let vae = |vae: &Path| ComponentFiles {
-            text_encoder: None,
+            text_encoders: Vec::new(),
             vae: Some(vae.to_path_buf()),
         };
         let err = ModelName::parse(file.to_str().unwrap(), None, &vae(&missing)).unwrap_err();
         assert!(
-            err.to_string().contains("the VAE file") && err.to_string().contains("does not exist"),
+            err.to_string().contains("the --vae file")
+                && err.to_string().contains("does not exist"),
             "{err}"
         );
         let err = ModelName::parse("synthetic", None, &vae(&file)).unwrap_err();

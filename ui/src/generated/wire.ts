@@ -62,8 +62,8 @@ model: string,
  */
 modelConfig: string | null, 
 /**
- * For a FLUX.2 klein or Z-Image transformer file: its text encoder file (the CLI's
- * `--text-encoder`).
+ * For a transformer file kept apart from its model: its text encoder files, separated by
+ * `;` when there are several (the CLI's `--text-encoder`, given once for each).
  */
 textEncoder: string | null, 
 /**
@@ -232,7 +232,7 @@ format: string, synthetic: boolean, sizeBytes: number | null,
 problem: string | null, defaults: ModelDefaults | null, 
 /**
  * A transformer file's text encoder and VAE files found beside it, which choosing it saves
- * as the text encoder and VAE settings.
+ * as the text encoder and VAE settings (several text encoders separated by `;`).
  */
 textEncoder: string | null, vae: string | null, };
 

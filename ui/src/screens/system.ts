@@ -17,7 +17,7 @@ const settingsForm = {
   memoryLimit: h("input", { type: "number", id: "settings-memory-limit", min: 0, step: "any", placeholder: "what the GPU has free" }),
   model: h("input", { type: "text", id: "settings-model", size: 48 }),
   modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a model file whose configs are not built in" }),
-  textEncoder: h("input", { type: "text", id: "settings-text-encoder", size: 48, placeholder: "only for a FLUX.2 or Z-Image transformer file" }),
+  textEncoder: h("input", { type: "text", id: "settings-text-encoder", size: 48, placeholder: "only for a transformer file kept apart: one file, or several separated by ;" }),
   vae: h("input", { type: "text", id: "settings-vae", size: 48, placeholder: "only for a model file" }),
   submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…/api/v1/results" }),
   updateEndpoint: h("input", { type: "url", id: "settings-update", size: 48, placeholder: "the app's built-in endpoint" }),

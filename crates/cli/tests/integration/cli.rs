@@ -312,7 +312,7 @@ fn a_single_file_checkpoint_generates_with_its_config_folder() {
     assert_fails(
         &o,
         &out,
-        "the VAE file /nonexistent/vae.safetensors does not exist",
+        "the --vae file /nonexistent/vae.safetensors does not exist",
     );
     let o = run(&out, &["--model-config", &tiny, "--text-encoder", &vae]);
     assert_fails(&o, &out, "holds its own text encoders");
@@ -1169,7 +1169,7 @@ fn models_lists_other_apps_files_and_why_each_runs_or_not() {
         alone["problem"]
             .as_str()
             .unwrap()
-            .contains("its text encoder and its VAE not found beside it"),
+            .contains("text_encoder (a Qwen3 text encoder), vae (a VAE) not found beside it"),
         "{alone}"
     );
     // Qwen3-4B's width and FLUX.2's 32 latent channels beside it (after the others in path
@@ -1179,7 +1179,10 @@ fn models_lists_other_apps_files_and_why_each_runs_or_not() {
     let paired = listed_model(&json(), &klein);
     assert_eq!(paired["runnable"], true, "{paired}");
     assert_eq!(paired["family"], "FLUX.2 klein");
-    assert_eq!(paired["text_encoder"], text_4b.display().to_string());
+    assert_eq!(
+        paired["text_encoders"],
+        serde_json::json!([text_4b.display().to_string()])
+    );
     assert_eq!(paired["vae"], vae_32.display().to_string());
     let o = models(&["--runnable"]);
     let text_out = String::from_utf8_lossy(&o.stdout).to_string();

@@ -16,7 +16,7 @@ use crate::io::weights::{Precision, WeightSource};
 use crate::models::config::VaeConfig;
 use crate::models::vae_names;
 use crate::nn::blocks::KeptWeights;
-use crate::pipeline::family::FilePart;
+use crate::pipeline::family::{Component, FilePart};
 use crate::pipeline::{ComponentFiles, ModelSource};
 
 /// The prefix ComfyUI saves whole models under.
@@ -327,19 +327,24 @@ pub fn vae_latent_channels(file: &Path, blocks: usize) -> Option<usize> {
 }
 
 /// Whether `file` holds the text encoder (read as `text`'s names, of its width) or the VAE (of
-/// `vae`'s blocks and latent channels) that a denoiser file's built-in configs need.
+/// `vae`'s blocks and latent channels) that a denoiser file's built-in configs need, for a
+/// family with one of each.
 pub fn part_fits(
-    part: FilePart,
+    component: &Component,
     file: &Path,
     text: (&TextEncoderNames, usize),
     vae: &VaeConfig,
 ) -> bool {
-    match part {
-        FilePart::TextEncoder => text_encoder_width(file, text.0) == Some(text.1),
-        FilePart::Vae => {
-            vae_latent_channels(file, vae.block_out_channels.len()) == Some(vae.latent_channels)
-        }
+    match component.kind.file_part() {
+        Some(FilePart::TextEncoder) => text_encoder_width(file, text.0) == Some(text.1),
+        Some(FilePart::Vae) => vae_fits(file, vae),
+        None => false,
     }
+}
+
+/// Whether `file` holds a VAE of `vae`'s blocks and latent channels.
+pub fn vae_fits(file: &Path, vae: &VaeConfig) -> bool {
+    vae_latent_channels(file, vae.block_out_channels.len()) == Some(vae.latent_channels)
 }
 
 /// The prefix a VAE keeps inside a Stable Diffusion checkpoint; a VAE file cut from one may
@@ -350,13 +355,22 @@ const VAE_CHECKPOINT_PREFIX: &str = "first_stage_model.";
 /// fine-tuned VAE download): diffusers' names, or the original ones (SD checkpoints',
 /// Black Forest Labs' `ae.safetensors`), with or without `first_stage_model.`.
 pub fn vae_file(file: &Path, blocks: usize) -> Result<FileWeights> {
+    vae_within(file, "", blocks)
+}
+
+/// The VAE among `file`'s tensors under `within` (a single file's `first_stage_model.`; `""`: a
+/// VAE file of its own), read as `vae_file` reads one.
+pub fn vae_within(file: &Path, within: &str, blocks: usize) -> Result<FileWeights> {
     let tensors = TensorFile::open(file)?;
     let stored: Vec<String> = tensors
         .names()
-        .filter(|n| !is_fp8_scale(n))
+        .filter(|n| n.starts_with(within) && !is_fp8_scale(n))
         .map(str::to_string)
         .collect();
-    let strip = shared_prefix(stored.iter(), VAE_CHECKPOINT_PREFIX);
+    let strip = match within {
+        "" => shared_prefix(stored.iter(), VAE_CHECKPOINT_PREFIX),
+        _ => within,
+    };
     let rest = |n: &str| n[strip.len()..].to_string();
     if stored.iter().any(|n| vae_names::is_diffusers(&rest(n))) {
         let map = stored.iter().map(|n| (rest(n), n.clone())).collect();
@@ -451,7 +465,7 @@ impl WeightFiles<'_> {
         names: &TextEncoderNames,
         counted: &dyn Fn(&str) -> bool,
     ) -> Result<u64> {
-        match &self.parts.text_encoder {
+        match self.parts.text_encoder(names.what)? {
             Some(file) => Ok(text_encoder_file(file, names)?.parameters(counted)),
             None => self.folder_parameters(TEXT_ENCODER, counted),
         }

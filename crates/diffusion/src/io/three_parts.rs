@@ -52,7 +52,7 @@ impl PartNames<'_> {
         let text_unused: Vec<&str> = self.text_unused.iter().map(String::as_str).collect();
         let (te, mut read) = text_encoder_weights(
             files.folder,
-            files.parts.text_encoder.as_deref(),
+            files.parts.text_encoder(self.text_encoder.what)?,
             &self.text_encoder,
             text,
             &text_unused,

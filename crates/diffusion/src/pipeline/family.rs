@@ -26,9 +26,12 @@ pub struct DenoiserFiles {
     /// `Ok(None)` when the file is not this family's denoiser; an error naming what was found
     /// when it is, but of no built-in preset's sizes.
     pub preset: fn(&Path) -> Result<Option<Preset>>,
-    /// Whether a file holds the text encoder (or VAE) the built-in configs need (by its names and
-    /// widths), to find a denoiser file's parts among the files beside it.
-    pub part_fits: fn(FilePart, &Path) -> bool,
+    /// Whether a file holds the component (a text encoder, the VAE) as the built-in configs have
+    /// it (by its names and widths), to find a denoiser file's parts among the files beside it.
+    pub part_fits: fn(&Component, &Path) -> bool,
+    /// The components a denoiser file holds beside the denoiser (a single file's VAE and text
+    /// encoders), which need no file of their own.
+    pub inside: fn(&Path) -> Vec<&'static str>,
 }
 
 /// A part a denoiser file runs with, given as a file of its own.
@@ -113,6 +116,22 @@ impl ComponentKind {
             | ComponentKind::T5Text => Some(FilePart::TextEncoder),
             ComponentKind::Vae => Some(FilePart::Vae),
             _ => None,
+        }
+    }
+
+    /// What messages call it: "a CLIP text encoder".
+    pub fn describe(self) -> &'static str {
+        match self {
+            ComponentKind::ClipText | ComponentKind::ClipTextWithProjection => {
+                "a CLIP text encoder"
+            }
+            ComponentKind::Qwen3Text => "a Qwen3 text encoder",
+            ComponentKind::T5Text => "a T5 encoder",
+            ComponentKind::UNet => "a UNet",
+            ComponentKind::Transformer => "a diffusion transformer",
+            ComponentKind::Vae => "a VAE",
+            ComponentKind::ClipTokenizer | ComponentKind::TokenizerJson => "a tokenizer",
+            ComponentKind::Scheduler => "a scheduler config",
         }
     }
 

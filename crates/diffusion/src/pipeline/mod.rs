@@ -6,7 +6,9 @@
 //! timings, placement and results are the same types for every family.
 
 pub(crate) mod backend_failure;
+pub mod component_roles;
 pub(crate) mod decode;
+pub mod denoiser_parts;
 pub mod family;
 pub mod host_memory;
 pub mod memory;
@@ -66,17 +68,44 @@ pub enum ModelSource {
 }
 
 /// Components kept as files of their own beside a model file (`--text-encoder`, `--vae`), as
-/// ComfyUI keeps them (`text_encoders/`, `vae/`): each replaces that component's weights. Which
-/// components a family takes this way is its own; one it cannot take is refused by name.
+/// ComfyUI keeps them (`text_encoders/`, `vae/`): each replaces that component's weights. The
+/// text encoders come in any order; the family finds which of its components each file is
+/// (`component_roles::assign`). Which components a family takes this way is its own; one it
+/// cannot take is refused by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ComponentFiles {
-    pub text_encoder: Option<PathBuf>,
+    pub text_encoders: Vec<PathBuf>,
     pub vae: Option<PathBuf>,
 }
 
 impl ComponentFiles {
     pub fn is_empty(&self) -> bool {
-        self.text_encoder.is_none() && self.vae.is_none()
+        self.text_encoders.is_empty() && self.vae.is_none()
+    }
+
+    /// The one text encoder file of a model with one text encoder, `what` (`None`: none given);
+    /// more than one is refused by name.
+    pub fn text_encoder(&self, what: &str) -> Result<Option<&Path>> {
+        match self.text_encoders.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one)),
+            [_, second, ..] => Err(DiffusionError::unsupported(
+                second,
+                format!(
+                    "the model takes one text encoder file (a {what}); {} --text-encoder files were given",
+                    self.text_encoders.len()
+                ),
+            )),
+        }
+    }
+
+    /// Every file given, with the option it was given by.
+    pub fn files(&self) -> impl Iterator<Item = (&'static str, &Path)> {
+        let text = self
+            .text_encoders
+            .iter()
+            .map(|f| ("--text-encoder", f.as_path()));
+        text.chain(self.vae.iter().map(|f| ("--vae", f.as_path())))
     }
 }
 

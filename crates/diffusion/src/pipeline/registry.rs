@@ -3,13 +3,13 @@
 //! here (by `model_index.json`'s `_class_name`, a preset, or the family that reads single files)
 //! and never names one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::family::{Component, FamilyDescriptor, FilePart, Preset};
+use super::family::{Component, FamilyDescriptor, Preset};
 use super::workload::WorkloadSpec;
-use super::{folder_index, ComponentFiles, ModelSource};
+use super::{folder_index, ModelSource};
 use crate::error::{DiffusionError, Result};
 use crate::io::tensor_file::{check_model_file, describe_names, TensorFile};
 use crate::models::{flux2, sd, sd3, zimage};
@@ -209,45 +209,6 @@ fn unclaimed(file: &Path) -> Result<String> {
     ))
 }
 
-/// The preset whose repository's configs and tokenizer a denoiser file kept apart from its
-/// repository needs (a ComfyUI transformer file), by its family's names and its tensor shapes;
-/// `None` for any other file (a Stable Diffusion checkpoint carries its own or reads built-in
-/// ones).
-pub fn preset_for_denoiser_file(file: &Path) -> Result<Option<Preset>> {
-    for family in FAMILIES {
-        if let Some(files) = family.denoiser_files {
-            if let Some(found) = (files.preset)(file)? {
-                return Ok(Some(found));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// The text encoder and VAE files among `candidates` that `file`, a denoiser file of `preset`
-/// (`preset_for_denoiser_file`), runs with (ComfyUI keeps them in `text_encoders/` and `vae/`
-/// beside its `diffusion_models/`): the first of each that the preset's family takes. Both
-/// `None` for a family whose denoiser files are not read apart.
-pub fn parts_for_denoiser_file(
-    preset: Preset,
-    file: &Path,
-    candidates: &[PathBuf],
-) -> ComponentFiles {
-    let Some(files) = preset.family().descriptor().denoiser_files else {
-        return ComponentFiles::default();
-    };
-    let first = |part| {
-        candidates
-            .iter()
-            .find(|c| c.as_path() != file && (files.part_fits)(part, c))
-            .cloned()
-    };
-    ComponentFiles {
-        text_encoder: first(FilePart::TextEncoder),
-        vae: first(FilePart::Vae),
-    }
-}
-
 /// "StableDiffusionPipeline (SD1.x, SD2.x), ... and Flux2KleinPipeline (FLUX.2 klein) models".
 pub fn described_classes() -> String {
     let classes: Vec<String> = FAMILIES
@@ -268,6 +229,7 @@ mod tests {
     use crate::io::weights::Precision;
     use crate::pipeline::family::Preset;
     use crate::pipeline::memory_need::{estimate, ModelSize, RequestShape};
+    use crate::pipeline::ComponentFiles;
     use crate::pipeline::{GenerateRequest, LoadOptions, Placement};
     use crate::scheduler::SchedulerKind;
 
@@ -474,9 +436,10 @@ mod tests {
     }
 
     /// Every model file is claimed by its own family alone: SD's checkpoints (safetensors and
-    /// GGUF) by Stable Diffusion, FLUX.2's and Z-Image's transformer files by theirs (refused
-    /// alone: their tiny sizes are no built-in preset's); an SDXL refiner is refused by name, and
-    /// a file no family claims (an SD3 checkpoint's names) is refused naming what it holds.
+    /// GGUF) by Stable Diffusion, FLUX.2's and Z-Image's transformer files and SD3's single files
+    /// by theirs (refused alone: their tiny sizes are no built-in preset's); an SDXL refiner is
+    /// refused by name, and a file no family claims (a video model's names) is refused naming what
+    /// it holds.
     #[test]
     fn each_model_file_is_claimed_by_its_own_family() {
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -533,15 +496,30 @@ mod tests {
                 "text_encoders.clip_g.transformer.text_model.final_layer_norm.weight",
             ],
         );
-        assert_eq!(file_owner(&sd3).unwrap(), None);
+        let err = file_owner(&sd3).unwrap_err().to_string();
+        assert!(
+            err.contains("a Stable Diffusion 3 MMDiT of 2 joint blocks")
+                && err.contains("--model-config"),
+            "{err}"
+        );
+        // A video model's names: no family's.
+        let wan = file(
+            "wan.safetensors",
+            &[
+                "model.diffusion_model.blocks.0.self_attn.q.weight",
+                "model.diffusion_model.blocks.1.self_attn.q.weight",
+                "model.diffusion_model.text_embedding.0.weight",
+            ],
+        );
+        assert_eq!(file_owner(&wan).unwrap(), None);
         let source = ModelSource::Checkpoint {
-            file: sd3.clone(),
+            file: wan.clone(),
             config: None,
             parts: ComponentFiles::default(),
         };
         let err = family_of(&source).unwrap_err().to_string();
         for needle in [
-            "3 tensors: 2 under model.diffusion_model.joint_blocks, 1 under text_encoders.clip_g.transformer",
+            "3 tensors: 2 under model.diffusion_model.blocks, 1 under model.diffusion_model.text_embedding",
             "which no model family reads",
         ] {
             assert!(err.contains(needle), "{needle}: {err}");

@@ -148,7 +148,7 @@ fn three_files_match_the_folder(
         file: transformer.clone(),
         config: Some(configs.clone()),
         parts: ComponentFiles {
-            text_encoder: Some(text_file.clone()),
+            text_encoders: vec![text_file.clone()],
             vae: Some(vae_file.clone()),
         },
     };
@@ -194,7 +194,7 @@ fn three_files_match_the_folder(
         file: transformer,
         config: Some(configs),
         parts: ComponentFiles {
-            text_encoder: None,
+            text_encoders: Vec::new(),
             vae: Some(vae_file),
         },
     };
@@ -265,7 +265,7 @@ fn a_llama_cpp_gguf_of_another_model_is_refused_by_name() {
         file: fixtures().join("weight-formats/tiny-flux2-klein.bfl-transformer.safetensors"),
         config: Some(configs.clone()),
         parts: ComponentFiles {
-            text_encoder: Some(text_file.to_path_buf()),
+            text_encoders: vec![text_file.to_path_buf()],
             vae: None,
         },
     };
@@ -334,7 +334,7 @@ fn an_sd_checkpoint_takes_its_vae_from_a_file() {
         parts,
     };
     let with_vae = ComponentFiles {
-        text_encoder: None,
+        text_encoders: Vec::new(),
         vae: Some(vae_file.clone()),
     };
 
@@ -356,13 +356,13 @@ fn an_sd_checkpoint_takes_its_vae_from_a_file() {
     );
     // A VAE file in diffusers' names reads too.
     let diffusers_vae = ComponentFiles {
-        text_encoder: None,
+        text_encoders: Vec::new(),
         vae: Some(fixtures().join("tiny-sd/vae/diffusion_pytorch_model.safetensors")),
     };
     load(&checkpoint(&bare, diffusers_vae)).unwrap();
     // SD checkpoints hold their text encoders.
     let text = ComponentFiles {
-        text_encoder: Some(vae_file),
+        text_encoders: vec![vae_file],
         vae: None,
     };
     assert_mentions(
@@ -393,7 +393,7 @@ fn a_wrong_component_file_is_refused_by_name() {
         file: transformer.clone(),
         config: Some(klein.clone()),
         parts: ComponentFiles {
-            text_encoder: text_encoder.map(Path::to_path_buf),
+            text_encoders: text_encoder.map(Path::to_path_buf).into_iter().collect(),
             vae: vae.map(Path::to_path_buf),
         },
     };

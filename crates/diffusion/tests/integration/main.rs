@@ -24,6 +24,7 @@ mod parity;
 mod parsers_fuzz;
 mod schedulers;
 mod sd3;
+mod sd3_files;
 mod source_layout;
 mod synthetic;
 mod t5;

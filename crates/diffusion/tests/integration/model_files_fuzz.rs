@@ -456,11 +456,11 @@ fn component_file_names_from_strangers() {
         let part = Some(path.clone());
         let parts = match is_text {
             true => sdbench_diffusion::ComponentFiles {
-                text_encoder: part,
+                text_encoders: part.into_iter().collect(),
                 vae: None,
             },
             false => sdbench_diffusion::ComponentFiles {
-                text_encoder: None,
+                text_encoders: Vec::new(),
                 vae: part,
             },
         };

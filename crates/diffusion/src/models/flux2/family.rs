@@ -12,7 +12,7 @@ use crate::io::component_file::{self, DenoiserSizes, WeightFiles};
 use crate::models::qwen3::{Qwen3Config, Qwen3Weights};
 use crate::pipeline::family::{
     Architecture, Component, ComponentKind as Kind, DenoiserFiles, Family, FamilyDescriptor,
-    FilePart, Preset, PresetSpec,
+    Preset, PresetSpec,
 };
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
@@ -68,6 +68,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     denoiser_files: Some(DenoiserFiles {
         preset: file_preset,
         part_fits,
+        inside: |_| Vec::new(),
     }),
     // scripts/make_flux2_fixtures.py: the pipeline, and its generations with reference pictures.
     parity_fixtures: &["tiny-flux2-klein", "tiny-flux2-klein-references"],
@@ -105,10 +106,10 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
 
 /// klein 4B's parts as files: a Qwen3 text encoder of Qwen3-4B's width (in either of its
 /// namings), a VAE of FLUX.2's 32 latent channels.
-fn part_fits(part: FilePart, file: &Path) -> bool {
+fn part_fits(component: &Component, file: &Path) -> bool {
     let text = Qwen3Weights::CausalLm.file_names();
     let width = Qwen3Config::qwen3_4b().hidden_size;
-    component_file::part_fits(part, file, (&text, width), &super::klein_vae())
+    component_file::part_fits(component, file, (&text, width), &super::klein_vae())
 }
 
 /// A Qwen3 text encoder (three hidden states stacked per token), a rectified-flow transformer on

@@ -578,11 +578,11 @@ fn checkpoint_spec(
     parts: &ComponentFiles,
 ) -> Result<(ModelSpec, checkpoint::Layout)> {
     crate::io::tensor_file::check_model_file(file)?;
-    if let Some(text_encoder) = &parts.text_encoder {
+    if let Some(text_encoder) = parts.text_encoders.first() {
         return Err(component_file::not_taken(
             text_encoder,
             "--text-encoder",
-            "a Stable Diffusion checkpoint holds its own text encoders (a separate text encoder file goes with a FLUX.2 klein or Z-Image transformer file)",
+            "a Stable Diffusion checkpoint holds its own text encoders (text encoder files go with a transformer file kept apart from its model)",
         ));
     }
     let tensors = TensorFile::open(file)?;

@@ -9,7 +9,8 @@ use super::{CLIP_TOKENS, T5_TOKENS};
 use crate::error::{DiffusionError, Result};
 use crate::models::t5::T5Config;
 use crate::pipeline::family::{
-    Architecture, Component, ComponentKind as Kind, Family, FamilyDescriptor, Preset, PresetSpec,
+    Architecture, Component, ComponentKind as Kind, DenoiserFiles, Family, FamilyDescriptor,
+    Preset, PresetSpec,
 };
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
@@ -57,7 +58,11 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         Ok(model)
     },
     model_size: Sd3Pipeline::model_size,
-    denoiser_files: None,
+    denoiser_files: Some(DenoiserFiles {
+        preset: super::files::file_preset,
+        part_fits: super::files::part_fits,
+        inside: super::files::inside,
+    }),
     // scripts/make_sd3_fixtures.py.
     parity_fixtures: &["tiny-sd3"],
     workloads: &[&MEDIUM_35_1024_40],

@@ -4,7 +4,9 @@
 //! `StableDiffusion3Pipeline` is the reference.
 
 pub mod family;
+mod files;
 mod generate;
+mod original_names;
 pub mod pipeline;
 mod spec;
 pub mod transformer;

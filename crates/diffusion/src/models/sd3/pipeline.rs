@@ -10,25 +10,25 @@ use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 use burn::DispatchDevice;
 
+use super::files::{self, Place, Places};
 use super::generate::Sd3Run;
 use super::spec::{Config, Spec};
 use super::transformer::Sd3Transformer;
 use super::{CLIP_TOKENS, T5_TOKENS};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
-use crate::io::file_weights::FileWeights;
-use crate::io::sharded::{component_kept, component_parameters, component_weights};
 use crate::io::synthetic_weights::SyntheticWeights;
-use crate::io::weights::{choose_weights_file, Precision, WeightSource};
-use crate::models::clip::{self, ClipTextModel};
+use crate::io::weights::{Precision, WeightSource};
+use crate::models::clip::ClipTextModel;
 use crate::models::config::{ClipConfig, VaeConfig};
 use crate::models::t5::prompt::T5Prompt;
-use crate::models::t5::{embedding_name, T5Encoder, TIED_EMBEDDING};
+use crate::models::t5::{T5Encoder, TIED_EMBEDDING};
 use crate::models::tokenizer::Tokenizer;
 use crate::models::vae::{self, VaeDecoder};
 use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::DecodePlan;
+use crate::pipeline::family::FilePart;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
 use crate::pipeline::offload::Offloadable;
@@ -76,34 +76,6 @@ struct Sources<'a> {
     vae: &'a mut dyn WeightSource,
 }
 
-/// A CLIP with projection's weights from its component folder (a single file, as the SD3
-/// repositories keep them), under either of transformers' namings.
-fn clip_weights(folder: &Path, precision: Precision) -> Result<(FileWeights, PathBuf)> {
-    let file = choose_weights_file(folder, "model", precision)?;
-    let weights = FileWeights::open(&file)?
-        .with_aliases(clip::ALIASES)
-        .ignoring(clip::IGNORED_WITH_PROJECTION);
-    Ok((weights, file))
-}
-
-/// T5's weights in its component folder (sharded or not), the name its embeddings are stored
-/// under, and the files read.
-fn t5_weights(
-    folder: &Path,
-    precision: Precision,
-) -> Result<(Box<dyn WeightSource>, &'static str, Vec<PathBuf>)> {
-    let stored = |name: &str| {
-        component_parameters(folder, "model", precision, |n| n == name).is_ok_and(|count| count > 0)
-    };
-    let embedding = embedding_name(stored);
-    let ignored: &[&str] = match embedding == TIED_EMBEDDING {
-        true => &[],
-        false => &[TIED_EMBEDDING],
-    };
-    let (weights, files) = component_weights(folder, "model", precision, ignored)?;
-    Ok((weights, embedding, files))
-}
-
 impl Sd3Pipeline {
     /// Loads an SD3 folder or a preset's synthetic weights (the device supports `precision`).
     pub fn load(
@@ -113,9 +85,7 @@ impl Sd3Pipeline {
         options: LoadOptions,
     ) -> Result<Self> {
         match source {
-            ModelSource::Folder(folder) => {
-                Self::load_folder(folder, device, precision, options)
-            }
+            ModelSource::Folder(folder) => Self::load_folder(folder, device, precision, options),
             ModelSource::Synthetic(preset) => {
                 let spec = super::family::built_in_spec(*preset)?;
                 spec.validate()?;
@@ -143,10 +113,23 @@ impl Sd3Pipeline {
                     Vec::new(),
                 )
             }
-            ModelSource::Checkpoint { file, .. } => Err(DiffusionError::unsupported(
+            ModelSource::Checkpoint {
                 file,
-                "a Stable Diffusion 3 model file on its own: SD Bench reads SD3 and SD3.5 as diffusers folders (the Hub repositories' layout) so far",
-            )),
+                config: Some(folder),
+                parts,
+            } => {
+                let spec = Spec::read(folder, &folder_index(folder)?)?;
+                let places = Places::single_file(file, folder, parts, &spec)?;
+                let source = ModelSource::Checkpoint {
+                    file: file.clone(),
+                    config: Some(folder.clone()),
+                    parts: parts.clone(),
+                };
+                Self::load_places(spec, places, source, device, precision, options)
+            }
+            ModelSource::Checkpoint {
+                file, config: None, ..
+            } => Err(needs_configs(file)),
         }
     }
 
@@ -156,43 +139,49 @@ impl Sd3Pipeline {
         precision: Precision,
         options: LoadOptions,
     ) -> Result<Self> {
-        let index = folder_index(folder)?;
-        let spec = Spec::read(folder, &index)?;
+        let spec = Spec::read(folder, &folder_index(folder)?)?;
+        let places = Places::folder(folder, &spec);
+        let source = ModelSource::Folder(folder.to_path_buf());
+        Self::load_places(spec, places, source, device, precision, options)
+    }
+
+    /// Loads the networks from where `places` says they are.
+    fn load_places(
+        spec: Spec,
+        places: Places,
+        source: ModelSource,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
         spec.validate()?;
         let family = super::family::family_of(&spec.transformer.value);
         let placement = Self::placement(family, &spec.vae.value, precision, &options);
         let text = placement.text_encoders;
-        let (mut clip_l, clip_l_file) = clip_weights(&folder.join("text_encoder"), text)?;
-        let (mut clip_g, clip_g_file) = clip_weights(&folder.join("text_encoder_2"), text)?;
-        let mut files = vec![clip_l_file, clip_g_file];
-        let mut t5 = match &spec.t5 {
-            Some(_) => {
-                let (weights, embedding, t5_files) =
-                    t5_weights(&folder.join("text_encoder_3"), text)?;
+        let (mut clip_l, mut files) = files::clip_weights(&places.clip_l, text)?;
+        let (mut clip_g, clip_g_files) = files::clip_weights(&places.clip_g, text)?;
+        files.extend(clip_g_files);
+        let mut t5 = match &places.t5 {
+            Some(place) => {
+                let (weights, embedding, t5_files) = files::t5_weights(place, text)?;
                 files.extend(t5_files);
                 Some((weights, embedding))
             }
             None => None,
         };
-        let (mut transformer, transformer_files) = component_weights(
-            &folder.join("transformer"),
-            "diffusion_pytorch_model",
-            placement.denoiser,
-            &[],
-        )?;
+        let (mut transformer, transformer_files) =
+            files::transformer_weights(&places.transformer, placement.denoiser)?;
         files.extend(transformer_files);
-        // The pipeline runs from a prompt only: the VAE's encoder is never read.
-        let (mut vae, vae_files) = component_weights(
-            &folder.join("vae"),
-            "diffusion_pytorch_model",
-            placement.vae,
-            vae::ENCODER_PREFIXES,
-        )?;
+        let blocks = spec.vae.value.block_out_channels.len();
+        let (mut vae, vae_files) = files::vae_weights(&places.vae, blocks, placement.vae)?;
         files.extend(vae_files);
-        let size = Self::size_of(&spec, folder, precision)?;
+        // A single file holds several networks: each file once, where it was first read.
+        let mut seen = std::collections::BTreeSet::new();
+        files.retain(|f| seen.insert(f.clone()));
+        let size = Self::size_of(&spec, &places, precision)?;
         let sources = Sources {
-            clip_l: &mut clip_l,
-            clip_g: &mut clip_g,
+            clip_l: clip_l.as_mut(),
+            clip_g: clip_g.as_mut(),
             t5: match &mut t5 {
                 Some((weights, embedding)) => {
                     Some((weights.as_mut() as &mut dyn WeightSource, *embedding))
@@ -203,15 +192,7 @@ impl Sd3Pipeline {
             vae: vae.as_mut(),
         };
         Self::assemble(
-            spec,
-            family,
-            size,
-            sources,
-            device,
-            placement,
-            options,
-            ModelSource::Folder(folder.to_path_buf()),
-            files,
+            spec, family, size, sources, device, placement, options, source, files,
         )
     }
 
@@ -224,7 +205,7 @@ impl Sd3Pipeline {
             ModelSource::Folder(folder) => {
                 let spec = Spec::read(folder, &folder_index(folder)?)?;
                 spec.validate()?;
-                let size = Self::size_of(&spec, folder, precision)?;
+                let size = Self::size_of(&spec, &Places::folder(folder, &spec), precision)?;
                 Ok((size, spec.vae.value))
             }
             ModelSource::Synthetic(preset) => {
@@ -232,34 +213,48 @@ impl Sd3Pipeline {
                 let size = ModelSize::upstream(preset.family(), spec.vae.value.sample_size);
                 Ok((size, spec.vae.value))
             }
-            ModelSource::Checkpoint { file, .. } => Err(DiffusionError::unsupported(
+            ModelSource::Checkpoint {
                 file,
-                "a Stable Diffusion 3 model file on its own (SD3 and SD3.5 run as diffusers folders so far)",
-            )),
+                config: Some(folder),
+                parts,
+            } => {
+                let spec = Spec::read(folder, &folder_index(folder)?)?;
+                spec.validate()?;
+                let places = Places::single_file(file, folder, parts, &spec)?;
+                let size = Self::size_of(&spec, &places, precision)?;
+                Ok((size, spec.vae.value))
+            }
+            ModelSource::Checkpoint {
+                file, config: None, ..
+            } => Err(needs_configs(file)),
         }
     }
 
-    /// Parameters of the parts that run, from the folder's weight headers.
-    fn size_of(spec: &Spec, folder: &Path, precision: Precision) -> Result<ModelSize> {
+    /// Parameters of the parts that run, from the weight files' headers.
+    fn size_of(spec: &Spec, places: &Places, precision: Precision) -> Result<ModelSize> {
         let family = super::family::family_of(&spec.transformer.value);
-        let count = |sub: &str, stem: &str, counted: &dyn Fn(&str) -> bool| {
-            component_parameters(&folder.join(sub), stem, precision, counted)
+        let blocks = spec.vae.value.block_out_channels.len();
+        let count = |place: &Place, kind: FilePart, counted: &dyn Fn(&str) -> bool| {
+            files::parameters(place, kind, blocks, precision, counted)
         };
         let all = |_: &str| true;
-        let mut text =
-            count("text_encoder", "model", &all)? + count("text_encoder_2", "model", &all)?;
-        if spec.t5.is_some() {
-            text += count("text_encoder_3", "model", &|n| n != TIED_EMBEDDING)?;
+        let text = FilePart::TextEncoder;
+        let mut text_params =
+            count(&places.clip_l, text, &all)? + count(&places.clip_g, text, &all)?;
+        if let Some(t5) = &places.t5 {
+            text_params += count(t5, text, &|n| n != TIED_EMBEDDING)?;
         }
         let encoder = |n: &str| vae::ENCODER_PREFIXES.iter().any(|p| n.starts_with(p));
-        let stem = "diffusion_pytorch_model";
+        let (denoiser_params, denoiser_kept) =
+            files::transformer_size(&places.transformer, precision)?;
+        let vae = FilePart::Vae;
         Ok(ModelSize {
-            text_encoder_params: text,
-            denoiser_params: count("transformer", stem, &all)?,
+            text_encoder_params: text_params,
+            denoiser_params,
             denoiser_full_precision_params: 0,
-            denoiser_kept: component_kept(&folder.join("transformer"), stem, precision)?,
-            vae_decoder_params: count("vae", stem, &|n| !encoder(n))?,
-            vae_encoder_params: count("vae", stem, &encoder)?,
+            denoiser_kept,
+            vae_decoder_params: count(&places.vae, vae, &|n| !encoder(n))?,
+            vae_encoder_params: count(&places.vae, vae, &encoder)?,
             ..ModelSize::upstream(family, spec.vae.value.sample_size)
         })
     }
@@ -645,4 +640,12 @@ impl FamilyPipeline for Sd3Pipeline {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+}
+
+/// The refusal for a single file given without the folder of its configs and tokenizers.
+fn needs_configs(file: &Path) -> DiffusionError {
+    DiffusionError::unsupported(
+        file,
+        "a Stable Diffusion 3 single file runs with its model's configs and tokenizers: add --model-config naming its diffusers folder (the Hub repository's; sdbench fetches them itself for a file of SD3.5 Medium's, Large's or SD3 Medium's sizes)",
+    )
 }

@@ -18,6 +18,7 @@ use crate::error::{DiffusionError, Result};
 use crate::io::weights::{Init, Loader};
 use crate::nn::{gelu_tanh, Linear, RmsNorm};
 
+pub mod llama_cpp_names;
 pub mod prompt;
 
 /// `text_encoder_3/config.json`: transformers' `T5Config`, with its defaults.

@@ -12,7 +12,7 @@ use crate::io::component_file::{self, DenoiserSizes};
 use crate::models::qwen3::{Qwen3Config, Qwen3Weights};
 use crate::pipeline::family::{
     Architecture, Component, ComponentKind as Kind, DenoiserFiles, Family, FamilyDescriptor,
-    FilePart, Preset, PresetSpec,
+    Preset, PresetSpec,
 };
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
@@ -50,6 +50,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     denoiser_files: Some(DenoiserFiles {
         preset: file_preset,
         part_fits,
+        inside: |_| Vec::new(),
     }),
     // scripts/make_zimage_fixtures.py.
     parity_fixtures: &["tiny-zimage"],
@@ -87,10 +88,10 @@ fn file_preset(file: &Path) -> Result<Option<Preset>> {
 
 /// Turbo's parts as files: a Qwen3 text encoder of Qwen3-4B's width (in either of its namings), a
 /// VAE of 16 latent channels.
-fn part_fits(part: FilePart, file: &Path) -> bool {
+fn part_fits(component: &Component, file: &Path) -> bool {
     let text = Qwen3Weights::Bare.file_names();
     let width = Qwen3Config::qwen3_4b().hidden_size;
-    component_file::part_fits(part, file, (&text, width), &super::spec::turbo_vae())
+    component_file::part_fits(component, file, (&text, width), &super::spec::turbo_vae())
 }
 
 /// A bare Qwen3 text encoder (its penultimate hidden states at the real tokens), a

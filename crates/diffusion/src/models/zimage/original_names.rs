@@ -10,7 +10,8 @@ use crate::io::component_file::{Converted, DenoiserNames};
 pub static NAMES: DenoiserNames = DenoiserNames {
     what: "Z-Image transformer",
     is_diffusers: |name| name.starts_with("all_x_embedder."),
-    is_original: |name| name.starts_with("x_embedder."),
+    // Its refiners are Z-Image's own (`x_embedder.` is SD3's original name too).
+    is_original: |name| name.starts_with("noise_refiner.") || name.starts_with("context_refiner."),
     convert,
 };
 

@@ -1,0 +1,154 @@
+//! Which of a family's components each file given on its own is: `--text-encoder` files come
+//! in any order, and each is matched to the one text encoder whose names and widths it holds.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{DiffusionError, Result};
+
+/// A component a file may stand for.
+pub struct Role<'a> {
+    /// Its name in model_index.json: "text_encoder_2".
+    pub component: &'static str,
+    /// What messages call it: "CLIP-G".
+    pub what: &'static str,
+    /// Whether a file holds it (its tensor names, and the widths the model's configs give).
+    pub fits: &'a dyn Fn(&Path) -> bool,
+}
+
+/// Each of `files` (given by `option`) matched to the one role it fits. Refused, naming the
+/// file: one that fits no role or more than one, two that fit the same role.
+pub fn assign(
+    files: &[PathBuf],
+    roles: &[Role],
+    option: &str,
+    family: &str,
+) -> Result<BTreeMap<&'static str, PathBuf>> {
+    let mut assigned: BTreeMap<&'static str, PathBuf> = BTreeMap::new();
+    let all = || {
+        roles
+            .iter()
+            .map(|r| format!("{} ({})", r.what, r.component))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for file in files {
+        let fitting: Vec<&Role> = roles.iter().filter(|r| (r.fits)(file)).collect();
+        let role = match fitting.as_slice() {
+            [one] => one,
+            [] => {
+                return Err(DiffusionError::unsupported(
+                    file,
+                    format!(
+                        "{option}: the file is none of the components a {family} model takes this way ({}), by its tensor names and widths; is it another model's?",
+                        all()
+                    ),
+                ))
+            }
+            several => {
+                let names: Vec<&str> = several.iter().map(|r| r.what).collect();
+                return Err(DiffusionError::unsupported(
+                    file,
+                    format!(
+                        "{option}: the file fits more than one of a {family} model's components ({}), so which it is cannot be told",
+                        names.join(", ")
+                    ),
+                ));
+            }
+        };
+        if let Some(earlier) = assigned.get(role.component) {
+            return Err(DiffusionError::unsupported(
+                file,
+                format!(
+                    "{option}: this file and {} both hold the {} ({}); give one",
+                    earlier.display(),
+                    role.what,
+                    role.component
+                ),
+            ));
+        }
+        assigned.insert(role.component, file.clone());
+    }
+    Ok(assigned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Fits<'a> = &'a dyn Fn(&Path) -> bool;
+
+    fn roles<'a>(fits: &'a [(&'static str, Fits<'a>)]) -> Vec<Role<'a>> {
+        fits.iter()
+            .map(|(component, fits)| Role {
+                component,
+                what: component,
+                fits: *fits,
+            })
+            .collect()
+    }
+
+    /// Files are matched by what they hold, in whatever order they come; a file no role takes,
+    /// one two roles take and two files for one role are refused by name.
+    #[test]
+    fn files_are_matched_in_any_order_and_refused_by_name() {
+        let named = |needle: &'static str| move |p: &Path| p.to_string_lossy().contains(needle);
+        let (l, g, t5) = (named("clip_l"), named("clip_g"), named("t5"));
+        let list: [(&'static str, Fits); 3] = [
+            ("text_encoder", &l),
+            ("text_encoder_2", &g),
+            ("text_encoder_3", &t5),
+        ];
+        let roles = roles(&list);
+        let files = |names: &[&str]| names.iter().map(PathBuf::from).collect::<Vec<_>>();
+        let expected: BTreeMap<&str, PathBuf> = [
+            ("text_encoder", "clip_l.safetensors".into()),
+            ("text_encoder_2", "clip_g.safetensors".into()),
+            ("text_encoder_3", "t5xxl.safetensors".into()),
+        ]
+        .into();
+        let orders = [
+            [
+                "clip_l.safetensors",
+                "clip_g.safetensors",
+                "t5xxl.safetensors",
+            ],
+            [
+                "t5xxl.safetensors",
+                "clip_l.safetensors",
+                "clip_g.safetensors",
+            ],
+            [
+                "clip_g.safetensors",
+                "t5xxl.safetensors",
+                "clip_l.safetensors",
+            ],
+        ];
+        for order in orders {
+            let found = assign(&files(&order), &roles, "--text-encoder", "SD3").unwrap();
+            assert_eq!(found, expected, "{order:?}");
+        }
+        let some = assign(
+            &files(&["clip_g.safetensors"]),
+            &roles,
+            "--text-encoder",
+            "SD3",
+        );
+        assert_eq!(some.unwrap().len(), 1);
+
+        let refused = |names: &[&str]| {
+            assign(&files(names), &roles, "--text-encoder", "SD3")
+                .unwrap_err()
+                .to_string()
+        };
+        let none = refused(&["vae.safetensors"]);
+        assert!(
+            none.contains("vae.safetensors") && none.contains("none of"),
+            "{none}"
+        );
+        let both = refused(&["clip_l.safetensors", "a/clip_l.safetensors"]);
+        assert!(both.contains("both hold the text_encoder"), "{both}");
+        let two_roles = refused(&["clip_l_and_clip_g.safetensors"]);
+        assert!(two_roles.contains("more than one"), "{two_roles}");
+    }
+}
