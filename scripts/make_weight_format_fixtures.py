@@ -207,6 +207,27 @@ def tiny_sd_gguf():
         json.dump(meta, f, indent=2)
 
 
+def scaled_fp8(tensors, quantized):
+    """`tensors` in ComfyUI's scaled FP8: each `X.weight` that `quantized(name, tensor)` picks as
+    F8_E4M3 with its `X.scale_weight` (largest magnitude over FP8's 448), plus `X.scale_input` and
+    the `scaled_fp8` marker; and the dequantized values (fp8 as f32 times the scale), as ComfyUI
+    and diffusers dequantize them."""
+    fp8, dequantized = {"scaled_fp8": torch.zeros(2, dtype=torch.float8_e4m3fn)}, {}
+    for name, tensor in tensors.items():
+        if not quantized(name, tensor):
+            fp8[name] = tensor
+            dequantized[name] = tensor.to(torch.float32)
+            continue
+        base = name[: -len(".weight")]
+        scale = (tensor.float().abs().max() / 448.0).reshape(())
+        stored = (tensor.float() / scale).to(torch.float8_e4m3fn)
+        fp8[name] = stored
+        fp8[base + ".scale_weight"] = scale
+        fp8[base + ".scale_input"] = torch.ones((), dtype=torch.float32)
+        dequantized[name] = stored.to(torch.float32) * scale
+    return fp8, dequantized
+
+
 def flux2_bfl_transformer():
     from diffusers.loaders.single_file_utils import convert_flux2_transformer_checkpoint_to_diffusers
     folder = FIXTURES / "tiny-flux2-klein" / "transformer"
@@ -269,19 +290,7 @@ def flux2_bfl_transformer():
     # The same file in ComfyUI's scaled FP8: each matrix as F8_E4M3 with its `scale_weight`
     # (largest magnitude over FP8's 448), plus `scale_input` and the `scaled_fp8` marker. The
     # reference is diffusers' conversion of the dequantized file (fp8 as f32 times the scale).
-    fp8, dequantized = {"scaled_fp8": torch.zeros(2, dtype=torch.float8_e4m3fn)}, {}
-    for name, tensor in bfl.items():
-        if tensor.ndim != 2:
-            fp8[name] = tensor
-            dequantized[name] = tensor.to(torch.float32)
-            continue
-        base = name[: -len(".weight")]
-        scale = (tensor.float().abs().max() / 448.0).reshape(())
-        stored = (tensor.float() / scale).to(torch.float8_e4m3fn)
-        fp8[name] = stored
-        fp8[base + ".scale_weight"] = scale
-        fp8[base + ".scale_input"] = torch.ones((), dtype=torch.float32)
-        dequantized[name] = stored.to(torch.float32) * scale
+    fp8, dequantized = scaled_fp8(bfl, lambda name, tensor: tensor.ndim == 2)
     save_file(fp8, str(OUT / "tiny-flux2-klein.bfl-transformer.fp8.safetensors"))
     converted = convert_flux2_transformer_checkpoint_to_diffusers(dequantized)
     save_file({k: v.contiguous() for k, v in converted.items()},
@@ -560,20 +569,10 @@ def t5_llama_cpp_names():
 def sd3_t5_fp8():
     folder = FIXTURES / "tiny-sd3" / "text_encoder_3"
     state = load_file(str(folder / "model.safetensors"))
-    fp8, dequantized = {"scaled_fp8": torch.zeros(2, dtype=torch.float8_e4m3fn)}, {}
-    for name, tensor in state.items():
-        # The linear layers' matrices; the embeddings and norms stay as they are.
-        if tensor.ndim != 2 or "shared" in name or "relative_attention_bias" in name:
-            fp8[name] = tensor
-            dequantized[name] = tensor.to(torch.float32)
-            continue
-        base = name[: -len(".weight")]
-        scale = (tensor.float().abs().max() / 448.0).reshape(())
-        stored = (tensor.float() / scale).to(torch.float8_e4m3fn)
-        fp8[name] = stored
-        fp8[base + ".scale_weight"] = scale
-        fp8[base + ".scale_input"] = torch.ones((), dtype=torch.float32)
-        dequantized[name] = stored.to(torch.float32) * scale
+    # The linear layers' matrices; the embeddings and norms stay as they are.
+    linear = lambda name, tensor: (tensor.ndim == 2 and "shared" not in name
+                                   and "relative_attention_bias" not in name)
+    fp8, dequantized = scaled_fp8(state, linear)
     save_file(fp8, str(OUT / "tiny-sd3.t5xxl_fp8_e4m3fn_scaled.safetensors"))
     save_file({k: v.contiguous() for k, v in dequantized.items()},
               str(OUT / "tiny-sd3.t5xxl_fp8_e4m3fn_scaled.reference.safetensors"))

@@ -22,10 +22,9 @@ pub struct ModelFileArgs {
     #[arg(long, value_name = "FOLDER")]
     pub model_config: Option<PathBuf>,
     /// For a transformer file kept apart from its model: a text encoder as a file of its own
-    /// (ComfyUI's `text_encoders/`: `qwen_3_4b*.safetensors` for FLUX.2 klein and Z-Image;
-    /// `clip_l`, `clip_g` and `t5xxl_*.safetensors` for SD3 and SD3.5; transformers' names,
-    /// safetensors, FP8 or GGUF). Give it once for each text encoder, in any order: each file's
-    /// role is found from its tensor names and widths.
+    /// (ComfyUI's `text_encoders/`; transformers' names, safetensors, FP8 or GGUF). Give it once
+    /// for each text encoder the model has, in any order: each file's role is found from its
+    /// tensor names and widths (docs/models.md lists the files each model takes).
     #[arg(long, value_name = "FILE")]
     pub text_encoder: Vec<PathBuf>,
     /// For a model file: its VAE as a file of its own (ComfyUI's `vae/`, a fine-tuned VAE), in the

@@ -301,23 +301,21 @@ mod tests {
     /// A file with FLUX.2 klein 4B's transformer tensor names and sizes where they tell the
     /// model apart (the embedder's width, the number of blocks), `double` double-stream blocks.
     fn klein_shaped(path: &Path, double: usize) {
-        let embedder = vec![0.0f32; 3072 * 128];
-        let one = [0.0f32];
-        let mut names = vec![("x_embedder.weight".to_string(), vec![3072, 128])];
-        names.extend((0..double).map(|i| (format!("transformer_blocks.{i}.norm.weight"), vec![1])));
-        names.extend((0..20).map(|i| {
-            (
-                format!("single_transformer_blocks.{i}.norm.weight"),
-                vec![1],
-            )
-        }));
-        let tensors: Vec<(&str, Vec<usize>, &[f32])> = names
-            .iter()
-            .map(|(n, s)| {
-                let data: &[f32] = if s.len() == 2 { &embedder } else { &one };
-                (n.as_str(), s.clone(), data)
-            })
+        let mut names: Vec<String> = (0..double)
+            .map(|i| format!("transformer_blocks.{i}.norm.weight"))
             .collect();
+        names.extend((0..20).map(|i| format!("single_transformer_blocks.{i}.norm.weight")));
+        shaped_file(path, ("x_embedder.weight", &[3072, 128]), &names);
+    }
+
+    /// A file of `names`, each one value, beside an embedder of `shape` (the tensor that tells a
+    /// model's width).
+    fn shaped_file(path: &Path, (embedder, shape): (&str, &[usize]), names: &[String]) {
+        let values = vec![0.0f32; shape.iter().product()];
+        let one = [0.0f32];
+        let mut tensors: Vec<(&str, Vec<usize>, &[f32])> =
+            vec![(embedder, shape.to_vec(), &values)];
+        tensors.extend(names.iter().map(|n| (n.as_str(), vec![1], &one[..])));
         sdbench_diffusion::io::safetensors::write_f32(path, &tensors).unwrap();
     }
 
@@ -422,8 +420,6 @@ mod tests {
 
     /// A file of SD3.5 Medium's MMDiT names and sizes, holding `inside` besides.
     fn sd35_medium_shaped(path: &Path, inside: &[&str]) {
-        let embedder = vec![0.0f32; 1536];
-        let one = [0.0f32];
         let mut names = Vec::new();
         for i in 0..24 {
             let block = format!("model.diffusion_model.joint_blocks.{i}.x_block");
@@ -433,13 +429,11 @@ mod tests {
             }
         }
         names.extend(inside.iter().map(|n| n.to_string()));
-        let mut tensors: Vec<(&str, Vec<usize>, &[f32])> = vec![(
+        let embedder = (
             "model.diffusion_model.x_embedder.proj.weight",
-            vec![1536, 1],
-            &embedder,
-        )];
-        tensors.extend(names.iter().map(|n| (n.as_str(), vec![1], &one[..])));
-        sdbench_diffusion::io::safetensors::write_f32(path, &tensors).unwrap();
+            &[1536, 1][..],
+        );
+        shaped_file(path, embedder, &names);
     }
 
     /// Stability's single file of SD3.5 Medium's sizes gets its repository's configs and

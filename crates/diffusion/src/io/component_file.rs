@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{DiffusionError, Result};
-use crate::io::file_weights::{is_fp8_scale, ComponentNames, Derived, FileWeights};
+pub use crate::io::file_weights::Converted;
+use crate::io::file_weights::{is_fp8_scale, ComponentNames, FileWeights};
 use crate::io::sharded::component_weights;
 use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{Precision, WeightSource};
@@ -29,18 +30,6 @@ fn shared_prefix<S: AsRef<str>>(mut names: impl Iterator<Item = S>, prefix: &str
         true => prefix,
         false => "",
     }
-}
-
-/// What an original tensor name is in diffusers' model.
-#[derive(Debug, PartialEq)]
-pub enum Converted {
-    Name(String),
-    /// A fused q/k/v projection: the three diffusers names, in order.
-    Fused([String; 3]),
-    /// Stored with the two halves of its first dimension in the other order (shift, scale).
-    SwapHalves(String),
-    /// Not a weight of the diffusers model.
-    Ignored,
 }
 
 /// A family's denoiser file names.
@@ -88,29 +77,7 @@ pub fn denoiser_file(file: &Path, names: &DenoiserNames) -> Result<FileWeights> 
                 names.what
             ),
         })?;
-        match converted {
-            Converted::Name(new) => {
-                found.names.insert(new, name.clone());
-            }
-            Converted::Fused(parts) => {
-                for (part, new) in parts.into_iter().enumerate() {
-                    let stored = name.clone();
-                    found.derived.insert(
-                        new,
-                        Derived::Rows {
-                            stored,
-                            part,
-                            parts: 3,
-                        },
-                    );
-                }
-            }
-            Converted::SwapHalves(new) => {
-                let stored = name.clone();
-                found.derived.insert(new, Derived::SwapHalves { stored });
-            }
-            Converted::Ignored => {}
-        }
+        found.add(converted, name);
     }
     Ok(FileWeights::converted(tensors, found))
 }
@@ -225,6 +192,14 @@ pub struct LlamaCppNames {
     /// The transformers name (without `model.`) of a llama.cpp tensor name; `None` for one the
     /// architecture does not have.
     pub transformers_name: fn(&str) -> Option<String>,
+}
+
+/// A llama.cpp block tensor's name `{prefix}{N}.{rest}` as (N, rest): the block number only as
+/// written (`blk.7.`, not `blk.07.` or `blk.+7.`); `None` for any other name.
+pub fn llama_cpp_block<'a>(name: &'a str, prefix: &str) -> Option<(usize, &'a str)> {
+    let (block, rest) = name.strip_prefix(prefix)?.split_once('.')?;
+    let number: usize = block.parse().ok()?;
+    (number.to_string() == block).then_some((number, rest))
 }
 
 /// The tensor llama.cpp's files name their token embeddings by.

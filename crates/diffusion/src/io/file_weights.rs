@@ -54,12 +54,51 @@ impl Derived {
     }
 }
 
+/// What an original tensor name is in diffusers' model.
+#[derive(Debug, PartialEq)]
+pub enum Converted {
+    Name(String),
+    /// A fused q/k/v projection: the three diffusers names, in order.
+    Fused([String; 3]),
+    /// Stored with the two halves of its first dimension in the other order (shift, scale).
+    SwapHalves(String),
+    /// Not a weight of the diffusers model.
+    Ignored,
+}
+
 /// A component's tensors in a file stored under other names: model name → stored name, and the
 /// tensors made from parts of stored ones (fused q/k/v projections, a transposed projection).
 #[derive(Debug, Clone, Default)]
 pub struct ComponentNames {
     pub names: BTreeMap<String, String>,
     pub derived: BTreeMap<String, Derived>,
+}
+
+impl ComponentNames {
+    /// What the tensor stored as `stored` is in the model (`converted`), recorded.
+    pub fn add(&mut self, converted: Converted, stored: &str) {
+        let stored = stored.to_string();
+        match converted {
+            Converted::Name(new) => {
+                self.names.insert(new, stored);
+            }
+            Converted::Fused(parts) => {
+                for (part, new) in parts.into_iter().enumerate() {
+                    let stored = stored.clone();
+                    let rows = Derived::Rows {
+                        stored,
+                        part,
+                        parts: 3,
+                    };
+                    self.derived.insert(new, rows);
+                }
+            }
+            Converted::SwapHalves(new) => {
+                self.derived.insert(new, Derived::SwapHalves { stored });
+            }
+            Converted::Ignored => {}
+        }
+    }
 }
 
 /// Tensors from one weights file (safetensors or GGUF): a diffusers component file, or one

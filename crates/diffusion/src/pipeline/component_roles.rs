@@ -93,51 +93,51 @@ mod tests {
     #[test]
     fn files_are_matched_in_any_order_and_refused_by_name() {
         let named = |needle: &'static str| move |p: &Path| p.to_string_lossy().contains(needle);
-        let (l, g, t5) = (named("clip_l"), named("clip_g"), named("t5"));
+        let (a, b, c) = (named("first"), named("second"), named("third"));
         let list: [(&'static str, Fits); 3] = [
-            ("text_encoder", &l),
-            ("text_encoder_2", &g),
-            ("text_encoder_3", &t5),
+            ("text_encoder", &a),
+            ("text_encoder_2", &b),
+            ("text_encoder_3", &c),
         ];
         let roles = roles(&list);
         let files = |names: &[&str]| names.iter().map(PathBuf::from).collect::<Vec<_>>();
         let expected: BTreeMap<&str, PathBuf> = [
-            ("text_encoder", "clip_l.safetensors".into()),
-            ("text_encoder_2", "clip_g.safetensors".into()),
-            ("text_encoder_3", "t5xxl.safetensors".into()),
+            ("text_encoder", "first.safetensors".into()),
+            ("text_encoder_2", "second.safetensors".into()),
+            ("text_encoder_3", "third.safetensors".into()),
         ]
         .into();
         let orders = [
             [
-                "clip_l.safetensors",
-                "clip_g.safetensors",
-                "t5xxl.safetensors",
+                "first.safetensors",
+                "second.safetensors",
+                "third.safetensors",
             ],
             [
-                "t5xxl.safetensors",
-                "clip_l.safetensors",
-                "clip_g.safetensors",
+                "third.safetensors",
+                "first.safetensors",
+                "second.safetensors",
             ],
             [
-                "clip_g.safetensors",
-                "t5xxl.safetensors",
-                "clip_l.safetensors",
+                "second.safetensors",
+                "third.safetensors",
+                "first.safetensors",
             ],
         ];
         for order in orders {
-            let found = assign(&files(&order), &roles, "--text-encoder", "SD3").unwrap();
+            let found = assign(&files(&order), &roles, "--text-encoder", "tiny").unwrap();
             assert_eq!(found, expected, "{order:?}");
         }
         let some = assign(
-            &files(&["clip_g.safetensors"]),
+            &files(&["second.safetensors"]),
             &roles,
             "--text-encoder",
-            "SD3",
+            "tiny",
         );
         assert_eq!(some.unwrap().len(), 1);
 
         let refused = |names: &[&str]| {
-            assign(&files(names), &roles, "--text-encoder", "SD3")
+            assign(&files(names), &roles, "--text-encoder", "tiny")
                 .unwrap_err()
                 .to_string()
         };
@@ -146,9 +146,9 @@ mod tests {
             none.contains("vae.safetensors") && none.contains("none of"),
             "{none}"
         );
-        let both = refused(&["clip_l.safetensors", "a/clip_l.safetensors"]);
+        let both = refused(&["first.safetensors", "a/first.safetensors"]);
         assert!(both.contains("both hold the text_encoder"), "{both}");
-        let two_roles = refused(&["clip_l_and_clip_g.safetensors"]);
+        let two_roles = refused(&["first_and_second.safetensors"]);
         assert!(two_roles.contains("more than one"), "{two_roles}");
     }
 }

@@ -11,7 +11,7 @@ use crate::error::Result;
 
 /// The preset whose repository's configs and tokenizer a denoiser file kept apart from its
 /// repository needs (a ComfyUI transformer file), by its family's names and its tensor shapes;
-/// `None` for any other file (a Stable Diffusion checkpoint carries its own or reads built-in
+/// `None` for any other file (a whole checkpoint carries its own configs or reads built-in
 /// ones).
 pub fn preset_for_denoiser_file(file: &Path) -> Result<Option<Preset>> {
     for family in FAMILIES {

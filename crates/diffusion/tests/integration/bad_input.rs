@@ -90,36 +90,13 @@ fn garbage_weights_file() {
     assert_mentions(&load_err(&model), &["vae", "not a safetensors file"]);
 }
 
-type Tensors = Vec<(String, Vec<usize>, Vec<f32>)>;
-
-fn read_tensors(path: &Path) -> Tensors {
-    let mut file = sdbench_diffusion::io::safetensors::SafeTensors::open(path).unwrap();
-    let names: Vec<String> = file.names().map(String::from).collect();
-    names
-        .iter()
-        .map(|n| {
-            (
-                n.clone(),
-                file.info(n).unwrap().shape.clone(),
-                file.read_f32(n).unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn write_tensors(path: &Path, list: &Tensors) {
-    let refs: Vec<(&str, Vec<usize>, &[f32])> = list
-        .iter()
-        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
-        .collect();
-    sdbench_diffusion::io::safetensors::write_f32(path, &refs).unwrap();
-}
+use common::{read_tensors, write_tensors, Tensors};
 
 #[test]
 fn missing_unexpected_and_misshapen_tensors_are_named() {
     let (_keep, model) = tiny_copy();
     let path = model.join("vae/diffusion_pytorch_model.safetensors");
-    let tensors = read_tensors(&path);
+    let tensors = read_tensors(&path, "");
     let write = |list: &Tensors| write_tensors(&path, list);
 
     let without: Vec<_> = tensors
@@ -156,7 +133,7 @@ fn missing_unexpected_and_misshapen_tensors_are_named() {
 fn a_numeric_overflow_is_counted_and_refused_by_require_finite() {
     let (_keep, model) = tiny_copy();
     let path = model.join("vae/diffusion_pytorch_model.safetensors");
-    let mut tensors = read_tensors(&path);
+    let mut tensors = read_tensors(&path, "");
     for (name, _, values) in &mut tensors {
         if name == "decoder.conv_out.bias" {
             values[1] = f32::INFINITY; // the green channel overflows everywhere

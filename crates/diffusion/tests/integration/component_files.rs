@@ -18,7 +18,7 @@ use sdbench_diffusion::{
     Pipeline, Precision,
 };
 
-type Tensors = Vec<(String, Vec<usize>, Vec<f32>)>;
+use common::Tensors;
 
 /// A file's floating-point tensors, as f32 (integer buffers such as position ids left out).
 fn read(path: &Path) -> Tensors {
@@ -41,10 +41,7 @@ fn read(path: &Path) -> Tensors {
 /// `tensors` as an F32 file: GGUF (with `general.architecture` `qwen3`, as llama.cpp writes a
 /// Qwen3 model) for a `.gguf` path, safetensors otherwise.
 fn write(path: &Path, tensors: &Tensors) {
-    let refs: Vec<(&str, Vec<usize>, &[f32])> = tensors
-        .iter()
-        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
-        .collect();
+    let refs = common::tensor_refs(tensors);
     match path.extension().is_some_and(|e| e == "gguf") {
         true => gguf::write_f32(path, &[("general.architecture", "qwen3")], &refs).unwrap(),
         false => write_f32(path, &refs).unwrap(),
@@ -270,10 +267,7 @@ fn a_llama_cpp_gguf_of_another_model_is_refused_by_name() {
         },
     };
     let llama = dir.path().join("llama.gguf");
-    let slices: Vec<(&str, Vec<usize>, &[f32])> = text
-        .iter()
-        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
-        .collect();
+    let slices = common::tensor_refs(&text);
     gguf::write_f32(&llama, &[("general.architecture", "llama")], &slices).unwrap();
     assert_mentions(
         &load_error(&source(&llama)),

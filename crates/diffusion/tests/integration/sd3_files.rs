@@ -9,10 +9,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::common;
+use common::{read_tensors as read, tensor_refs, write_tensors as write};
 
 use sdbench_diffusion::device::select;
 use sdbench_diffusion::io::gguf;
-use sdbench_diffusion::io::safetensors::{write_f32, SafeTensors};
 use sdbench_diffusion::{
     parity, BackendRequest, ComponentFiles, Family, LoadOptions, ModelSource, Pipeline, Precision,
 };
@@ -26,29 +26,6 @@ fn folder() -> PathBuf {
 /// The committed MMDiT in Stability's names.
 fn mmdit() -> PathBuf {
     common::fixtures().join("weight-formats/tiny-sd3.original-mmdit.safetensors")
-}
-
-type Tensors = Vec<(String, Vec<usize>, Vec<f32>)>;
-
-/// Every tensor of `path`, its names after `prefix`.
-fn read(path: &Path, prefix: &str) -> Tensors {
-    let mut file = SafeTensors::open(path).unwrap();
-    let names: Vec<String> = file.names().map(String::from).collect();
-    names
-        .iter()
-        .map(|n| {
-            let shape = file.info(n).unwrap().shape.clone();
-            (format!("{prefix}{n}"), shape, file.read_f32(n).unwrap())
-        })
-        .collect()
-}
-
-fn write(path: &Path, tensors: &Tensors) {
-    let refs: Vec<(&str, Vec<usize>, &[f32])> = tensors
-        .iter()
-        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
-        .collect();
-    write_f32(path, &refs).unwrap();
 }
 
 /// The folder's configs and tokenizers without any weights (what sdbench fetches for a file).
@@ -88,6 +65,15 @@ fn component_file(dir: &Path, component: &str, name: &str) -> PathBuf {
     )
     .unwrap();
     path
+}
+
+/// The folder's CLIP-L, CLIP-G and VAE as ComfyUI's files of their own.
+fn clips_and_vae(dir: &Path) -> [PathBuf; 3] {
+    [
+        component_file(dir, "text_encoder", "clip_l.safetensors"),
+        component_file(dir, "text_encoder_2", "clip_g.safetensors"),
+        component_file(dir, "vae", "sd3_vae.safetensors"),
+    ]
 }
 
 fn checkpoint(file: &Path, config: &Path, parts: ComponentFiles) -> ModelSource {
@@ -158,10 +144,8 @@ fn a_single_file_generates_what_diffusers_generates() {
 fn text_encoder_files_are_matched_in_any_order() {
     let dir = tempfile::tempdir().unwrap();
     let configs = configs_only(dir.path());
-    let l = component_file(dir.path(), "text_encoder", "clip_l.safetensors");
-    let g = component_file(dir.path(), "text_encoder_2", "clip_g.safetensors");
+    let [l, g, vae] = clips_and_vae(dir.path());
     let t5 = component_file(dir.path(), "text_encoder_3", "t5xxl_fp16.safetensors");
-    let vae = component_file(dir.path(), "vae", "sd3_vae.safetensors");
     let with = |text_encoders: &[&PathBuf]| ComponentFiles {
         text_encoders: text_encoders.iter().map(|p| p.to_path_buf()).collect(),
         vae: Some(vae.clone()),
@@ -223,15 +207,20 @@ fn t5_gguf(path: &Path, arch: &str) {
     let t5 = read(&folder().join("text_encoder_3/model.safetensors"), "");
     let rows = table["names"].as_array().unwrap();
     assert_eq!(rows.len(), t5.len());
-    let tensors: Vec<(&str, Vec<usize>, &[f32])> = rows
+    let tensors: common::Tensors = rows
         .iter()
         .map(|row| {
             let (llama_cpp, transformers) = (row[0].as_str().unwrap(), row[1].as_str().unwrap());
             let (_, shape, values) = t5.iter().find(|t| t.0 == transformers).unwrap();
-            (llama_cpp, shape.clone(), values.as_slice())
+            (llama_cpp.to_string(), shape.clone(), values.clone())
         })
         .collect();
-    gguf::write_f32(path, &[("general.architecture", arch)], &tensors).unwrap();
+    gguf::write_f32(
+        path,
+        &[("general.architecture", arch)],
+        &tensor_refs(&tensors),
+    )
+    .unwrap();
 }
 
 /// T5 as a GGUF in llama.cpp's names (city96's t5-v1_1-xxl-encoder-gguf kind) is found as SD3's
@@ -240,9 +229,7 @@ fn t5_gguf(path: &Path, arch: &str) {
 fn a_t5_gguf_in_llama_cpp_names_generates_what_diffusers_generates() {
     let dir = tempfile::tempdir().unwrap();
     let configs = configs_only(dir.path());
-    let l = component_file(dir.path(), "text_encoder", "clip_l.safetensors");
-    let g = component_file(dir.path(), "text_encoder_2", "clip_g.safetensors");
-    let vae = component_file(dir.path(), "vae", "sd3_vae.safetensors");
+    let [l, g, vae] = clips_and_vae(dir.path());
     let t5 = dir.path().join("t5-v1_1-xxl-encoder-Q8_0.gguf");
     t5_gguf(&t5, "t5encoder");
     let parts = |t5: &Path| ComponentFiles {
@@ -277,9 +264,7 @@ fn a_scaled_fp8_t5_file_generates_what_its_dequantized_values_generate() {
     let formats = common::fixtures().join("weight-formats");
     let fp8 = formats.join("tiny-sd3.t5xxl_fp8_e4m3fn_scaled.safetensors");
     let dequantized = formats.join("tiny-sd3.t5xxl_fp8_e4m3fn_scaled.reference.safetensors");
-    let l = component_file(dir.path(), "text_encoder", "clip_l.safetensors");
-    let g = component_file(dir.path(), "text_encoder_2", "clip_g.safetensors");
-    let vae = component_file(dir.path(), "vae", "sd3_vae.safetensors");
+    let [l, g, vae] = clips_and_vae(dir.path());
     let request = GenerateRequest {
         width: 32,
         height: 48,

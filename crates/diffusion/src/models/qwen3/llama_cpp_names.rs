@@ -6,6 +6,8 @@
 //! llama.cpp's NEOX mode does), so a rename is all it takes. transformers reads such files the
 //! same way (a reverse permutation only for `llama`).
 
+use crate::io::component_file::llama_cpp_block;
+
 /// What `general.architecture` says in a Qwen3 file.
 pub const ARCHITECTURE: &str = "qwen3";
 
@@ -21,12 +23,7 @@ pub fn transformers_name(name: &str) -> Option<String> {
     if let Some(whole) = whole {
         return Some(whole.to_string());
     }
-    let (layer, part) = name.strip_prefix("blk.")?.split_once('.')?;
-    // Only a layer number as written (`blk.7.`, not `blk.07.` or `blk.+7.`).
-    let number: usize = layer.parse().ok()?;
-    if number.to_string() != layer {
-        return None;
-    }
+    let (number, part) = llama_cpp_block(name, "blk.")?;
     let part = match part {
         "attn_norm.weight" => "input_layernorm.weight",
         "attn_q.weight" => "self_attn.q_proj.weight",

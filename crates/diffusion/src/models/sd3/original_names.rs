@@ -6,7 +6,7 @@
 //! block's too (its context half is `context_pre_only`, an `AdaLayerNormContinuous`).
 
 use crate::io::component_file::Converted;
-use crate::io::file_weights::{ComponentNames, Derived};
+use crate::io::file_weights::ComponentNames;
 
 /// Whole-module renames outside the blocks, by name prefix.
 const RENAMES: &[(&str, &str)] = &[
@@ -85,27 +85,7 @@ pub(super) fn convert_all(
     let mut found = ComponentNames::default();
     for name in names {
         let converted = convert(name, last).ok_or_else(|| name.clone())?;
-        let stored = stored(name);
-        match converted {
-            Converted::Name(new) => {
-                found.names.insert(new, stored);
-            }
-            Converted::Fused(parts) => {
-                for (part, new) in parts.into_iter().enumerate() {
-                    let stored = stored.clone();
-                    let rows = Derived::Rows {
-                        stored,
-                        part,
-                        parts: 3,
-                    };
-                    found.derived.insert(new, rows);
-                }
-            }
-            Converted::SwapHalves(new) => {
-                found.derived.insert(new, Derived::SwapHalves { stored });
-            }
-            Converted::Ignored => {}
-        }
+        found.add(converted, &stored(name));
     }
     Ok(found)
 }

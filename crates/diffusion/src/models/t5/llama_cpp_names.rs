@@ -3,7 +3,7 @@
 //! `enc.blk.N.attn_q`, ..., `enc.output_norm`, gguf-py's tensor map for `MODEL_ARCH.T5ENCODER`.
 //! A rename is all it takes (no tensor is reordered).
 
-use crate::io::component_file::{LlamaCppNames, TextEncoderNames};
+use crate::io::component_file::{llama_cpp_block, LlamaCppNames, TextEncoderNames};
 
 /// What `general.architecture` says in such a file.
 pub const ARCHITECTURE: &str = "t5encoder";
@@ -32,12 +32,7 @@ pub fn transformers_name(name: &str) -> Option<String> {
     if let Some(whole) = whole {
         return Some(whole.to_string());
     }
-    let (block, part) = name.strip_prefix("enc.blk.")?.split_once('.')?;
-    // Only a block number as written (`enc.blk.7.`, not `enc.blk.07.`).
-    let number: usize = block.parse().ok()?;
-    if number.to_string() != block {
-        return None;
-    }
+    let (number, part) = llama_cpp_block(name, "enc.blk.")?;
     let part = match part {
         "attn_q.weight" => "layer.0.SelfAttention.q.weight",
         "attn_k.weight" => "layer.0.SelfAttention.k.weight",

@@ -103,6 +103,35 @@ pub fn assert_mentions(message: &str, needles: &[&str]) {
     }
 }
 
+/// A file's tensors as f32 values: name, shape, values.
+pub type Tensors = Vec<(String, Vec<usize>, Vec<f32>)>;
+
+/// Every tensor of a safetensors file as f32, its name after `prefix`.
+pub fn read_tensors(path: &Path, prefix: &str) -> Tensors {
+    let mut file = sdbench_diffusion::io::safetensors::SafeTensors::open(path).unwrap();
+    let names: Vec<String> = file.names().map(String::from).collect();
+    names
+        .iter()
+        .map(|n| {
+            let shape = file.info(n).unwrap().shape.clone();
+            (format!("{prefix}{n}"), shape, file.read_f32(n).unwrap())
+        })
+        .collect()
+}
+
+/// `tensors` as the slices the file writers take.
+pub fn tensor_refs(tensors: &Tensors) -> Vec<(&str, Vec<usize>, &[f32])> {
+    tensors
+        .iter()
+        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
+        .collect()
+}
+
+/// `tensors` as an F32 safetensors file.
+pub fn write_tensors(path: &Path, tensors: &Tensors) {
+    sdbench_diffusion::io::safetensors::write_f32(path, &tensor_refs(tensors)).unwrap();
+}
+
 /// Copies a folder tree (a fixture model) so a test can damage or edit its copy.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
