@@ -8,20 +8,21 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::engine::Pipeline;
 use crate::error::{DiffusionError, Result};
 use crate::io::image::RgbImage;
 use crate::io::safetensors::SafeTensors;
 use crate::io::weights::Precision;
+use crate::pipeline::CancelToken;
 use crate::pipeline::{
-    GenerateRequest, GuidanceOptions, InitialNoise, LoadOptions, Pipeline, SkipLayerGuidance,
+    GenerateRequest, GuidanceOptions, InitialNoise, LoadOptions, SkipLayerGuidance,
 };
 use crate::scheduler::SchedulerKind;
-use crate::CancelToken;
 
 /// Every family's tiny pipelines (`FamilyDescriptor::parity_fixtures`), in the registry's order;
 /// a name ending in `REFERENCES_SUFFIX` holds generations with reference pictures.
 pub fn fixtures() -> Vec<&'static str> {
-    crate::FAMILIES
+    crate::engine::registry::FAMILIES
         .iter()
         .flat_map(|f| f.parity_fixtures.iter().copied())
         .collect()

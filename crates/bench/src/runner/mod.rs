@@ -67,7 +67,7 @@ pub struct RunOptions {
     /// runs on the CPU backend whatever `backend` says.
     pub memory: MemoryProfile,
     /// `--memory auto`: `memory` is ignored and the fastest profile that fits the device is
-    /// chosen (`memory_need::choose_auto`); the result records the one chosen.
+    /// chosen (`engine::choose_auto`); the result records the one chosen.
     pub memory_auto: bool,
     /// Device memory the fit check and auto assume instead of the driver's figure.
     pub memory_limit: Option<u64>,

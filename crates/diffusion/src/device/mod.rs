@@ -7,20 +7,21 @@
 //! since they cannot run without their drivers and they double the compile time of burn's
 //! dispatch layer. A build without one still probes its driver and says the backend is not built in.
 
-use std::fmt;
-
 use burn::{Dispatch, DispatchDevice};
 
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Precision;
 
+pub(crate) mod backend_kind;
 mod cpu;
 mod cpu_heap;
+pub mod kernel_cache;
 mod native;
 mod probe;
 mod request;
 mod wgpu_adapters;
 
+pub use backend_kind::BackendKind;
 pub use cpu::{cpu_device, cpu_model, cpu_threads, default_cpu_threads, set_cpu_threads};
 pub use cpu_heap::return_freed as return_freed_heap;
 pub use probe::{probe, probe_all};
@@ -30,61 +31,6 @@ pub use wgpu_adapters::quiet_vulkan_without_desktop_session;
 use cpu::cpu_name;
 use probe::list_devices;
 use wgpu_adapters::{bind_wgpu_device, wgpu_adapters};
-
-/// A concrete backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BackendKind {
-    Cpu,
-    Cuda,
-    Rocm,
-    Vulkan,
-    Metal,
-    Dx12,
-}
-
-impl BackendKind {
-    pub const ALL: [BackendKind; 6] = [
-        BackendKind::Cuda,
-        BackendKind::Rocm,
-        BackendKind::Vulkan,
-        BackendKind::Metal,
-        BackendKind::Dx12,
-        BackendKind::Cpu,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Cpu => "cpu",
-            BackendKind::Cuda => "cuda",
-            BackendKind::Rocm => "rocm",
-            BackendKind::Vulkan => "vulkan",
-            BackendKind::Metal => "metal",
-            BackendKind::Dx12 => "dx12",
-        }
-    }
-
-    /// Whether this build contains the backend (see the module docs on the `cuda` and `rocm` features).
-    pub fn built_in(self) -> bool {
-        let left_out = (self == BackendKind::Cuda && cfg!(not(feature = "cuda")))
-            || (self == BackendKind::Rocm && cfg!(not(feature = "rocm")));
-        !left_out
-    }
-
-    fn wgpu_backend(self) -> Option<wgpu::Backend> {
-        match self {
-            BackendKind::Vulkan => Some(wgpu::Backend::Vulkan),
-            BackendKind::Metal => Some(wgpu::Backend::Metal),
-            BackendKind::Dx12 => Some(wgpu::Backend::Dx12),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// One backend's probe result, for `sdbench devices` and the UI.
 #[derive(Debug, Clone)]
@@ -297,7 +243,7 @@ pub fn select(request: impl Into<DeviceRequest>) -> Result<SelectedDevice> {
     let request = request.into();
     let (kind, allow_software) = resolve(request.backend);
     if kind != BackendKind::Cpu {
-        crate::kernel_cache::ensure_default();
+        crate::device::kernel_cache::ensure_default();
     }
     let mut selected = pick(kind, request.index, allow_software)?;
     if let DispatchDevice::Wgpu(device) = &selected.device {

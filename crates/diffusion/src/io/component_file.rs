@@ -3,29 +3,31 @@
 //! ComfyUI's `model.diffusion_model.`, as safetensors, FP8 or GGUF (a family supplies the name
 //! conversion, as diffusers' single-file converter for it does); a text encoder
 //! (`text_encoders/`) in transformers' names; a VAE (`vae/`) in the original names or diffusers'.
-//! This module reads such files, and takes each component's weights from its file or from the
-//! folder.
+//! This module reads the denoiser and text encoder files (`models::vae_file` the VAE's), and
+//! takes each component's weights from its file or from the folder.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{DiffusionError, Result};
 pub use crate::io::file_weights::Converted;
-use crate::io::file_weights::{is_fp8_scale, ComponentNames, FileWeights};
+use crate::io::file_weights::{ComponentNames, FileWeights};
+use crate::io::kept_weights::KeptWeights;
 use crate::io::sharded::component_weights;
+use crate::io::tensor_file::is_fp8_scale;
 use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{Precision, WeightSource};
-use crate::models::config::VaeConfig;
-use crate::models::vae_names;
-use crate::nn::blocks::KeptWeights;
-use crate::pipeline::family::{Component, FilePart};
-use crate::pipeline::{ComponentFiles, ModelSource};
+
+/// Each folder component's subfolder and weight-file stem.
+pub const DENOISER: (&str, &str) = ("transformer", "diffusion_pytorch_model");
+pub const TEXT_ENCODER: (&str, &str) = ("text_encoder", "model");
+pub const VAE: (&str, &str) = ("vae", "diffusion_pytorch_model");
 
 /// The prefix ComfyUI saves whole models under.
 const COMFY_PREFIX: &str = "model.diffusion_model.";
 
 /// `prefix` when every one of `names` starts with it (a wrapper a whole file's tensors sit
 /// under), else nothing.
-fn shared_prefix<S: AsRef<str>>(mut names: impl Iterator<Item = S>, prefix: &str) -> &str {
+pub fn shared_prefix<S: AsRef<str>>(mut names: impl Iterator<Item = S>, prefix: &str) -> &str {
     match names.all(|n| n.as_ref().starts_with(prefix)) {
         true => prefix,
         false => "",
@@ -159,19 +161,6 @@ pub fn denoiser_weights(
     component_or_file(folder, DENOISER, file, read, precision, ignored)
 }
 
-/// What a pipeline loaded from `folder` (with the denoiser from `file` and the components
-/// `parts` names, if given) was loaded from.
-pub fn loaded_from(folder: &Path, file: Option<&Path>, parts: &ComponentFiles) -> ModelSource {
-    match file {
-        Some(file) => ModelSource::Checkpoint {
-            file: file.to_path_buf(),
-            config: Some(folder.to_path_buf()),
-            parts: parts.clone(),
-        },
-        None => ModelSource::Folder(folder.to_path_buf()),
-    }
-}
-
 /// How a family's text encoder names its tensors, for a text encoder file.
 pub struct TextEncoderNames {
     /// "Qwen3 text encoder".
@@ -291,87 +280,6 @@ pub fn text_encoder_width(file: &Path, names: &TextEncoderNames) -> Option<usize
     }
 }
 
-/// The latent channels of the VAE of `blocks` blocks that `file` holds (its decoder's first
-/// convolution's inputs); `None` when it is no such VAE.
-pub fn vae_latent_channels(file: &Path, blocks: usize) -> Option<usize> {
-    let weights = vae_file(file, blocks).ok()?;
-    match weights.stored_shape("decoder.conv_in.weight")?[..] {
-        [_, channels, _, _] => Some(channels),
-        _ => None,
-    }
-}
-
-/// Whether `file` holds the text encoder (read as `text`'s names, of its width) or the VAE (of
-/// `vae`'s blocks and latent channels) that a denoiser file's built-in configs need, for a
-/// family with one of each.
-pub fn part_fits(
-    component: &Component,
-    file: &Path,
-    text: (&TextEncoderNames, usize),
-    vae: &VaeConfig,
-) -> bool {
-    match component.kind.file_part() {
-        Some(FilePart::TextEncoder) => text_encoder_width(file, text.0) == Some(text.1),
-        Some(FilePart::Vae) => vae_fits(file, vae),
-        None => false,
-    }
-}
-
-/// Whether `file` holds a VAE of `vae`'s blocks and latent channels.
-pub fn vae_fits(file: &Path, vae: &VaeConfig) -> bool {
-    vae_latent_channels(file, vae.block_out_channels.len()) == Some(vae.latent_channels)
-}
-
-/// The prefix a VAE keeps inside a Stable Diffusion checkpoint; a VAE file cut from one may
-/// still carry it.
-const VAE_CHECKPOINT_PREFIX: &str = "first_stage_model.";
-
-/// A VAE of `blocks` encoder and decoder blocks kept as a file of its own (ComfyUI's `vae/`, a
-/// fine-tuned VAE download): diffusers' names, or the original ones (SD checkpoints',
-/// Black Forest Labs' `ae.safetensors`), with or without `first_stage_model.`.
-pub fn vae_file(file: &Path, blocks: usize) -> Result<FileWeights> {
-    vae_within(file, "", blocks)
-}
-
-/// The VAE among `file`'s tensors under `within` (a single file's `first_stage_model.`; `""`: a
-/// VAE file of its own), read as `vae_file` reads one.
-pub fn vae_within(file: &Path, within: &str, blocks: usize) -> Result<FileWeights> {
-    let tensors = TensorFile::open(file)?;
-    let stored: Vec<String> = tensors
-        .names()
-        .filter(|n| n.starts_with(within) && !is_fp8_scale(n))
-        .map(str::to_string)
-        .collect();
-    let strip = match within {
-        "" => shared_prefix(stored.iter(), VAE_CHECKPOINT_PREFIX),
-        _ => within,
-    };
-    let rest = |n: &str| n[strip.len()..].to_string();
-    if stored.iter().any(|n| vae_names::is_diffusers(&rest(n))) {
-        let map = stored.iter().map(|n| (rest(n), n.clone())).collect();
-        return Ok(FileWeights::renamed(tensors, map));
-    }
-    if !stored.iter().any(|n| vae_names::is_original(&rest(n))) {
-        return Err(DiffusionError::Weights {
-            path: file.to_path_buf(),
-            problem: "is not a VAE: none of its tensors has a VAE's names (`decoder.up_blocks.` as diffusers names them, or `decoder.up.` as the original files do)".into(),
-        });
-    }
-    let mut found = ComponentNames::default();
-    for name in &stored {
-        let converted =
-            vae_names::diffusers_name(&rest(name), blocks).ok_or_else(|| DiffusionError::Tensor {
-                path: file.to_path_buf(),
-                tensor: name.clone(),
-                problem: format!(
-                    "has no counterpart in a VAE of {blocks} blocks; is the file another model's VAE?"
-                ),
-            })?;
-        found.names.insert(converted, name.clone());
-    }
-    Ok(FileWeights::converted(tensors, found))
-}
-
 /// The text encoder's weights and the files they come from: `file`'s when one is given, else the
 /// folder's `text_encoder/` component.
 pub fn text_encoder_weights(
@@ -385,23 +293,10 @@ pub fn text_encoder_weights(
     component_or_file(folder, TEXT_ENCODER, file, read, precision, ignored)
 }
 
-/// The VAE's weights (`blocks` blocks) and the files they come from: `file`'s when one is given,
-/// else the folder's `vae/` component.
-pub fn vae_weights(
-    folder: &Path,
-    file: Option<&Path>,
-    blocks: usize,
-    precision: Precision,
-    ignored: &[&str],
-) -> Result<(Box<dyn WeightSource>, Vec<PathBuf>)> {
-    let read = |file: &Path| vae_file(file, blocks);
-    component_or_file(folder, VAE, file, read, precision, ignored)
-}
-
 /// A component's weights and the files they come from: `file`'s (read by `read`) when one is
 /// given, else the folder's `sub/` component (sharded or not, the file a run in `precision`
 /// reads).
-fn component_or_file(
+pub fn component_or_file(
     folder: &Path,
     (sub, stem): (&str, &str),
     file: Option<&Path>,
@@ -415,82 +310,6 @@ fn component_or_file(
             vec![file.to_path_buf()],
         )),
         None => component_weights(&folder.join(sub), stem, precision, ignored),
-    }
-}
-
-/// Where a diffusers-folder family's weights come from: its folder, and the files given in place
-/// of its parts (a denoiser file, `--text-encoder`, `--vae`). Read from headers only, for the
-/// memory estimate.
-pub struct WeightFiles<'a> {
-    pub folder: &'a Path,
-    pub denoiser: Option<&'a Path>,
-    pub parts: &'a ComponentFiles,
-    /// Which file of a folder component a run reads (`.fp16` or not).
-    pub precision: Precision,
-}
-
-const DENOISER: (&str, &str) = ("transformer", "diffusion_pytorch_model");
-const TEXT_ENCODER: (&str, &str) = ("text_encoder", "model");
-const VAE: (&str, &str) = ("vae", "diffusion_pytorch_model");
-
-impl WeightFiles<'_> {
-    /// Parameters of the text encoder's tensors `counted` picks (by the names the model loads).
-    pub fn text_encoder_parameters(
-        &self,
-        names: &TextEncoderNames,
-        counted: &dyn Fn(&str) -> bool,
-    ) -> Result<u64> {
-        match self.parts.text_encoder(names.what)? {
-            Some(file) => Ok(text_encoder_file(file, names)?.parameters(counted)),
-            None => self.folder_parameters(TEXT_ENCODER, counted),
-        }
-    }
-
-    /// Parameters of the denoiser's tensors `counted` picks (by diffusers' names; a denoiser
-    /// file is read with `names`).
-    pub fn denoiser_parameters(
-        &self,
-        names: &DenoiserNames,
-        counted: &dyn Fn(&str) -> bool,
-    ) -> Result<u64> {
-        match self.denoiser {
-            Some(file) => Ok(denoiser_file(file, names)?.parameters(counted)),
-            None => self.folder_parameters(DENOISER, counted),
-        }
-    }
-
-    /// What the denoiser keeps in its codes (GGUF, FP8).
-    pub fn denoiser_kept(&self) -> Result<KeptWeights> {
-        match self.denoiser {
-            Some(file) => denoiser_kept(file),
-            None => crate::io::sharded::component_kept(
-                &self.folder.join(DENOISER.0),
-                DENOISER.1,
-                self.precision,
-            ),
-        }
-    }
-
-    /// Parameters of the VAE's tensors `counted` picks (by diffusers' names), for a VAE of
-    /// `blocks` blocks.
-    pub fn vae_parameters(&self, blocks: usize, counted: &dyn Fn(&str) -> bool) -> Result<u64> {
-        match &self.parts.vae {
-            Some(file) => Ok(vae_file(file, blocks)?.parameters(counted)),
-            None => self.folder_parameters(VAE, counted),
-        }
-    }
-
-    fn folder_parameters(
-        &self,
-        (sub, stem): (&str, &str),
-        counted: &dyn Fn(&str) -> bool,
-    ) -> Result<u64> {
-        crate::io::sharded::component_parameters(
-            &self.folder.join(sub),
-            stem,
-            self.precision,
-            counted,
-        )
     }
 }
 

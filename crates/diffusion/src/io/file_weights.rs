@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::error::{DiffusionError, Result};
 use crate::io::safetensors::{StDtype, Stored};
+use crate::io::tensor_file::is_fp8_scale_input;
 use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{Init, Values, WeightSource};
 
@@ -303,18 +304,6 @@ impl FileWeights {
             scale,
         })
     }
-}
-
-/// Tensors of a scaled-FP8 file that carry no weight: the marker `scaled_fp8` and the
-/// activation scales `X.scale_input` (for FP8 matrix products, which SD Bench does not run).
-fn is_fp8_scale_input(stored: &str) -> bool {
-    stored == "scaled_fp8" || stored.ends_with(".scale_input")
-}
-
-/// Any tensor of a scaled-FP8 file's bookkeeping: a name conversion passes these by, and
-/// `FileWeights` applies the weight scales itself.
-pub(crate) fn is_fp8_scale(stored: &str) -> bool {
-    is_fp8_scale_input(stored) || stored.ends_with(".scale_weight")
 }
 
 impl WeightSource for FileWeights {

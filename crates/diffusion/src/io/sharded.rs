@@ -10,10 +10,10 @@ use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
 use crate::io::file_weights::FileWeights;
+use crate::io::kept_weights::KeptWeights;
 use crate::io::safetensors::StDtype;
 use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{choose_weights_file, Init, Precision, Values, WeightSource};
-use crate::nn::blocks::KeptWeights;
 
 /// A component's weights in `folder`: sharded with an index, or one file (the `.fp16` variant
 /// first in f16).
@@ -51,7 +51,7 @@ pub fn stored_parameters(path: &Path, counted: impl Fn(&str) -> bool) -> Result<
     let file = TensorFile::open(path)?;
     Ok(file
         .names()
-        .filter(|name| counted(name) && !crate::io::file_weights::is_fp8_scale(name))
+        .filter(|name| counted(name) && !crate::io::tensor_file::is_fp8_scale(name))
         .filter_map(|name| file.entry(name))
         .filter(|info| !matches!(info.dtype, StDtype::Other(_)))
         .map(|info| info.shape.iter().product::<usize>() as u64)

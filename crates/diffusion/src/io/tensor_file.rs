@@ -169,10 +169,7 @@ pub fn stored_types(path: &Path) -> Result<BTreeMap<&'static str, u64>> {
 
 fn types_of(file: &TensorFile) -> BTreeMap<&'static str, u64> {
     let mut types = BTreeMap::new();
-    for name in file
-        .names()
-        .filter(|n| !crate::io::file_weights::is_fp8_scale(n))
-    {
+    for name in file.names().filter(|n| !is_fp8_scale(n)) {
         let entry = file.entry(name).expect("listed names exist");
         if matches!(entry.dtype, StDtype::Other(_)) {
             continue;
@@ -187,4 +184,16 @@ fn types_of(file: &TensorFile) -> BTreeMap<&'static str, u64> {
 /// on the Hub stores, and what a standard run's weights are.
 pub fn is_plain_float(type_name: &str) -> bool {
     matches!(type_name, "F32" | "F16" | "BF16")
+}
+
+/// Tensors of a scaled-FP8 file that carry no weight: the marker `scaled_fp8` and the
+/// activation scales `X.scale_input` (for FP8 matrix products, which SD Bench does not run).
+pub(crate) fn is_fp8_scale_input(stored: &str) -> bool {
+    stored == "scaled_fp8" || stored.ends_with(".scale_input")
+}
+
+/// Any tensor of a scaled-FP8 file's bookkeeping: a name conversion passes these by, and
+/// `FileWeights` applies the weight scales itself.
+pub(crate) fn is_fp8_scale(stored: &str) -> bool {
+    is_fp8_scale_input(stored) || stored.ends_with(".scale_weight")
 }

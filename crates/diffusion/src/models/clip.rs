@@ -8,8 +8,9 @@ use burn::prelude::*;
 use burn::tensor::activation;
 
 use crate::error::Result;
-use crate::io::weights::{Init, Loader};
+use crate::io::weights::Init;
 use crate::models::config::ClipConfig;
+use crate::nn::loader::Loader;
 use crate::nn::{multi_head_attention, LayerNorm, Linear};
 
 #[derive(Module, Debug)]

@@ -364,7 +364,7 @@ pub fn parse_json<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::sd::unet::config::UNetConfig;
+    use crate::families::sd::unet::config::UNetConfig;
 
     // The config files of stable-diffusion-v1-5/stable-diffusion-v1-5, verbatim: they must read
     // as the built-in SD1.5 configs, or a real SD1.5 run would not count as standard.

@@ -7,9 +7,9 @@ use std::path::Path;
 use burn::prelude::*;
 
 use crate::error::Result;
-use crate::io::weights::Loader;
 use crate::models::config::VaeConfig;
 use crate::models::vae_tiling::{map_tiles, VaeTiles};
+use crate::nn::loader::Loader;
 use crate::nn::resnet::{Downsample2D, ResnetBlock2D, ResnetSpec, Upsample2D};
 use crate::nn::{multi_head_attention_within, Conv2d, GroupNorm, Linear};
 

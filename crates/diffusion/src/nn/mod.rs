@@ -1,9 +1,10 @@
 //! Layers shared by the text encoder, UNet and VAE: burn `Module`s whose weights are `Param`s, built
-//! by `io::weights::Loader` (so a model reports its parameter count and can move between devices);
+//! by `nn::loader::Loader` (so a model reports its parameter count and can move between devices);
 //! norms compute their statistics in f32 whatever the activations' dtype.
 
 pub mod blocks;
 pub mod int8;
+pub mod loader;
 pub mod resnet;
 pub mod rms_norm;
 pub mod rope;

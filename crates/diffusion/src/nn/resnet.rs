@@ -3,7 +3,7 @@
 use burn::prelude::*;
 
 use crate::error::Result;
-use crate::io::weights::Loader;
+use crate::nn::loader::Loader;
 use crate::nn::{silu, upsample_nearest, Conv2d, GroupNorm, Linear};
 
 /// `ResnetBlock2D` with `time_embedding_norm="default"` and `output_scale_factor=1`.

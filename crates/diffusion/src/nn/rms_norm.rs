@@ -5,7 +5,8 @@ use burn::prelude::*;
 use burn::tensor::DType;
 
 use crate::error::Result;
-use crate::io::weights::{Init, Loader};
+use crate::io::weights::Init;
+use crate::nn::loader::Loader;
 use crate::nn::runs_on_cpu;
 
 /// Statistics in f32, the result back in the activations' dtype, then the weight (stored in the

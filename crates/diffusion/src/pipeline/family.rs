@@ -1,7 +1,7 @@
 //! What generic code knows of a model family: the descriptor each family folder exports
-//! (`models::<family>::FAMILY`), the architectures it runs (`Family`) and its built-in presets
+//! (`families::<family>::FAMILY`), the architectures it runs (`Family`) and its built-in presets
 //! (`Preset`: upstream models whose configs are built in, for synthetic weights and single-file
-//! checkpoints, which carry no configs). `registry::FAMILIES` lists the descriptors; nothing
+//! checkpoints, which carry no configs). `engine::registry::FAMILIES` lists the descriptors; nothing
 //! outside a family's folder names one of its families or presets.
 
 use std::fmt;
@@ -9,13 +9,13 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 use super::memory_need::{DenoiserMemory, ModelSize, UpstreamParameters};
-use super::workload::WorkloadSpec;
+use super::workload::Prompts;
 use super::{FamilyPipeline, GenerateRequest, LoadOptions, ModelSource};
 use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
-use crate::op_timing::OpCases;
+use crate::pipeline::op_timing::OpCases;
 use crate::scheduler::SchedulerKind;
 
 /// What a family knows of its denoiser kept as a file of its own (a ComfyUI transformer file,
@@ -150,7 +150,7 @@ impl ComponentKind {
 pub type LoadFn =
     fn(&ModelSource, SelectedDevice, Precision, LoadOptions) -> Result<Box<dyn FamilyPipeline>>;
 
-/// A model family: the pipeline one folder under `models/` implements, and everything the
+/// A model family: the pipeline one folder under `families/` implements, and everything the
 /// engine, the bench and the front ends need to know of it without naming it.
 pub struct FamilyDescriptor {
     /// What messages call its models: "Stable Diffusion", "FLUX.2 klein".
@@ -230,7 +230,9 @@ impl FamilyDescriptor {
                 self.name
             )));
         }
-        if let Some(problem) = crate::limits::guidance_options_error(&request.guidance_options) {
+        if let Some(problem) =
+            crate::pipeline::limits::guidance_options_error(&request.guidance_options)
+        {
             return Err(DiffusionError::Request(problem));
         }
         (self.check_request)(request)
@@ -341,23 +343,36 @@ pub struct PresetSpec {
     pub op_cases: Option<OpCases>,
 }
 
+/// One standard workload: fixed settings and prompts that a benchmark run makes images of
+/// (crates/bench turns one into a run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkloadSpec {
+    /// What scores are filed under: `<model>-<side>-<steps>`.
+    pub name: &'static str,
+    /// Raised whenever anything below changes.
+    pub version: u32,
+    /// The model it is defined on: only a model of this preset's configs gives a standard score,
+    /// and the default model is this preset's repository. Families write `Preset(&SPEC)`: the
+    /// `Preset::X` constants would make the registry's statics a cycle for the compiler.
+    pub preset: Preset,
+    pub width: usize,
+    pub height: usize,
+    pub steps: usize,
+    pub scheduler: SchedulerKind,
+    /// The guidance scale (0 or 1 for a distilled model that runs unguided).
+    pub guidance: f64,
+    /// The timed generations, one per prompt and seed.
+    pub prompts: Prompts,
+    /// What a workload card adds after its guidance, e.g. " (MLPerf's settings)"; may be empty.
+    pub note: &'static str,
+}
+
 /// A handle to a `PresetSpec`: compared by identity, printed by name.
 #[derive(Clone, Copy)]
 pub struct Preset(pub &'static PresetSpec);
 
+// `Preset::all` and `Preset::named` read the registry, so they live in `engine/registry.rs`.
 impl Preset {
-    /// Every family's presets, in the registry's order.
-    pub fn all() -> impl Iterator<Item = Preset> {
-        super::registry::FAMILIES
-            .iter()
-            .flat_map(|d| d.presets.iter().copied())
-    }
-
-    /// The preset called `name`, if any.
-    pub fn named(name: &str) -> Option<Preset> {
-        Preset::all().find(|p| p.name() == name)
-    }
-
     pub fn name(self) -> &'static str {
         self.0.name
     }

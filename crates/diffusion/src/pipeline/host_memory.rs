@@ -10,7 +10,8 @@ use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::memory_need::{
-    denoiser_step_bytes, denoiser_weight_bytes, gib, vae_pixels, ModelSize, RequestShape,
+    denoiser_step_bytes, denoiser_weight_bytes, estimate, gib, vae_pixels, MemoryNeed, ModelSize,
+    RequestShape, DEVICE_PROFILES,
 };
 use crate::pipeline::{LoadOptions, Placement};
 
@@ -183,6 +184,93 @@ pub fn check_host_fit(
         work.describe(),
         gib(available),
     )))
+}
+
+/// What `--memory auto` chose, and why, for the front ends to show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoChoice {
+    pub profile: MemoryProfile,
+    pub reason: String,
+}
+
+/// `choose_auto` for a model of `size` and `host` bytes of available host memory (`None`:
+/// unknown, not checked).
+pub fn choose_profile(
+    size: &ModelSize,
+    vae: &VaeConfig,
+    device: &SelectedDevice,
+    precision: Precision,
+    work: &RequestShape,
+    host: Option<u64>,
+) -> Result<AutoChoice> {
+    let choice = |profile, reason: String| Ok(AutoChoice { profile, reason });
+    let Some(available) = device.memory_for_fit() else {
+        return choice(
+            MemoryProfile::Full,
+            format!(
+                "{} does not report its memory size, so auto keeps full; --memory-limit GIB tells it",
+                device.info.name
+            ),
+        );
+    };
+    let placement_of = |p: MemoryProfile| {
+        let options = p.load_options(LoadOptions {
+            vae_encoder: work.image_to_image,
+            ..LoadOptions::default()
+        });
+        Placement::for_model(size.family, vae, precision, &options)
+    };
+    let host_need = |p| host_need(size, &placement_of(p), false, work);
+    let fits_host = |p| host.is_none_or(|h| host_need(p) <= h);
+    let what = work.describe();
+    let on_device: Vec<(MemoryProfile, MemoryNeed)> = DEVICE_PROFILES
+        .into_iter()
+        .map(|p| (p, estimate(size, &placement_of(p), work)))
+        .filter(|(_, need)| need.peak() <= available)
+        .collect();
+    if let Some((profile, need)) = on_device.iter().find(|(p, _)| fits_host(*p)) {
+        let mut reason = format!(
+            "needs about {} for {what} of the {} the device has ({})",
+            gib(need.peak()),
+            gib(available),
+            device.memory_for_fit_meaning()
+        );
+        if let (Some((faster, _)), Some(h)) = (on_device.first(), host) {
+            if faster != profile {
+                reason += &format!(
+                    "; {faster} fits the device too, but keeps about {} in RAM and this machine has {} available",
+                    gib(host_need(*faster)),
+                    gib(h)
+                );
+            }
+        }
+        return choice(*profile, reason);
+    }
+    // Every profile that fits the device keeps too much in RAM: name the one that keeps least.
+    let least_in_ram = on_device.iter().min_by_key(|(p, _)| host_need(*p));
+    if let (Some((profile, need)), Some(h)) = (least_in_ram, host) {
+        return Err(DiffusionError::DoesNotFit(format!(
+            "out of host memory before starting: --memory auto found no profile that fits both \
+             the device and the host for {what}: {profile} fits {} ({} of {}) but keeps about {} \
+             in RAM, and this machine has {} available; close other programs, or use a machine \
+             with more memory",
+            device.info.name,
+            gib(need.peak()),
+            gib(available),
+            gib(host_need(*profile)),
+            gib(h)
+        )));
+    }
+    let minimal = estimate(size, &placement_of(MemoryProfile::Minimal), work);
+    choice(
+        MemoryProfile::Cpu,
+        format!(
+            "even minimal needs about {} for {what} and the device has {} ({})",
+            gib(minimal.peak()),
+            gib(available),
+            device.memory_for_fit_meaning()
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -7,12 +7,12 @@
 
 use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};
+use crate::io::kept_weights::KeptWeights;
 use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
 use crate::models::vae_tiling::VaeTiles;
-use crate::nn::blocks::KeptWeights;
 use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::{Family, LoadOptions, ModelSource, Pipeline, Placement};
+use crate::pipeline::{Family, LoadOptions, Placement};
 
 /// What a model holds, which its need is estimated from: its family (whose measured activation
 /// coefficients below apply), each component's parameters and its VAE's tile.
@@ -342,117 +342,6 @@ pub fn first_fitting(
         .into_iter()
         .map(|p| (p, need_of(p)))
         .find(|(_, need)| need.peak() <= available)
-}
-
-/// What `--memory auto` chose, and why, for the front ends to show.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AutoChoice {
-    pub profile: MemoryProfile,
-    pub reason: String,
-}
-
-/// `--memory auto`: the fastest profile whose estimated need for `work` fits the device's memory
-/// and whose host part (what it keeps on the CPU) fits the host's available memory; `cpu` when no
-/// profile fits the device (the caller then selects the CPU backend), or on the CPU backend;
-/// `full` when the device's memory size is unknown, saying so. Profiles that fit the device but
-/// not the host are refused with both figures, before anything loads.
-pub fn choose_auto(
-    source: &ModelSource,
-    device: &SelectedDevice,
-    precision: Option<Precision>,
-    work: &RequestShape,
-) -> Result<AutoChoice> {
-    if device.kind == crate::BackendKind::Cpu {
-        return Ok(AutoChoice {
-            profile: MemoryProfile::Cpu,
-            reason: "the CPU backend runs everything".into(),
-        });
-    }
-    let precision = precision.unwrap_or_else(|| device.default_precision());
-    let (size, vae) = Pipeline::model_size(source, precision)?;
-    let host = crate::pipeline::host_memory::available_host_memory();
-    choose_profile(&size, &vae, device, precision, work, host)
-}
-
-/// `choose_auto` for a model of `size` and `host` bytes of available host memory (`None`:
-/// unknown, not checked).
-pub fn choose_profile(
-    size: &ModelSize,
-    vae: &VaeConfig,
-    device: &SelectedDevice,
-    precision: Precision,
-    work: &RequestShape,
-    host: Option<u64>,
-) -> Result<AutoChoice> {
-    let choice = |profile, reason: String| Ok(AutoChoice { profile, reason });
-    let Some(available) = device.memory_for_fit() else {
-        return choice(
-            MemoryProfile::Full,
-            format!(
-                "{} does not report its memory size, so auto keeps full; --memory-limit GIB tells it",
-                device.info.name
-            ),
-        );
-    };
-    let placement_of = |p: MemoryProfile| {
-        let options = p.load_options(LoadOptions {
-            vae_encoder: work.image_to_image,
-            ..LoadOptions::default()
-        });
-        Placement::for_model(size.family, vae, precision, &options)
-    };
-    let host_need =
-        |p| crate::pipeline::host_memory::host_need(size, &placement_of(p), false, work);
-    let fits_host = |p| host.is_none_or(|h| host_need(p) <= h);
-    let what = work.describe();
-    let on_device: Vec<(MemoryProfile, MemoryNeed)> = DEVICE_PROFILES
-        .into_iter()
-        .map(|p| (p, estimate(size, &placement_of(p), work)))
-        .filter(|(_, need)| need.peak() <= available)
-        .collect();
-    if let Some((profile, need)) = on_device.iter().find(|(p, _)| fits_host(*p)) {
-        let mut reason = format!(
-            "needs about {} for {what} of the {} the device has ({})",
-            gib(need.peak()),
-            gib(available),
-            device.memory_for_fit_meaning()
-        );
-        if let (Some((faster, _)), Some(h)) = (on_device.first(), host) {
-            if faster != profile {
-                reason += &format!(
-                    "; {faster} fits the device too, but keeps about {} in RAM and this machine has {} available",
-                    gib(host_need(*faster)),
-                    gib(h)
-                );
-            }
-        }
-        return choice(*profile, reason);
-    }
-    // Every profile that fits the device keeps too much in RAM: name the one that keeps least.
-    let least_in_ram = on_device.iter().min_by_key(|(p, _)| host_need(*p));
-    if let (Some((profile, need)), Some(h)) = (least_in_ram, host) {
-        return Err(DiffusionError::DoesNotFit(format!(
-            "out of host memory before starting: --memory auto found no profile that fits both \
-             the device and the host for {what}: {profile} fits {} ({} of {}) but keeps about {} \
-             in RAM, and this machine has {} available; close other programs, or use a machine \
-             with more memory",
-            device.info.name,
-            gib(need.peak()),
-            gib(available),
-            gib(host_need(*profile)),
-            gib(h)
-        )));
-    }
-    let minimal = estimate(size, &placement_of(MemoryProfile::Minimal), work);
-    choice(
-        MemoryProfile::Cpu,
-        format!(
-            "even minimal needs about {} for {what} and the device has {} ({})",
-            gib(minimal.peak()),
-            gib(available),
-            device.memory_for_fit_meaning()
-        ),
-    )
 }
 
 /// `bytes` as "3.2 GiB".

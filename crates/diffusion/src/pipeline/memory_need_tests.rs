@@ -1,11 +1,13 @@
 //! The fit check and `auto`'s choice, on every architecture the registry lists. Each family's own
-//! measured peaks are tested in its folder (models/<family>/).
+//! measured peaks are tested in its folder (families/<family>/).
 
 use super::*;
-use crate::nn::blocks::KeptWeights;
+use crate::engine::choose_auto;
+use crate::engine::registry::FAMILIES;
+use crate::io::kept_weights::KeptWeights;
+use crate::pipeline::host_memory::choose_profile;
 use crate::pipeline::memory_test_support::{need, placement, upstream, vae, work};
-use crate::pipeline::registry::FAMILIES;
-use crate::pipeline::Preset;
+use crate::pipeline::{ModelSource, Preset};
 
 /// Every architecture of every family.
 fn architectures() -> impl Iterator<Item = Family> {

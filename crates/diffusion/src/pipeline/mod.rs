@@ -1,26 +1,27 @@
-//! The family-agnostic pipeline: what the bench, the memory profiles, parity, timing and the app
-//! use without knowing the model's family. `Pipeline::load` reads `model_index.json`'s
-//! `_class_name` (or the preset, for synthetic weights) and hands the model to its family's
-//! pipeline (`models::<family>/`), which implements `FamilyPipeline`: validate a request, check it
-//! fits, generate with an observer and a cancel token, report its parts. Requests, progress events,
+//! The family-agnostic pipeline the families build on: what the bench, the memory profiles, parity,
+//! timing and the app use without knowing the model's family. Each family's pipeline
+//! (`families::<family>/`) implements `FamilyPipeline`: validate a request, check it fits,
+//! generate with an observer and a cancel token, report its parts; `engine::Pipeline` holds one. Requests, progress events,
 //! timings, placement and results are the same types for every family.
 
 pub(crate) mod backend_failure;
 pub mod component_roles;
 pub(crate) mod decode;
-pub mod denoiser_parts;
 pub mod family;
 pub mod host_memory;
+pub mod limits;
 pub mod memory;
 pub mod memory_need;
 #[cfg(test)]
 pub(crate) mod memory_test_support;
 pub(crate) mod offload;
+pub mod op_timing;
+pub mod part_files;
 mod placement;
-pub mod registry;
 mod request;
 pub(crate) mod stages;
 pub(crate) mod steps;
+pub mod three_parts;
 pub mod workload;
 
 use std::any::Any;
@@ -36,11 +37,12 @@ use serde_json::{Map, Value};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
 use crate::io::image::RgbImage;
-use crate::io::weights::{Loader, Precision, WeightSource};
-use crate::models::config::{read_json, VaeConfig};
+use crate::io::weights::{Precision, WeightSource};
+use crate::models::config::read_json;
+use crate::nn::loader::Loader;
 use crate::scheduler::SchedulerKind;
 pub use family::{Component, ComponentKind, Family, FamilyDescriptor, Preset};
-use memory_need::{ModelSize, RequestShape};
+use memory_need::RequestShape;
 pub use placement::{LoadOptions, Placement};
 pub(crate) use request::check_request;
 pub use request::{GenerateRequest, GuidanceOptions, InitImage, InitialNoise, SkipLayerGuidance};
@@ -186,7 +188,7 @@ impl StepSync {
     /// work; a sync after every step on the CPU backend, which runs each operation to completion
     /// as it is called (so a sync there costs nothing and step times are exact).
     pub fn for_timing(device: &SelectedDevice) -> StepSync {
-        if device.kind == crate::BackendKind::Cpu {
+        if device.kind == crate::device::BackendKind::Cpu {
             StepSync::EveryStep
         } else {
             StepSync::StageEdges
@@ -304,31 +306,6 @@ pub struct TimedCall<'a> {
     pub run: Box<dyn FnMut() -> Result<()> + 'a>,
 }
 
-/// A loaded model of any family.
-pub struct Pipeline {
-    /// The device the denoiser runs on (and every component the placement does not put on the CPU).
-    pub device: SelectedDevice,
-    /// The denoiser's precision.
-    pub precision: Precision,
-    pub info: ModelInfo,
-    model: Box<dyn FamilyPipeline>,
-    /// What the load chose that the person did not ask for, for the front ends to show (the
-    /// precision `auto` took on a machine short of memory).
-    pub notes: Vec<String>,
-    /// Declared after `model`, so it drops after the weights are freed.
-    _heap: ReturnFreedOnDrop,
-}
-
-/// Hands the host heap's free pages back to the OS when a pipeline is dropped: the CPU backend
-/// keeps freed blocks for reuse while a model runs (device/cpu_heap.rs).
-struct ReturnFreedOnDrop;
-
-impl Drop for ReturnFreedOnDrop {
-    fn drop(&mut self) {
-        crate::device::return_freed_heap();
-    }
-}
-
 /// A diffusers model folder's `model_index.json`, after checking the folder is one.
 pub(crate) fn folder_index(folder: &Path) -> Result<Map<String, Value>> {
     let problem = |problem: String| DiffusionError::ModelFolder {
@@ -351,183 +328,6 @@ pub(crate) fn folder_index(folder: &Path) -> Result<Map<String, Value>> {
         ));
     }
     read_json(&index)
-}
-
-impl Pipeline {
-    /// Loads a model onto `device` in `precision` (`None`: f16 where the device supports it) for
-    /// text-to-image.
-    pub fn load(
-        source: &ModelSource,
-        device: SelectedDevice,
-        precision: Option<Precision>,
-    ) -> Result<Self> {
-        Self::load_with(source, device, precision, LoadOptions::default())
-    }
-
-    /// `load`, with the extra parts `options` asks for.
-    pub fn load_with(
-        source: &ModelSource,
-        device: SelectedDevice,
-        precision: Option<Precision>,
-        options: LoadOptions,
-    ) -> Result<Self> {
-        let available = host_memory::available_host_memory();
-        let mut notes = Vec::new();
-        // The model's size, read from its configs and weight headers once for both memory
-        // checks below (again only where `auto` chose another precision than the default).
-        let mut sized = None;
-        let precision = match precision {
-            Some(precision) => precision,
-            None => {
-                let default = device.default_precision();
-                let (size, vae) = Self::model_size(source, default)?;
-                let work = options
-                    .planned
-                    .unwrap_or_else(|| RequestShape::usual(size.family));
-                let (precision, note) =
-                    host_memory::auto_precision(&size, &vae, &device, &work, &options, available);
-                notes.extend(note);
-                sized = Some((default, size, vae));
-                precision
-            }
-        };
-        if !device.supports(precision) {
-            let instead = if device.supports(Precision::F16) {
-                "f16 or f32"
-            } else {
-                "f32"
-            };
-            return Err(DiffusionError::BackendUnavailable {
-                backend: device.kind.name().into(),
-                reason: format!(
-                    "{} does not support {}; use --precision {instead}",
-                    device.info.name,
-                    precision.name()
-                ),
-            });
-        }
-        let family = registry::family_of(source)?;
-        if let Some(available) = available {
-            let (size, vae) = match sized {
-                Some((sized_in, size, vae)) if sized_in == precision => (size, vae),
-                _ => Self::model_size(source, precision)?,
-            };
-            let placement = Placement::for_model(size.family, &vae, precision, &options);
-            let work = options
-                .planned
-                .unwrap_or_else(|| RequestShape::usual(size.family));
-            host_memory::check_host_fit(
-                &size, &vae, &placement, &device, &work, &options, available,
-            )?;
-        }
-        let profile = memory::MemoryProfile::of_options(&options);
-        let model = backend_failure::guard(&device, profile, || {
-            (family.load)(source, device.clone(), precision, options)
-        })?;
-        Ok(Pipeline {
-            device: model.device().clone(),
-            precision: model.info().placement.denoiser,
-            info: model.info().clone(),
-            model,
-            notes,
-            _heap: ReturnFreedOnDrop,
-        })
-    }
-
-    /// What the memory estimate needs to know of `source` (its family, parameters and VAE), read
-    /// from its configs and weight headers without loading anything.
-    pub fn model_size(
-        source: &ModelSource,
-        precision: Precision,
-    ) -> Result<(ModelSize, VaeConfig)> {
-        (registry::family_of(source)?.model_size)(source, precision)
-    }
-
-    /// The family's own pipeline inside, for its component access (parity tests, timing):
-    /// `None` when the model is of another family.
-    pub fn family_pipeline<T: 'static>(&self) -> Option<&T> {
-        self.model.as_any().downcast_ref()
-    }
-
-    pub fn validate(&self, request: &GenerateRequest) -> Result<()> {
-        self.model.validate(request)
-    }
-
-    pub fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        self.model.check_fits(shape)
-    }
-
-    /// Runs one generation with a device sync after every step (live step progress and per-step
-    /// times). `progress` receives stage and step events; `cancel` is checked between steps.
-    pub fn generate(
-        &self,
-        request: &GenerateRequest,
-        progress: &mut dyn FnMut(&Progress),
-        cancel: &CancelToken,
-    ) -> Result<Generated> {
-        self.generate_with_sync(request, StepSync::EveryStep, progress, cancel)
-    }
-
-    pub fn generate_with_sync(
-        &self,
-        request: &GenerateRequest,
-        sync: StepSync,
-        progress: &mut dyn FnMut(&Progress),
-        cancel: &CancelToken,
-    ) -> Result<Generated> {
-        self.model
-            .generate_with_sync(request, sync, progress, cancel)
-    }
-
-    /// A step-distilled model (FLUX.2 klein 4B) ignores the guidance scale.
-    pub fn ignores_guidance(&self) -> bool {
-        self.model.ignores_guidance()
-    }
-
-    /// For callers that want a picture or nothing: an error when `generated` holds NaN or
-    /// infinite values. (A benchmark records such an image as invalid instead.)
-    pub fn require_finite(&self, generated: &Generated) -> Result<()> {
-        if generated.non_finite() == 0 {
-            return Ok(());
-        }
-        Err(DiffusionError::Backend {
-            backend: self.device.kind.name().into(),
-            message: format!(
-                "the decoded image contains {} NaN or infinite values (numeric overflow in {}); try --precision f32",
-                generated.non_finite(),
-                self.precision.name()
-            ),
-        })
-    }
-
-    pub fn parameter_counts(&self) -> ParameterCounts {
-        self.model.parameter_counts()
-    }
-
-    pub fn memory_profile(&self) -> Option<memory::MemoryProfile> {
-        self.model.memory_profile()
-    }
-
-    /// Bytes of the denoiser's weights as stored (int8 weights count a byte each).
-    pub fn denoiser_weight_bytes(&self) -> u64 {
-        self.model.denoiser_weight_bytes()
-    }
-
-    pub fn has_vae_encoder(&self) -> bool {
-        self.model.has_vae_encoder()
-    }
-
-    pub fn decode_tile_count(&self, width: usize, height: usize) -> usize {
-        self.model.decode_tile_count(width, height)
-    }
-
-    pub fn denoiser_name(&self) -> &'static str {
-        self.model.denoiser_name()
-    }
-
-    pub fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>> {
-        self.model.timed_calls(width, height)
-    }
 }
 
 pub(crate) fn load_component<T>(

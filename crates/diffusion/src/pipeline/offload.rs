@@ -50,7 +50,7 @@ impl<M: Module<B>> Offloadable<M> {
     /// Moves the weights to host memory (`cpu`, the CPU backend), freeing the device's copy.
     /// Nothing moves when the pipeline runs on the CPU.
     pub fn offload(&self, device: &SelectedDevice, cpu: &DispatchDevice) {
-        if device.kind == crate::BackendKind::Cpu {
+        if device.kind == crate::device::BackendKind::Cpu {
             return;
         }
         let mut slot = self.lock();

@@ -4,7 +4,7 @@ use burn::tensor::{DType, Tensor, TensorData};
 
 use crate::error::{DiffusionError, Result};
 use crate::io::image::RgbImage;
-use crate::limits;
+use crate::pipeline::limits;
 use crate::scheduler::SchedulerKind;
 
 use super::family::FamilyDescriptor;

@@ -1,32 +1,6 @@
-//! The standard workloads as the families declare them (each descriptor's `workloads`): fixed
-//! settings and prompts that a benchmark run makes images of. crates/bench turns one into a run;
-//! scores compare only under the same name and version, so any change here is a new version.
-
-use super::family::Preset;
-use crate::scheduler::SchedulerKind;
-
-/// One standard workload.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WorkloadSpec {
-    /// What scores are filed under: `<model>-<side>-<steps>`.
-    pub name: &'static str,
-    /// Raised whenever anything below changes.
-    pub version: u32,
-    /// The model it is defined on: only a model of this preset's configs gives a standard score,
-    /// and the default model is this preset's repository. Families write `Preset(&SPEC)`: the
-    /// `Preset::X` constants would make the registry's statics a cycle for the compiler.
-    pub preset: Preset,
-    pub width: usize,
-    pub height: usize,
-    pub steps: usize,
-    pub scheduler: SchedulerKind,
-    /// The guidance scale (0 or 1 for a distilled model that runs unguided).
-    pub guidance: f64,
-    /// The timed generations, one per prompt and seed.
-    pub prompts: Prompts,
-    /// What a workload card adds after its guidance, e.g. " (MLPerf's settings)"; may be empty.
-    pub note: &'static str,
-}
+//! The prompts and seeds of the standard workloads (`family::WorkloadSpec`, each descriptor's
+//! `workloads`): what a benchmark run makes images of. Scores compare only under the same
+//! workload name and version, so any change here is a new version.
 
 /// A workload's prompts and seeds.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,6 +1,6 @@
 //! diffusers' `FlowMatchEulerDiscreteScheduler` as rectified-flow pipelines drive it (FLUX.2,
 //! Z-Image): the pipeline hands it sigmas (`linspace(1, 1/n, n)`) and a shift `mu` (a family's
-//! own: FLUX.2's empirical fit is in models/flux2, FLUX.1's `calculate_shift` here); it shifts them in time,
+//! own: FLUX.2's empirical fit is in families/flux2, FLUX.1's `calculate_shift` here); it shifts them in time,
 //! appends 0, and each step moves the latents along the predicted velocity:
 //! `x += (sigma_next - sigma) * v`. Options it has that change the schedule in ways the engine does
 //! not implement are refused by name.

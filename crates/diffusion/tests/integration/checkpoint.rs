@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use common::{assert_close, assert_mentions, fixtures};
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::families::sd::checkpoint::{diffusers_name, Component, Kind, Layout};
 use sdbench_diffusion::io::safetensors::{write_f32, SafeTensors};
-use sdbench_diffusion::models::sd::checkpoint::{diffusers_name, Component, Kind, Layout};
 use sdbench_diffusion::{
     BackendRequest, CancelToken, GenerateRequest, InitialNoise, ModelSource, Pipeline, Precision,
     SchedulerKind,

@@ -14,9 +14,9 @@ use crate::common::FamilyAccess;
 
 use common::{assert_close, Reference};
 use sdbench_diffusion::device::select;
+use sdbench_diffusion::families::flux2::latents::reference_positions;
 use sdbench_diffusion::io::image::RgbImage;
 use sdbench_diffusion::io::resample::resize_lanczos;
-use sdbench_diffusion::models::flux2::latents::reference_positions;
 use sdbench_diffusion::parity::{self, pattern_picture};
 use sdbench_diffusion::reference_pictures::area_limited_size;
 use sdbench_diffusion::{

@@ -9,15 +9,15 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use sdbench_diffusion::families::flux2::transformer::Flux2TransformerConfig;
+use sdbench_diffusion::families::sd::checkpoint::{diffusers_name, Component, Kind, Layout};
+use sdbench_diffusion::families::sd::unet::config::UNetConfig;
+use sdbench_diffusion::families::zimage::transformer::ZImageTransformerConfig;
 use sdbench_diffusion::io::{gguf, image, npy, safetensors};
 use sdbench_diffusion::models::config::{parse_json, ClipConfig, VaeConfig};
-use sdbench_diffusion::models::flux2::transformer::Flux2TransformerConfig;
 use sdbench_diffusion::models::qwen3::prompt::QwenPrompt;
 use sdbench_diffusion::models::qwen3::Qwen3Config;
-use sdbench_diffusion::models::sd::checkpoint::{diffusers_name, Component, Kind, Layout};
-use sdbench_diffusion::models::sd::unet::config::UNetConfig;
 use sdbench_diffusion::models::tokenizer::Tokenizer;
-use sdbench_diffusion::models::zimage::transformer::ZImageTransformerConfig;
 use sdbench_diffusion::scheduler::flow_match::FlowMatchConfig;
 use sdbench_diffusion::{scheduler, SchedulerKind};
 

@@ -19,7 +19,7 @@ use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 use common::{assert_close, Reference};
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::models::sd3::pipeline::Sd3Pipeline;
+use sdbench_diffusion::families::sd3::pipeline::Sd3Pipeline;
 use sdbench_diffusion::pipeline::B;
 use sdbench_diffusion::scheduler::flow_match::FlowMatchConfig;
 use sdbench_diffusion::{

@@ -1,7 +1,8 @@
 //! The layout rules, checked on the sources: no file over 700 lines and no function over 100 in
-//! the workspace (tests aside; in the engine's `pipeline/` and `models/`, their test modules
-//! too); no family named in `pipeline/` but by the registry (a family is a folder under
-//! `models/` with a `family.rs`).
+//! the workspace (tests aside; in the engine's `pipeline/`, `models/`, `families/` and
+//! `engine/`, their test modules too); the engine's layers, each importing only the ones below it; no family named outside
+//! the family folders but by the registry (a family is a folder under `families/` with a
+//! `family.rs`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -170,10 +171,11 @@ fn no_workspace_function_is_over_100_lines() {
 }
 
 #[test]
-fn no_function_in_pipeline_or_models_is_over_100_lines() {
+fn no_function_in_the_engine_is_over_100_lines_tests_included() {
     let mut files = Vec::new();
-    rust_files(&source_dir().join("pipeline"), &mut files);
-    rust_files(&source_dir().join("models"), &mut files);
+    for dir in ["pipeline", "models", "families", "engine"] {
+        rust_files(&source_dir().join(dir), &mut files);
+    }
     let mut long = Vec::new();
     let mut counted = 0;
     for path in &files {
@@ -199,44 +201,193 @@ fn the_function_lengths_counted_are_the_functions_lengths() {
     );
 }
 
+/// The engine's top-level modules from the bottom up: a module may import its own layer's and
+/// the ones below, never one above (lib.rs, the crate's front, re-exports every layer).
+const LAYERS: &[&[&str]] = &[
+    &["error"],
+    &["io", "noise", "reference_pictures"],
+    &["nn"],
+    &["device"],
+    &["models"],
+    &["scheduler"],
+    &["pipeline"],
+    &["families"],
+    &["engine", "parity"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+/// The top-level module a source file is in (`io` for src/io/gguf.rs, `parity` for src/parity.rs).
+fn top_module(path: &Path) -> String {
+    let rest = path.strip_prefix(source_dir()).unwrap();
+    let first = rest
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// The segments of the module a source file is (`families::sd::unet` for
+/// src/families/sd/unet/mod.rs).
+fn module_depth(path: &Path) -> usize {
+    let rest = path.strip_prefix(source_dir()).unwrap();
+    let segments = rest.components().count();
+    match path.file_name().unwrap().to_str() {
+        Some("mod.rs") => segments - 1,
+        _ => segments,
+    }
+}
+
+/// Whether a line's `super::super::...` climbs out of its file's top-level module, where the
+/// layers rule would not see it.
+fn climbs_out(code: &str, depth: usize) -> bool {
+    code.match_indices("super::")
+        .map(|(at, _)| {
+            code.as_bytes()[at..]
+                .chunks(7)
+                .take_while(|c| *c == b"super::")
+                .count()
+        })
+        .any(|hops| hops >= depth)
+}
+
+/// Every `crate::<module>` a line's code names, and the family folder of any
+/// `crate::families::<family>` (a `crate::{...}` group gives an empty module, refused).
+fn crate_paths(code: &str) -> Vec<(String, Option<String>)> {
+    let word = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    code.split("crate::")
+        .skip(1)
+        .map(|rest| {
+            let module = word(rest);
+            let family = rest
+                .strip_prefix("families::")
+                .map(word)
+                .filter(|f| !f.is_empty());
+            (module, family)
+        })
+        .collect()
+}
+
+/// Each non-test line of the engine's sources outside lib.rs, with its file's top module, as
+/// `(file, line number, top module, code)`.
+fn engine_lines() -> Vec<(PathBuf, usize, String, String)> {
+    let mut files = Vec::new();
+    rust_files(&source_dir(), &mut files);
+    let mut lines = Vec::new();
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path == source_dir().join("lib.rs")
+            || name.ends_with("_tests.rs")
+            || name.contains("test_support")
+        {
+            continue;
+        }
+        let top = top_module(&path);
+        let text = fs::read_to_string(&path).unwrap();
+        for (number, line) in without_tests(&text).lines().enumerate() {
+            lines.push((path.clone(), number + 1, top.clone(), code_of(line)));
+        }
+    }
+    lines
+}
+
 #[test]
-fn pipeline_names_no_family_but_in_the_registry() {
-    let models = source_dir().join("models");
-    let families: Vec<String> = fs::read_dir(&models)
+fn each_layer_imports_only_the_layers_below_it() {
+    let mut up = Vec::new();
+    let mut counted = 0;
+    for (path, number, top, code) in engine_lines() {
+        let own = layer_of(&top).unwrap_or_else(|| panic!("{top} is in no layer (LAYERS)"));
+        if climbs_out(&code, module_depth(&path)) {
+            up.push(format!(
+                "{}:{number}: super:: past its top module: {}",
+                path.display(),
+                code.trim()
+            ));
+        }
+        for (module, family) in crate_paths(&code) {
+            counted += 1;
+            let Some(layer) = layer_of(&module) else {
+                // `crate::Pipeline`: a name lib.rs re-exports hides which layer it is in.
+                up.push(format!(
+                    "{}:{number}: crate::{module} (import it from its module)",
+                    path.display()
+                ));
+                continue;
+            };
+            // A family builds on the layers below, never on another family.
+            let other_family = top == "families"
+                && family.is_some_and(|f| !path.components().any(|c| c.as_os_str() == f.as_str()));
+            if layer > own || other_family {
+                up.push(format!("{}:{number}: {}", path.display(), code.trim()));
+            }
+        }
+    }
+    assert!(counted > 400, "{counted} crate paths found");
+    assert!(up.is_empty(), "imports of a layer above: {up:#?}");
+}
+
+#[test]
+fn the_layers_rule_sees_an_import_from_above() {
+    assert_eq!(
+        crate_paths("use crate::families::sd::FAMILY; let x = crate::io::gguf::open();"),
+        [
+            ("families".to_string(), Some("sd".to_string())),
+            ("io".to_string(), None)
+        ]
+    );
+    // src/families/sd/unet/config.rs is families::sd::unet::config: three hops reach the crate.
+    let config = source_dir().join("families/sd/unet/config.rs");
+    assert_eq!(module_depth(&config), 4);
+    assert!(!climbs_out("use super::super::spec::Spec;", 4));
+    assert!(climbs_out("use super::super::super::super::io::gguf;", 4));
+    assert_eq!(module_depth(&source_dir().join("io/mod.rs")), 1);
+    assert!(climbs_out("use super::nn::Linear;", 1));
+    assert!(layer_of("io") < layer_of("nn"));
+    assert!(layer_of("models") < layer_of("pipeline"));
+    assert!(layer_of("pipeline") < layer_of("families"));
+    assert!(layer_of("families") < layer_of("engine"));
+}
+
+#[test]
+fn no_family_is_named_outside_the_family_folders_but_by_the_registry() {
+    let families_dir = source_dir().join("families");
+    let families: Vec<String> = fs::read_dir(&families_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("family.rs").is_file())
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert!(families.len() >= 3, "{families:?}");
-    let mut files = Vec::new();
-    rust_files(&source_dir().join("pipeline"), &mut files);
+    assert!(families.len() >= 4, "{families:?}");
+    // models/ holds the shared networks only.
+    for entry in fs::read_dir(source_dir().join("models")).unwrap() {
+        let path = entry.unwrap().path();
+        assert!(!path.join("family.rs").is_file(), "{}", path.display());
+    }
+    let registry = source_dir().join("engine").join("registry.rs");
     let mut named = Vec::new();
-    for path in &files {
-        let file = path.file_name().unwrap().to_string_lossy();
-        if file == "registry.rs" || file.ends_with("_tests.rs") || file.contains("test_support") {
+    for (path, number, top, code) in engine_lines() {
+        if top == "families" || path == registry {
             continue;
         }
-        let text = fs::read_to_string(path).unwrap();
-        for (number, line) in without_tests(&text).lines().enumerate() {
-            let code = code_of(line);
-            let names_module = families
-                .iter()
-                .any(|f| code.contains(&format!("models::{f}")));
-            // A family's preset or architecture constant (`Preset::SD15`, `Family::SDXL`).
-            let names_constant = ["Preset::", "Family::"].iter().any(|kind| {
-                code.split(kind)
-                    .skip(1)
-                    .any(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
-            });
-            if names_module || names_constant {
-                named.push(format!(
-                    "{}:{}: {}",
-                    path.display(),
-                    number + 1,
-                    line.trim()
-                ));
-            }
+        let names_module = crate_paths(&code)
+            .iter()
+            .any(|(module, family)| module == "families" || family.is_some());
+        // A family's preset or architecture constant (`Preset::SD15`, `Family::SDXL`).
+        let names_constant = ["Preset::", "Family::"].iter().any(|kind| {
+            code.split(kind)
+                .skip(1)
+                .any(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
+        });
+        if names_module || names_constant {
+            named.push(format!("{}:{number}: {}", path.display(), code.trim()));
         }
     }
     assert!(named.is_empty(), "{named:#?}");

@@ -19,10 +19,10 @@ use common::{assert_close, Reference};
 use sdbench_diffusion::device::{cpu_device, select};
 use sdbench_diffusion::io::file_weights::FileWeights;
 use sdbench_diffusion::io::sharded::component_weights;
-use sdbench_diffusion::io::weights::Loader;
 use sdbench_diffusion::models::config::read_json;
 use sdbench_diffusion::models::t5::prompt::T5Prompt;
 use sdbench_diffusion::models::t5::{embedding_name, T5Config, T5Encoder, TIED_EMBEDDING};
+use sdbench_diffusion::nn::loader::Loader;
 use sdbench_diffusion::pipeline::B;
 use sdbench_diffusion::{parity, BackendRequest, Precision, SelectedDevice};
 

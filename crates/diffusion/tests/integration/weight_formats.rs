@@ -415,8 +415,8 @@ fn a_truncated_gguf_checkpoint_is_refused_before_loading() {
 /// one rounding, then rows picked).
 #[test]
 fn a_scaled_fp8_transformer_file_is_scaled_before_it_is_split() {
+    use sdbench_diffusion::families::flux2::bfl_names::NAMES;
     use sdbench_diffusion::io::component_file::denoiser_file;
-    use sdbench_diffusion::models::flux2::bfl_names::NAMES;
     let mut weights = denoiser_file(
         &formats().join("tiny-flux2-klein.bfl-transformer.fp8.safetensors"),
         &NAMES,

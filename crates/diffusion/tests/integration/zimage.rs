@@ -17,12 +17,14 @@ use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 use common::{assert_close, Reference};
 use sdbench_diffusion::device::{cpu_device, select};
+use sdbench_diffusion::families::zimage::transformer::{
+    ZImageTransformer, ZImageTransformerConfig,
+};
 use sdbench_diffusion::io::sharded::{component_parameters, component_weights};
-use sdbench_diffusion::io::weights::Loader;
 use sdbench_diffusion::models::config::read_json;
 use sdbench_diffusion::models::qwen3::prompt::{chat_text, QwenPrompt};
 use sdbench_diffusion::models::qwen3::{Qwen3Config, Qwen3TextEncoder, Qwen3Weights};
-use sdbench_diffusion::models::zimage::transformer::{ZImageTransformer, ZImageTransformerConfig};
+use sdbench_diffusion::nn::loader::Loader;
 use sdbench_diffusion::pipeline::B;
 use sdbench_diffusion::scheduler::flow_match::FlowMatchConfig;
 use sdbench_diffusion::{
@@ -352,7 +354,7 @@ fn other_families_refuse_guidance_options() {
             },
             ..sdbench_diffusion::GenerateRequest::new("a cat")
         };
-        let e = sdbench_diffusion::models::zimage::FAMILY
+        let e = sdbench_diffusion::families::zimage::FAMILY
             .check_request(&request)
             .unwrap_err();
         assert!(e.to_string().contains(needle), "{e}");

@@ -17,7 +17,8 @@ use serde_json::Value;
 
 use crate::error::{DiffusionError, Result};
 use crate::io::component_file::{LlamaCppNames, TextEncoderNames};
-use crate::io::weights::{Init, Loader};
+use crate::io::weights::Init;
+use crate::nn::loader::Loader;
 use crate::nn::{multi_head_attention, silu, Linear, RmsNorm};
 
 /// `text_encoder/config.json`: transformers' `Qwen3Config`, with its defaults.

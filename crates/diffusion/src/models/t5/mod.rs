@@ -15,7 +15,8 @@ use burn::tensor::{DType, TensorData};
 use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
-use crate::io::weights::{Init, Loader};
+use crate::io::weights::Init;
+use crate::nn::loader::Loader;
 use crate::nn::{gelu_tanh, Linear, RmsNorm};
 
 pub mod llama_cpp_names;

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use sdbench_diffusion::device::select;
-use sdbench_diffusion::models::flux2::pipeline::Flux2Pipeline;
-use sdbench_diffusion::models::sd::pipeline::SdPipeline;
+use sdbench_diffusion::families::flux2::pipeline::Flux2Pipeline;
+use sdbench_diffusion::families::sd::pipeline::SdPipeline;
 use sdbench_diffusion::parity;
 use sdbench_diffusion::{BackendRequest, Pipeline, Precision, SelectedDevice};
 
@@ -16,7 +16,7 @@ pub fn fixtures() -> PathBuf {
 
 /// The Stable Diffusion fixtures.
 pub fn tiny() -> &'static [&'static str] {
-    sdbench_diffusion::models::sd::FAMILY.parity_fixtures
+    sdbench_diffusion::families::sd::FAMILY.parity_fixtures
 }
 
 /// A fixture's reference (`sdbench_diffusion::parity::Reference`), its accessors panicking.
