@@ -123,7 +123,7 @@ def main():
     torch.set_grad_enabled(False)
     if a.ops:
         if not a.sdbench or a.model == "sdxl-base":
-            raise SystemExit("--ops needs --sdbench BINARY, and SD1.5's (--model sd15), FLUX.2 klein's or Z-Image's layers")
+            raise SystemExit("--ops needs --sdbench BINARY, and SD1.5's (--model sd15), FLUX.2 klein's, Z-Image's or SD3.5 Medium's layers")
         return compare_ops(a)
     folder = flux2_timing_model(a.flux2_depth) if a.flux2_depth else None
     if a.zimage_depth:

@@ -22,9 +22,11 @@ pub struct Settings {
     /// For a model file: a diffusers folder whose configs describe it (a checkpoint that is not
     /// SD1.5-, SD2.1- or SDXL-base-shaped; a transformer file whose configs are not fetched).
     pub model_config: Option<String>,
-    /// For a transformer file kept apart from its model: its text encoder files, separated by
-    /// `;` when there are several (the CLI's `--text-encoder`, given once for each).
-    pub text_encoder: Option<String>,
+    /// For a model file: its text encoders as files of their own, in any order (the CLI's
+    /// `--text-encoder`, given once for each). Settings saved before this list read as one
+    /// `textEncoder` text, its files separated by `;`.
+    #[serde(alias = "textEncoder", deserialize_with = "one_or_several_files")]
+    pub text_encoders: Vec<String>,
     /// For a model file: its VAE file (the CLI's `--vae`).
     pub vae: Option<String>,
     /// A `BackendRequest` name: auto, cuda, rocm, vulkan, metal, dx12, cpu…
@@ -52,12 +54,33 @@ pub struct Settings {
     pub model_dirs: Vec<String>,
 }
 
+/// The text encoder files as saved: a list, or the one text of earlier versions (files
+/// separated by `;`, or null).
+fn one_or_several_files<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Saved {
+        Several(Vec<String>),
+        Text(Option<String>),
+    }
+    Ok(match Saved::deserialize(d)? {
+        Saved::Several(files) => files,
+        Saved::Text(text) => text
+            .unwrap_or_default()
+            .split(';')
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(str::to_string)
+            .collect(),
+    })
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             model: DEFAULT_MODEL.into(),
             model_config: None,
-            text_encoder: None,
+            text_encoders: Vec::new(),
             vae: None,
             backend: "auto".into(),
             device: None,
@@ -260,10 +283,11 @@ impl Settings {
                 .filter(|c| !c.is_empty())
                 .map(PathBuf::from)
         };
-        let text_encoders = self.text_encoder.as_deref().unwrap_or("").split(';');
         let parts = ComponentFiles {
-            text_encoders: text_encoders
-                .map(str::trim)
+            text_encoders: self
+                .text_encoders
+                .iter()
+                .map(|f| f.trim())
                 .filter(|c| !c.is_empty())
                 .map(PathBuf::from)
                 .collect(),
@@ -283,7 +307,7 @@ impl Settings {
     pub fn model_is_default(&self) -> bool {
         self.model.trim() == DEFAULT_MODEL
             && self.model_config.is_none()
-            && self.text_encoder.is_none()
+            && self.text_encoders.is_empty()
             && self.vae.is_none()
     }
 
@@ -451,7 +475,7 @@ mod tests {
         std::fs::write(&vae, b"x").unwrap();
         let with_files = Settings {
             model: file.display().to_string(),
-            text_encoder: Some(format!("{} ; {};", vae.display(), file.display())),
+            text_encoders: vec![format!(" {} ", vae.display()), file.display().to_string()],
             vae: Some(format!("  {}  ", vae.display())),
             ..Settings::default()
         };
@@ -470,7 +494,24 @@ mod tests {
         let e = on_a_hub_id.model_name().unwrap_err();
         assert!(e.message.contains("go with a model file"), "{e:?}");
         let old: Settings = serde_json::from_str(r#"{"model": "synthetic"}"#).unwrap();
-        assert_eq!((old.text_encoder, old.vae), (None, None));
+        assert_eq!((old.text_encoders.len(), old.vae), (0, None));
+        // The single text setting of earlier versions: one file, or several separated by `;`.
+        let earlier = |json: &str| {
+            serde_json::from_str::<Settings>(json)
+                .unwrap()
+                .text_encoders
+        };
+        assert_eq!(
+            earlier(r#"{"textEncoder": "a.safetensors; b.gguf;"}"#),
+            ["a.safetensors", "b.gguf"]
+        );
+        assert!(earlier(r#"{"textEncoder": null}"#).is_empty());
+        let saved = serde_json::to_string(&with_files).unwrap();
+        assert!(saved.contains(r#""textEncoders":["#), "{saved}");
+        assert_eq!(
+            serde_json::from_str::<Settings>(&saved).unwrap(),
+            with_files
+        );
     }
 
     #[test]

@@ -39,9 +39,9 @@ pub struct LocalModelView {
     /// Why SD Bench cannot run it; none when it can.
     pub problem: Option<String>,
     pub defaults: Option<ModelDefaults>,
-    /// A transformer file's text encoder and VAE files found beside it, which choosing it saves
-    /// as the text encoder and VAE settings (several text encoders separated by `;`).
-    pub text_encoder: Option<String>,
+    /// A model file's text encoder and VAE files found beside it, which choosing it saves as the
+    /// text encoder and VAE settings.
+    pub text_encoders: Vec<String>,
     pub vae: Option<String>,
 }
 
@@ -80,15 +80,12 @@ pub async fn local_models(state: State<'_, AppState>) -> UiResult<Vec<LocalModel
                     })
                 }),
                 problem: m.problem,
-                text_encoder: (!m.parts.text_encoders.is_empty()).then(|| {
-                    let files: Vec<String> = m
-                        .parts
-                        .text_encoders
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect();
-                    files.join("; ")
-                }),
+                text_encoders: m
+                    .parts
+                    .text_encoders
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
                 vae: m.parts.vae.map(|p| p.display().to_string()),
                 name: m.name,
             })

@@ -14,6 +14,13 @@ const PICK_FOLDER = "\u0000folder";
 const PICK_FILE = "\u0000file";
 
 /** How a model reads in the list: "FLUX.2 klein · black-forest-labs/FLUX.2-klein-4B · 15.6 GB". */
+/** " · with a, b and c": the files a model file runs with, found beside it; "" for none. */
+export function withFiles(files: string[]): string {
+  if (files.length === 0) return "";
+  const last = files[files.length - 1];
+  return ` · with ${files.length === 1 ? last : `${files.slice(0, -1).join(", ")} and ${last}`}`;
+}
+
 export function modelLabel(m: LocalModelView): string {
   const name = m.synthetic ? m.name.replace(/^synthetic-/, "") : m.name;
   const parts = [m.family ?? "unknown family", name];
@@ -46,7 +53,7 @@ export function modelChoice(id: string, onChosen: (m: LocalModelView | null) => 
       : m.problem
         ? `SD Bench cannot run it: ${m.problem}`
         : `${m.format}${m.architecture ? ` · ${m.architecture}` : ""}${
-          m.textEncoder && m.vae ? ` · with ${m.textEncoder} and ${m.vae}` : ""}`;
+          withFiles([...m.textEncoders, ...(m.vae ? [m.vae] : [])])}`;
   }
 
   async function refresh(): Promise<void> {
@@ -88,10 +95,10 @@ export function modelChoice(id: string, onChosen: (m: LocalModelView | null) => 
       name = picked;
     }
     const base = settings ?? (await api.getSettings());
-    // A transformer file's parts found beside it come with it.
+    // A model file's parts found beside it come with it.
     const parts = byName(name);
     settings = await api.saveSettings({
-      ...base, model: name, modelConfig: null, textEncoder: parts?.textEncoder ?? null, vae: parts?.vae ?? null,
+      ...base, model: name, modelConfig: null, textEncoders: parts?.textEncoders ?? [], vae: parts?.vae ?? null,
     });
     await refresh();
     onChosen(byName(name));

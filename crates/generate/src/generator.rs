@@ -102,10 +102,11 @@ impl Generator {
         // The pipeline checks what its family needs of the request (sides a multiple of its
         // patch) before any work.
         let pipeline = &loaded.pipeline;
-        if pipeline.ignores_guidance() && request.guidance > 1.0 {
+        let family = pipeline.info.family.descriptor();
+        if pipeline.ignores_guidance() && (family.guided)(request.guidance) {
             observer(&Event::note(format!(
                 "this model is step-distilled ({}): it runs without classifier-free guidance, whatever the guidance says",
-                pipeline.info.family.descriptor().name
+                family.name
             )));
         }
         let mut vram = request

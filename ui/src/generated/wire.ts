@@ -62,10 +62,11 @@ model: string,
  */
 modelConfig: string | null, 
 /**
- * For a transformer file kept apart from its model: its text encoder files, separated by
- * `;` when there are several (the CLI's `--text-encoder`, given once for each).
+ * For a model file: its text encoders as files of their own, in any order (the CLI's
+ * `--text-encoder`, given once for each). Settings saved before this list read as one
+ * `textEncoder` text, its files separated by `;`.
  */
-textEncoder: string | null, 
+textEncoders: Array<string>, 
 /**
  * For a model file: its VAE file (the CLI's `--vae`).
  */
@@ -231,10 +232,10 @@ format: string, synthetic: boolean, sizeBytes: number | null,
  */
 problem: string | null, defaults: ModelDefaults | null, 
 /**
- * A transformer file's text encoder and VAE files found beside it, which choosing it saves
- * as the text encoder and VAE settings (several text encoders separated by `;`).
+ * A model file's text encoder and VAE files found beside it, which choosing it saves as the
+ * text encoder and VAE settings.
  */
-textEncoder: string | null, vae: string | null, };
+textEncoders: Array<string>, vae: string | null, };
 
 export type ModelDefaults = { width: number, height: number, steps: number, guidance: number, };
 

@@ -350,7 +350,7 @@ describe("Benchmark screen", () => {
   });
 
   it("lists the models on this machine, and runs on synthetic weights without the model", async () => {
-    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, textEncoder: null, vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
+    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, textEncoders: [], vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
     let saved: Record<string, unknown> | null = null;
     let request: Record<string, unknown> = {};
     const calls = mockShell({
@@ -358,8 +358,8 @@ describe("Benchmark screen", () => {
       get_settings: () => settings,
       save_settings: (a) => (saved = a.settings as Record<string, unknown>),
       local_models: () => [
-        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, textEncoder: null, vae: null },
-        { name: "synthetic-flux2-klein", family: "FLUX.2 klein", architecture: "flux2-klein", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, textEncoder: null, vae: null },
+        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, textEncoders: [], vae: null },
+        { name: "synthetic-flux2-klein", family: "FLUX.2 klein", architecture: "flux2-klein", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, textEncoders: [], vae: null },
       ],
       start_benchmark: (a) => {
         request = a.request as Record<string, unknown>;
@@ -388,7 +388,7 @@ describe("Benchmark screen", () => {
     model.value = "synthetic-flux2-klein";
     model.dispatchEvent(new Event("change"));
     await settle(40);
-    expect(saved).toMatchObject({ model: "synthetic-flux2-klein", modelConfig: null, textEncoder: null, vae: null });
+    expect(saved).toMatchObject({ model: "synthetic-flux2-klein", modelConfig: null, textEncoders: [], vae: null });
     expect(calls.filter((c) => c.cmd === "model_status").length).toBeGreaterThan(1);
   });
 });

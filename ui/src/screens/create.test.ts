@@ -207,7 +207,7 @@ describe("Create screen", () => {
   });
 
   it("chooses a model on this machine and takes its family's settings", async () => {
-    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, textEncoder: null, vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
+    const settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, textEncoders: [], vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
     let current = settings;
     mockShell({
       schedulers: () => [],
@@ -215,10 +215,10 @@ describe("Create screen", () => {
       get_settings: () => current,
       save_settings: (a) => (current = a.settings as typeof settings),
       local_models: () => [
-        { name: "black-forest-labs/FLUX.2-klein-4B", family: "FLUX.2 klein", architecture: "flux2-klein", format: "diffusers folder (Hugging Face cache)", synthetic: false, sizeBytes: 15.6e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, textEncoder: null, vae: null },
-        { name: "/comfy/models/diffusion_models/flux-2-klein-4b.safetensors", family: "FLUX.2 klein", architecture: "flux2-klein", format: "single file (ComfyUI), safetensors BF16", synthetic: false, sizeBytes: 7.75e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, textEncoder: "/comfy/models/text_encoders/qwen_3_4b.safetensors", vae: "/comfy/models/vae/flux2-vae.safetensors" },
-        { name: "/models/broken", family: null, architecture: null, format: "diffusers folder", synthetic: false, sizeBytes: 10, problem: "has no model_index.json", defaults: null, textEncoder: null, vae: null },
-        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, textEncoder: null, vae: null },
+        { name: "black-forest-labs/FLUX.2-klein-4B", family: "FLUX.2 klein", architecture: "flux2-klein", format: "diffusers folder (Hugging Face cache)", synthetic: false, sizeBytes: 15.6e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, textEncoders: [], vae: null },
+        { name: "/comfy/models/diffusion_models/flux-2-klein-4b.safetensors", family: "FLUX.2 klein", architecture: "flux2-klein", format: "single file (ComfyUI), safetensors BF16", synthetic: false, sizeBytes: 7.75e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, textEncoders: ["/comfy/models/text_encoders/qwen_3_4b.safetensors"], vae: "/comfy/models/vae/flux2-vae.safetensors" },
+        { name: "/models/broken", family: null, architecture: null, format: "diffusers folder", synthetic: false, sizeBytes: 10, problem: "has no model_index.json", defaults: null, textEncoders: [], vae: null },
+        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, textEncoders: [], vae: null },
       ],
     });
     createScreen.show?.();
@@ -237,14 +237,14 @@ describe("Create screen", () => {
     expect(root.querySelector<HTMLSelectElement>("#create-size")!.value).toBe("1024x1024");
     expect(root.querySelector<HTMLInputElement>("#create-guidance")!.value).toBe("1");
     expect(root.querySelector("#create-model-note")!.textContent).toContain("Hugging Face cache");
-    expect(current.textEncoder).toBeNull();
+    expect(current.textEncoders).toEqual([]);
     // A ComfyUI transformer file brings the text encoder and VAE files found beside it.
     model.value = "/comfy/models/diffusion_models/flux-2-klein-4b.safetensors";
     model.dispatchEvent(new Event("change"));
     await settle(40);
     expect(current).toMatchObject({
       model: "/comfy/models/diffusion_models/flux-2-klein-4b.safetensors",
-      textEncoder: "/comfy/models/text_encoders/qwen_3_4b.safetensors",
+      textEncoders: ["/comfy/models/text_encoders/qwen_3_4b.safetensors"],
       vae: "/comfy/models/vae/flux2-vae.safetensors",
     });
     expect(root.querySelector("#create-model-note")!.textContent).toContain("with /comfy/models/text_encoders/qwen_3_4b.safetensors and");

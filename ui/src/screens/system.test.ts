@@ -4,7 +4,7 @@ import { setMessageArea } from "../ui";
 import { fillForm, systemScreen } from "./system";
 import type { Settings } from "../types";
 
-const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, textEncoder: null, vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
+const settings: Settings = { model: "stable-diffusion-v1-5/stable-diffusion-v1-5", modelConfig: null, textEncoders: [], vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
 const system = {
   appVersion: "0.1.0",
   system: { os: "Linux", os_version: "12", cpu_model: "Test CPU", cpu_logical_cores: 2, ram_bytes: 24e9, gpus: [] },
@@ -134,15 +134,15 @@ describe("System screen", () => {
     handlers({ save_settings: (a) => (saved = a.settings as Settings) });
     systemScreen.show?.();
     await settle();
-    const textEncoder = root.querySelector<HTMLInputElement>("#settings-text-encoder")!;
+    const textEncoders = root.querySelector<HTMLTextAreaElement>("#settings-text-encoders")!;
     const vae = root.querySelector<HTMLInputElement>("#settings-vae")!;
-    textEncoder.value = " /comfy/models/text_encoders/qwen_3_4b.safetensors ";
+    textEncoders.value = " /comfy/models/text_encoders/clip_l.safetensors \n\n/comfy/models/text_encoders/t5xxl_fp16.safetensors\n";
     vae.value = "";
     root.querySelector<HTMLButtonElement>("#settings-save")!.click();
     await settle();
-    expect(saved!.textEncoder).toBe("/comfy/models/text_encoders/qwen_3_4b.safetensors");
+    expect(saved!.textEncoders).toEqual(["/comfy/models/text_encoders/clip_l.safetensors", "/comfy/models/text_encoders/t5xxl_fp16.safetensors"]);
     expect(saved!.vae).toBeNull();
-    textEncoder.value = "";
+    textEncoders.value = "";
   });
 
   it("saves the GPU memory the check assumes and refuses one that is not a size", async () => {

@@ -17,7 +17,7 @@ const settingsForm = {
   memoryLimit: h("input", { type: "number", id: "settings-memory-limit", min: 0, step: "any", placeholder: "what the GPU has free" }),
   model: h("input", { type: "text", id: "settings-model", size: 48 }),
   modelConfig: h("input", { type: "text", id: "settings-model-config", size: 48, placeholder: "only for a model file whose configs are not built in" }),
-  textEncoder: h("input", { type: "text", id: "settings-text-encoder", size: 48, placeholder: "only for a transformer file kept apart: one file, or several separated by ;" }),
+  textEncoders: h("textarea", { id: "settings-text-encoders", rows: 2, cols: 48, placeholder: "only for a model file: one file per line" }),
   vae: h("input", { type: "text", id: "settings-vae", size: 48, placeholder: "only for a model file" }),
   submitEndpoint: h("input", { type: "url", id: "settings-submit", size: 48, placeholder: "https://…/api/v1/results" }),
   updateEndpoint: h("input", { type: "url", id: "settings-update", size: 48, placeholder: "the app's built-in endpoint" }),
@@ -49,6 +49,11 @@ function fillDevicePicker(keep: number | null): void {
   settingsForm.device.value = keep === null ? "" : String(keep);
 }
 
+/** A text area's lines, trimmed, without empty ones. */
+function lines(area: HTMLTextAreaElement): string[] {
+  return area.value.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+}
+
 /** The form's settings; throws a bad-input error for a thread count that is not a whole number. */
 export function formSettings(): Settings {
   const text = (input: HTMLInputElement) => (input.value.trim() === "" ? null : input.value.trim());
@@ -65,7 +70,7 @@ export function formSettings(): Settings {
   return {
     model: settingsForm.model.value.trim(),
     modelConfig: text(settingsForm.modelConfig),
-    textEncoder: text(settingsForm.textEncoder),
+    textEncoders: lines(settingsForm.textEncoders),
     vae: text(settingsForm.vae),
     backend: settingsForm.backend.value,
     device: settingsForm.device.value === "" ? null : Number(settingsForm.device.value),
@@ -75,7 +80,7 @@ export function formSettings(): Settings {
     submitEndpoint: text(settingsForm.submitEndpoint),
     updateEndpoint: text(settingsForm.updateEndpoint),
     cpuThreads,
-    modelDirs: settingsForm.modelDirs.value.split("\n").map((l) => l.trim()).filter((l) => l !== ""),
+    modelDirs: lines(settingsForm.modelDirs),
   };
 }
 
@@ -89,7 +94,7 @@ export function fillForm(s: Settings): void {
   settingsForm.memoryLimit.value = s.memoryLimitGib === null ? "" : String(s.memoryLimitGib);
   settingsForm.model.value = s.model;
   settingsForm.modelConfig.value = s.modelConfig ?? "";
-  settingsForm.textEncoder.value = s.textEncoder ?? "";
+  settingsForm.textEncoders.value = s.textEncoders.join("\n");
   settingsForm.vae.value = s.vae ?? "";
   settingsForm.submitEndpoint.value = s.submitEndpoint ?? "";
   settingsForm.updateEndpoint.value = s.updateEndpoint ?? "";
@@ -235,7 +240,7 @@ export const systemScreen: Screen = {
           "what the memory check and auto assume the GPU holds; empty: what it has free (read on NVIDIA and AMD; other GPUs are not checked unless this is set)"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
         field("Model config", settingsForm.modelConfig, "a diffusers folder describing a model file; a FLUX.2 klein 4B or Z-Image-Turbo transformer file needs none (its repository's configs are fetched once, without weights)"),
-        field("Text encoder file", settingsForm.textEncoder, "a FLUX.2 or Z-Image transformer file's Qwen3 text encoder, as ComfyUI keeps it in models/text_encoders/"),
+        field("Text encoder files", settingsForm.textEncoders, "a model file's text encoders as files of their own, as ComfyUI keeps them in models/text_encoders/ (CLIP, T5 or Qwen3), one per line in any order: each file's role is found from its tensors"),
         field("VAE file", settingsForm.vae, "a model file's VAE as a file of its own (ComfyUI's models/vae/), replacing a checkpoint's own"),
         field("Model folders", settingsForm.modelDirs,
           "more folders whose models Create and Benchmark list; the Hugging Face cache and ComfyUI's, AUTOMATIC1111's, Forge's, InvokeAI's and stable-diffusion.cpp's usual folders are searched anyway (nothing is copied or moved)"),

@@ -136,7 +136,7 @@ static MEDIUM_35: PresetSpec = PresetSpec {
     // Z-Image-Turbo's reasoning: a 2.5B transformer over 4,429 tokens at 1024x1024, two calls a
     // guided step, some 0.4 times Z-Image's arithmetic a call: counted at 2 per pixel.
     step_cost: 2.0,
-    op_cases: None,
+    op_cases: Some(super::op_cases::MEDIUM_35_OP_CASES),
 };
 
 /// stabilityai/stable-diffusion-3.5-large: 28 steps at guidance 3.5 on its model card.
@@ -148,7 +148,7 @@ static LARGE_35: PresetSpec = PresetSpec {
     long_label: "Stable Diffusion 3.5 Large (8.1B)",
     // 3.3 times Medium's parameters a call: counted at 6.5.
     step_cost: 6.5,
-    op_cases: None,
+    op_cases: Some(super::op_cases::LARGE_35_OP_CASES),
 };
 
 /// stabilityai/stable-diffusion-3.5-large-turbo: Large distilled to 4 steps without guidance.
@@ -159,7 +159,7 @@ static LARGE_TURBO_35: PresetSpec = PresetSpec {
     short_label: "SD3.5 Large Turbo",
     long_label: "Stable Diffusion 3.5 Large Turbo (8.1B, 4 steps)",
     step_cost: 6.5,
-    op_cases: None,
+    op_cases: Some(super::op_cases::LARGE_35_OP_CASES),
 };
 
 /// stabilityai/stable-diffusion-3-medium-diffusers.
@@ -170,7 +170,7 @@ static MEDIUM_3: PresetSpec = PresetSpec {
     short_label: "SD3 Medium",
     long_label: "Stable Diffusion 3 Medium (2B)",
     step_cost: 1.7,
-    op_cases: None,
+    op_cases: Some(super::op_cases::MEDIUM_3_OP_CASES),
 };
 
 impl Preset {

@@ -6,6 +6,7 @@
 pub mod family;
 mod files;
 mod generate;
+mod op_cases;
 mod original_names;
 pub mod pipeline;
 mod spec;
