@@ -185,7 +185,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     // The table comes from the phases as they were reported: a generation that failed (a NaN
     // image, out of memory) still shows what it held until then.
     if args.vram_report {
-        view.print_vram_table();
+        view.print_vram_table(outcome.is_ok());
     }
     let outcome = outcome?;
     if let Some(warning) = &outcome.history_warning {
@@ -217,12 +217,18 @@ struct GenerationView {
 }
 
 impl GenerationView {
-    fn print_vram_table(&self) {
+    /// `finished`: whether the generation ended well (a failed one may have stopped before its
+    /// first phase ended, which says nothing of the backend's allocator).
+    fn print_vram_table(&self, finished: bool) {
         let Some(backend) = &self.backend else {
             return; // nothing was loaded
         };
         if self.vram.is_empty() {
-            eprintln!("{}", crate::bench::no_vram_report(backend));
+            if finished {
+                eprintln!("{}", crate::bench::no_vram_report(backend));
+            } else {
+                eprintln!("no VRAM report: the generation failed before its first phase ended");
+            }
             return;
         }
         let report = VramReport {

@@ -238,7 +238,8 @@ pub static MEDIUM_35_1024_40: WorkloadSpec = WorkloadSpec {
 fn upstream(transformer: Sd3TransformerConfig) -> UpstreamParameters {
     UpstreamParameters {
         text_encoders: 123_650_304 + 694_659_840 + T5Config::xxl().parameters(),
-        denoiser: transformer.parameters(),
+        // On the device: the positional table stays on the host.
+        denoiser: transformer.parameters() - transformer.table_parameters(),
         denoiser_full_precision: 0,
         vae_decoder: 49_545_475,
         vae_encoder: 34_274_208,

@@ -245,8 +245,10 @@ impl Sd3Pipeline {
             text_params += count(t5, text, &|n| n != TIED_EMBEDDING)?;
         }
         let encoder = |n: &str| vae::ENCODER_PREFIXES.iter().any(|p| n.starts_with(p));
-        let (denoiser_params, denoiser_kept) =
-            files::transformer_size(&places.transformer, precision)?;
+        let (file_params, denoiser_kept) = files::transformer_size(&places.transformer, precision)?;
+        // What the device holds: the positional table stays on the host.
+        let table = spec.transformer.value.table_parameters();
+        let denoiser_params = file_params.saturating_sub(table);
         let vae = FilePart::Vae;
         Ok(ModelSize {
             text_encoder_params: text_params,

@@ -188,6 +188,11 @@ impl Sd3TransformerConfig {
         self.qk_norm.is_some()
     }
 
+    /// The positional table's values, which the transformer keeps in host memory.
+    pub fn table_parameters(&self) -> u64 {
+        (self.table_side() * self.table_side() * self.inner_dim()) as u64
+    }
+
     /// Parameters of the model as its weight file holds them (the positional table included).
     pub fn parameters(&self) -> u64 {
         let d = self.inner_dim() as u64;
@@ -260,7 +265,7 @@ struct Block<B: Backend> {
 #[derive(Module, Debug)]
 pub struct Sd3Transformer<B: Backend> {
     patch: Conv2d<B>,
-    /// [side * side, width]: the positional table.
+    /// [side * side, width]: the positional table, in host memory.
     table: Param<Tensor<B, 2>>,
     time_1: Linear<B>,
     time_2: Linear<B>,
@@ -310,8 +315,10 @@ impl<B: Backend> Sd3Transformer<B> {
                     l.linear("proj_out", d, 4 * config.out_channels(), true)?,
                 ))
             })?;
+        // On the host: SD3.5 Medium's 384x384 table is 432 MiB in f16 (more than some devices'
+        // largest buffer) and a call reads only its image's crop of it.
         let table = loader
-            .tensor("pos_embed.pos_embed", [1, side * side, d], Init::FanIn(d))?
+            .host_tensor("pos_embed.pos_embed", [1, side * side, d], Init::FanIn(d))?
             .reshape([side * side, d]);
         let blocks = (0..config.num_layers)
             .map(|i| Block::load(loader, i, config))
@@ -370,7 +377,7 @@ impl<B: Backend> Sd3Transformer<B> {
             .forward(latents.cast(dtype))
             .reshape([n, d, ht * wt])
             .swap_dims(1, 2);
-        let mut x = x + self.cropped_table(ht, wt).unsqueeze::<3>();
+        let mut x = x + self.cropped_table(ht, wt, &device).unsqueeze::<3>();
 
         // The conditioning: the timestep's embedding plus the pooled text's.
         let freq = sinusoids(&[timestep], FREQUENCY_WIDTH, true, 0.0);
@@ -401,8 +408,8 @@ impl<B: Backend> Sd3Transformer<B> {
             .reshape([n, c, h, w])
     }
 
-    /// The table's `ht` x `wt` patches around its centre, [ht * wt, width].
-    fn cropped_table(&self, ht: usize, wt: usize) -> Tensor<B, 2> {
+    /// The table's `ht` x `wt` patches around its centre, [ht * wt, width], on `device`.
+    fn cropped_table(&self, ht: usize, wt: usize, device: &B::Device) -> Tensor<B, 2> {
         let side = self.table_side;
         let d = self.table.dims()[1];
         let (top, left) = ((side - ht) / 2, (side - wt) / 2);
@@ -411,6 +418,7 @@ impl<B: Backend> Sd3Transformer<B> {
             .reshape([side, side, d])
             .slice([top..top + ht, left..left + wt, 0..d])
             .reshape([ht * wt, d])
+            .to_device(device)
     }
 }
 
