@@ -33,6 +33,8 @@ pub(super) struct Sd3Latents {
     /// [batch, C, h, w] (f32).
     latents: Tensor<B, 4>,
     schedule: FlowSchedule,
+    /// The transformer's positional table cropped for these latents, at the first step.
+    positions: Option<Tensor<B, 2>>,
 }
 
 impl GenerationSteps for Sd3Run<'_> {
@@ -80,6 +82,7 @@ impl GenerationSteps for Sd3Run<'_> {
             latents: Sd3Latents {
                 latents,
                 schedule: pipe.schedule(request.steps, (shape[2], shape[3])),
+                positions: None,
             },
             steps: request.steps,
             encode_seconds: 0.0,
@@ -102,6 +105,10 @@ impl GenerationSteps for Sd3Run<'_> {
         let transformer = &transformer.module;
         let t = state.schedule.timesteps[i];
         let latents = state.latents.clone();
+        let positions = state
+            .positions
+            .get_or_insert_with(|| transformer.positions(&latents))
+            .clone();
         let prediction = match &prompt.negative {
             Some((negative, negative_pooled)) => {
                 // One call on [negative; prompt] rows, as diffusers batches them.
@@ -109,6 +116,7 @@ impl GenerationSteps for Sd3Run<'_> {
                 let both = transformer
                     .forward(
                         Tensor::cat(vec![latents.clone(), latents.clone()], 0),
+                        positions.clone(),
                         Tensor::cat(vec![negative.clone(), prompt.states.clone()], 0),
                         Tensor::cat(vec![negative_pooled.clone(), prompt.pooled.clone()], 0),
                         t,
@@ -123,6 +131,7 @@ impl GenerationSteps for Sd3Run<'_> {
                         let skipped = transformer
                             .forward(
                                 latents,
+                                positions,
                                 prompt.states.clone(),
                                 prompt.pooled.clone(),
                                 t,
@@ -137,6 +146,7 @@ impl GenerationSteps for Sd3Run<'_> {
             None => transformer
                 .forward(
                     latents,
+                    positions,
                     prompt.states.clone(),
                     prompt.pooled.clone(),
                     t,

@@ -470,7 +470,9 @@ impl Sd3Pipeline {
         skip: &[usize],
     ) -> Tensor<B, 4> {
         let slot = self.transformer.on_device(&self.device);
-        slot.module.forward(latents, states, pooled, timestep, skip)
+        let positions = slot.module.positions(&latents);
+        slot.module
+            .forward(latents, positions, states, pooled, timestep, skip)
     }
 
     /// The VAE decode of the transformer's latents [1, C, h, w] (unscaled and shifted here) ->

@@ -9,7 +9,6 @@
 
 use std::path::Path;
 
-use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::TensorData;
 use serde::Deserialize;
@@ -265,8 +264,10 @@ struct Block<B: Backend> {
 #[derive(Module, Debug)]
 pub struct Sd3Transformer<B: Backend> {
     patch: Conv2d<B>,
-    /// [side * side, width]: the positional table, in host memory.
-    table: Param<Tensor<B, 2>>,
+    /// [side * side, width]: the positional table, in host memory. Skipped as a module field so
+    /// that moving the weights (offloading) leaves it there.
+    #[module(skip)]
+    table: Tensor<B, 2>,
     time_1: Linear<B>,
     time_2: Linear<B>,
     text_1: Linear<B>,
@@ -325,7 +326,7 @@ impl<B: Backend> Sd3Transformer<B> {
             .collect::<Result<_>>()?;
         Ok(Sd3Transformer {
             patch,
-            table: Param::from_tensor(table),
+            table,
             time_1,
             time_2,
             text_1,
@@ -353,20 +354,21 @@ impl<B: Backend> Sd3Transformer<B> {
         2 * self.table_side
     }
 
-    /// One call: `latents` [N, C, H, W] (H, W even, at most `max_latent_side`), `context`
-    /// [N, L, joint width] and `pooled` [N, pooled width] at `timestep` (`1000 x sigma`),
-    /// skipping the blocks `skip` lists (skip-layer guidance). Returns the predicted velocity
-    /// [N, C, H, W] in the activations' dtype.
+    /// One call: `latents` [N, C, H, W] (H, W even, at most `max_latent_side`) with their
+    /// `positions` (`positions`), `context` [N, L, joint width] and `pooled` [N, pooled width] at
+    /// `timestep` (`1000 x sigma`), skipping the blocks `skip` lists (skip-layer guidance).
+    /// Returns the predicted velocity [N, C, H, W] in the activations' dtype.
     pub fn forward(
         &self,
         latents: Tensor<B, 4>,
+        positions: Tensor<B, 2>,
         context: Tensor<B, 3>,
         pooled: Tensor<B, 2>,
         timestep: f32,
         skip: &[usize],
     ) -> Tensor<B, 4> {
         let [n, c, h, w] = latents.dims();
-        let dtype = self.table.val().dtype();
+        let dtype = self.table.dtype();
         let device = latents.device();
         let (ht, wt) = (h / 2, w / 2);
         let d = self.table.dims()[1];
@@ -377,7 +379,7 @@ impl<B: Backend> Sd3Transformer<B> {
             .forward(latents.cast(dtype))
             .reshape([n, d, ht * wt])
             .swap_dims(1, 2);
-        let mut x = x + self.cropped_table(ht, wt, &device).unsqueeze::<3>();
+        let mut x = x + positions.unsqueeze::<3>();
 
         // The conditioning: the timestep's embedding plus the pooled text's.
         let freq = sinusoids(&[timestep], FREQUENCY_WIDTH, true, 0.0);
@@ -408,17 +410,21 @@ impl<B: Backend> Sd3Transformer<B> {
             .reshape([n, c, h, w])
     }
 
-    /// The table's `ht` x `wt` patches around its centre, [ht * wt, width], on `device`.
-    fn cropped_table(&self, ht: usize, wt: usize, device: &B::Device) -> Tensor<B, 2> {
+    /// The positional table's crop for `latents` [N, C, H, W]: its (H/2) x (W/2) patches around
+    /// the table's centre, [patches, width], on the latents' device. Every call of a generation
+    /// takes the same, so it is cropped and uploaded once (`forward`).
+    pub fn positions(&self, latents: &Tensor<B, 4>) -> Tensor<B, 2> {
+        let [_, _, h, w] = latents.dims();
+        let (ht, wt) = (h / 2, w / 2);
         let side = self.table_side;
         let d = self.table.dims()[1];
         let (top, left) = ((side - ht) / 2, (side - wt) / 2);
         self.table
-            .val()
+            .clone()
             .reshape([side, side, d])
             .slice([top..top + ht, left..left + wt, 0..d])
             .reshape([ht * wt, d])
-            .to_device(device)
+            .to_device(&latents.device())
     }
 }
 
