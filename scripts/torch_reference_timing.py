@@ -104,7 +104,7 @@ def main():
     a = p.parse_args()
     if a.sd3_depth and a.model != "sd35-medium":
         raise SystemExit("--sd3-depth needs --model sd35-medium")
-    if a.model == "sd35-medium" and a.device == "cpu" and not a.sd3_depth:
+    if a.model == "sd35-medium" and a.device == "cpu" and not a.sd3_depth and not a.ops:
         raise SystemExit("--model sd35-medium on the CPU needs --sd3-depth (the whole model with T5-XXL takes 29 GB "
                          "in f32)")
     if a.model == "zimage" and not a.zimage_depth:

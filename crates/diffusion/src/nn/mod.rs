@@ -265,10 +265,21 @@ pub fn sinusoids(values: &[f32], dim: usize, flip_sin_to_cos: bool, freq_shift: 
     out
 }
 
-/// GELU's tanh approximation (transformers' `gelu_new`, torch's `approximate="tanh"`).
+/// GELU's tanh approximation (transformers' `gelu_new`, torch's `approximate="tanh"`):
+/// `0.5 x (1 + tanh(z))` with `z = sqrt(2/pi) (x + 0.044715 x^3)`.
 pub fn gelu_tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    let sqrt_2_over_pi = (2.0 / std::f64::consts::PI).sqrt();
+    if runs_on_cpu::<B>(&x.device()) {
+        // The same value as `x sigmoid(2z)`, in 6 passes instead of 9: the CPU's sigmoid is
+        // vectorised on every core, where its tanh is a scalar libm call on one thread (SD3's
+        // feed-forward is 25 million values a call at 1024x1024).
+        let square = x.clone() * x.clone();
+        let twice_z =
+            x.clone() * (square * (2.0 * 0.044715 * sqrt_2_over_pi) + 2.0 * sqrt_2_over_pi);
+        return x * activation::sigmoid(twice_z);
+    }
     let cube = x.clone() * x.clone() * x.clone();
-    let inner = (x.clone() + cube * 0.044715) * (2.0 / std::f64::consts::PI).sqrt();
+    let inner = (x.clone() + cube * 0.044715) * sqrt_2_over_pi;
     x * (inner.tanh() + 1.0) * 0.5
 }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{DiffusionError, Result};
+use crate::io::tensor_file::{describe_names, TensorFile};
 
 /// A component a file may stand for.
 pub struct Role<'a> {
@@ -40,8 +41,9 @@ pub fn assign(
                 return Err(DiffusionError::unsupported(
                     file,
                     format!(
-                        "{option}: the file is none of the components a {family} model takes this way ({}), by its tensor names and widths; is it another model's?",
-                        all()
+                        "{option}: the file is none of the components a {family} model takes this way ({}), by its tensor names and widths; it holds {}: is it another model's?",
+                        all(),
+                        what_it_holds(file)
                     ),
                 ))
             }
@@ -70,6 +72,24 @@ pub fn assign(
         assigned.insert(role.component, file.clone());
     }
     Ok(assigned)
+}
+
+/// What a file that fits no role holds, for its refusal: a GGUF's architecture (a T5 GGUF says
+/// `t5encoder`, one converted with another label is otherwise a mystery) and its tensors' names.
+fn what_it_holds(file: &Path) -> String {
+    match TensorFile::open(file) {
+        Ok(opened) => {
+            let names = describe_names(&opened);
+            match opened.gguf_text("general.architecture") {
+                Some(architecture) => format!(
+                    "a GGUF whose general.architecture is {:?} ({names})",
+                    architecture.chars().take(64).collect::<String>()
+                ),
+                None => names,
+            }
+        }
+        Err(e) => format!("nothing readable ({e})"),
+    }
 }
 
 #[cfg(test)]

@@ -250,7 +250,16 @@ fn a_t5_gguf_in_llama_cpp_names_generates_what_diffusers_generates() {
         .err()
         .expect("refused")
         .to_string();
-    common::assert_mentions(&err, &["t5-as-llama.gguf", "none of the components"]);
+    // The refusal names what the file holds: its architecture and its tensors.
+    common::assert_mentions(
+        &err,
+        &[
+            "t5-as-llama.gguf",
+            "none of the components",
+            "general.architecture is \"llama\"",
+            "under enc.blk",
+        ],
+    );
 }
 
 /// T5 in ComfyUI's scaled FP8 (`t5xxl_fp8_e4m3fn_scaled.safetensors`), found as SD3's T5 by its

@@ -81,9 +81,9 @@ fn check_request(request: &GenerateRequest) -> Result<()> {
 }
 
 /// An architecture's statics: the upstream transformer it is sized by, and its width (what its
-/// activations per token scale with).
+/// activations per token and its largest int8 layer scale with).
 macro_rules! architecture {
-    ($name:literal, $upstream:ident) => {
+    ($name:literal, $upstream:ident, $width:literal) => {
         Architecture {
             name: $name,
             usual_side: 1024,
@@ -91,8 +91,8 @@ macro_rules! architecture {
             upstream: $upstream,
             denoiser_memory: DenoiserMemory {
                 load_pool_percent: LOAD_POOL_PERCENT,
-                int8_load_pool_percent: LOAD_POOL_PERCENT,
-                step_bytes,
+                int8_load_pool_percent: INT8_LOAD_POOL_PERCENT,
+                step_bytes: |work, rows, placement| step_bytes(work, rows, placement, $width),
             },
             honours_vae_force_upcast: false,
             image_to_image: false,
@@ -101,11 +101,11 @@ macro_rules! architecture {
 }
 
 /// SD3.5 Medium's MMDiT-X: a second, image-only attention in its first 13 blocks, QK norms.
-pub static SD35_MEDIUM: Architecture = architecture!("sd35-medium", upstream_medium_35);
+pub static SD35_MEDIUM: Architecture = architecture!("sd35-medium", upstream_medium_35, 1536);
 /// SD3.5 Large's (and Large Turbo's) MMDiT: 38 blocks of width 2432, QK norms.
-pub static SD35_LARGE: Architecture = architecture!("sd35-large", upstream_large_35);
+pub static SD35_LARGE: Architecture = architecture!("sd35-large", upstream_large_35, 2432);
 /// SD3 Medium's MMDiT: 24 blocks of width 1536, no QK norms.
-pub static SD3_MEDIUM: Architecture = architecture!("sd3-medium", upstream_medium_3);
+pub static SD3_MEDIUM: Architecture = architecture!("sd3-medium", upstream_medium_3, 1536);
 
 impl Family {
     pub const SD35_MEDIUM: Family = Family(&SD35_MEDIUM);
@@ -258,26 +258,34 @@ fn upstream_medium_3() -> UpstreamParameters {
     upstream(Sd3TransformerConfig::medium_3())
 }
 
-// Not yet measured for SD3: FLUX.2 klein's coefficients (docs/memory.md), its per-token figure
-// scaled by the width (FLUX.2's 3072 to SD3.5 Large's 2432 and Medium's 1536; the feed-forward
-// is 4 widths in both), with Large's figure taken for every SD3 so that none is underestimated.
-/// The step's pools beside its tokens and its int8 layer.
-const STEP_POOL_BYTES: u64 = 256 << 20;
-/// Per token of one row, in f16 (FLUX.2's 100 KB at width 3072, scaled to 2432).
-const STEP_BYTES_PER_TOKEN: u64 = 80_000;
-/// Pool pages the transformer's weights leave empty (FLUX.2's 22%).
-const LOAD_POOL_PERCENT: u64 = 22;
-/// The largest int8 layer: SD3.5 Large's feed-forward, 2432 x 9728 weights.
-const INT8_DEQUANTIZE_BYTES: u64 = int8_dequantize_bytes(2432 * 9728);
+// Measured on lavapipe (docs/memory.md, "SD3.5 Medium"): models of SD3.5 Medium's widths with 2
+// and 6 MMDiT-X blocks, f16, one guided step (sequential guidance in `low` and `minimal`).
+/// The step's pools beside its tokens and its int8 layer: with 2 blocks the step adds 232 MiB
+/// (`minimal`) and 264 MiB (`low`) to the load's reserved bytes at 512x512, 1,357 tokens' 85 MiB
+/// of it; and the load's own pool pages (120 MiB in `low`, 115 to 151 in `minimal`), counted
+/// here rather than per byte.
+const STEP_POOL_BYTES: u64 = 300 << 20;
+/// Per token of one row and per unit of width, in f16: 192 MiB more from 1,357 to 4,429 tokens
+/// at Medium's width 1536 (64 KiB a token, 43 bytes a width). Activations grow with the width
+/// (the feed-forward's 4 widths); attention's scores are chunked to a fixed size.
+const STEP_BYTES_PER_TOKEN_WIDTH: u64 = 43;
+/// Pool pages the transformer's f16 weights leave empty (`low`): 2 blocks 131 MiB over 334 MiB
+/// of weights, 6 blocks 156 over 1,046: 3.5% of each block added, taken as 5.
+const LOAD_POOL_PERCENT: u64 = 5;
+/// The same for int8 weights (`minimal`): 151 MiB over 186 (2 blocks), 115 over 543 (6 blocks),
+/// so the pages do not grow with the blocks here; taken as Z-Image's 15% (of larger matrices)
+/// until a larger SD3 is measured.
+const INT8_LOAD_POOL_PERCENT: u64 = 15;
 
-/// One step of `work` at `rows` transformer rows: the image's 2x2 patches and the text's 333
-/// tokens.
-fn step_bytes(work: &RequestShape, rows: u64, placement: &Placement) -> u64 {
+/// One step of `work` at `rows` transformer rows of `width`: the image's 2x2 patches and the
+/// text's 333 tokens, and in `minimal` the largest int8 layer (the feed-forward's 4 widths)
+/// unpacked.
+fn step_bytes(work: &RequestShape, rows: u64, placement: &Placement, width: u64) -> u64 {
     let tokens = (work.width / 16 * (work.height / 16) + CLIP_TOKENS + T5_TOKENS) as u64;
-    let mut step =
-        STEP_BYTES_PER_TOKEN * tokens * rows * placement.denoiser.bytes() / 2 + STEP_POOL_BYTES;
+    let per_token = STEP_BYTES_PER_TOKEN_WIDTH * width;
+    let mut step = per_token * tokens * rows * placement.denoiser.bytes() / 2 + STEP_POOL_BYTES;
     if placement.denoiser_int8 {
-        step += INT8_DEQUANTIZE_BYTES;
+        step += int8_dequantize_bytes(width * 4 * width);
     }
     step
 }

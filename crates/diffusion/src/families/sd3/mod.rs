@@ -6,6 +6,8 @@
 pub mod family;
 mod files;
 mod generate;
+#[cfg(test)]
+mod memory_tests;
 mod op_cases;
 mod original_names;
 pub mod pipeline;
