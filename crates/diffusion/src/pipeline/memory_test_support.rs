@@ -47,3 +47,21 @@ pub fn host_need_of(
     let placement = placement(family, profile, precision);
     crate::pipeline::host_memory::host_need(&size, &placement, true, &RequestShape::usual(family))
 }
+
+/// Asserts that each estimate covers what was measured and is not far above it: within
+/// [measured, 1.25 x measured]. `rows`: what was measured, the estimated bytes, the measured
+/// bytes. Every row is printed, and every row outside is named in the failure.
+pub fn assert_estimates_cover(rows: &[(String, u64, u64)]) {
+    const MIB: u64 = 1 << 20;
+    let mut outside = Vec::new();
+    for (what, need, peak) in rows {
+        let line = format!(
+            "{what}: estimated {} MiB, measured {} MiB",
+            need / MIB,
+            peak / MIB
+        );
+        eprintln!("{line}");
+        outside.extend((!(*peak..peak * 5 / 4).contains(need)).then_some(line));
+    }
+    assert!(outside.is_empty(), "{outside:#?}");
+}
