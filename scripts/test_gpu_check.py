@@ -94,10 +94,13 @@ elif command == "timing":
     elif arg("--model") == "synthetic-sd35-medium":
         print("transformer call (batch 1, 4096 image + 333 text tokens): median 0.400 s (min 0.4, max 0.4, n=3); "
               "warm-up 15.0 s")
+    elif arg("--model") == "synthetic-flux1-schnell":
+        print("transformer call (batch 1, 4096 image + 256 text tokens): median 0.900 s (min 0.9, max 0.9, n=3); "
+              "warm-up 30.0 s")
     else:
         print("unet call (batch 2, 4x64x64 latents): median 0.250 s (min 0.2, max 0.3, n=3); warm-up 9.0 s")
     print("vae decode (4x64x64 -> 3x512x512): median 0.125 s (min 0.1, max 0.2, n=3); warm-up 4.0 s")
-    if arg("--model") == "synthetic-sd35-medium":
+    if arg("--model") in ("synthetic-sd35-medium", "synthetic-flux1-schnell"):
         print("t5 call (256 tokens): median 0.060 s (min 0.06, max 0.06, n=3); warm-up 2.0 s")
     print(f"kernels: {compiled} compiled in {0.5 if warm else 44.6:.2f} s, {hits} from the cache in 0.20 s, "
           "0 autotuned in 0.00 s (0 from the cache); cache on")
@@ -244,10 +247,23 @@ class GpuCheckAgainstAFake(unittest.TestCase):
         calls = [c for c in self.calls() if c["args"][0] == "timing"]
         self.assertIn("synthetic-sd35-medium", calls[-1]["args"])
 
+    def test_the_flux1_part_times_its_transformer_and_t5(self):
+        code, out, _ = self.check("--budget", "60", "--reserve", "1", "--parts", "timing,flux1")
+        self.assertEqual(code, 0, out)
+        header, warm = section(out, "FLUX.1 [schnell] at 1024x1024")
+        columns = dict(zip(header, warm))
+        self.assertEqual((columns["caches"], columns["UNet s"], columns["VAE s"]), ("warm", "0.900", "0.125"))
+        header, t5 = section(out, "FLUX.1's T5-XXL encoder")
+        columns = dict(zip(header, t5))
+        self.assertEqual((columns["T5 s"], columns["diffusers T5 s"], columns["ratio"]), ("0.060", "-", "-"))
+        calls = [c for c in self.calls() if c["args"][0] == "timing"]
+        self.assertIn("synthetic-flux1-schnell", calls[-1]["args"])
+
     def test_quick_leaves_out_the_full_size_parts(self):
         code, out, _ = self.check("--budget", "60", "--reserve", "1", "--quick")
         self.assertEqual(code, 0, out)
-        for heading in ["SDXL base", "FLUX.2 klein 4B at 1024x1024", "SD3.5 Medium", "FLUX.2 klein's linear layers"]:
+        for heading in ["SDXL base", "FLUX.2 klein 4B at 1024x1024", "SD3.5 Medium", "FLUX.1 [schnell]",
+                        "FLUX.2 klein's linear layers"]:
             self.assertNotIn(heading, out)
         self.assertFalse([c for c in self.calls() if "--ops-of" in c["args"]])
         self.assertTrue(section(out, "Synthetic benchmark, quick"), out)

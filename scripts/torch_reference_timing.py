@@ -84,7 +84,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--size", type=int, default=512)
-    p.add_argument("--model", choices=["sd15", "sdxl-base", "flux2-klein", "zimage", "sd35-medium"], default="sd15")
+    p.add_argument("--model", choices=["sd15", "sdxl-base", "flux2-klein", "zimage", "sd35-medium", "flux1-schnell"],
+                   default="sd15")
     p.add_argument("--sdbench", metavar="BINARY", help="also time this sdbench binary and print ratios")
     p.add_argument("--rounds", type=int, default=1,
                    help="with --sdbench: alternate sdbench and torch this many times, a ratio per round")
@@ -109,6 +110,9 @@ def main():
                          "in f32)")
     if a.model == "zimage" and not a.zimage_depth:
         raise SystemExit("--model zimage needs --zimage-depth (the whole model takes 40 GB in f32)")
+    if a.model == "flux1-schnell" and a.device == "cpu":
+        raise SystemExit("--model flux1-schnell is timed on a GPU (--device cuda): its 12B transformer and T5-XXL "
+                         "take 67 GB in f32")
     if a.zimage_depth and a.model != "zimage":
         raise SystemExit("--zimage-depth needs --model zimage")
     if a.rounds < 1 or (a.rounds > 1 and not a.sdbench):
@@ -130,8 +134,8 @@ def main():
         folder = zimage_timing_model(a.zimage_depth)
     if a.sd3_depth:
         folder = sd3_timing_model(a.sd3_depth)
-    components = {"flux2-klein": flux2_calls, "zimage": zimage_calls, "sd35-medium": sd3_calls}.get(
-        a.model, unet_calls)
+    components = {"flux2-klein": flux2_calls, "zimage": zimage_calls, "sd35-medium": sd3_calls,
+                  "flux1-schnell": flux1_calls}.get(a.model, unet_calls)
     if a.rounds == 1:
         # sdbench first, before torch's models take their memory.
         ours = run_sdbench(a, folder) if a.sdbench else None
@@ -517,6 +521,39 @@ def sd3_calls(a, folder=None):
     ], sync
 
 
+def flux1_calls(a, folder=None):
+    """FLUX.1 [schnell]'s transformer call (batch 1, its 2x2-patch tokens + T5's 256), the VAE's decode
+    (FLUX.1's: SD3's with its own scaling) and T5-XXL's encoder over 256 tokens, built on the device
+    with random weights: [(name, call)] and the device's synchronisation."""
+    from diffusers import FluxTransformer2DModel
+
+    if a.size % 16:
+        raise SystemExit("--size must be a multiple of 16 for FLUX.1 (the VAE's 8 times 2x2 patches)")
+    device, dtype, sync = torch_target(a)
+    with torch.device(device):
+        transformer, vae, t5 = (m.to(dtype) for m in (FluxTransformer2DModel(), sd3_vae(), sd3_t5()))
+    g = a.size // 8
+    tokens = (g // 2) ** 2
+    latents = torch.randn(1, tokens, 64).to(device, dtype)
+    context = torch.randn(1, 256, 4096).to(device, dtype)
+    pooled = torch.randn(1, 768).to(device, dtype)
+    t = torch.tensor([0.5], device=device, dtype=dtype)
+    image_ids = torch.zeros(g // 2, g // 2, 3)
+    image_ids[..., 1] += torch.arange(g // 2)[:, None]
+    image_ids[..., 2] += torch.arange(g // 2)[None, :]
+    image_ids = image_ids.reshape(tokens, 3).to(device, dtype)
+    text_ids = torch.zeros(256, 3).to(device, dtype)
+    z = torch.randn(1, 16, g, g).to(device, dtype)
+    ids = torch.randint(0, t5.config.vocab_size, (1, 256), device=device)
+    return [
+        (f"transformer call (batch 1, {tokens} image + 256 text tokens)",
+         lambda: transformer(hidden_states=latents, encoder_hidden_states=context, pooled_projections=pooled,
+                             timestep=t, img_ids=image_ids, txt_ids=text_ids, return_dict=False)),
+        (f"vae decode (16x{g}x{g} -> 3x{a.size}x{a.size})", lambda: vae.decode(z)),
+        ("t5 call (256 tokens)", lambda: t5(input_ids=ids)),
+    ], sync
+
+
 def torch_target(a):
     """The torch device and dtype the arguments name, and a call that waits for that device."""
     device = torch.device(a.device)
@@ -537,7 +574,8 @@ def run_sdbench(a, folder=None):
     """Medians of `sdbench timing` on the CPU, by component ("unet call" or "transformer call",
     "vae decode"), on the synthetic model or the one saved in `folder`."""
     model = str(folder) if folder else {"sd15": "synthetic", "sdxl-base": "synthetic-sdxl-base", "flux2-klein": "synthetic-flux2-klein",
-                                          "sd35-medium": "synthetic-sd35-medium"}[a.model]
+                                          "sd35-medium": "synthetic-sd35-medium",
+                                          "flux1-schnell": "synthetic-flux1-schnell"}[a.model]
     cmd = [a.sdbench, "timing", "--model", model, "--backend", "cpu", "--threads", str(a.threads),
            "--width", str(a.size), "--height", str(a.size), "--repeat", str(a.repeat)]
     out = run_echoed(cmd)
@@ -546,7 +584,7 @@ def run_sdbench(a, folder=None):
         m = re.match(r"(unet call|transformer call|vae decode|t5 call) .*: median ([0-9.]+) s", line)
         if m:
             medians[m.group(1)] = float(m.group(2))
-    if len(medians) != (3 if a.model == "sd35-medium" else 2):
+    if len(medians) != (3 if a.model in ("sd35-medium", "flux1-schnell") else 2):
         raise SystemExit(f"could not read the denoiser's and VAE's (and T5's) medians from sdbench's output:\n{out}")
     return medians
 

@@ -117,7 +117,7 @@ impl CreateRequest {
             guidance_options: GuidanceOptions {
                 truncation: self.cfg_truncation,
                 normalization: self.cfg_normalization,
-                skip_layers: None,
+                ..GuidanceOptions::default()
             },
             ..GenerationRequest::new(self.prompt.clone())
         };

@@ -342,6 +342,9 @@ mod tests {
         assert_eq!(named(Family::FLUX2_KLEIN), "flux2-klein-1024-4");
         assert_eq!(named(Family::ZIMAGE), "zimage-turbo-1024-9");
         assert_eq!(named(Family::SD35_MEDIUM), "sd35-medium-1024-40");
+        assert_eq!(named(Family::FLUX1_SCHNELL), "flux1-schnell-1024-4");
+        // FLUX.1 [dev] has none: its family's first (schnell's).
+        assert_eq!(named(Family::FLUX1_DEV), "flux1-schnell-1024-4");
         // SD2.x has none: its family's first (SD1.5's).
         assert_eq!(named(Family::SD2), STANDARD_NAME);
     }
@@ -381,7 +384,8 @@ mod tests {
                 "sdxl-1024-20",
                 "flux2-klein-1024-4",
                 "zimage-turbo-1024-9",
-                "sd35-medium-1024-40"
+                "sd35-medium-1024-40",
+                "flux1-schnell-1024-4"
             ]
         );
         assert_eq!(workload_names()[0], STANDARD_NAME);
@@ -439,6 +443,28 @@ mod tests {
         assert_eq!(w.prompts, klein.prompts);
         let card = w.card();
         assert_eq!(card.label, "Z-Image-Turbo · 1024×1024 · 9 steps");
+        assert!(
+            card.description.contains("guidance 0"),
+            "{}",
+            card.description
+        );
+    }
+
+    #[test]
+    fn the_flux1_schnell_workload_is_unguided_on_mlperf_clients_prompts() {
+        let w = Workload::named("flux1-schnell-1024-4").unwrap();
+        let klein = Workload::named("flux2-klein-1024-4").unwrap();
+        assert!(w.standard);
+        assert_eq!((w.version, w.preset), (1, Preset::FLUX1_SCHNELL));
+        assert_eq!((w.width, w.height, w.steps, w.batch), (1024, 1024, 4, 1));
+        assert_eq!(
+            (w.scheduler, w.guidance),
+            (SchedulerKind::FlowMatchEuler, 0.0)
+        );
+        assert!(!w.request_shape().guided);
+        assert_eq!(w.prompts, klein.prompts);
+        let card = w.card();
+        assert_eq!(card.label, "FLUX.1 schnell · 1024×1024 · 4 steps");
         assert!(
             card.description.contains("guidance 0"),
             "{}",

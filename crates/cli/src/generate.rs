@@ -38,7 +38,8 @@ pub struct GenerateArgs {
     #[arg(long, default_value_t = 30)]
     steps: usize,
     /// Classifier-free guidance scale: 1 or less turns guidance off for Stable Diffusion and FLUX.2
-    /// models; Z-Image guides at any scale above 0 (its Turbo model runs at 0).
+    /// models; Z-Image guides at any scale above 0 (its Turbo model runs at 0). FLUX.1 [dev] reads
+    /// it as an input of the model, with no second pass (3.5 on its model card); schnell ignores it.
     #[arg(long, default_value_t = 7.5)]
     guidance: f64,
     /// Z-Image: steps whose (1000 - t) / 1000 is above this run unguided (diffusers'
@@ -49,6 +50,11 @@ pub struct GenerateArgs {
     /// (diffusers' `cfg_normalization`; 1 as its `True`).
     #[arg(long, value_name = "FACTOR")]
     cfg_normalization: Option<f64>,
+    /// FLUX.1: true classifier-free guidance at this scale, above 1 (diffusers' `true_cfg_scale`):
+    /// a second transformer pass a step on --negative (the empty prompt unless given), beside
+    /// --guidance, which [dev] reads as an input of the model.
+    #[arg(long, value_name = "SCALE")]
+    true_cfg_scale: Option<f64>,
     /// Stable Diffusion 3.5: skip-layer guidance over these transformer blocks on guided steps
     /// (diffusers' `skip_guidance_layers`; SD3.5 Medium's model card uses 7,8,9).
     #[arg(long, value_name = "BLOCKS", value_delimiter = ',')]
@@ -282,8 +288,8 @@ impl GenerationView {
     }
 }
 
-/// `--cfg-truncation`, `--cfg-normalization` and `--skip-layers` with its scale and steps
-/// (checked with the request).
+/// `--cfg-truncation`, `--cfg-normalization`, `--skip-layers` with its scale and steps, and
+/// `--true-cfg-scale` (checked with the request).
 fn guidance_options(args: &GenerateArgs) -> anyhow::Result<GuidanceOptions> {
     let skip_layers = match args.skip_layers.as_slice() {
         [] => None,
@@ -310,5 +316,6 @@ fn guidance_options(args: &GenerateArgs) -> anyhow::Result<GuidanceOptions> {
         truncation: args.cfg_truncation,
         normalization: args.cfg_normalization,
         skip_layers,
+        true_cfg: args.true_cfg_scale,
     })
 }

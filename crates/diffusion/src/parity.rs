@@ -266,6 +266,7 @@ fn seeded_generations(
                 value => value.as_f64().filter(|f| *f > 0.0),
             },
             skip_layers: skip_layer_guidance(&run["skip_layer_guidance"], name, key)?,
+            true_cfg: run["true_cfg_scale"].as_f64(),
         };
         let request = GenerateRequest {
             guidance_options,

@@ -3,6 +3,7 @@
 //! `pipeline/` and the shared networks in `models/`, never on each other; the registry
 //! (`engine/registry.rs`) lists them.
 
+pub mod flux1;
 pub mod flux2;
 pub mod sd;
 pub mod sd3;

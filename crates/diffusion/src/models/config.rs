@@ -2,7 +2,7 @@
 //! same defaults those libraries use for keys a file lacks. Options the engine does not implement are
 //! rejected by `validate` with a message that names the key, never silently ignored.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -338,6 +338,22 @@ pub fn check_block_channels(path: &Path, channels: &[usize]) -> Result<()> {
         .map(|&c| ("block_out_channels", c))
         .collect();
     check_counts(path, &counts)
+}
+
+/// A component's config and the file it came from (messages name it; a built-in config's is a
+/// `<built-in ...>` placeholder).
+pub struct ConfigFile<T> {
+    pub value: T,
+    pub path: PathBuf,
+}
+
+impl<T: DeserializeOwned> ConfigFile<T> {
+    pub fn read(path: PathBuf) -> Result<Self> {
+        Ok(ConfigFile {
+            value: read_json(&path)?,
+            path,
+        })
+    }
 }
 
 /// Reads and parses one JSON config file; a missing file, bad JSON or a wrongly typed key is an error

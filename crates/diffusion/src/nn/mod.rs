@@ -5,6 +5,7 @@
 pub mod blocks;
 pub mod int8;
 pub mod loader;
+pub mod modulation;
 pub mod resnet;
 pub mod rms_norm;
 pub mod rope;

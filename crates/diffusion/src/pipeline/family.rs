@@ -180,6 +180,8 @@ pub struct FamilyDescriptor {
     pub guidance_options: bool,
     /// Whether its guidance takes `GuidanceOptions`' skip-layer guidance.
     pub skip_layer_guidance: bool,
+    /// Whether it takes `GuidanceOptions`' true classifier-free guidance.
+    pub true_cfg: bool,
     /// What it cannot do for any request (pictures, sizes, options), checked before a model is
     /// loaded; the scheduler is checked against `schedulers` beside it.
     pub check_request: fn(&GenerateRequest) -> Result<()>,
@@ -227,6 +229,12 @@ impl FamilyDescriptor {
         if !self.skip_layer_guidance && options.skip_layers.is_some() {
             return Err(DiffusionError::Request(format!(
                 "skip-layer guidance does not apply to {} models",
+                self.name
+            )));
+        }
+        if !self.true_cfg && options.true_cfg.is_some() {
+            return Err(DiffusionError::Request(format!(
+                "true classifier-free guidance (--true-cfg-scale) does not apply to {} models; their guidance is the guidance scale",
                 self.name
             )));
         }

@@ -69,6 +69,11 @@ pub fn guidance_options_error(options: &GuidanceOptions) -> Option<String> {
             ));
         }
     }
+    if let Some(s) = options.true_cfg.filter(|s| !(s.is_finite() && *s > 0.0)) {
+        return Some(format!(
+            "the true CFG scale must be a number above 0 (got {s}; above 1 runs it)"
+        ));
+    }
     if let Some(t) = options.truncation.filter(|t| !(0.0..=1.0).contains(t)) {
         return Some(format!(
             "the guidance truncation must be a fraction from 0 to 1 (got {t})"

@@ -64,6 +64,10 @@ pub struct GuidanceOptions {
     pub normalization: Option<f64>,
     /// Skip-layer guidance (SD3.5's `skip_guidance_layers`).
     pub skip_layers: Option<SkipLayerGuidance>,
+    /// True classifier-free guidance beside a guidance scale the model reads as an input
+    /// (FLUX.1's `true_cfg_scale`): above 1, each step adds a pass on the negative prompt (the
+    /// empty one unless given) and combines them as `uncond + s (cond - uncond)`.
+    pub true_cfg: Option<f64>,
 }
 
 impl GuidanceOptions {
@@ -173,6 +177,12 @@ impl GenerateRequest {
         }
     }
 
+    /// Whether true classifier-free guidance runs (`GuidanceOptions::true_cfg` above 1): a
+    /// second denoiser pass a step, on the negative prompt.
+    pub fn runs_true_cfg(&self) -> bool {
+        self.guidance_options.true_cfg.is_some_and(|s| s > 1.0)
+    }
+
     /// What the memory estimate needs of this request to a model of `family`
     /// (`LoadOptions::planned` for a load that will serve it).
     pub fn shape(&self, family: &FamilyDescriptor) -> RequestShape {
@@ -180,7 +190,7 @@ impl GenerateRequest {
             width: self.width,
             height: self.height,
             batch: self.batch,
-            guided: (family.guided)(self.guidance_scale),
+            guided: (family.guided)(self.guidance_scale) || self.runs_true_cfg(),
             image_to_image: self.init_image.is_some() || !self.reference_images.is_empty(),
             reference_pixels: self.reference_images.iter().map(reference_pixels).sum(),
         }

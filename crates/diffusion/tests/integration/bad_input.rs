@@ -327,11 +327,11 @@ fn broken_sdxl_folders_and_other_pipelines_are_named() {
 
     let (_keep, model) = copy();
     edit_json(model.join("model_index.json"), &|j| {
-        j["_class_name"] = "FluxPipeline".into()
+        j["_class_name"] = "QwenImagePipeline".into()
     });
     assert_mentions(
         &load_err(&model),
-        &["FluxPipeline", "StableDiffusionXLPipeline"],
+        &["QwenImagePipeline", "StableDiffusionXLPipeline"],
     );
 
     // An SD1.x UNet that expects SDXL's added conditions in a one-encoder pipeline.

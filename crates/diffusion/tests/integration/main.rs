@@ -15,6 +15,7 @@ mod cpu_group_norm;
 mod cpu_instruction_set;
 mod cpu_layer_norm;
 mod cpu_silu;
+mod flux1;
 mod flux2;
 mod flux2_reference;
 mod fuzz_checks;

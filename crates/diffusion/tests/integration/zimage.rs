@@ -311,8 +311,7 @@ fn other_families_refuse_guidance_options() {
     let request = sdbench_diffusion::GenerateRequest {
         guidance_options: sdbench_diffusion::GuidanceOptions {
             truncation: Some(0.5),
-            normalization: None,
-            skip_layers: None,
+            ..Default::default()
         },
         ..sdbench_diffusion::GenerateRequest::new("a cat")
     };
@@ -350,7 +349,7 @@ fn other_families_refuse_guidance_options() {
             guidance_options: sdbench_diffusion::GuidanceOptions {
                 truncation,
                 normalization,
-                skip_layers: None,
+                ..Default::default()
             },
             ..sdbench_diffusion::GenerateRequest::new("a cat")
         };

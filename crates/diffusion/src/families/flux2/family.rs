@@ -41,6 +41,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     guided: |scale| scale > 1.0,
     guidance_options: false,
     skip_layer_guidance: false,
+    true_cfg: false,
     checkpoints: None,
     check_request: check_family_request,
     load: |source, device, precision, options| {

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
 use crate::nn::loader::Loader;
+use crate::nn::modulation::{chunks, clamp_f16, half_round, rows};
 use crate::nn::rope::{half_split, rope_tables, rotate_halves, AngleRounding};
 use crate::nn::RmsNorm;
 use crate::nn::{modulated_layer_norm, multi_head_attention, silu, sinusoids, Linear};
@@ -581,37 +582,5 @@ impl<B: Backend> Flux2Transformer<B> {
             device,
         );
         Rope { cos, sin }
-    }
-}
-
-/// [N, W] -> [N, 1, W]: one modulation row per image, broadcast over its tokens.
-fn rows<B: Backend>(t: Tensor<B, 2>) -> Tensor<B, 3> {
-    let [n, w] = t.dims();
-    t.reshape([n, 1, w])
-}
-
-/// `torch.chunk(t, count, dim=-1)` of [N, 1, count*D].
-fn chunks<B: Backend>(t: Tensor<B, 3>, count: usize) -> Vec<Tensor<B, 3>> {
-    let d = t.dims()[2] / count;
-    (0..count).map(|i| t.clone().narrow(2, i * d, d)).collect()
-}
-
-/// diffusers clips f16 activations to the largest finite f16 after each block.
-fn clamp_f16<B: Backend>(x: Tensor<B, 3>) -> Tensor<B, 3> {
-    if x.dtype() == DType::F16 {
-        x.clamp(-65504.0, 65504.0)
-    } else {
-        x
-    }
-}
-
-/// A timestep as the model's dtype holds it in f16 (diffusers casts it before scaling by 1000).
-/// In bf16 it stays exact: diffusers' bf16 pipeline rounds it to 8 significant bits too, which
-/// moves `t * 1000` by up to 2, and rounding so took this engine's bf16 images of the tiny fixture
-/// from 4.1e-2 to 1.0 away from the f32 references (its time embedding's high frequencies).
-fn half_round(t: f32, dtype: DType) -> f32 {
-    match dtype {
-        DType::F16 => half::f16::from_f32(t).to_f32(),
-        _ => t,
     }
 }

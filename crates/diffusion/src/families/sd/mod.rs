@@ -58,6 +58,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     guided: |scale| scale > 1.0,
     guidance_options: false,
     skip_layer_guidance: false,
+    true_cfg: false,
     checkpoints: Some(checkpoint::claims),
     check_request: pipeline::check_family_request,
     load: |source, device, precision, options| {

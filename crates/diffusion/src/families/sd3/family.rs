@@ -52,6 +52,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     guided: |scale| scale > 1.0,
     guidance_options: false,
     skip_layer_guidance: true,
+    true_cfg: false,
     check_request,
     load: |source, device, precision, options| {
         let model: Box<dyn FamilyPipeline> =

@@ -21,7 +21,7 @@ use crate::io::tensor_file::is_fp8_scale;
 use crate::io::tensor_file::TensorFile;
 use crate::io::weights::{choose_weights_file, Precision, WeightSource};
 use crate::models::clip;
-use crate::models::t5::{embedding_name, llama_cpp_names, T5Config, TIED_EMBEDDING};
+use crate::models::t5::{self, embedding_name, llama_cpp_names, T5Config};
 use crate::models::vae;
 use crate::models::vae_file::{vae_fits, vae_within};
 use crate::pipeline::component_roles::{self, Role};
@@ -318,25 +318,12 @@ pub(super) fn t5_weights(
     place: &Place,
     precision: Precision,
 ) -> Result<(Box<dyn WeightSource>, &'static str, Vec<PathBuf>)> {
-    let ignored = |embedding: &str| match embedding == TIED_EMBEDDING {
-        true => Vec::new(),
-        false => vec![TIED_EMBEDDING],
-    };
     match place {
-        Place::Folder(folder) => {
-            let stored = |name: &str| {
-                component_parameters(folder, "model", precision, |n| n == name)
-                    .is_ok_and(|count| count > 0)
-            };
-            let embedding = embedding_name(stored);
-            let (weights, files) =
-                component_weights(folder, "model", precision, &ignored(embedding))?;
-            Ok((weights, embedding, files))
-        }
+        Place::Folder(folder) => t5::folder::folder_weights(folder, precision),
         Place::File { file, .. } | Place::LlamaCppT5(file) => {
             let weights = place.text_encoder()?;
             let embedding = embedding_name(|n| weights.stored_shape(n).is_some());
-            let weights = weights.ignoring(&ignored(embedding));
+            let weights = weights.ignoring(&t5::folder::unread(embedding));
             Ok((Box::new(weights), embedding, vec![file.clone()]))
         }
     }

@@ -12,7 +12,7 @@ use burn::DispatchDevice;
 
 use super::files::{self, Place, Places};
 use super::generate::Sd3Run;
-use super::spec::{Config, Spec};
+use super::spec::Spec;
 use super::transformer::Sd3Transformer;
 use super::{CLIP_TOKENS, T5_TOKENS};
 use crate::device::{self, SelectedDevice};
@@ -20,7 +20,7 @@ use crate::error::{DiffusionError, Result};
 use crate::io::synthetic_weights::SyntheticWeights;
 use crate::io::weights::{Precision, WeightSource};
 use crate::models::clip::ClipTextModel;
-use crate::models::config::{ClipConfig, VaeConfig};
+use crate::models::config::{ClipConfig, ConfigFile, VaeConfig};
 use crate::models::t5::prompt::T5Prompt;
 use crate::models::t5::{T5Encoder, TIED_EMBEDDING};
 use crate::models::tokenizer::Tokenizer;
@@ -305,7 +305,7 @@ impl Sd3Pipeline {
         let cpu = device::cpu_device();
         let on = |on_cpu: bool| if on_cpu { cpu.clone() } else { dev.clone() };
         let text_device = on(placement.text_encoders_on_cpu);
-        let clip = |weights: &mut dyn WeightSource, config: &Config<ClipConfig>| {
+        let clip = |weights: &mut dyn WeightSource, config: &ConfigFile<ClipConfig>| {
             load_component(weights, &text_device, placement.text_encoders, |l| {
                 ClipTextModel::load(&config.value, true, l)
             })

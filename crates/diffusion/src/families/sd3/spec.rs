@@ -3,29 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::transformer::Sd3TransformerConfig;
 use crate::error::{DiffusionError, Result};
-use crate::models::config::{read_json, ClipConfig, VaeConfig};
+use crate::models::config::{read_json, ClipConfig, ConfigFile, VaeConfig};
 use crate::models::t5::T5Config;
 use crate::scheduler::flow_match::FlowMatchConfig;
-
-/// A config and where it came from (for messages).
-pub(super) struct Config<T> {
-    pub(super) value: T,
-    pub(super) path: PathBuf,
-}
-
-impl<T: DeserializeOwned> Config<T> {
-    fn read(path: PathBuf) -> Result<Self> {
-        Ok(Config {
-            value: read_json(&path)?,
-            path,
-        })
-    }
-}
 
 /// The tokenizers' folders (a folder has all three, or two without T5; synthetic weights none).
 pub(super) struct TokenizerFolders {
@@ -36,13 +20,13 @@ pub(super) struct TokenizerFolders {
 
 /// Configs and settings of an SD3 model, from its folder or built in.
 pub(super) struct Spec {
-    pub(super) clip_l: Config<ClipConfig>,
-    pub(super) clip_g: Config<ClipConfig>,
+    pub(super) clip_l: ConfigFile<ClipConfig>,
+    pub(super) clip_g: ConfigFile<ClipConfig>,
     /// `None`: the pipeline runs without T5 (`text_encoder_3` null in model_index.json), its
     /// part of the conditioning zeros.
-    pub(super) t5: Option<Config<T5Config>>,
-    pub(super) transformer: Config<Sd3TransformerConfig>,
-    pub(super) vae: Config<VaeConfig>,
+    pub(super) t5: Option<ConfigFile<T5Config>>,
+    pub(super) transformer: ConfigFile<Sd3TransformerConfig>,
+    pub(super) vae: ConfigFile<VaeConfig>,
     pub(super) scheduler: FlowMatchConfig,
     pub(super) tokenizers: Option<TokenizerFolders>,
 }
@@ -73,18 +57,18 @@ impl Spec {
         let network = |name: &str| -> Result<PathBuf> { Ok(sub(name)?.join("config.json")) };
         let with_t5 = listed(index, "text_encoder_3");
         let t5 = match with_t5 {
-            true => Some(Config::read(network("text_encoder_3")?)?),
+            true => Some(ConfigFile::read(network("text_encoder_3")?)?),
             false => None,
         };
         let scheduler_path = sub("scheduler")?.join("scheduler_config.json");
         let scheduler: FlowMatchConfig = read_json(&scheduler_path)?;
         scheduler.validate(&scheduler_path)?;
         Ok(Spec {
-            clip_l: Config::read(network("text_encoder")?)?,
-            clip_g: Config::read(network("text_encoder_2")?)?,
+            clip_l: ConfigFile::read(network("text_encoder")?)?,
+            clip_g: ConfigFile::read(network("text_encoder_2")?)?,
             t5,
-            transformer: Config::read(network("transformer")?)?,
-            vae: Config::read(network("vae")?)?,
+            transformer: ConfigFile::read(network("transformer")?)?,
+            vae: ConfigFile::read(network("vae")?)?,
             scheduler,
             tokenizers: Some(TokenizerFolders {
                 clip_l: sub("tokenizer")?,
@@ -98,22 +82,22 @@ impl Spec {
     /// encoders, VAE and scheduler every SD3 and SD3.5 repository shares.
     pub(super) fn built_in(repository: &str, transformer: Sd3TransformerConfig) -> Self {
         let here = PathBuf::from(format!("<built-in {repository} config>"));
-        let config = |value| Config {
+        let config = |value| ConfigFile {
             value,
             path: here.clone(),
         };
         Spec {
             clip_l: config(clip_l()),
             clip_g: config(clip_g()),
-            t5: Some(Config {
+            t5: Some(ConfigFile {
                 value: T5Config::xxl(),
                 path: here.clone(),
             }),
-            transformer: Config {
+            transformer: ConfigFile {
                 value: transformer,
                 path: here.clone(),
             },
-            vae: Config {
+            vae: ConfigFile {
                 value: sd3_vae(),
                 path: here.clone(),
             },

@@ -43,6 +43,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     guided: |scale| scale > 0.0,
     guidance_options: true,
     skip_layer_guidance: false,
+    true_cfg: false,
     check_request,
     load: |source, device, precision, options| {
         let model: ZImagePipeline = three_parts::load(source, device, precision, options)?;

@@ -19,6 +19,7 @@ use crate::io::weights::Init;
 use crate::nn::loader::Loader;
 use crate::nn::{gelu_tanh, Linear, RmsNorm};
 
+pub mod folder;
 pub mod llama_cpp_names;
 pub mod prompt;
 
