@@ -34,6 +34,12 @@ Usage (torch and diffusers are needed only here, never by the tests):
     ~/.cache/sdbench/venv/bin/pip install torch diffusers==0.42.0 transformers safetensors numpy
     ~/.cache/sdbench/venv/bin/python scripts/make_flux1_fixtures.py
 
+The dev-like transformer is also written as Black Forest Labs' single file names it
+(`weight-formats/tiny-flux1-dev.bfl-transformer.safetensors`: `double_blocks.N.img_attn.qkv` fused,
+`single_blocks.N.linear1` with q, k, v and the MLP's input fused, the final modulation's halves
+swapped, norms as `.scale`), checked by converting it back with diffusers' own
+`convert_flux_transformer_checkpoint_to_diffusers`.
+
 Output: crates/diffusion/tests/fixtures/tiny-flux1-{schnell,dev}/ and their .reference.* files.
 """
 
@@ -343,9 +349,76 @@ def make(variant):
     print("f32", meta["f32_tolerance"], "f16", meta["f16_tolerance"], meta["component_tolerance"])
 
 
+def bfl_transformer(folder):
+    """The transformer of `folder` in Black Forest Labs' names, checked against diffusers' converter."""
+    from diffusers.loaders import single_file_utils
+    from safetensors.torch import load_file
+    import inspect
+
+    ours = load_file(str(folder / "transformer" / "diffusion_pytorch_model.safetensors"))
+    config = json.loads((folder / "transformer" / "config.json").read_text())
+    inner = config["num_attention_heads"] * config["attention_head_dim"]
+    renames = {
+        "x_embedder": "img_in", "context_embedder": "txt_in", "proj_out": "final_layer.linear",
+        "time_text_embed.timestep_embedder.linear_1": "time_in.in_layer",
+        "time_text_embed.timestep_embedder.linear_2": "time_in.out_layer",
+        "time_text_embed.text_embedder.linear_1": "vector_in.in_layer",
+        "time_text_embed.text_embedder.linear_2": "vector_in.out_layer",
+        "time_text_embed.guidance_embedder.linear_1": "guidance_in.in_layer",
+        "time_text_embed.guidance_embedder.linear_2": "guidance_in.out_layer",
+    }
+    double = {
+        "norm1.linear": "img_mod.lin", "norm1_context.linear": "txt_mod.lin",
+        "attn.norm_q": "img_attn.norm.query_norm", "attn.norm_k": "img_attn.norm.key_norm",
+        "attn.to_out.0": "img_attn.proj", "ff.net.0.proj": "img_mlp.0", "ff.net.2": "img_mlp.2",
+        "attn.norm_added_q": "txt_attn.norm.query_norm", "attn.norm_added_k": "txt_attn.norm.key_norm",
+        "attn.to_add_out": "txt_attn.proj", "ff_context.net.0.proj": "txt_mlp.0", "ff_context.net.2": "txt_mlp.2",
+    }
+    single = {"norm.linear": "modulation.lin", "proj_out": "linear2", "attn.norm_q": "norm.query_norm",
+              "attn.norm_k": "norm.key_norm"}
+    bfl = {}
+    for param in ("weight", "bias"):
+        for new, old in renames.items():
+            if f"{new}.{param}" in ours:
+                bfl[f"{old}.{param}"] = ours[f"{new}.{param}"]
+        shift_scale = ours[f"norm_out.linear.{param}"].chunk(2, dim=0)
+        bfl[f"final_layer.adaLN_modulation.1.{param}"] = torch.cat([shift_scale[1], shift_scale[0]])
+        for i in range(config["num_layers"]):
+            p = f"transformer_blocks.{i}."
+            for new, old in double.items():
+                suffix = "scale" if "norm." in old else param
+                if f"{p}{new}.{param}" in ours:
+                    bfl[f"double_blocks.{i}.{old}.{suffix}"] = ours[f"{p}{new}.{param}"]
+            for qkv, parts in (("img_attn.qkv", ("to_q", "to_k", "to_v")),
+                               ("txt_attn.qkv", ("add_q_proj", "add_k_proj", "add_v_proj"))):
+                bfl[f"double_blocks.{i}.{qkv}.{param}"] = torch.cat([ours[f"{p}attn.{x}.{param}"] for x in parts])
+        for i in range(config["num_single_layers"]):
+            p = f"single_transformer_blocks.{i}."
+            for new, old in single.items():
+                suffix = "scale" if "norm." in old else param
+                if f"{p}{new}.{param}" in ours:
+                    bfl[f"single_blocks.{i}.{old}.{suffix}"] = ours[f"{p}{new}.{param}"]
+            bfl[f"single_blocks.{i}.linear1.{param}"] = torch.cat(
+                [ours[f"{p}attn.to_q.{param}"], ours[f"{p}attn.to_k.{param}"], ours[f"{p}attn.to_v.{param}"],
+                 ours[f"{p}proj_mlp.{param}"]])
+    # diffusers' converter, at this model's width (it is written for FLUX.1's 3072).
+    source = inspect.getsource(single_file_utils.convert_flux_transformer_checkpoint_to_diffusers)
+    source = source.replace("inner_dim = 3072", f"inner_dim = {inner}")
+    namespace = dict(vars(single_file_utils))
+    exec(source, namespace)
+    back = namespace["convert_flux_transformer_checkpoint_to_diffusers"](dict(bfl))
+    assert set(back) == set(ours), set(back) ^ set(ours)
+    assert all(torch.equal(back[k], ours[k]) for k in ours)
+    return bfl
+
+
 def main():
     for variant in ("schnell", "dev"):
         make(variant)
+    bfl = bfl_transformer(OUT / "tiny-flux1-dev")
+    path = OUT / "weight-formats" / "tiny-flux1-dev.bfl-transformer.safetensors"
+    save_file({k: v.contiguous() for k, v in bfl.items()}, str(path))
+    print(f"{path}: {path.stat().st_size / 1024:.0f} KiB, {len(bfl)} tensors")
 
 
 if __name__ == "__main__":

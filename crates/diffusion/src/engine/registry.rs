@@ -462,8 +462,8 @@ mod tests {
     }
 
     /// Every model file is claimed by its own family alone: SD's checkpoints (safetensors and
-    /// GGUF) by Stable Diffusion, FLUX.2's and Z-Image's transformer files and SD3's single files
-    /// by theirs (refused alone: their tiny sizes are no built-in preset's); an SDXL refiner is
+    /// GGUF) by Stable Diffusion, FLUX.1's, FLUX.2's and Z-Image's transformer files (FLUX.1's and
+    /// FLUX.2's share Black Forest Labs' block names) and SD3's single files by theirs (refused alone: their tiny sizes are no built-in preset's); an SDXL refiner is
     /// refused by name, and a file no family claims (a video model's names) is refused naming what
     /// it holds.
     #[test]
@@ -491,6 +491,10 @@ mod tests {
             (
                 "weight-formats/tiny-zimage.original-transformer.safetensors",
                 "Z-Image",
+            ),
+            (
+                "weight-formats/tiny-flux1-dev.bfl-transformer.safetensors",
+                "FLUX.1 transformer of 2 double- and 2 single-stream blocks",
             ),
         ] {
             let err = file_owner(&fixtures.join(name)).unwrap_err().to_string();

@@ -15,10 +15,12 @@ use crate::io::weights::{Init, Values, WeightSource};
 /// checkpoints in their authors' names store them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Derived {
-    /// Part `part` of `parts` equal slices along the first dimension (a fused q/k/v projection).
+    /// Slices `first..first + count` of `parts` equal slices along the first dimension (a fused
+    /// q/k/v projection's part; FLUX.1's fused q/k/v and MLP projection's MLP, 4 of 7 slices).
     Rows {
         stored: String,
-        part: usize,
+        first: usize,
+        count: usize,
         parts: usize,
     },
     /// The transpose of a stored matrix (OpenCLIP's `text_projection`).
@@ -40,9 +42,9 @@ impl Derived {
     /// The shape of the tensor made from a stored one of shape `found`, if it can be made.
     fn shape(&self, found: &[usize]) -> Option<Vec<usize>> {
         match self {
-            Derived::Rows { parts, .. } => {
+            Derived::Rows { count, parts, .. } => {
                 let (&rows, rest) = found.split_first()?;
-                (rows % parts == 0).then(|| [&[rows / parts], rest].concat())
+                (rows % parts == 0).then(|| [&[rows / parts * count], rest].concat())
             }
             Derived::Transposed { .. } => match found {
                 [a, b] => Some(vec![*b, *a]),
@@ -61,6 +63,12 @@ pub enum Converted {
     Name(String),
     /// A fused q/k/v projection: the three diffusers names, in order.
     Fused([String; 3]),
+    /// A fused projection of unequal parts: `parts` equal slices of its rows, each name taking
+    /// the next `count` of them, in order.
+    Split {
+        parts: usize,
+        pieces: Vec<(String, usize)>,
+    },
     /// Stored with the two halves of its first dimension in the other order (shift, scale).
     SwapHalves(String),
     /// Not a weight of the diffusers model.
@@ -88,10 +96,25 @@ impl ComponentNames {
                     let stored = stored.clone();
                     let rows = Derived::Rows {
                         stored,
-                        part,
+                        first: part,
+                        count: 1,
                         parts: 3,
                     };
                     self.derived.insert(new, rows);
+                }
+            }
+            Converted::Split { parts, pieces } => {
+                let mut first = 0;
+                for (new, count) in pieces {
+                    let stored = stored.clone();
+                    let rows = Derived::Rows {
+                        stored,
+                        first,
+                        count,
+                        parts,
+                    };
+                    self.derived.insert(new, rows);
+                    first += count;
                 }
             }
             Converted::SwapHalves(new) => {
@@ -178,9 +201,14 @@ impl FileWeights {
         let values = self.scaled(&stored, values)?;
         self.used.insert(stored);
         Ok(match derived {
-            Derived::Rows { part, parts, .. } => {
+            Derived::Rows {
+                first,
+                count,
+                parts,
+                ..
+            } => {
                 let per = found[0] / parts;
-                let rows: Vec<usize> = (part * per..(part + 1) * per).collect();
+                let rows: Vec<usize> = (first * per..(first + count) * per).collect();
                 values.select_rows(found[0], &rows)
             }
             Derived::SwapHalves { .. } => {

@@ -22,8 +22,8 @@ use sdbench_diffusion::families::flux1::pipeline::Flux1Pipeline;
 use sdbench_diffusion::pipeline::B;
 use sdbench_diffusion::scheduler::flow_match::FlowMatchConfig;
 use sdbench_diffusion::{
-    parity, BackendRequest, CancelToken, Family, GenerateRequest, GuidanceOptions, LoadOptions,
-    ModelSource, Pipeline, Precision, SelectedDevice,
+    parity, BackendRequest, CancelToken, ComponentFiles, Family, GenerateRequest, GuidanceOptions,
+    LoadOptions, ModelSource, Pipeline, Precision, SelectedDevice,
 };
 
 const SCHNELL: &str = "tiny-flux1-schnell";
@@ -276,4 +276,106 @@ fn a_negative_prompt_needs_true_cfg_and_only_flux1_takes_it() {
             assert!(e.to_string().contains(family.name), "{e}");
         }
     }
+}
+
+/// Black Forest Labs' transformer file of the tiny [dev] (its names: fused q/k/v, `linear1` with
+/// the MLP's input, the final modulation's halves swapped; checked against diffusers' converter
+/// when it was made).
+fn bfl_file() -> PathBuf {
+    common::fixtures().join("weight-formats/tiny-flux1-dev.bfl-transformer.safetensors")
+}
+
+fn load_file(
+    config: Option<PathBuf>,
+    parts: ComponentFiles,
+) -> sdbench_diffusion::Result<Pipeline> {
+    Pipeline::load_with(
+        &ModelSource::Checkpoint {
+            file: bfl_file(),
+            config,
+            parts,
+        },
+        select(BackendRequest::Cpu).unwrap(),
+        Some(Precision::F32),
+        LoadOptions::default(),
+    )
+}
+
+/// The transformer as a file in Black Forest Labs' names, run with the folder its configs, text
+/// encoders and VAE come from: the same weights, so diffusers' images within the same bounds.
+/// Alone, its family claims it and asks for its configs (its tiny sizes are no preset's).
+#[test]
+fn a_bfl_transformer_file_generates_what_diffusers_generates() {
+    let pipe = load_file(Some(folder(DEV)), ComponentFiles::default()).unwrap();
+    assert_eq!(pipe.info.family, Family::FLUX1_DEV);
+    assert!(pipe.info.weight_files.contains(&bfl_file()));
+    let diffs =
+        parity::generations(&pipe, &common::fixtures(), DEV, Some(&["generate.tall3"])).unwrap();
+    assert_eq!(diffs.len(), 1);
+    common::assert_generations_within(DEV, Precision::F32, &diffs);
+
+    let message = load_file(None, ComponentFiles::default())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        message.contains("FLUX.1 transformer of 2 double- and 2 single-stream blocks")
+            && message.contains("--model-config"),
+        "{message}"
+    );
+}
+
+/// ComfyUI's layout: the transformer file, `--text-encoder` files for CLIP-L and T5 in either
+/// order (each told by its names and width) and `--vae`, with a folder of configs alone. The same
+/// images; two files for one encoder, or a file that is no text encoder, are refused by name.
+#[test]
+fn comfyui_style_files_run_in_any_order_and_wrong_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let configs = dir.path().join("configs");
+    common::copy_tree(&folder(DEV), &configs);
+    let moved = |sub: &str, name: &str| {
+        let from = std::fs::read_dir(configs.join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with(".safetensors"))
+            .unwrap();
+        let to = dir.path().join(name);
+        std::fs::rename(from, &to).unwrap();
+        to
+    };
+    let clip = moved("text_encoder", "clip_l.safetensors");
+    let t5 = moved("text_encoder_2", "t5xxl_fp16.safetensors");
+    let vae = moved("vae", "ae.safetensors");
+    std::fs::remove_file(configs.join("transformer/diffusion_pytorch_model.safetensors")).unwrap();
+    let parts = |text_encoders: Vec<PathBuf>| ComponentFiles {
+        text_encoders,
+        vae: Some(vae.clone()),
+    };
+    let pipe = load_file(Some(configs.clone()), parts(vec![t5.clone(), clip.clone()])).unwrap();
+    for file in [&clip, &t5, &vae] {
+        assert!(pipe.info.weight_files.contains(file), "{file:?}");
+    }
+    let diffs =
+        parity::generations(&pipe, &common::fixtures(), DEV, Some(&["generate.square2"])).unwrap();
+    common::assert_generations_within(DEV, Precision::F32, &diffs);
+
+    let twice = load_file(
+        Some(configs.clone()),
+        parts(vec![clip.clone(), clip.clone()]),
+    )
+    .err()
+    .expect("refused")
+    .to_string();
+    assert!(
+        twice.contains("clip_l.safetensors") && twice.contains("CLIP-L"),
+        "{twice}"
+    );
+    let vae_as_text = load_file(Some(configs.clone()), parts(vec![vae.clone()]))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        vae_as_text.contains("ae.safetensors") && vae_as_text.contains("T5-XXL encoder"),
+        "{vae_as_text}"
+    );
 }

@@ -8,8 +8,8 @@ use super::{DEV_T5_TOKENS, SCHNELL_T5_TOKENS};
 use crate::error::{DiffusionError, Result};
 use crate::models::t5::T5Config;
 use crate::pipeline::family::{
-    Architecture, Component, ComponentKind as Kind, Family, FamilyDescriptor, Preset, PresetSpec,
-    WorkloadSpec,
+    Architecture, Component, ComponentKind as Kind, DenoiserFiles, Family, FamilyDescriptor,
+    Preset, PresetSpec, WorkloadSpec,
 };
 use crate::pipeline::memory_need::{
     int8_dequantize_bytes, DenoiserMemory, RequestShape, UpstreamParameters,
@@ -48,7 +48,12 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
         Ok(model)
     },
     model_size: Flux1Pipeline::model_size,
-    denoiser_files: None,
+    denoiser_files: Some(DenoiserFiles {
+        preset: super::files::file_preset,
+        part_fits: super::files::part_fits,
+        // Black Forest Labs' files hold the transformer alone.
+        inside: |_| Vec::new(),
+    }),
     // scripts/make_flux1_fixtures.py.
     parity_fixtures: &["tiny-flux1-schnell", "tiny-flux1-dev"],
     workloads: &[&SCHNELL_1024_4],

@@ -4,7 +4,9 @@
 //! an input of the model (guidance-distilled) instead of a second pass. diffusers'
 //! `FluxPipeline` is the reference.
 
+pub mod bfl_names;
 pub mod family;
+mod files;
 mod generate;
 pub mod latents;
 pub mod pipeline;

@@ -9,28 +9,29 @@ use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 use burn::DispatchDevice;
 
+use super::files::Places;
 use super::generate::Flux1Run;
 use super::latents::{image_positions, pack, unpack};
 use super::spec::Spec;
 use super::transformer::{Flux1Transformer, Position};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
-use crate::io::file_weights::FileWeights;
-use crate::io::sharded::{component_parameters, component_weights};
+use crate::io::component_file::needs_its_folder;
 use crate::io::synthetic_weights::SyntheticWeights;
-use crate::io::weights::{choose_weights_file, Precision, WeightSource};
-use crate::models::clip::{self, ClipTextModel};
+use crate::io::weights::{Precision, WeightSource};
+use crate::models::clip::ClipTextModel;
 use crate::models::config::{ClipConfig, ConfigFile, VaeConfig};
 use crate::models::t5::prompt::T5Prompt;
-use crate::models::t5::{self, T5Encoder, TIED_EMBEDDING};
+use crate::models::t5::T5Encoder;
 use crate::models::tokenizer::Tokenizer;
-use crate::models::vae::{self, VaeDecoder};
+use crate::models::vae::VaeDecoder;
 use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::DecodePlan;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
 use crate::pipeline::offload::Offloadable;
+use crate::pipeline::part_files;
 use crate::pipeline::stages;
 use crate::pipeline::{
     check_request, load_component, load_denoiser, tensor_to_vec, CancelToken, FamilyPipeline,
@@ -75,27 +76,6 @@ struct Sources<'a> {
     vae: &'a mut dyn WeightSource,
 }
 
-/// The folders of a diffusers model's networks.
-struct Folders {
-    clip: PathBuf,
-    t5: PathBuf,
-    transformer: PathBuf,
-    vae: PathBuf,
-}
-
-impl Folders {
-    fn of(folder: &Path) -> Self {
-        Folders {
-            clip: folder.join("text_encoder"),
-            t5: folder.join("text_encoder_2"),
-            transformer: folder.join("transformer"),
-            vae: folder.join("vae"),
-        }
-    }
-}
-
-const NETWORK_STEM: &str = "diffusion_pytorch_model";
-
 impl Flux1Pipeline {
     /// Loads a FLUX.1 folder or a preset's synthetic weights (the device supports `precision`).
     pub fn load(
@@ -132,7 +112,19 @@ impl Flux1Pipeline {
                     vec![],
                 )
             }
-            ModelSource::Checkpoint { file, .. } => Err(single_files_not_read(file)),
+            ModelSource::Checkpoint {
+                file,
+                config: Some(folder),
+                parts,
+            } => {
+                let spec = Spec::read(folder)?;
+                let places = Places::transformer_file(file, folder, parts, &spec)?;
+                let loaded_from = part_files::loaded_from(folder, Some(file), parts);
+                Self::load_places(spec, places, loaded_from, device, precision, options)
+            }
+            ModelSource::Checkpoint {
+                file, config: None, ..
+            } => Err(needs_its_folder(file, "FLUX.1 transformer")),
         }
     }
 
@@ -143,31 +135,40 @@ impl Flux1Pipeline {
         options: LoadOptions,
     ) -> Result<Self> {
         let spec = Spec::read(folder)?;
+        let places = Places::folder(folder);
+        let source = ModelSource::Folder(folder.to_path_buf());
+        Self::load_places(spec, places, source, device, precision, options)
+    }
+
+    /// Loads the networks from where `places` says they are.
+    fn load_places(
+        spec: Spec,
+        places: Places,
+        source: ModelSource,
+        device: SelectedDevice,
+        precision: Precision,
+        options: LoadOptions,
+    ) -> Result<Self> {
         spec.validate()?;
         let family = super::family::family_of(&spec.transformer.value);
         let placement = Placement::for_model(family, &spec.vae.value, precision, &options);
-        let at = Folders::of(folder);
         let text = placement.text_encoders;
-        let clip_file = choose_weights_file(&at.clip, "model", text)?;
-        let mut clip = FileWeights::open(&clip_file)?
-            .with_aliases(clip::ALIASES)
-            .ignoring(clip::IGNORED_PREFIXES);
-        let (mut t5, embedding, mut files) = t5::folder::folder_weights(&at.t5, text)?;
+        let (mut clip, clip_file) = places.clip_weights(text)?;
+        let (mut t5, embedding, mut files) = places.t5_weights(text)?;
         files.insert(0, clip_file);
         let (mut transformer, transformer_files) =
-            component_weights(&at.transformer, NETWORK_STEM, placement.denoiser, &[])?;
-        let (mut vae, vae_files) =
-            component_weights(&at.vae, NETWORK_STEM, placement.vae, vae::ENCODER_PREFIXES)?;
+            places.transformer_weights(placement.denoiser)?;
+        let blocks = spec.vae.value.block_out_channels.len();
+        let (mut vae, vae_files) = places.vae_weights(blocks, placement.vae)?;
         files.extend(transformer_files);
         files.extend(vae_files);
-        let size = Self::size_of(&spec, &at, precision)?;
+        let size = places.size(&spec, precision)?;
         let sources = Sources {
             clip: &mut clip,
             t5: (t5.as_mut(), embedding),
             transformer: transformer.as_mut(),
             vae: vae.as_mut(),
         };
-        let source = ModelSource::Folder(folder.to_path_buf());
         Self::assemble(
             spec, size, sources, device, placement, options, source, files,
         )
@@ -182,7 +183,7 @@ impl Flux1Pipeline {
             ModelSource::Folder(folder) => {
                 let spec = Spec::read(folder)?;
                 spec.validate()?;
-                let size = Self::size_of(&spec, &Folders::of(folder), precision)?;
+                let size = Places::folder(folder).size(&spec, precision)?;
                 Ok((size, spec.vae.value))
             }
             ModelSource::Synthetic(preset) => {
@@ -190,38 +191,20 @@ impl Flux1Pipeline {
                 let size = ModelSize::upstream(preset.family(), spec.vae.value.sample_size);
                 Ok((size, spec.vae.value))
             }
-            ModelSource::Checkpoint { file, .. } => Err(single_files_not_read(file)),
+            ModelSource::Checkpoint {
+                file,
+                config: Some(folder),
+                parts,
+            } => {
+                let spec = Spec::read(folder)?;
+                spec.validate()?;
+                let places = Places::transformer_file(file, folder, parts, &spec)?;
+                Ok((places.size(&spec, precision)?, spec.vae.value))
+            }
+            ModelSource::Checkpoint {
+                file, config: None, ..
+            } => Err(needs_its_folder(file, "FLUX.1 transformer")),
         }
-    }
-
-    /// Parameters of the parts that run, from the weight files' headers.
-    fn size_of(spec: &Spec, at: &Folders, precision: Precision) -> Result<ModelSize> {
-        let family = super::family::family_of(&spec.transformer.value);
-        let clip_read = |n: &str| !clip::IGNORED_PREFIXES.iter().any(|p| n.starts_with(p));
-        let text = component_parameters(&at.clip, "model", precision, clip_read)?
-            + component_parameters(&at.t5, "model", precision, |n| n != TIED_EMBEDDING)?;
-        let encoder = |n: &str| vae::ENCODER_PREFIXES.iter().any(|p| n.starts_with(p));
-        let transformer = &spec.transformer.value;
-        Ok(ModelSize {
-            text_encoder_params: text,
-            denoiser_params: component_parameters(
-                &at.transformer,
-                NETWORK_STEM,
-                precision,
-                |_| true,
-            )?,
-            denoiser_full_precision_params: transformer.full_precision_parameters(),
-            denoiser_kept: crate::io::sharded::component_kept(
-                &at.transformer,
-                NETWORK_STEM,
-                precision,
-            )?,
-            vae_decoder_params: component_parameters(&at.vae, NETWORK_STEM, precision, |n| {
-                !encoder(n)
-            })?,
-            vae_encoder_params: component_parameters(&at.vae, NETWORK_STEM, precision, encoder)?,
-            ..ModelSize::upstream(family, spec.vae.value.sample_size)
-        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -564,12 +547,4 @@ impl FamilyPipeline for Flux1Pipeline {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
-}
-
-/// The refusal of a model file with a FLUX.1 folder's configs (`--model-config`).
-fn single_files_not_read(file: &Path) -> DiffusionError {
-    DiffusionError::unsupported(
-        file,
-        "FLUX.1 runs from its diffusers folder here (black-forest-labs/FLUX.1-schnell's layout); its single files (flux1-schnell.safetensors, flux1-dev.safetensors) are not read yet: give the folder as --model",
-    )
 }

@@ -8,11 +8,13 @@
 
 use crate::io::component_file::{Converted, DenoiserNames};
 
-/// FLUX.2's transformer files, for `io::component_file`.
+/// FLUX.2's transformer files, for `io::component_file`. The layouts are told by what only FLUX.2
+/// has among the transformers SD Bench reads: the image stream's modulation shared by all double
+/// blocks (FLUX.1's blocks each have their own; its files share the block names).
 pub static NAMES: DenoiserNames = DenoiserNames {
     what: "FLUX.2 transformer",
-    is_diffusers: |name| name.starts_with("transformer_blocks."),
-    is_original: |name| name.starts_with("double_blocks."),
+    is_diffusers: |name| name.starts_with("double_stream_modulation_img.linear."),
+    is_original: |name| name.starts_with("double_stream_modulation_img.lin."),
     convert,
 };
 

@@ -283,7 +283,8 @@ pub fn component_names(
                             format!("{base}{which}_proj.{kind}"),
                             Derived::Rows {
                                 stored: stored.to_string(),
-                                part,
+                                first: part,
+                                count: 1,
                                 parts: 3,
                             },
                         );
