@@ -38,7 +38,9 @@ The dev-like transformer is also written as Black Forest Labs' single file names
 (`weight-formats/tiny-flux1-dev.bfl-transformer.safetensors`: `double_blocks.N.img_attn.qkv` fused,
 `single_blocks.N.linear1` with q, k, v and the MLP's input fused, the final modulation's halves
 swapped, norms as `.scale`), checked by converting it back with diffusers' own
-`convert_flux_transformer_checkpoint_to_diffusers`.
+`convert_flux_transformer_checkpoint_to_diffusers`; and the same in ComfyUI's scaled FP8
+(`...bfl-transformer.fp8.safetensors`, as `flux1-dev-fp8` is kept), with diffusers' conversion of its
+dequantized values (`...fp8.reference.safetensors`).
 
 Output: crates/diffusion/tests/fixtures/tiny-flux1-{schnell,dev}/ and their .reference.* files.
 """
@@ -351,9 +353,7 @@ def make(variant):
 
 def bfl_transformer(folder):
     """The transformer of `folder` in Black Forest Labs' names, checked against diffusers' converter."""
-    from diffusers.loaders import single_file_utils
     from safetensors.torch import load_file
-    import inspect
 
     ours = load_file(str(folder / "transformer" / "diffusion_pytorch_model.safetensors"))
     config = json.loads((folder / "transformer" / "config.json").read_text())
@@ -401,24 +401,42 @@ def bfl_transformer(folder):
             bfl[f"single_blocks.{i}.linear1.{param}"] = torch.cat(
                 [ours[f"{p}attn.to_q.{param}"], ours[f"{p}attn.to_k.{param}"], ours[f"{p}attn.to_v.{param}"],
                  ours[f"{p}proj_mlp.{param}"]])
-    # diffusers' converter, at this model's width (it is written for FLUX.1's 3072).
+    back = bfl_to_diffusers(bfl, inner)
+    assert set(back) == set(ours), set(back) ^ set(ours)
+    assert all(torch.equal(back[k], ours[k]) for k in ours)
+    return bfl, inner
+
+
+def bfl_to_diffusers(bfl, inner):
+    """diffusers' `convert_flux_transformer_checkpoint_to_diffusers`, at a width of `inner` (it is
+    written for FLUX.1's 3072)."""
+    from diffusers.loaders import single_file_utils
+    import inspect
+
     source = inspect.getsource(single_file_utils.convert_flux_transformer_checkpoint_to_diffusers)
     source = source.replace("inner_dim = 3072", f"inner_dim = {inner}")
     namespace = dict(vars(single_file_utils))
     exec(source, namespace)
-    back = namespace["convert_flux_transformer_checkpoint_to_diffusers"](dict(bfl))
-    assert set(back) == set(ours), set(back) ^ set(ours)
-    assert all(torch.equal(back[k], ours[k]) for k in ours)
-    return bfl
+    return namespace["convert_flux_transformer_checkpoint_to_diffusers"](dict(bfl))
 
 
 def main():
     for variant in ("schnell", "dev"):
         make(variant)
-    bfl = bfl_transformer(OUT / "tiny-flux1-dev")
-    path = OUT / "weight-formats" / "tiny-flux1-dev.bfl-transformer.safetensors"
+    from make_weight_format_fixtures import scaled_fp8
+
+    bfl, inner = bfl_transformer(OUT / "tiny-flux1-dev")
+    formats = OUT / "weight-formats"
+    path = formats / "tiny-flux1-dev.bfl-transformer.safetensors"
     save_file({k: v.contiguous() for k, v in bfl.items()}, str(path))
     print(f"{path}: {path.stat().st_size / 1024:.0f} KiB, {len(bfl)} tensors")
+    # ComfyUI's scaled FP8: each matrix F8_E4M3 with its `scale_weight`; the reference is diffusers'
+    # conversion of the dequantized file (fp8 as f32 times the scale).
+    fp8, dequantized = scaled_fp8(bfl, lambda name, tensor: tensor.ndim == 2)
+    save_file(fp8, str(formats / "tiny-flux1-dev.bfl-transformer.fp8.safetensors"))
+    converted = bfl_to_diffusers(dequantized, inner)
+    save_file({k: v.contiguous() for k, v in converted.items()},
+              str(formats / "tiny-flux1-dev.bfl-transformer.fp8.reference.safetensors"))
 
 
 if __name__ == "__main__":

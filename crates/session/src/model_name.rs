@@ -299,11 +299,13 @@ mod tests {
     }
 
     /// A file with FLUX.2 klein 4B's transformer tensor names and sizes where they tell the
-    /// model apart (the embedder's width, the number of blocks), `double` double-stream blocks.
+    /// model apart (the embedder's width, the number of blocks, the modulation FLUX.2's blocks
+    /// share), `double` double-stream blocks.
     fn klein_shaped(path: &Path, double: usize) {
         let mut names: Vec<String> = (0..double)
             .map(|i| format!("transformer_blocks.{i}.norm.weight"))
             .collect();
+        names.push("double_stream_modulation_img.linear.weight".into());
         names.extend((0..20).map(|i| format!("single_transformer_blocks.{i}.norm.weight")));
         shaped_file(path, ("x_embedder.weight", &[3072, 128]), &names);
     }

@@ -1067,7 +1067,14 @@ fn zeros_file(path: &Path, tensors: &[(String, Vec<usize>)]) {
 /// embedder's width, 5 double- and 20 single-stream blocks); a text encoder file of `width`; a
 /// VAE file of `latent` channels.
 fn comfyui_parts(models: &Path, text_width: usize, latent: usize) -> [PathBuf; 3] {
-    let mut klein = vec![("x_embedder.weight".to_string(), vec![3072, 128])];
+    let mut klein = vec![
+        ("x_embedder.weight".to_string(), vec![3072, 128]),
+        // The modulation FLUX.2's blocks share (FLUX.1's blocks have their own).
+        (
+            "double_stream_modulation_img.linear.weight".to_string(),
+            vec![1],
+        ),
+    ];
     klein.extend((0..5).map(|i| (format!("transformer_blocks.{i}.norm.weight"), vec![1])));
     klein.extend((0..20).map(|i| {
         (
@@ -1122,10 +1129,18 @@ fn models_lists_other_apps_files_and_why_each_runs_or_not() {
     let gguf = comfy.join("checkpoints/tiny-sd.gguf");
     std::fs::copy(fixtures.join("weight-formats/tiny-sd.ldm.q8_0.gguf"), &gguf).unwrap();
     std::fs::write(comfy.join("checkpoints/old.ckpt"), b"pickle").unwrap();
+    // FLUX.2's names: its blocks, and the modulation they share (FLUX.1's blocks have their own).
     let flux = comfy.join("diffusion_models/flux-2-klein-4b.safetensors");
     sdbench_diffusion::io::safetensors::write_f32(
         &flux,
-        &[("double_blocks.0.img_attn.qkv.weight", vec![3, 2], &[0.0; 6])],
+        &[
+            ("double_blocks.0.img_attn.qkv.weight", vec![3, 2], &[0.0; 6]),
+            (
+                "double_stream_modulation_img.lin.weight",
+                vec![3, 2],
+                &[0.0; 6],
+            ),
+        ],
     )
     .unwrap();
     let models = |args: &[&str]| {

@@ -379,3 +379,70 @@ fn comfyui_style_files_run_in_any_order_and_wrong_ones_are_refused() {
         "{vae_as_text}"
     );
 }
+
+/// The transformer file in ComfyUI's scaled FP8 (as `flux1-dev-fp8` is kept: each matrix F8_E4M3
+/// with its `scale_weight`, `linear1`'s fused q, k, v and MLP among them) runs with its weights in
+/// their codes and makes the images of its dequantized values (diffusers' conversion of the file)
+/// in a folder, holding a byte per weight where the f32 folder holds four.
+#[test]
+fn an_fp8_transformer_file_generates_what_its_dequantized_values_generate() {
+    use sdbench_diffusion::io::safetensors::SafeTensors;
+    let formats = common::fixtures().join("weight-formats");
+    let dir = tempfile::tempdir().unwrap();
+    let dequantized = dir.path().join("dev");
+    common::copy_tree(&folder(DEV), &dequantized);
+    let mut reference = SafeTensors::open(
+        &formats.join("tiny-flux1-dev.bfl-transformer.fp8.reference.safetensors"),
+    )
+    .unwrap();
+    let names: Vec<String> = reference.names().map(str::to_string).collect();
+    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = names
+        .iter()
+        .map(|n| {
+            let shape = reference.info(n).unwrap().shape.clone();
+            (n.clone(), shape, reference.read_f32(n).unwrap())
+        })
+        .collect();
+    let refs: Vec<(&str, Vec<usize>, &[f32])> = tensors
+        .iter()
+        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
+        .collect();
+    let weights = dequantized.join("transformer/diffusion_pytorch_model.safetensors");
+    sdbench_diffusion::io::safetensors::write_f32(&weights, &refs).unwrap();
+
+    let request = GenerateRequest {
+        width: 32,
+        height: 48,
+        steps: 2,
+        guidance_scale: 3.5,
+        ..GenerateRequest::new("a photograph of an astronaut riding a horse")
+    };
+    let generate = |source: ModelSource| {
+        let pipe = Pipeline::load_with(
+            &source,
+            select(BackendRequest::Cpu).unwrap(),
+            Some(Precision::F32),
+            LoadOptions::default(),
+        )
+        .unwrap();
+        let image = pipe
+            .generate(&request, &mut |_| {}, &CancelToken::new())
+            .unwrap()
+            .images
+            .remove(0)
+            .float_image;
+        (image, pipe.denoiser_weight_bytes())
+    };
+    let (coded, coded_bytes) = generate(ModelSource::Checkpoint {
+        file: formats.join("tiny-flux1-dev.bfl-transformer.fp8.safetensors"),
+        config: Some(folder(DEV)),
+        parts: ComponentFiles::default(),
+    });
+    let (plain, plain_bytes) = generate(ModelSource::Folder(dequantized));
+    let atol = parity::fixture_tolerance(&common::fixtures(), DEV, Precision::F32).unwrap();
+    assert_close("kept in FP8 codes", &coded, &plain, atol);
+    assert!(
+        coded_bytes * 2 < plain_bytes,
+        "{coded_bytes} bytes kept in codes, {plain_bytes} in f32"
+    );
+}
