@@ -85,7 +85,7 @@ macro_rules! architecture {
             upstream: $upstream,
             denoiser_memory: DenoiserMemory {
                 load_pool_percent: LOAD_POOL_PERCENT,
-                int8_load_pool_percent: LOAD_POOL_PERCENT,
+                int8_load_pool_percent: INT8_LOAD_POOL_PERCENT,
                 step_bytes: |work, rows, placement| step_bytes(work, rows, placement, $text_tokens),
             },
             honours_vae_force_upcast: false,
@@ -222,17 +222,23 @@ fn upstream_dev() -> UpstreamParameters {
     upstream(Flux1TransformerConfig::dev())
 }
 
-// Not measured on FLUX.1 yet: FLUX.2 klein's step, measured on lavapipe at the same width (3072)
-// and head layout (families/flux2/family.rs, docs/memory.md), scaled for FLUX.1's wider
-// feed-forward (4 widths where klein's is 3).
-/// The step's pools and attention chunks, which do not grow with the image.
-const STEP_POOL_BYTES: u64 = 256 << 20;
-/// Per token of one row in f16: klein's 100 KB times 4/3.
-const STEP_BYTES_PER_TOKEN: u64 = 133_000;
-/// Pool pages the transformer's weights leave empty (klein's measured 22%).
-const LOAD_POOL_PERCENT: u64 = 22;
-/// The largest int8 layer: a single block's `proj_out`, 15,360 x 3072 weights.
-const INT8_DEQUANTIZE_BYTES: u64 = int8_dequantize_bytes(15_360 * 3072);
+// Measured on lavapipe (docs/memory.md, "FLUX.1"): a model of schnell's widths with 1 double- and
+// 2 single-stream blocks (of 19 and 38: the blocks run one after another, so a step's activations
+// do not grow with depth), f16, one step, as the step's reserved bytes less the load's.
+/// The step's pools and attention chunks, which do not grow with the image: `low`'s step took
+/// 120 MiB at 512x512 (1,280 tokens) and 304 MiB at 1024x1024 (4,352), 61 KiB a token and 43
+/// MiB besides.
+const STEP_POOL_BYTES: u64 = 48 << 20;
+/// Per token of one row in f16 (the 61 KiB measured, rounded up).
+const STEP_BYTES_PER_TOKEN: u64 = 64 << 10;
+/// Pool pages the transformer's f16 weights leave empty (`low`): reserved after loading less in
+/// use, 390 MiB over the transformer's 1,291 MiB (the VAE's 94 MiB is the rest in use), 30%.
+const LOAD_POOL_PERCENT: u64 = 31;
+/// The same for int8 weights (`minimal`): 280 MiB over the int8 transformer's 698 MiB, 40%.
+const INT8_LOAD_POOL_PERCENT: u64 = 40;
+/// What `minimal`'s step takes beyond `low`'s: 320 MiB more at 512x512, about two of its largest
+/// int8 layers (a single block's `proj_out`, 15,360 x 3072 weights) unpacked at once.
+const INT8_DEQUANTIZE_BYTES: u64 = 2 * int8_dequantize_bytes(15_360 * 3072);
 
 /// One step of `work` at `rows` transformer rows: the image's 2x2 patches and T5's tokens.
 fn step_bytes(work: &RequestShape, rows: u64, placement: &Placement, text_tokens: usize) -> u64 {

@@ -9,6 +9,8 @@ pub mod family;
 mod files;
 mod generate;
 pub mod latents;
+#[cfg(test)]
+mod memory_tests;
 pub mod pipeline;
 mod spec;
 pub mod transformer;
