@@ -39,8 +39,11 @@ The dev-like transformer is also written as Black Forest Labs' single file names
 `single_blocks.N.linear1` with q, k, v and the MLP's input fused, the final modulation's halves
 swapped, norms as `.scale`), checked by converting it back with diffusers' own
 `convert_flux_transformer_checkpoint_to_diffusers`; and the same in ComfyUI's scaled FP8
-(`...bfl-transformer.fp8.safetensors`, as `flux1-dev-fp8` is kept), with diffusers' conversion of its
-dequantized values (`...fp8.reference.safetensors`).
+(`...bfl-transformer.fp8.safetensors`, as `flux1-dev-fp8` is kept) and as a GGUF as city96's FLUX.1
+GGUFs are written (`...bfl-transformer.q8_0.gguf`: Black Forest Labs' names, `general.architecture`
+`flux`, each matrix whose rows are whole 32-value blocks in Q8_0, the rest in F32), each with
+diffusers' conversion of its dequantized values (`...fp8.reference.safetensors`; for the GGUF only
+the tensors Q8_0 changed, `...q8_0.reference.safetensors`).
 
 Output: crates/diffusion/tests/fixtures/tiny-flux1-{schnell,dev}/ and their .reference.* files.
 """
@@ -52,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 import diffusers
 from diffusers import AutoencoderKL, FlowMatchEulerDiscreteScheduler, FluxPipeline, FluxTransformer2DModel
@@ -353,8 +356,6 @@ def make(variant):
 
 def bfl_transformer(folder):
     """The transformer of `folder` in Black Forest Labs' names, checked against diffusers' converter."""
-    from safetensors.torch import load_file
-
     ours = load_file(str(folder / "transformer" / "diffusion_pytorch_model.safetensors"))
     config = json.loads((folder / "transformer" / "config.json").read_text())
     inner = config["num_attention_heads"] * config["attention_head_dim"]
@@ -437,6 +438,39 @@ def main():
     converted = bfl_to_diffusers(dequantized, inner)
     save_file({k: v.contiguous() for k, v in converted.items()},
               str(formats / "tiny-flux1-dev.bfl-transformer.fp8.reference.safetensors"))
+    # The GGUF's reference holds only the tensors Q8_0 changed (the rest are the folder's).
+    dequantized = q8_0_gguf(bfl, formats / "tiny-flux1-dev.bfl-transformer.q8_0.gguf")
+    converted = bfl_to_diffusers(dequantized, inner)
+    folder = load_file(str(OUT / "tiny-flux1-dev" / "transformer" / "diffusion_pytorch_model.safetensors"))
+    changed = {k: v.contiguous() for k, v in converted.items() if not torch.equal(v, folder[k])}
+    assert len(changed) >= 8, len(changed)
+    save_file(changed, str(formats / "tiny-flux1-dev.bfl-transformer.q8_0.reference.safetensors"))
+
+
+def q8_0_gguf(bfl, path):
+    """`bfl` written as a GGUF the way city96's FLUX.1 GGUFs are (each matrix whose rows are whole
+    32-value blocks in Q8_0, the rest in F32); returns the values it holds, dequantized."""
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), "flux")
+    dequantized, quantized = {}, 0
+    for name, tensor in bfl.items():
+        values = tensor.to(torch.float32).numpy()
+        if tensor.ndim == 2 and tensor.shape[-1] % 32 == 0:
+            data = gguf.quants.quantize(values, gguf.GGMLQuantizationType.Q8_0)
+            writer.add_tensor(name, data, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+            back = gguf.quants.dequantize(data, gguf.GGMLQuantizationType.Q8_0)
+            dequantized[name] = torch.from_numpy(np.ascontiguousarray(back, dtype=np.float32))
+            quantized += 1
+        else:
+            writer.add_tensor(name, values)
+            dequantized[name] = tensor.to(torch.float32)
+    assert quantized >= 8, quantized
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return dequantized
 
 
 if __name__ == "__main__":

@@ -386,28 +386,60 @@ fn comfyui_style_files_run_in_any_order_and_wrong_ones_are_refused() {
 /// in a folder, holding a byte per weight where the f32 folder holds four.
 #[test]
 fn an_fp8_transformer_file_generates_what_its_dequantized_values_generate() {
+    let (coded, plain) = kept_codes_against_their_values("fp8.safetensors");
+    assert!(
+        coded * 2 < plain,
+        "{coded} bytes kept in codes, {plain} in f32"
+    );
+}
+
+/// The same as a GGUF as city96's FLUX.1 GGUFs are written (Black Forest Labs' names, the
+/// matrices whose rows are whole 32-value blocks in Q8_0, the rest in F32).
+#[test]
+fn a_q8_0_gguf_transformer_file_generates_what_its_dequantized_values_generate() {
+    let (coded, plain) = kept_codes_against_their_values("q8_0.gguf");
+    assert!(coded < plain, "{coded} bytes kept in codes, {plain} in f32");
+}
+
+/// Generates from `tiny-flux1-dev.bfl-transformer.{ending}` (its weights kept in codes) and from
+/// the folder with the file's dequantized values (`....reference.safetensors`: diffusers'
+/// conversion of them, or of those the format changed) in place of its transformer's: the
+/// images within the fixture's f32 bound. Returns the transformer's device bytes, coded and f32.
+fn kept_codes_against_their_values(ending: &str) -> (u64, u64) {
     use sdbench_diffusion::io::safetensors::SafeTensors;
     let formats = common::fixtures().join("weight-formats");
+    let file = formats.join(format!("tiny-flux1-dev.bfl-transformer.{ending}"));
+    let stem = ending.split('.').next().unwrap();
+    let reference = formats.join(format!(
+        "tiny-flux1-dev.bfl-transformer.{stem}.reference.safetensors"
+    ));
     let dir = tempfile::tempdir().unwrap();
     let dequantized = dir.path().join("dev");
     common::copy_tree(&folder(DEV), &dequantized);
-    let mut reference = SafeTensors::open(
-        &formats.join("tiny-flux1-dev.bfl-transformer.fp8.reference.safetensors"),
-    )
-    .unwrap();
-    let names: Vec<String> = reference.names().map(str::to_string).collect();
-    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = names
-        .iter()
-        .map(|n| {
-            let shape = reference.info(n).unwrap().shape.clone();
-            (n.clone(), shape, reference.read_f32(n).unwrap())
-        })
-        .collect();
+    let weights = dequantized.join("transformer/diffusion_pytorch_model.safetensors");
+    let read_all = |path: &std::path::Path| {
+        let mut file = SafeTensors::open(path).unwrap();
+        let names: Vec<String> = file.names().map(str::to_string).collect();
+        names
+            .into_iter()
+            .map(|n| {
+                let shape = file.info(&n).unwrap().shape.clone();
+                let values = file.read_f32(&n).unwrap();
+                (n, (shape, values))
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let mut tensors = read_all(&weights);
+    let changed = read_all(&reference);
+    assert!(changed.len() >= 8, "{}", changed.len());
+    for (name, tensor) in changed {
+        assert!(tensors.contains_key(&name), "{name}");
+        tensors.insert(name, tensor);
+    }
     let refs: Vec<(&str, Vec<usize>, &[f32])> = tensors
         .iter()
-        .map(|(n, s, d)| (n.as_str(), s.clone(), d.as_slice()))
+        .map(|(n, (s, d))| (n.as_str(), s.clone(), d.as_slice()))
         .collect();
-    let weights = dequantized.join("transformer/diffusion_pytorch_model.safetensors");
     sdbench_diffusion::io::safetensors::write_f32(&weights, &refs).unwrap();
 
     let request = GenerateRequest {
@@ -434,15 +466,12 @@ fn an_fp8_transformer_file_generates_what_its_dequantized_values_generate() {
         (image, pipe.denoiser_weight_bytes())
     };
     let (coded, coded_bytes) = generate(ModelSource::Checkpoint {
-        file: formats.join("tiny-flux1-dev.bfl-transformer.fp8.safetensors"),
+        file,
         config: Some(folder(DEV)),
         parts: ComponentFiles::default(),
     });
     let (plain, plain_bytes) = generate(ModelSource::Folder(dequantized));
     let atol = parity::fixture_tolerance(&common::fixtures(), DEV, Precision::F32).unwrap();
-    assert_close("kept in FP8 codes", &coded, &plain, atol);
-    assert!(
-        coded_bytes * 2 < plain_bytes,
-        "{coded_bytes} bytes kept in codes, {plain_bytes} in f32"
-    );
+    assert_close(&format!("kept in {stem} codes"), &coded, &plain, atol);
+    (coded_bytes, plain_bytes)
 }
