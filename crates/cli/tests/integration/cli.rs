@@ -1118,6 +1118,81 @@ fn listed_model(listed: &serde_json::Value, path: &Path) -> serde_json::Value {
         .clone()
 }
 
+/// `sdbench models` pairs a FLUX.1 [dev] transformer file in Black Forest Labs' names (its
+/// sizes: 19 double- and 38 single-stream blocks of width 3072, the guidance embedding) with
+/// ComfyUI's `clip_l`, `t5xxl` and `ae` files beside it, each told by its names and width.
+#[test]
+fn models_pairs_a_flux1_transformer_with_the_clip_t5_and_vae_beside_it() {
+    let home = tempfile::tempdir().unwrap();
+    let comfy = home.path().join("ComfyUI/models");
+    for sub in ["diffusion_models", "text_encoders", "vae"] {
+        std::fs::create_dir_all(comfy.join(sub)).unwrap();
+    }
+    let mut names = vec![
+        ("img_in.weight".to_string(), vec![3072, 64]),
+        ("vector_in.in_layer.weight".to_string(), vec![1]),
+        ("guidance_in.in_layer.weight".to_string(), vec![1]),
+    ];
+    names.extend((0..19).map(|i| (format!("double_blocks.{i}.img_mod.lin.weight"), vec![1])));
+    names.extend((0..38).map(|i| (format!("single_blocks.{i}.modulation.lin.weight"), vec![1])));
+    let dev = comfy.join("diffusion_models/flux1-dev.safetensors");
+    zeros_file(&dev, &names);
+    let clip = comfy.join("text_encoders/clip_l.safetensors");
+    zeros_file(
+        &clip,
+        &[(
+            "text_model.embeddings.token_embedding.weight".into(),
+            vec![1, 768],
+        )],
+    );
+    let t5 = comfy.join("text_encoders/t5xxl_fp16.safetensors");
+    zeros_file(
+        &t5,
+        &[
+            ("shared.weight".into(), vec![1, 4096]),
+            (
+                "encoder.block.0.layer.0.SelfAttention.q.weight".into(),
+                vec![1],
+            ),
+        ],
+    );
+    let vae = comfy.join("vae/ae.safetensors");
+    zeros_file(
+        &vae,
+        &[
+            ("decoder.conv_in.weight".into(), vec![1, 16, 1, 1]),
+            ("decoder.up_blocks.0.resnets.0.norm1.weight".into(), vec![1]),
+        ],
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_sdbench"))
+        .args(["models", "--json"])
+        .env("HOME", home.path())
+        .env("HF_HUB_CACHE", home.path().join("hf"))
+        .env_remove("SDBENCH_MODELS_DIRS")
+        .env_remove("INVOKEAI_ROOT")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let paired = listed_model(&listed, &dev);
+    assert_eq!(paired["runnable"], true, "{paired}");
+    assert_eq!(paired["family"], "FLUX.1");
+    let texts: Vec<&str> = paired["text_encoders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(texts.len(), 2, "{paired}");
+    for file in [&clip, &t5] {
+        assert!(
+            texts.contains(&file.display().to_string().as_str()),
+            "{paired}"
+        );
+    }
+    assert_eq!(paired["vae"], vae.display().to_string());
+}
+
 /// `sdbench models` finds what other apps keep, says what each is and why it cannot run.
 #[test]
 fn models_lists_other_apps_files_and_why_each_runs_or_not() {
