@@ -110,7 +110,7 @@ impl Pipeline {
             )?;
         }
         let profile = memory::MemoryProfile::of_options(&options);
-        let model = backend_failure::guard(&device, profile, || {
+        let model = backend_failure::guard(&device, profile, Some(precision), || {
             (family.load)(source, device.clone(), precision, options)
         })?;
         Ok(Pipeline {

@@ -7,12 +7,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use super::memory::MemoryProfile;
 use crate::device::{BackendKind, SelectedDevice};
 use crate::error::{DiffusionError, Result};
+use crate::io::weights::Precision;
 
-/// Runs backend work on `device` for a pipeline of `profile`, turning a backend panic and a
-/// backend error (out of memory, a driver error) into an error that explains itself.
+/// Runs backend work on `device` for a pipeline of `profile` running in `precision` (where
+/// known), turning a backend panic and a backend error (out of memory, a driver error) into an
+/// error that explains itself.
 pub(crate) fn guard<T>(
     device: &SelectedDevice,
     profile: Option<MemoryProfile>,
+    precision: Option<Precision>,
     work: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
     let profile = match device.kind {
@@ -21,7 +24,7 @@ pub(crate) fn guard<T>(
     };
     let explain = |message: &str| {
         let backend = device.kind.name().into();
-        let message = explain(message, device.max_buffer_bytes(), profile);
+        let message = explain(message, device.max_buffer_bytes(), profile, precision);
         if is_out_of_memory(&message) {
             DiffusionError::OutOfMemory { backend, message }
         } else {
@@ -43,12 +46,14 @@ pub(crate) fn guard<T>(
 }
 
 /// The person's version of a backend's failure message. `max_buffer` is the device's largest
-/// buffer; `profile` the memory profile the work ran in, so the advice names lighter ones.
+/// buffer; `profile` the memory profile the work ran in, so the advice names lighter ones, and
+/// `precision` the run's, so it names f16 only to a run in f32 (or of unknown precision).
 /// Messages this has explained already pass through unchanged (guards may nest).
 pub(crate) fn explain(
     message: &str,
     max_buffer: Option<u64>,
     profile: Option<MemoryProfile>,
+    precision: Option<Precision>,
 ) -> String {
     if is_out_of_memory(message) {
         return message.to_string();
@@ -60,7 +65,7 @@ pub(crate) fn explain(
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse::<u64>().ok());
-    let advice = advice(profile);
+    let advice = advice(profile, precision);
     match failed_size {
         Some(bytes) if max_buffer.is_some_and(|max| bytes > max) => format!(
             "{TOO_BIG} a {} tensor in one buffer (its largest is {}); {advice}",
@@ -99,8 +104,9 @@ fn mib(bytes: u64) -> String {
     format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
-/// What to try after `profile` ran out: the profiles that need less, then the other levers.
-fn advice(profile: Option<MemoryProfile>) -> String {
+/// What to try after `profile` ran out in `precision`: the profiles that need less, then the
+/// other levers (f16 only where the run was not already in a 16-bit precision).
+fn advice(profile: Option<MemoryProfile>, precision: Option<Precision>) -> String {
     if profile == Some(MemoryProfile::Cpu) {
         return "try a smaller size or fewer images per batch".into();
     }
@@ -122,7 +128,11 @@ fn advice(profile: Option<MemoryProfile>) -> String {
         ),
         None => String::new(),
     };
-    format!("try {profiles}--precision f16, a smaller size, or --memory cpu")
+    let half = match precision {
+        Some(Precision::F16 | Precision::Bf16) => "",
+        Some(Precision::F32) | None => "--precision f16, ",
+    };
+    format!("try {profiles}{half}a smaller size, or --memory cpu")
 }
 
 #[cfg(test)]
@@ -132,7 +142,7 @@ mod tests {
     #[test]
     fn allocation_failures_name_the_size_and_the_lighter_profiles() {
         let too_big = "called `Result::unwrap()` on an `Err` value: can't allocate buffer of size: 151781376\n   0: backtrace lines";
-        let text = explain(too_big, Some(128 << 20), Some(MemoryProfile::Full));
+        let text = explain(too_big, Some(128 << 20), Some(MemoryProfile::Full), None);
         assert_eq!(
             text,
             "the device cannot hold a 145 MiB tensor in one buffer (its largest is 128 MiB); try \
@@ -140,7 +150,7 @@ mod tests {
              f16, a smaller size, or --memory cpu"
         );
         // The same size within the largest buffer: the device ran out.
-        let text = explain(too_big, Some(1 << 30), Some(MemoryProfile::Low));
+        let text = explain(too_big, Some(1 << 30), Some(MemoryProfile::Low), None);
         assert_eq!(
             text,
             "out of device memory: allocating 145 MiB failed; try --memory minimal (the app's \
@@ -148,20 +158,37 @@ mod tests {
         );
         // An unhealthy server's list of errors, as a sync returns it.
         let unhealthy = "An error happened during execution\nCaused by:\n  The server is in an invalid state\nCaused by:\n  [Io(can't allocate buffer of size: 320000000\nNo backtrace available), Io(couldn't find resource for that handle: Memory page 0 doesn't exist\nNo backtrace available)]";
-        let text = explain(unhealthy, None, Some(MemoryProfile::Minimal));
+        let text = explain(unhealthy, None, Some(MemoryProfile::Minimal), None);
         assert_eq!(
             text,
             "out of device memory: allocating 305 MiB failed; try --precision f16, a smaller \
              size, or --memory cpu"
         );
         // Explained once only.
-        assert_eq!(explain(&text, None, None), text);
+        assert_eq!(explain(&text, None, None, None), text);
+        // A run already in f16 or bf16 is not told to use f16.
+        for precision in [Precision::F16, Precision::Bf16] {
+            let text = explain(
+                too_big,
+                Some(128 << 20),
+                Some(MemoryProfile::Low),
+                Some(precision),
+            );
+            assert_eq!(
+                text,
+                "the device cannot hold a 145 MiB tensor in one buffer (its largest is 128 \
+                 MiB); try --memory minimal (the app's System screen), a smaller size, or \
+                 --memory cpu"
+            );
+        }
+        let f32_run = explain(too_big, Some(1 << 30), None, Some(Precision::F32));
+        assert!(f32_run.contains("--precision f16"), "{f32_run}");
     }
 
     #[test]
     fn guarded_work_returns_explained_errors_for_errors_and_panics() {
         let cpu = crate::device::select(crate::BackendRequest::Cpu).unwrap();
-        let failed_sync = guard(&cpu, Some(MemoryProfile::Full), || -> Result<()> {
+        let failed_sync = guard(&cpu, Some(MemoryProfile::Full), None, || -> Result<()> {
             Err(DiffusionError::Backend {
                 backend: "cpu".into(),
                 message: "The server is in an invalid state: [Io(can't allocate buffer of size: 2097152\n".into(),
@@ -174,17 +201,19 @@ mod tests {
             failed_sync.unwrap_err().to_string(),
             format!("the cpu backend failed: {expected}")
         );
-        let panicked = guard(&cpu, None, || -> Result<()> { panic!("out of memory") });
+        let panicked = guard(&cpu, None, None, || -> Result<()> {
+            panic!("out of memory")
+        });
         assert!(panicked
             .unwrap_err()
             .to_string()
             .contains("out of device memory (out of memory)"));
-        assert_eq!(guard(&cpu, None, || Ok(7)).unwrap(), 7);
+        assert_eq!(guard(&cpu, None, None, || Ok(7)).unwrap(), 7);
     }
 
     #[test]
     fn other_failures_pass_through_or_name_out_of_memory() {
-        let oom = explain("CUDA_ERROR_OUT_OF_MEMORY\n  backtrace", None, None);
+        let oom = explain("CUDA_ERROR_OUT_OF_MEMORY\n  backtrace", None, None, None);
         assert_eq!(
             oom,
             "out of device memory (CUDA_ERROR_OUT_OF_MEMORY); try --memory balanced (then low, \
@@ -195,11 +224,12 @@ mod tests {
             "couldn't find resource for that handle: Memory page 0",
             None,
             None,
+            None,
         );
         assert!(lost.starts_with("out of device memory: a tensor's memory could not be allocated"));
-        assert_eq!(explain("device lost", None, None), "device lost");
+        assert_eq!(explain("device lost", None, None, None), "device lost");
         assert_eq!(
-            explain("out of memory", None, Some(MemoryProfile::Cpu)),
+            explain("out of memory", None, Some(MemoryProfile::Cpu), None),
             "out of device memory (out of memory); try a smaller size or fewer images per batch"
         );
     }

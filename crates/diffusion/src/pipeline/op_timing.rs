@@ -158,7 +158,7 @@ pub fn time_case(
     weights: OpWeights,
     repeat: usize,
 ) -> Result<Vec<f64>> {
-    guard(device, None, || {
+    guard(device, None, None, || {
         time_case_unguarded(device, precision, case, weights, repeat)
     })
 }
@@ -265,7 +265,7 @@ pub fn time_dequantize(
         return Ok(None);
     };
     let coded = coded_matrix(dtype, outputs, inputs)?;
-    guard(device, None, || {
+    guard(device, None, None, || {
         let matrix = BlockMatrix::<B>::upload(coded, &device.device);
         time(device, repeat, || matrix.dequantize(precision.dtype())).map(Some)
     })

@@ -452,9 +452,12 @@ impl FamilyPipeline for Flux1Pipeline {
         cancel: &CancelToken,
     ) -> Result<Generated> {
         self.validate(request)?;
-        guard(&self.device, self.memory_profile(), || {
-            stages::generate(&Flux1Run(self), request, sync, progress, cancel)
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || stages::generate(&Flux1Run(self), request, sync, progress, cancel),
+        )
     }
 
     fn parameter_counts(&self) -> ParameterCounts {

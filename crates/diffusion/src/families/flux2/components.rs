@@ -16,9 +16,12 @@ impl Flux2Pipeline {
     /// Component access for timing and tools, on plain values: a prompt's conditioning
     /// [1, 512, 3 x hidden] as f32.
     pub fn run_prompt_encoding(&self, prompt: &str) -> Result<Vec<f32>> {
-        guard(&self.device, self.memory_profile(), || {
-            tensor_to_vec(self.encode_prompt(prompt)?)
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || tensor_to_vec(self.encode_prompt(prompt)?),
+        )
     }
 
     /// One transformer call on packed latents [1, h*w, channels] for a `grid` of h x w tokens
@@ -43,17 +46,22 @@ impl Flux2Pipeline {
                 context.len()
             )));
         }
-        guard(&self.device, self.memory_profile(), || {
-            let x = Tensor::<B, 3>::from_data(
-                TensorData::new(latents.to_vec(), [1, tokens, channels]),
-                dev,
-            );
-            let c = Tensor::<B, 3>::from_data(
-                TensorData::new(context.to_vec(), [1, context.len() / width, width]),
-                dev,
-            );
-            tensor_to_vec(self.run_transformer(x, c, timestep, grid).cast(DType::F32))
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || {
+                let x = Tensor::<B, 3>::from_data(
+                    TensorData::new(latents.to_vec(), [1, tokens, channels]),
+                    dev,
+                );
+                let c = Tensor::<B, 3>::from_data(
+                    TensorData::new(context.to_vec(), [1, context.len() / width, width]),
+                    dev,
+                );
+                tensor_to_vec(self.run_transformer(x, c, timestep, grid).cast(DType::F32))
+            },
+        )
     }
 
     /// The VAE decode of unpatched latents `shape` = [1, C, h, w] -> [1, 3, H, W] values.
@@ -66,13 +74,18 @@ impl Flux2Pipeline {
                 latents.len()
             )));
         }
-        guard(&self.device, self.memory_profile(), || {
-            let z = Tensor::<B, 4>::from_data(
-                TensorData::new(latents.to_vec(), shape),
-                self.vae_device(),
-            );
-            tensor_to_vec(self.decode(z).cast(DType::F32))
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || {
+                let z = Tensor::<B, 4>::from_data(
+                    TensorData::new(latents.to_vec(), shape),
+                    self.vae_device(),
+                );
+                tensor_to_vec(self.decode(z).cast(DType::F32))
+            },
+        )
     }
 
     pub(super) fn timing_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>> {

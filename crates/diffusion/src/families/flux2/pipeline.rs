@@ -309,10 +309,15 @@ impl Flux2Pipeline {
     /// Component access for parity tests: a reference picture's tokens [h*w, 4 x latent
     /// channels] as f32 values, and their grid (h, w).
     pub fn run_reference_tokens(&self, image: &RgbImage) -> Result<(Vec<f32>, (usize, usize))> {
-        guard(&self.device, self.memory_profile(), || {
-            let (tokens, grid) = self.reference_tokens(image)?;
-            Ok((tensor_to_vec(tokens)?, grid))
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || {
+                let (tokens, grid) = self.reference_tokens(image)?;
+                Ok((tensor_to_vec(tokens)?, grid))
+            },
+        )
     }
 
     /// The VAE decode of unpatched latents [1, C, h, w] -> image [1, 3, H, W] in about [-1, 1].
@@ -373,9 +378,12 @@ impl FamilyPipeline for Flux2Pipeline {
         cancel: &CancelToken,
     ) -> Result<Generated> {
         self.validate(request)?;
-        guard(&self.device, self.memory_profile(), || {
-            stages::generate(&Flux2Run(self), request, sync, progress, cancel)
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || stages::generate(&Flux2Run(self), request, sync, progress, cancel),
+        )
     }
 
     fn ignores_guidance(&self) -> bool {

@@ -51,9 +51,12 @@ impl SdPipeline {
             kind,
             scheduler: Cell::new(Some(scheduler)),
         };
-        guard(&self.device, self.memory_profile(), || {
-            stages::generate(&run, request, sync, progress, cancel)
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || stages::generate(&run, request, sync, progress, cancel),
+        )
     }
 
     /// A picture to its scaled latents [1, C, H/f, W/f] (f32): the VAE encoder's mean times the
@@ -169,14 +172,19 @@ impl SdPipeline {
     /// Component access for parity tests and tools: a prompt's conditioning as the UNet gets it
     /// (unguided): text embeddings [1, S, D] and, for SDXL, the pooled embedding [1, P], as f32.
     pub fn run_prompt_encoding(&self, prompt: &str) -> Result<(Vec<f32>, Option<Vec<f32>>)> {
-        guard(&self.device, self.memory_profile(), || {
-            let (context, pooled) = self.encode_texts(&[prompt])?;
-            let pooled = match pooled {
-                Some(p) => Some(tensor_to_vec(p.cast(DType::F32))?),
-                None => None,
-            };
-            Ok((tensor_to_vec(context.cast(DType::F32))?, pooled))
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || {
+                let (context, pooled) = self.encode_texts(&[prompt])?;
+                let pooled = match pooled {
+                    Some(p) => Some(tensor_to_vec(p.cast(DType::F32))?),
+                    None => None,
+                };
+                Ok((tensor_to_vec(context.cast(DType::F32))?, pooled))
+            },
+        )
     }
 
     /// Component access for parity tests and tools: text encoder output for token ids, as f32.
@@ -187,9 +195,12 @@ impl SdPipeline {
                 "token id {bad} is outside the vocabulary ({vocab})"
             )));
         }
-        guard(&self.device, self.memory_profile(), || {
-            tensor_to_vec(self.encode_ids(ids).cast(DType::F32))
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || tensor_to_vec(self.encode_ids(ids).cast(DType::F32)),
+        )
     }
 
     /// One UNet call on raw inputs (f32, row-major): `sample` [N, C, h, w], `context` [N, S, D],
@@ -203,46 +214,61 @@ impl SdPipeline {
         context_shape: [usize; 3],
         text_time: Option<RawTextTime>,
     ) -> Result<Vec<f32>> {
-        guard(&self.device, self.memory_profile(), || {
-            let dev = &self.device.device;
-            let x = Tensor::<B, 4>::from_data(
-                TensorData::new(sample.to_vec(), sample_shape),
-                (dev, DType::F32),
-            );
-            let context = Tensor::<B, 3>::from_data(
-                TensorData::new(context.to_vec(), context_shape),
-                (dev, self.precision.dtype()),
-            );
-            let text_time = text_time.map(|(pooled, shape, ids)| TextTime {
-                text_embeds: Tensor::from_data(
-                    TensorData::new(pooled.to_vec(), shape),
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || {
+                let dev = &self.device.device;
+                let x = Tensor::<B, 4>::from_data(
+                    TensorData::new(sample.to_vec(), sample_shape),
                     (dev, DType::F32),
-                ),
-                time_ids: ids.to_vec(),
-            });
-            let cond = Conditioning { context, text_time };
-            let unet = self.unet.on_device(&self.device);
-            tensor_to_vec(unet.module.forward(x, timestep, &cond)?.cast(DType::F32))
-        })
+                );
+                let context = Tensor::<B, 3>::from_data(
+                    TensorData::new(context.to_vec(), context_shape),
+                    (dev, self.precision.dtype()),
+                );
+                let text_time = text_time.map(|(pooled, shape, ids)| TextTime {
+                    text_embeds: Tensor::from_data(
+                        TensorData::new(pooled.to_vec(), shape),
+                        (dev, DType::F32),
+                    ),
+                    time_ids: ids.to_vec(),
+                });
+                let cond = Conditioning { context, text_time };
+                let unet = self.unet.on_device(&self.device);
+                tensor_to_vec(unet.module.forward(x, timestep, &cond)?.cast(DType::F32))
+            },
+        )
     }
 
     /// One VAE encode of a picture: the latent distribution's mean [1, C, H/f, W/f] (no scaling).
     pub fn run_vae_encode(&self, image: &RgbImage) -> Result<Vec<f32>> {
-        guard(&self.device, self.memory_profile(), || {
-            let scaled = self.encode_image(image)?;
-            tensor_to_vec(scaled / self.vae.scaling_factor())
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || {
+                let scaled = self.encode_image(image)?;
+                tensor_to_vec(scaled / self.vae.scaling_factor())
+            },
+        )
     }
 
     /// One VAE decode of raw latents (no scaling), returning [N, 3, H, W] in about [-1, 1].
     pub fn run_vae_decode(&self, latents: &[f32], shape: [usize; 4]) -> Result<Vec<f32>> {
-        guard(&self.device, self.memory_profile(), || {
-            let z = Tensor::<B, 4>::from_data(
-                TensorData::new(latents.to_vec(), shape),
-                (self.vae_device(), DType::F32),
-            );
-            tensor_to_vec(self.decode_latents(z).cast(DType::F32))
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || {
+                let z = Tensor::<B, 4>::from_data(
+                    TensorData::new(latents.to_vec(), shape),
+                    (self.vae_device(), DType::F32),
+                );
+                tensor_to_vec(self.decode_latents(z).cast(DType::F32))
+            },
+        )
     }
 
     /// The decode stage's tiles and buffer limit for this placement.

@@ -548,9 +548,12 @@ impl FamilyPipeline for Sd3Pipeline {
         cancel: &CancelToken,
     ) -> Result<Generated> {
         self.validate(request)?;
-        guard(&self.device, self.memory_profile(), || {
-            stages::generate(&Sd3Run(self), request, sync, progress, cancel)
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || stages::generate(&Sd3Run(self), request, sync, progress, cancel),
+        )
     }
 
     fn parameter_counts(&self) -> ParameterCounts {

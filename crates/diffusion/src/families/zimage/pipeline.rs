@@ -438,9 +438,12 @@ impl FamilyPipeline for ZImagePipeline {
         cancel: &CancelToken,
     ) -> Result<Generated> {
         self.validate(request)?;
-        guard(&self.device, self.memory_profile(), || {
-            stages::generate(&ZImageRun(self), request, sync, progress, cancel)
-        })
+        guard(
+            &self.device,
+            self.memory_profile(),
+            Some(self.info.placement.denoiser),
+            || stages::generate(&ZImageRun(self), request, sync, progress, cancel),
+        )
     }
 
     fn parameter_counts(&self) -> ParameterCounts {
