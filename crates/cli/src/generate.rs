@@ -37,9 +37,10 @@ pub struct GenerateArgs {
     /// Denoising steps.
     #[arg(long, default_value_t = 30)]
     steps: usize,
-    /// Classifier-free guidance scale: 1 or less turns guidance off for Stable Diffusion and FLUX.2
-    /// models; Z-Image guides at any scale above 0 (its Turbo model runs at 0). FLUX.1 [dev] reads
-    /// it as an input of the model, with no second pass (3.5 on its model card); schnell ignores it.
+    /// Guidance scale. Whether it runs classifier-free guidance (a second denoiser pass on the
+    /// negative prompt) is the model family's rule, as its diffusers pipeline has it: above 1 for
+    /// most, above 0 for some, never for a model that reads the scale as an input of its own
+    /// (docs/models.md says which).
     #[arg(long, default_value_t = 7.5)]
     guidance: f64,
     /// Z-Image: steps whose (1000 - t) / 1000 is above this run unguided (diffusers'
@@ -50,9 +51,9 @@ pub struct GenerateArgs {
     /// (diffusers' `cfg_normalization`; 1 as its `True`).
     #[arg(long, value_name = "FACTOR")]
     cfg_normalization: Option<f64>,
-    /// FLUX.1: true classifier-free guidance at this scale, above 1 (diffusers' `true_cfg_scale`):
-    /// a second transformer pass a step on --negative (the empty prompt unless given), beside
-    /// --guidance, which [dev] reads as an input of the model.
+    /// True classifier-free guidance at this scale, above 1 (diffusers' `true_cfg_scale`), for
+    /// models that read --guidance as an input of their own: a second denoiser pass a step on
+    /// --negative (the empty prompt unless given). Other models refuse it by name.
     #[arg(long, value_name = "SCALE")]
     true_cfg_scale: Option<f64>,
     /// Stable Diffusion 3.5: skip-layer guidance over these transformer blocks on guided steps

@@ -15,9 +15,9 @@ use crate::progress::DownloadBar;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ModelFileArgs {
     /// For a model file: a diffusers model folder whose configs, tokenizer and scheduler describe
-    /// it. Without it, an SD1.x, SD2.x or SDXL checkpoint is read with SD1.5's, SD2.1's or SDXL
-    /// base's, built in, by its tensor names; a FLUX.1, FLUX.2 klein 4B or Z-Image-Turbo
-    /// transformer file (ComfyUI's) with its Hub repository's (fetched once, no weights). A transformer file's
+    /// it. Without it, a checkpoint is read with its built-in preset's configs, found by its tensor
+    /// names, and a transformer file (ComfyUI's) of a built-in preset's sizes with that preset's Hub
+    /// repository's (fetched once, no weights); docs/models.md lists them. A transformer file's
     /// text encoder and VAE come from this folder unless --text-encoder and --vae name files.
     #[arg(long, value_name = "FOLDER")]
     pub model_config: Option<PathBuf>,

@@ -239,7 +239,7 @@ export const systemScreen: Screen = {
         field("GPU memory (GiB)", settingsForm.memoryLimit,
           "what the memory check and auto assume the GPU holds; empty: what it has free (read on NVIDIA and AMD; other GPUs are not checked unless this is set)"),
         field("Model", settingsForm.model, "a Hub id, a diffusers folder or .safetensors file on this machine, or synthetic"),
-        field("Model config", settingsForm.modelConfig, "a diffusers folder describing a model file; a FLUX.1, FLUX.2 klein 4B or Z-Image-Turbo transformer file needs none (its repository's configs are fetched once, without weights)"),
+        field("Model config", settingsForm.modelConfig, "a diffusers folder describing a model file; a checkpoint or transformer file of a built-in model's sizes needs none (its repository's configs are fetched once, without weights)"),
         field("Text encoder files", settingsForm.textEncoders, "a model file's text encoders as files of their own, as ComfyUI keeps them in models/text_encoders/ (CLIP, T5 or Qwen3), one per line in any order: each file's role is found from its tensors"),
         field("VAE file", settingsForm.vae, "a model file's VAE as a file of its own (ComfyUI's models/vae/), replacing a checkpoint's own"),
         field("Model folders", settingsForm.modelDirs,

@@ -16,7 +16,8 @@ use crate::io::weights::{Init, Values, WeightSource};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Derived {
     /// Slices `first..first + count` of `parts` equal slices along the first dimension (a fused
-    /// q/k/v projection's part; FLUX.1's fused q/k/v and MLP projection's MLP, 4 of 7 slices).
+    /// q/k/v projection's part; the 4-width MLP input of a projection fused with q, k and v, 4 of
+    /// 7 slices).
     Rows {
         stored: String,
         first: usize,

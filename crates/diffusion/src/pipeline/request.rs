@@ -65,7 +65,7 @@ pub struct GuidanceOptions {
     /// Skip-layer guidance (SD3.5's `skip_guidance_layers`).
     pub skip_layers: Option<SkipLayerGuidance>,
     /// True classifier-free guidance beside a guidance scale the model reads as an input
-    /// (FLUX.1's `true_cfg_scale`): above 1, each step adds a pass on the negative prompt (the
+    /// (diffusers' `true_cfg_scale`): above 1, each step adds a pass on the negative prompt (the
     /// empty one unless given) and combines them as `uncond + s (cond - uncond)`.
     pub true_cfg: Option<f64>,
 }
