@@ -2,6 +2,7 @@
 //! their codes), NumPy arrays, PNG and JPEG pictures. Layers are built from them by
 //! `nn::loader`; each family converts its own files' names.
 
+pub mod bfl_names;
 pub mod component_file;
 pub mod file_weights;
 pub mod ggml_blocks;

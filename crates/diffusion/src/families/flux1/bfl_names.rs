@@ -6,6 +6,7 @@
 //! `model.diffusion_model.`, or already in diffusers' names. Each name is converted as diffusers'
 //! `convert_flux_transformer_checkpoint_to_diffusers` converts it.
 
+use crate::io::bfl_names::BflLayout;
 use crate::io::component_file::{Converted, DenoiserNames};
 
 /// FLUX.1's transformer files, for `io::component_file`. The layouts are told by what only
@@ -75,56 +76,40 @@ const SINGLE_BLOCK: &[(&str, &str)] = &[
     ("norm.key_norm", "attn.norm_k"),
 ];
 
-/// A BFL name in diffusers' FluxTransformer2DModel (`final_layer.adaLN_modulation.1` stores
-/// (shift, scale); diffusers loads (scale, shift)).
+/// FLUX.1's modules in Black Forest Labs' layout.
+static LAYOUT: BflLayout = BflLayout {
+    renames: RENAMES,
+    double_block: DOUBLE_BLOCK,
+    single_block: SINGLE_BLOCK,
+    fused,
+};
+
+/// A BFL name in diffusers' FluxTransformer2DModel.
 fn convert(name: &str) -> Option<Converted> {
-    if let Some(found) = RENAMES
-        .iter()
-        .find_map(|(old, new)| name.strip_prefix(old).map(|t| format!("{new}{t}")))
-    {
-        return Some(Converted::Name(found));
-    }
-    if let Some(param) = name.strip_prefix("final_layer.adaLN_modulation.1.") {
-        return Some(Converted::SwapHalves(format!("norm_out.linear.{param}")));
-    }
-    let (blocks, table, new_blocks) = if let Some(rest) = name.strip_prefix("double_blocks.") {
-        (rest, DOUBLE_BLOCK, "transformer_blocks")
-    } else if let Some(rest) = name.strip_prefix("single_blocks.") {
-        (rest, SINGLE_BLOCK, "single_transformer_blocks")
-    } else {
-        return None;
-    };
-    let (index, inner) = blocks.split_once('.')?;
-    let index: usize = index.parse().ok()?;
-    let (module, param) = inner.rsplit_once('.')?;
-    let param = if param == "scale" { "weight" } else { param };
-    let prefix = format!("{new_blocks}.{index}.");
+    LAYOUT.convert(name)
+}
+
+/// The fused projections: a double block's q/k/v per stream, and a single block's `linear1`.
+fn fused(prefix: &str, module: &str, param: &str) -> Option<Converted> {
     let attn = |p: &str| format!("{prefix}attn.{p}.{param}");
-    match (new_blocks, module) {
-        ("transformer_blocks", "img_attn.qkv") => {
-            return Some(Converted::Fused(["to_q", "to_k", "to_v"].map(attn)))
-        }
-        ("transformer_blocks", "txt_attn.qkv") => {
-            return Some(Converted::Fused(
-                ["add_q_proj", "add_k_proj", "add_v_proj"].map(attn),
-            ))
-        }
+    let double = prefix.starts_with("transformer_blocks.");
+    match module {
+        "img_attn.qkv" if double => Some(Converted::Fused(["to_q", "to_k", "to_v"].map(attn))),
+        "txt_attn.qkv" if double => Some(Converted::Fused(
+            ["add_q_proj", "add_k_proj", "add_v_proj"].map(attn),
+        )),
         // q, k, v (a width each) and the MLP's input (4 widths): 7 equal slices of its rows.
-        ("single_transformer_blocks", "linear1") => {
-            return Some(Converted::Split {
-                parts: 7,
-                pieces: vec![
-                    (attn("to_q"), 1),
-                    (attn("to_k"), 1),
-                    (attn("to_v"), 1),
-                    (format!("{prefix}proj_mlp.{param}"), 4),
-                ],
-            })
-        }
-        _ => {}
+        "linear1" if !double => Some(Converted::Split {
+            parts: 7,
+            pieces: vec![
+                (attn("to_q"), 1),
+                (attn("to_k"), 1),
+                (attn("to_v"), 1),
+                (format!("{prefix}proj_mlp.{param}"), 4),
+            ],
+        }),
+        _ => None,
     }
-    let (_, new) = table.iter().find(|(old, _)| *old == module)?;
-    Some(Converted::Name(format!("{prefix}{new}.{param}")))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! as diffusers' `convert_flux2_transformer_checkpoint_to_diffusers` converts it: the fused q/k/v
 //! projections split in three and the final modulation's halves swapped.
 
+use crate::io::bfl_names::BflLayout;
 use crate::io::component_file::{Converted, DenoiserNames};
 
 /// FLUX.2's transformer files, for `io::component_file`. The layouts are told by what only FLUX.2
@@ -75,44 +76,33 @@ const SINGLE_BLOCK: &[(&str, &str)] = &[
     ("norm.key_norm", "attn.norm_k"),
 ];
 
-/// A BFL name in diffusers' Flux2Transformer2DModel (`final_layer.adaLN_modulation.1` stores
-/// (shift, scale); diffusers loads (scale, shift)).
+/// FLUX.2's modules in Black Forest Labs' layout.
+static LAYOUT: BflLayout = BflLayout {
+    renames: RENAMES,
+    double_block: DOUBLE_BLOCK,
+    single_block: SINGLE_BLOCK,
+    fused,
+};
+
+/// A BFL name in diffusers' Flux2Transformer2DModel.
 fn convert(name: &str) -> Option<Converted> {
-    if let Some(found) = RENAMES
-        .iter()
-        .find_map(|(old, new)| name.strip_prefix(old).map(|t| format!("{new}{t}")))
-    {
-        return Some(Converted::Name(found));
-    }
-    if let Some(param) = name.strip_prefix("final_layer.adaLN_modulation.1.") {
-        return Some(Converted::SwapHalves(format!("norm_out.linear.{param}")));
-    }
-    let (blocks, table, new_blocks) = if let Some(rest) = name.strip_prefix("double_blocks.") {
-        (rest, DOUBLE_BLOCK, "transformer_blocks")
-    } else if let Some(rest) = name.strip_prefix("single_blocks.") {
-        (rest, SINGLE_BLOCK, "single_transformer_blocks")
-    } else {
+    LAYOUT.convert(name)
+}
+
+/// The fused projections: a double block's q/k/v per stream (a single block's `linear1` stays
+/// whole: diffusers keeps it as `to_qkv_mlp_proj`).
+fn fused(prefix: &str, module: &str, param: &str) -> Option<Converted> {
+    if !prefix.starts_with("transformer_blocks.") {
         return None;
-    };
-    let (index, inner) = blocks.split_once('.')?;
-    let index: usize = index.parse().ok()?;
-    let (module, param) = inner.rsplit_once('.')?;
-    let param = if param == "scale" { "weight" } else { param };
-    let prefix = format!("{new_blocks}.{index}.");
-    let fused = match module {
-        "img_attn.qkv" if new_blocks == "transformer_blocks" => Some(["to_q", "to_k", "to_v"]),
-        "txt_attn.qkv" if new_blocks == "transformer_blocks" => {
-            Some(["add_q_proj", "add_k_proj", "add_v_proj"])
-        }
-        _ => None,
-    };
-    if let Some(parts) = fused {
-        return Some(Converted::Fused(
-            parts.map(|p| format!("{prefix}attn.{p}.{param}")),
-        ));
     }
-    let (_, new) = table.iter().find(|(old, _)| *old == module)?;
-    Some(Converted::Name(format!("{prefix}{new}.{param}")))
+    let attn = |p: &str| format!("{prefix}attn.{p}.{param}");
+    match module {
+        "img_attn.qkv" => Some(Converted::Fused(["to_q", "to_k", "to_v"].map(attn))),
+        "txt_attn.qkv" => Some(Converted::Fused(
+            ["add_q_proj", "add_k_proj", "add_v_proj"].map(attn),
+        )),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
