@@ -10,8 +10,8 @@ use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::memory_need::{
-    denoiser_step_bytes, denoiser_weight_bytes, estimate, gib, vae_pixels, MemoryNeed, ModelSize,
-    RequestShape, DEVICE_PROFILES,
+    denoiser_step_bytes, denoiser_weight_bytes, estimate, four_bit_advice, gib, vae_pixels,
+    MemoryNeed, ModelSize, RequestShape, DEVICE_PROFILES,
 };
 use crate::pipeline::{LoadOptions, Placement};
 
@@ -261,16 +261,17 @@ pub fn choose_profile(
             gib(h)
         )));
     }
-    let minimal = estimate(size, &placement_of(MemoryProfile::Minimal), work);
-    choice(
-        MemoryProfile::Cpu,
-        format!(
-            "even minimal needs about {} for {what} and the device has {} ({})",
-            gib(minimal.peak()),
-            gib(available),
-            device.memory_for_fit_meaning()
-        ),
-    )
+    let minimal = placement_of(MemoryProfile::Minimal);
+    let mut reason = format!(
+        "even minimal needs about {} for {what} and the device has {} ({})",
+        gib(estimate(size, &minimal, work).peak()),
+        gib(available),
+        device.memory_for_fit_meaning()
+    );
+    if let Some(advice) = four_bit_advice(size, &minimal, work, available) {
+        reason += &format!("; {advice}");
+    }
+    choice(MemoryProfile::Cpu, reason)
 }
 
 #[cfg(test)]

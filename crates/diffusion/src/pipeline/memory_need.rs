@@ -7,7 +7,9 @@
 
 use crate::device::SelectedDevice;
 use crate::error::{DiffusionError, Result};
-use crate::io::kept_weights::KeptWeights;
+use crate::io::ggml_blocks::GgmlType;
+use crate::io::kept_weights::{code_bytes, KeptWeights};
+use crate::io::safetensors::StDtype;
 use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
 use crate::models::vae_tiling::VaeTiles;
@@ -55,6 +57,9 @@ pub struct DenoiserMemory {
     pub load_pool_percent: u64,
     /// The same with int8 weights, whose tensors are half the size and fill pages differently.
     pub int8_load_pool_percent: u64,
+    /// Pool bytes the load leaves besides, whatever the model's depth (0 where the percentage was
+    /// fitted with none).
+    pub load_pool_bytes: u64,
     /// One denoising step's activations for `work` with `rows` rows at once (guidance's two rows
     /// per image, or one), int8 dequantization included.
     pub step_bytes: fn(work: &RequestShape, rows: u64, placement: &Placement) -> u64,
@@ -173,7 +178,7 @@ pub fn estimate(size: &ModelSize, placement: &Placement, work: &RequestShape) ->
         true => memory.int8_load_pool_percent,
         false => memory.load_pool_percent,
     };
-    let denoiser = denoiser + denoiser * pool_percent / 100;
+    let denoiser = denoiser + denoiser * pool_percent / 100 + memory.load_pool_bytes;
     let vae = if placement.vae_on_cpu {
         0
     } else {
@@ -267,6 +272,64 @@ pub(crate) fn vae_pixels(size: &ModelSize, placement: &Placement, work: &Request
     pixels.min((tile * tile) as u64)
 }
 
+/// What a pipeline keeps to check requests against the device's memory: the model's size, its
+/// VAE's config and the load's options.
+#[derive(Debug, Clone)]
+pub struct FitContext {
+    pub size: ModelSize,
+    pub vae: VaeConfig,
+    pub options: LoadOptions,
+    /// A step-distilled model makes one denoiser call a step whatever the guidance.
+    pub one_call_per_step: bool,
+}
+
+impl FitContext {
+    pub fn new(size: ModelSize, vae: VaeConfig, options: LoadOptions) -> Self {
+        FitContext {
+            size,
+            vae,
+            options,
+            one_call_per_step: false,
+        }
+    }
+
+    /// `check_fit` for `work` on `device` with `placement`.
+    pub fn check(
+        &self,
+        placement: &Placement,
+        device: &SelectedDevice,
+        work: &RequestShape,
+    ) -> Result<()> {
+        let work = RequestShape {
+            guided: work.guided && !self.one_call_per_step,
+            ..*work
+        };
+        check_fit(
+            &self.size,
+            &self.vae,
+            placement,
+            device,
+            &work,
+            &self.options,
+        )
+    }
+
+    /// `check` for the request the front end plans, else one guided image at the family's usual
+    /// size: a placement that cannot hold it is refused before any weight is read.
+    pub fn check_planned(&self, placement: &Placement, device: &SelectedDevice) -> Result<()> {
+        let planned = self
+            .options
+            .planned
+            .unwrap_or_else(|| RequestShape::usual(self.size.family));
+        self.check(placement, device, &planned)
+    }
+
+    /// The memory profile the load's options are (`None` for options no profile gives).
+    pub fn profile(&self) -> Option<MemoryProfile> {
+        MemoryProfile::of_options(&self.options)
+    }
+}
+
 /// Refuses work that will not fit the device's memory, naming what it needs and the profile that
 /// would fit. Checked where the device's memory size is known (the free memory NVML or amdgpu's
 /// sysfs report, the CUDA or HIP driver's total, or `--memory-limit`). `options`: the load's
@@ -304,12 +367,11 @@ pub fn check_fit(
     let fitting = first_fitting(available, |p| estimate(size, &placement_of(p), work));
     let advice = match fitting {
         Some((profile, need)) => format!(
-            "--memory {profile} needs about {} (in the app: System, Memory profile)",
+            "--memory {profile}{} needs about {} (in the app: System, Memory profile)",
+            int8_remark(size, profile),
             gib(need.peak())
         ),
-        None => "no profile on this device fits: use --memory cpu, a smaller size or fewer \
-                 images per batch"
-            .to_string(),
+        None => no_profile_fits(size, &placement_of(MemoryProfile::Minimal), work, available),
     };
     Err(DiffusionError::DoesNotFit(format!(
         "out of device memory before starting: {current} needs about {} for {} \
@@ -322,6 +384,77 @@ pub fn check_fit(
         gib(available),
         device.memory_for_fit_meaning(),
     )))
+}
+
+/// What `minimal` is, where it fits a model whose file is not already in codes: its denoiser's
+/// weights in int8, as small on the device as an 8-bit file's (so no such file is needed).
+fn int8_remark(size: &ModelSize, profile: MemoryProfile) -> &'static str {
+    match profile == MemoryProfile::Minimal && size.denoiser_kept.params == 0 {
+        true => " (the denoiser's weights in int8: as small as an FP8 or Q8_0 file of it)",
+        false => "",
+    }
+}
+
+/// The advice when no profile fits the model's weights: a 4-bit file of the model where one would
+/// fit (`four_bit_advice`), else the CPU or a smaller request.
+fn no_profile_fits(
+    size: &ModelSize,
+    minimal: &Placement,
+    work: &RequestShape,
+    available: u64,
+) -> String {
+    match four_bit_advice(size, minimal, work, available) {
+        Some(advice) => format!("no profile fits these weights, but {advice}"),
+        None => "no profile on this device fits: use --memory cpu, a smaller size or fewer images \
+                 per batch"
+            .to_string(),
+    }
+}
+
+/// "with the denoiser in 4-bit codes (a Q4_K GGUF file...) --memory minimal needs about X" where
+/// such a file of the model would fit `available` bytes in `minimal` (its placement given), and
+/// the model's own file is not that small already.
+pub fn four_bit_advice(
+    size: &ModelSize,
+    minimal: &Placement,
+    work: &RequestShape,
+    available: u64,
+) -> Option<String> {
+    let need = estimate(&in_four_bit_codes(size)?, minimal, work).peak();
+    (need <= available).then(|| {
+        format!(
+            "with the denoiser in 4-bit codes (a Q4_K GGUF file of this model, given with \
+             --model; `sdbench models` lists the files it finds) --memory minimal needs about {}",
+            gib(need)
+        )
+    })
+}
+
+/// The model with its denoiser's matrices in Q4_K codes (the 4-bit GGUF people run most) as the
+/// device keeps them (`code_bytes`); the layers every run keeps in full precision stay so. `None`
+/// when its file's codes are that small already. The largest matrix's dequantization is counted
+/// by `minimal`'s int8 working memory, which is larger.
+fn in_four_bit_codes(size: &ModelSize) -> Option<ModelSize> {
+    const SIDE: usize = 4096;
+    let q4_k = StDtype::Ggml(GgmlType::Q4K);
+    let bytes_per_matrix = code_bytes(q4_k, SIDE, SIDE)?;
+    let per_matrix = (SIDE * SIDE) as u64;
+    let kept = &size.denoiser_kept;
+    if kept.params > 0 && kept.device_bytes * per_matrix <= kept.params * bytes_per_matrix {
+        return None;
+    }
+    let params = size.denoiser_params
+        - size
+            .denoiser_full_precision_params
+            .min(size.denoiser_params);
+    Some(ModelSize {
+        denoiser_kept: KeptWeights {
+            params,
+            device_bytes: params * bytes_per_matrix / per_matrix,
+            largest: 0,
+        },
+        ..*size
+    })
 }
 
 /// The profiles that run on the device, from the fastest to the one that needs least.

@@ -6,7 +6,7 @@ use crate::engine::choose_auto;
 use crate::engine::registry::FAMILIES;
 use crate::io::kept_weights::KeptWeights;
 use crate::pipeline::host_memory::choose_profile;
-use crate::pipeline::memory_test_support::{need, placement, upstream, vae, work};
+use crate::pipeline::memory_test_support::{gpu, need, placement, upstream, vae, work};
 use crate::pipeline::{ModelSource, Preset};
 
 /// Every architecture of every family.
@@ -44,26 +44,6 @@ fn the_first_fitting_profile_is_the_fastest_that_fits() {
         assert_eq!(first_fitting(minimal - 1, need), None, "{family}");
     }
     assert_eq!(gib(3 << 29), "1.5 GiB");
-}
-
-/// A GPU-like device of `memory` bytes (the CPU backend underneath: nothing runs).
-fn gpu(memory: Option<u64>) -> SelectedDevice {
-    SelectedDevice {
-        kind: crate::BackendKind::Cuda,
-        device: crate::device::cpu_device(),
-        info: crate::DeviceInfo {
-            index: 0,
-            name: "a test GPU".into(),
-            class: "discrete GPU",
-            driver: None,
-            memory_bytes: memory,
-            pci_bus: None,
-            software: false,
-            pci_vendor: Some(0x10de),
-        },
-        memory_limit: None,
-        memory_free: None,
-    }
 }
 
 #[test]

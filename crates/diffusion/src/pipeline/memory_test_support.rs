@@ -1,6 +1,7 @@
 //! What the memory tests of every family share: a placement, the upstream model's size, its need
 //! for a request, a square request.
 
+use crate::device::SelectedDevice;
 use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
 use crate::pipeline::family::Family;
@@ -28,6 +29,26 @@ pub fn upstream(family: Family) -> ModelSize {
 /// What the upstream model of `family` needs with `placement` for `work`.
 pub fn need(family: Family, placement: &Placement, work: &RequestShape) -> MemoryNeed {
     estimate(&upstream(family), placement, work)
+}
+
+/// A GPU-like device of `memory` bytes (the CPU backend underneath: nothing runs).
+pub fn gpu(memory: Option<u64>) -> SelectedDevice {
+    SelectedDevice {
+        kind: crate::BackendKind::Cuda,
+        device: crate::device::cpu_device(),
+        info: crate::DeviceInfo {
+            index: 0,
+            name: "a test GPU".into(),
+            class: "discrete GPU",
+            driver: None,
+            memory_bytes: memory,
+            pci_bus: None,
+            software: false,
+            pci_vendor: Some(0x10de),
+        },
+        memory_limit: None,
+        memory_free: None,
+    }
 }
 
 /// One guided image of `side` pixels.

@@ -86,6 +86,7 @@ macro_rules! architecture {
             denoiser_memory: DenoiserMemory {
                 load_pool_percent: LOAD_POOL_PERCENT,
                 int8_load_pool_percent: INT8_LOAD_POOL_PERCENT,
+                load_pool_bytes: LOAD_POOL_BYTES,
                 step_bytes: |work, rows, placement| step_bytes(work, rows, placement, $text_tokens),
             },
             honours_vae_force_upcast: false,
@@ -231,11 +232,15 @@ fn upstream_dev() -> UpstreamParameters {
 const STEP_POOL_BYTES: u64 = 48 << 20;
 /// Per token of one row in f16 (the 61 KiB measured, rounded up).
 const STEP_BYTES_PER_TOKEN: u64 = 64 << 10;
-/// Pool pages the transformer's f16 weights leave empty (`low`): reserved after loading less in
-/// use, 390 MiB over the transformer's 1,291 MiB (the VAE's 94 MiB is the rest in use), 30%.
-const LOAD_POOL_PERCENT: u64 = 31;
-/// The same for int8 weights (`minimal`): 280 MiB over the int8 transformer's 698 MiB, 40%.
-const INT8_LOAD_POOL_PERCENT: u64 = 40;
+/// Pool pages the transformer's weights leave empty: reserved after loading less in use (the VAE's
+/// 94 MiB is the rest in use), at two depths. `low` (f16): 390 MiB over the transformer's 1,291
+/// MiB (1+2 blocks), 665 over 4,856 (4+8 blocks): 7.7% of each block added and 290 MiB besides.
+const LOAD_POOL_PERCENT: u64 = 8;
+/// The same for int8 weights (`minimal`): 280 MiB over 698 MiB, 359 over 2,483: 4.4% of each
+/// block added and 249 MiB besides.
+const INT8_LOAD_POOL_PERCENT: u64 = 5;
+/// What neither depth's pages grow with (the larger of the two fits, rounded up).
+const LOAD_POOL_BYTES: u64 = 296 << 20;
 /// What `minimal`'s step takes beyond `low`'s: 320 MiB more at 512x512, about two of its largest
 /// int8 layers (a single block's `proj_out`, 15,360 x 3072 weights) unpacked at once.
 const INT8_DEQUANTIZE_BYTES: u64 = 2 * int8_dequantize_bytes(15_360 * 3072);

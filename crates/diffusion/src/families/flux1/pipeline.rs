@@ -29,7 +29,7 @@ use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::DecodePlan;
 use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
+use crate::pipeline::memory_need::{FitContext, ModelSize, RequestShape};
 use crate::pipeline::offload::Offloadable;
 use crate::pipeline::part_files;
 use crate::pipeline::stages;
@@ -61,11 +61,9 @@ pub struct Flux1Pipeline {
     in_channels: usize,
     pub(super) takes_guidance: bool,
     vae: VaeDecoder<B>,
-    vae_config: VaeConfig,
     scheduler: FlowMatchConfig,
     pub info: ModelInfo,
-    size: ModelSize,
-    options: LoadOptions,
+    fit: FitContext,
 }
 
 /// Each network's weights, in load order.
@@ -219,17 +217,8 @@ impl Flux1Pipeline {
         weight_files: Vec<PathBuf>,
     ) -> Result<Self> {
         let family = super::family::family_of(&spec.transformer.value);
-        let planned = options
-            .planned
-            .unwrap_or_else(|| RequestShape::usual(family));
-        memory_need::check_fit(
-            &size,
-            &spec.vae.value,
-            &placement,
-            &device,
-            &planned,
-            &options,
-        )?;
+        let fit = FitContext::new(size, spec.vae.value.clone(), options);
+        fit.check_planned(&placement, &device)?;
         let tokenizers = match &spec.tokenizers {
             Some(folders) => Some(Tokenizers {
                 clip: Tokenizer::from_folder(&folders.clip)?,
@@ -276,10 +265,8 @@ impl Flux1Pipeline {
             takes_guidance: transformer.takes_guidance(),
             transformer: Offloadable::new(transformer),
             vae,
-            vae_config: spec.vae.value.clone(),
             scheduler: spec.scheduler,
-            size,
-            options,
+            fit,
         };
         pipeline.device.sync()?;
         Ok(pipeline)
@@ -434,14 +421,7 @@ impl FamilyPipeline for Flux1Pipeline {
     }
 
     fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        memory_need::check_fit(
-            &self.size,
-            &self.vae_config,
-            &self.info.placement,
-            &self.device,
-            shape,
-            &self.options,
-        )
+        self.fit.check(&self.info.placement, &self.device, shape)
     }
 
     fn generate_with_sync(
@@ -470,7 +450,7 @@ impl FamilyPipeline for Flux1Pipeline {
     }
 
     fn memory_profile(&self) -> Option<MemoryProfile> {
-        MemoryProfile::of_options(&self.options)
+        self.fit.profile()
     }
 
     fn denoiser_weight_bytes(&self) -> u64 {

@@ -106,6 +106,7 @@ pub static FLUX2_KLEIN: Architecture = Architecture {
     denoiser_memory: DenoiserMemory {
         load_pool_percent: FLUX2_LOAD_POOL_PERCENT,
         int8_load_pool_percent: FLUX2_LOAD_POOL_PERCENT,
+        load_pool_bytes: 0,
         step_bytes: flux2_step_bytes,
     },
     honours_vae_force_upcast: false,

@@ -17,7 +17,7 @@ use super::bfl_names;
 use super::latents::{self, LatentNorm};
 use super::spec::Spec;
 use super::transformer::{Flux2Transformer, Position, Rope, IGNORED_PREFIXES};
-use super::{klein_vae, HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
+use super::{HIDDEN_STATE_LAYERS, PROMPT_TOKENS};
 use crate::device::{self, SelectedDevice};
 use crate::error::{DiffusionError, Result};
 use crate::io::image::{preprocess, RgbImage};
@@ -28,7 +28,7 @@ use crate::models::vae::{self, VaeDecoder, VaeEncoder};
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
 use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
+use crate::pipeline::memory_need::{FitContext, RequestShape};
 use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, classifier_free, GenerationSteps, Prepared};
 use crate::pipeline::three_parts::{Assembly, PartNames, ThreePartModel};
@@ -58,8 +58,7 @@ pub struct Flux2Pipeline {
     /// Step-distilled (klein 4B): one transformer call per step, guidance ignored.
     is_distilled: bool,
     pub info: ModelInfo,
-    size: ModelSize,
-    options: LoadOptions,
+    fit: FitContext,
 }
 
 impl ThreePartModel for Flux2Pipeline {
@@ -127,15 +126,11 @@ impl ThreePartModel for Flux2Pipeline {
             source,
             weight_files,
         } = parts;
-        let planned = options
-            .planned
-            .unwrap_or_else(|| RequestShape::usual(Family::FLUX2_KLEIN));
-        // A step-distilled model makes one transformer call per step whatever the guidance.
-        let planned = RequestShape {
-            guided: planned.guided && !spec.is_distilled,
-            ..planned
+        let fit = FitContext {
+            one_call_per_step: spec.is_distilled,
+            ..FitContext::new(size, spec.vae.clone(), options)
         };
-        memory_need::check_fit(&size, &spec.vae, &placement, &device, &planned, &options)?;
+        fit.check_planned(&placement, &device)?;
         if let Some(prompt) = &prompt {
             prompt.check_fits(&spec.text_encoder, &spec.text_encoder_path)?;
         }
@@ -192,8 +187,7 @@ impl ThreePartModel for Flux2Pipeline {
             latent_norm,
             scheduler: spec.scheduler,
             is_distilled: spec.is_distilled,
-            size,
-            options,
+            fit,
         };
         pipeline.device.sync()?;
         Ok(pipeline)
@@ -356,18 +350,7 @@ impl FamilyPipeline for Flux2Pipeline {
     }
 
     fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        let shape = RequestShape {
-            guided: shape.guided && !self.is_distilled,
-            ..*shape
-        };
-        memory_need::check_fit(
-            &self.size,
-            &klein_vae(),
-            &self.info.placement,
-            &self.device,
-            &shape,
-            &self.options,
-        )
+        self.fit.check(&self.info.placement, &self.device, shape)
     }
 
     fn generate_with_sync(
@@ -400,7 +383,7 @@ impl FamilyPipeline for Flux2Pipeline {
     }
 
     fn memory_profile(&self) -> Option<MemoryProfile> {
-        MemoryProfile::of_options(&self.options)
+        self.fit.profile()
     }
 
     fn denoiser_weight_bytes(&self) -> u64 {

@@ -32,6 +32,7 @@ pub static SDXL: Architecture = Architecture {
     denoiser_memory: DenoiserMemory {
         load_pool_percent: 0,
         int8_load_pool_percent: 0,
+        load_pool_bytes: 0,
         step_bytes: sdxl_step_bytes,
     },
     honours_vae_force_upcast: true,
@@ -54,6 +55,7 @@ fn upstream(text_encoders: u64, denoiser: u64) -> UpstreamParameters {
 const SD_MEMORY: DenoiserMemory = DenoiserMemory {
     load_pool_percent: 0,
     int8_load_pool_percent: 0,
+    load_pool_bytes: 0,
     step_bytes: sd_step_bytes,
 };
 

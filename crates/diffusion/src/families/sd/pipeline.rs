@@ -28,7 +28,7 @@ use crate::models::tokenizer::Tokenizer;
 use crate::models::vae::{VaeDecoder, VaeEncoder};
 use crate::models::vae_file;
 use crate::pipeline::memory::{self, MemoryProfile};
-use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
+use crate::pipeline::memory_need::{FitContext, ModelSize, RequestShape};
 use crate::pipeline::offload::Offloadable;
 use crate::pipeline::{
     check_request, device_sync, img2img_start, load_component, load_denoiser, CancelToken,
@@ -56,35 +56,6 @@ pub struct SdPipeline {
     pub info: ModelInfo,
     /// What the memory fit check needs to estimate a request and suggest a profile.
     pub(super) fit: FitContext,
-}
-
-/// The load's choices, kept to check each request against the device's memory.
-pub(super) struct FitContext {
-    size: ModelSize,
-    vae: VaeConfig,
-    options: LoadOptions,
-}
-
-impl FitContext {
-    fn check(
-        &self,
-        placement: &Placement,
-        device: &SelectedDevice,
-        work: &RequestShape,
-    ) -> Result<()> {
-        memory_need::check_fit(
-            &self.size,
-            &self.vae,
-            placement,
-            device,
-            work,
-            &self.options,
-        )
-    }
-
-    fn profile(&self) -> Option<MemoryProfile> {
-        MemoryProfile::of_options(&self.options)
-    }
 }
 
 impl SdPipeline {
@@ -288,17 +259,8 @@ impl SdPipeline {
         weight_files: Vec<PathBuf>,
     ) -> Result<Self> {
         let preset = presets::matching(&spec.clip, spec.clip2.as_ref(), &spec.unet, &spec.vae);
-        let fit = FitContext {
-            size,
-            vae: spec.vae.clone(),
-            options,
-        };
-        // The request the front end plans, else one guided image at the family's usual size: a
-        // placement that cannot hold it is refused before any weight is read.
-        let planned = options
-            .planned
-            .unwrap_or_else(|| RequestShape::usual(spec.family));
-        fit.check(&placement, &device, &planned)?;
+        let fit = FitContext::new(size, spec.vae.clone(), options);
+        fit.check_planned(&placement, &device)?;
         let dev = device.device.clone();
         let cpu = device::cpu_device();
         let on = |on_cpu: bool| if on_cpu { cpu.clone() } else { dev.clone() };

@@ -93,6 +93,7 @@ macro_rules! architecture {
             denoiser_memory: DenoiserMemory {
                 load_pool_percent: LOAD_POOL_PERCENT,
                 int8_load_pool_percent: INT8_LOAD_POOL_PERCENT,
+                load_pool_bytes: 0,
                 step_bytes: |work, rows, placement| step_bytes(work, rows, placement, $width),
             },
             honours_vae_force_upcast: false,

@@ -30,7 +30,7 @@ use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::DecodePlan;
 use crate::pipeline::family::FilePart;
 use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
+use crate::pipeline::memory_need::{FitContext, ModelSize, RequestShape};
 use crate::pipeline::offload::Offloadable;
 use crate::pipeline::stages;
 use crate::pipeline::{
@@ -60,11 +60,9 @@ pub struct Sd3Pipeline {
     joint_width: usize,
     pub(super) transformer: Offloadable<Sd3Transformer<B>>,
     vae: VaeDecoder<B>,
-    vae_config: VaeConfig,
     pub(super) scheduler: FlowMatchConfig,
     pub info: ModelInfo,
-    size: ModelSize,
-    options: LoadOptions,
+    fit: FitContext,
 }
 
 /// Each network's weights, in load order.
@@ -282,17 +280,8 @@ impl Sd3Pipeline {
         source: ModelSource,
         weight_files: Vec<PathBuf>,
     ) -> Result<Self> {
-        let planned = options
-            .planned
-            .unwrap_or_else(|| RequestShape::usual(family));
-        memory_need::check_fit(
-            &size,
-            &spec.vae.value,
-            &placement,
-            &device,
-            &planned,
-            &options,
-        )?;
+        let fit = FitContext::new(size, spec.vae.value.clone(), options);
+        fit.check_planned(&placement, &device)?;
         let tokenizers = match &spec.tokenizers {
             Some(folders) => Some(Tokenizers {
                 clip_l: Tokenizer::from_folder(&folders.clip_l)?,
@@ -347,10 +336,8 @@ impl Sd3Pipeline {
             joint_width: spec.transformer.value.joint_attention_dim,
             transformer: Offloadable::new(transformer),
             vae,
-            vae_config: spec.vae.value.clone(),
             scheduler: spec.scheduler,
-            size,
-            options,
+            fit,
         };
         pipeline.device.sync()?;
         Ok(pipeline)
@@ -530,14 +517,7 @@ impl FamilyPipeline for Sd3Pipeline {
     }
 
     fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        memory_need::check_fit(
-            &self.size,
-            &self.vae_config,
-            &self.info.placement,
-            &self.device,
-            shape,
-            &self.options,
-        )
+        self.fit.check(&self.info.placement, &self.device, shape)
     }
 
     fn generate_with_sync(
@@ -567,7 +547,7 @@ impl FamilyPipeline for Sd3Pipeline {
     }
 
     fn memory_profile(&self) -> Option<MemoryProfile> {
-        MemoryProfile::of_options(&self.options)
+        self.fit.profile()
     }
 
     fn denoiser_weight_bytes(&self) -> u64 {

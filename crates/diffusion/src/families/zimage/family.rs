@@ -107,6 +107,7 @@ pub static ZIMAGE: Architecture = Architecture {
     denoiser_memory: DenoiserMemory {
         load_pool_percent: LOAD_POOL_PERCENT,
         int8_load_pool_percent: INT8_LOAD_POOL_PERCENT,
+        load_pool_bytes: 0,
         step_bytes,
     },
     honours_vae_force_upcast: false,

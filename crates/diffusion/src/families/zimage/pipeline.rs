@@ -25,7 +25,7 @@ use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
 use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::memory_need::{self, ModelSize, RequestShape};
+use crate::pipeline::memory_need::{FitContext, RequestShape};
 use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, GenerationSteps, Prepared};
 use crate::pipeline::three_parts::{Assembly, PartNames, ThreePartModel};
@@ -46,11 +46,9 @@ pub struct ZImagePipeline {
     transformer: Offloadable<ZImageTransformer<B>>,
     in_channels: usize,
     vae: VaeDecoder<B>,
-    vae_config: VaeConfig,
     scheduler: FlowMatchConfig,
     pub info: ModelInfo,
-    size: ModelSize,
-    options: LoadOptions,
+    fit: FitContext,
 }
 
 impl ThreePartModel for ZImagePipeline {
@@ -118,10 +116,8 @@ impl ThreePartModel for ZImagePipeline {
             source,
             weight_files,
         } = parts;
-        let planned = options
-            .planned
-            .unwrap_or_else(|| RequestShape::usual(Family::ZIMAGE));
-        memory_need::check_fit(&size, &spec.vae, &placement, &device, &planned, &options)?;
+        let fit = FitContext::new(size, spec.vae.clone(), options);
+        fit.check_planned(&placement, &device)?;
         if let Some(prompt) = &prompt {
             prompt.check_fits(&spec.text_encoder, &spec.text_encoder_path)?;
         }
@@ -171,10 +167,8 @@ impl ThreePartModel for ZImagePipeline {
             in_channels: transformer.in_channels(),
             transformer: Offloadable::new(transformer),
             vae,
-            vae_config: spec.vae.clone(),
             scheduler: spec.scheduler,
-            size,
-            options,
+            fit,
         };
         pipeline.device.sync()?;
         Ok(pipeline)
@@ -420,14 +414,7 @@ impl FamilyPipeline for ZImagePipeline {
     }
 
     fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        memory_need::check_fit(
-            &self.size,
-            &self.vae_config,
-            &self.info.placement,
-            &self.device,
-            shape,
-            &self.options,
-        )
+        self.fit.check(&self.info.placement, &self.device, shape)
     }
 
     fn generate_with_sync(
@@ -456,7 +443,7 @@ impl FamilyPipeline for ZImagePipeline {
     }
 
     fn memory_profile(&self) -> Option<MemoryProfile> {
-        MemoryProfile::of_options(&self.options)
+        self.fit.profile()
     }
 
     fn denoiser_weight_bytes(&self) -> u64 {
