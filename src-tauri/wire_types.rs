@@ -63,6 +63,7 @@ fn wire_types() -> Vec<Declared> {
         declared::<benchmark::ModelStatus>(),
         declared::<crate::commands::models::LocalModelView>(),
         declared::<crate::commands::models::ModelDefaults>(),
+        declared::<crate::commands::models::GuidanceChoices>(),
         declared::<benchmark::OwnWorkload>(),
         declared::<benchmark::Downloaded>(),
         declared::<benchmark::ResultView>(),
@@ -102,6 +103,7 @@ fn wire_types() -> Vec<Declared> {
         declared::<create::CreateOutput>(),
         declared::<sdbench_history::Generation>(),
         declared::<sdbench_history::InitImageRecord>(),
+        declared::<sdbench_history::SkipLayerRecord>(),
         // History.
         declared::<sdbench_history::RunSummary>(),
         declared::<sdbench_history::RunKind>(),

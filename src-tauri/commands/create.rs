@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tauri::ipc::{Channel, Response};
 use tauri::State;
 
-use sdbench_diffusion::{GuidanceOptions, InitialNoise, SchedulerKind};
+use sdbench_diffusion::{GuidanceOptions, InitialNoise, SchedulerKind, SkipLayerGuidance};
 use sdbench_generate::{Context, Destination, GenerationRequest, InitPicture, Picture};
 use sdbench_history::{Generation, Record};
 
@@ -46,12 +46,23 @@ pub struct CreateRequest {
     /// FLUX.2 klein: pictures to condition the image on (other models refuse them).
     #[serde(default)]
     pub reference_images: Vec<PictureInput>,
-    /// Z-Image: steps past this fraction of the schedule run unguided (other models refuse it).
+    /// Steps past this fraction of the schedule run unguided (models whose guidance takes it; the
+    /// others refuse it).
     #[serde(default)]
     pub cfg_truncation: Option<f64>,
-    /// Z-Image: each guided prediction's norm capped at this many times the unguided one's.
+    /// Each guided prediction's norm capped at this many times the unguided one's.
     #[serde(default)]
     pub cfg_normalization: Option<f64>,
+    /// True classifier-free guidance at this scale (models that read the guidance scale as an
+    /// input of their own; the others refuse it).
+    #[serde(default)]
+    pub true_cfg_scale: Option<f64>,
+    /// Skip-layer guidance over these denoiser blocks (none: off), at `skip_layer_scale` (none:
+    /// diffusers' 2.8) over diffusers' default steps.
+    #[serde(default)]
+    pub skip_layers: Vec<usize>,
+    #[serde(default)]
+    pub skip_layer_scale: Option<f64>,
 }
 
 /// A reference picture picked on the Create screen: its file name and bytes (PNG or JPEG).
@@ -117,12 +128,35 @@ impl CreateRequest {
             guidance_options: GuidanceOptions {
                 truncation: self.cfg_truncation,
                 normalization: self.cfg_normalization,
-                ..GuidanceOptions::default()
+                skip_layers: self.skip_layer_guidance()?,
+                true_cfg: self.true_cfg_scale,
             },
             ..GenerationRequest::new(self.prompt.clone())
         };
         request.check()?;
         Ok(request)
+    }
+}
+
+impl CreateRequest {
+    /// Skip-layer guidance over `skip_layers` at `skip_layer_scale`, none without blocks.
+    fn skip_layer_guidance(&self) -> UiResult<Option<SkipLayerGuidance>> {
+        if self.skip_layers.is_empty() {
+            return Ok(None);
+        }
+        let Some(skip) = SkipLayerGuidance::new(&self.skip_layers) else {
+            return Err(UiError::bad_input(
+                "A skip-layer guidance block is out of range",
+                format!(
+                    "Give the denoiser's block numbers, from 0 to {}.",
+                    SkipLayerGuidance::MAX_LAYER
+                ),
+            ));
+        };
+        Ok(Some(SkipLayerGuidance {
+            scale: self.skip_layer_scale.unwrap_or(skip.scale),
+            ..skip
+        }))
     }
 }
 

@@ -21,6 +21,16 @@ pub struct ModelDefaults {
     pub guidance: f64,
 }
 
+/// The guidance options a model's family takes, so that the Create screen offers only those.
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidanceChoices {
+    /// CFG truncation and normalization.
+    pub truncation_and_normalization: bool,
+    pub skip_layer_guidance: bool,
+    pub true_cfg: bool,
+}
+
 /// One model the choice lists.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
@@ -39,6 +49,8 @@ pub struct LocalModelView {
     /// Why SD Bench cannot run it; none when it can.
     pub problem: Option<String>,
     pub defaults: Option<ModelDefaults>,
+    /// None when the family is not known.
+    pub guidance: Option<GuidanceChoices>,
     /// A model file's text encoder and VAE files found beside it, which choosing it saves as the
     /// text encoder and VAE settings.
     pub text_encoders: Vec<String>,
@@ -78,6 +90,14 @@ pub async fn local_models(state: State<'_, AppState>) -> UiResult<Vec<LocalModel
                         steps: w.steps,
                         guidance: w.guidance,
                     })
+                }),
+                guidance: m.architecture.map(|a| {
+                    let family = a.descriptor();
+                    GuidanceChoices {
+                        truncation_and_normalization: family.guidance_options,
+                        skip_layer_guidance: family.skip_layer_guidance,
+                        true_cfg: family.true_cfg,
+                    }
                 }),
                 problem: m.problem,
                 text_encoders: m

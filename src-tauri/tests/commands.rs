@@ -434,6 +434,7 @@ fn create_makes_a_png_with_its_parameters_and_keeps_the_model_loaded() {
         json!({ "seed": 1u64 << 60 }),
         json!({ "scheduler": "nope" }),
         json!({ "backend": "tpu" }),
+        json!({ "skipLayers": [64] }),
     ] {
         let mut bad = request.clone();
         for (k, v) in change.as_object().unwrap() {
@@ -787,6 +788,64 @@ fn without_a_network_the_download_says_so() {
         app.error_kind("model_status", json!({ "workload": "sd3" })),
         "badInput"
     );
+}
+
+/// The Create screen's true CFG and skip-layer guidance reach the engine and the history: a model
+/// that takes true CFG runs it and records its scale; one that takes neither refuses each by name.
+#[test]
+fn create_passes_guidance_options_to_the_engine_and_the_history() {
+    let app = TestApp::new(None);
+    let dev = tiny().with_file_name("tiny-flux1-dev");
+    app.set(json!({ "model": dev, "backend": "cpu", "precision": "f32" }));
+    let request = json!({
+        "prompt": "a lighthouse", "negativePrompt": "fog", "steps": 2, "guidance": 3.5,
+        "seed": 7, "width": 32, "height": 32, "trueCfgScale": 2.5
+    });
+    let status = app.run_job("start_generation", json!({ "request": request }), 3);
+    assert_eq!(status["state"], "finished", "{status}");
+    let generation = &status["output"]["generation"];
+    assert_eq!(generation["true_cfg_scale"], 2.5, "{generation}");
+    let id = generation["id"].as_str().unwrap();
+    let stored = app.ok("history_get", json!({ "id": id }));
+    assert_eq!(stored["run"]["true_cfg_scale"], 2.5, "{stored}");
+    let png = std::fs::read(generation["image_path"].as_str().unwrap()).unwrap();
+    assert!(String::from_utf8_lossy(&png).contains("True CFG scale: 2.5"));
+
+    app.use_tiny_model();
+    for (change, named) in [
+        (
+            json!({ "trueCfgScale": 2.5 }),
+            "true classifier-free guidance",
+        ),
+        (
+            json!({ "skipLayers": [0], "skipLayerScale": 3.0 }),
+            "skip-layer",
+        ),
+    ] {
+        let mut asked = json!({
+            "prompt": "a lighthouse", "steps": 2, "guidance": 7.5, "seed": 7, "width": 32,
+            "height": 32
+        });
+        for (k, v) in change.as_object().unwrap() {
+            asked[k] = v.clone();
+        }
+        // Refused when the job starts or when the model is loaded, by name either way.
+        let args = json!({ "request": asked, "onEvent": "__CHANNEL__:4" });
+        let e = match app.invoke("start_generation", args) {
+            Err(e) => e,
+            Ok(id) => {
+                app.state
+                    .jobs
+                    .wait(id.as_u64().unwrap(), JOB_TIMEOUT)
+                    .unwrap();
+                let job = app.ok("job_status", json!({ "id": id }));
+                assert_eq!(job["state"], "failed", "{change}: {job}");
+                job["error"].clone()
+            }
+        };
+        let message = e["message"].as_str().unwrap().to_lowercase();
+        assert!(message.contains(named), "{change}: {e}");
+    }
 }
 
 /// A model set in the settings brings its own standard workload: the Benchmark screen switches to

@@ -1,3 +1,5 @@
+import type { Generation } from "./types";
+
 // Numbers as people read them.
 
 export function bytes(n: number | null | undefined): string {
@@ -46,4 +48,18 @@ export function osLabel(name: string, version: string): string {
   if (inner !== undefined && name !== "" && inner.includes(name)) return inner;
   if (/^\p{L}/u.test(version)) return version;
   return `${name} ${version}`.trim();
+}
+
+/** A generation's guidance options, where it had any, as label and value: the Create screen's
+ * details and the history's show the same lines. */
+export function guidanceOptions(
+  g: Pick<Generation, "cfg_truncation" | "cfg_normalization" | "true_cfg_scale" | "skip_layer_guidance">,
+): [string, string][] {
+  const lines: [string, string][] = [];
+  if (g.cfg_truncation != null) lines.push(["CFG truncation", String(g.cfg_truncation)]);
+  if (g.cfg_normalization != null) lines.push(["CFG normalization", String(g.cfg_normalization)]);
+  if (g.true_cfg_scale != null) lines.push(["true CFG scale", String(g.true_cfg_scale)]);
+  const skip = g.skip_layer_guidance;
+  if (skip) lines.push(["skip-layer guidance", `blocks ${skip.layers.join(",")}, scale ${skip.scale}, from ${skip.start} to ${skip.stop} of the steps`]);
+  return lines;
 }

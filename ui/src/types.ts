@@ -11,7 +11,7 @@ export type {
   CreateRequest, InitImageInput, RunSummary, HistoryRecord, Chart, Charts, DeviceReport,
   BackendReport,
   WorkloadCard, RequestLimits, SystemReport, CachedModel, KernelCacheInfo, CacheInfo, Cleaned,
-  UpdateInfo, SubmissionPreview, Submitted, LocalModelView, ModelDefaults,
+  UpdateInfo, SubmissionPreview, Submitted, LocalModelView, ModelDefaults, GuidanceChoices,
 } from "./generated/wire";
 
 /** Which runs the history lists: the shell fills in what is left out (every field has a default). */

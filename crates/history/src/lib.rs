@@ -8,7 +8,9 @@ mod saved_run;
 mod store;
 
 pub use error::{HistoryError, Result};
-pub use record::{Filter, Generation, InitImageRecord, Record, RunKind, RunSummary};
+pub use record::{
+    Filter, Generation, InitImageRecord, Record, RunKind, RunSummary, SkipLayerRecord,
+};
 pub use saved_run::{save_benchmark, SavedRun};
 /// The stage seconds of a generation, as a benchmark image records them.
 pub use sdbench_bench::result::Stages;

@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use sdbench_bench::result::{BenchResult, Stages};
 use sdbench_bench::runner;
-use sdbench_diffusion::{GenerateRequest, Generated, InitialNoise, MemoryProfile, Pipeline};
+use sdbench_diffusion::{
+    GenerateRequest, Generated, InitialNoise, MemoryProfile, Pipeline, SkipLayerGuidance,
+};
 use sdbench_session::vram_report::VramReport;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
@@ -67,6 +69,12 @@ pub struct Generation {
     pub cfg_truncation: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cfg_normalization: Option<f64>,
+    /// True classifier-free guidance's scale (`--true-cfg-scale`), where given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub true_cfg_scale: Option<f64>,
+    /// Skip-layer guidance, where given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_layer_guidance: Option<SkipLayerRecord>,
     /// Images made together in one run, and this one's place among them (from 0); the timings
     /// are the whole run's.
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -79,6 +87,39 @@ pub struct Generation {
     /// The device allocator's memory after each phase (`generate --vram-report`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_report: Option<VramReport>,
+}
+
+/// Skip-layer guidance as a generation ran it: the denoiser blocks skipped, its scale, and the
+/// fractions of the steps it starts after and stops before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct SkipLayerRecord {
+    pub layers: Vec<usize>,
+    pub scale: f64,
+    pub start: f64,
+    pub stop: f64,
+}
+
+impl SkipLayerRecord {
+    fn of(skip: &SkipLayerGuidance) -> Self {
+        SkipLayerRecord {
+            layers: skip.layer_list(),
+            scale: skip.scale,
+            start: skip.start,
+            stop: skip.stop,
+        }
+    }
+
+    /// "blocks 7,8,9, scale 2.8, from 0.01 to 0.2 of the steps".
+    pub fn describe(&self) -> String {
+        let layers: Vec<String> = self.layers.iter().map(usize::to_string).collect();
+        format!(
+            "blocks {}, scale {}, from {} to {} of the steps",
+            layers.join(","),
+            self.scale,
+            self.start,
+            self.stop
+        )
+    }
 }
 
 /// The picture an image-to-image generation started from.
@@ -150,6 +191,9 @@ impl Generation {
                 .collect(),
             cfg_truncation: request.guidance_options.truncation,
             cfg_normalization: request.guidance_options.normalization,
+            true_cfg_scale: request.guidance_options.true_cfg,
+            skip_layer_guidance: (request.guidance_options.skip_layers.as_ref())
+                .map(SkipLayerRecord::of),
             batch: request.batch,
             batch_index,
             memory_profile: Some(memory.name().to_string()),
@@ -188,6 +232,12 @@ impl Generation {
         if let Some(f) = self.cfg_normalization {
             parameters.push_str(&format!(", CFG normalization: {f}"));
         }
+        if let Some(s) = self.true_cfg_scale {
+            parameters.push_str(&format!(", True CFG scale: {s}"));
+        }
+        if let Some(skip) = &self.skip_layer_guidance {
+            parameters.push_str(&format!(", Skip-layer guidance: {}", skip.describe()));
+        }
         if self.batch > 1 {
             parameters.push_str(&format!(
                 ", Batch size: {}, Batch pos: {}",
@@ -213,6 +263,8 @@ impl Generation {
             "reference_images": self.reference_images,
             "cfg_truncation": self.cfg_truncation,
             "cfg_normalization": self.cfg_normalization,
+            "true_cfg_scale": self.true_cfg_scale,
+            "skip_layer_guidance": self.skip_layer_guidance,
             "batch": self.batch,
             "batch_index": self.batch_index,
             "sdbench_version": version,

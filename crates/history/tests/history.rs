@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use sdbench_bench::result::BenchResult;
 use sdbench_history::{
-    Filter, Generation, History, HistoryError, Record, RunKind, Stages, EXPORT_FORMAT,
+    Filter, Generation, History, HistoryError, Record, RunKind, SkipLayerRecord, Stages,
+    EXPORT_FORMAT,
 };
 
 fn sample_result() -> BenchResult {
@@ -52,6 +53,8 @@ fn generation(id: &str, created_at: &str, prompt: &str) -> Generation {
         reference_images: Vec::new(),
         cfg_truncation: None,
         cfg_normalization: None,
+        true_cfg_scale: None,
+        skip_layer_guidance: None,
         batch: 1,
         batch_index: 0,
         memory_profile: Some("low".into()),
@@ -358,4 +361,49 @@ fn a_history_being_written_elsewhere_is_waited_for() {
     let history = History::open(&path).expect("waits for the other writer");
     holder.join().unwrap();
     assert!(history.list(&Default::default()).unwrap().is_empty());
+}
+
+/// A generation's guidance options (true CFG, skip-layer guidance) are kept with it, written into
+/// its PNG's parameters, and absent from records made before they existed.
+#[test]
+fn guidance_options_are_recorded_and_older_records_read_without_them() {
+    let history = History::in_memory().unwrap();
+    let mut g = generation("t", "2026-12-07T10:00:00Z", "a lighthouse");
+    g.true_cfg_scale = Some(4.0);
+    g.skip_layer_guidance = Some(SkipLayerRecord {
+        layers: vec![7, 8, 9],
+        scale: 2.8,
+        start: 0.01,
+        stop: 0.2,
+    });
+    history.add_generation(&g).unwrap();
+    let Record::Generation(back) = history.get("t").unwrap() else {
+        panic!("not a generation");
+    };
+    assert_eq!(*back, g);
+
+    let text = g.png_text(None, "0.0.0");
+    let parameters = &text[0].1;
+    assert!(parameters.contains(", True CFG scale: 4"), "{parameters}");
+    assert!(
+        parameters.contains(
+            ", Skip-layer guidance: blocks 7,8,9, scale 2.8, from 0.01 to 0.2 of the steps"
+        ),
+        "{parameters}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&text[1].1).unwrap();
+    assert_eq!(json["true_cfg_scale"], 4.0);
+    assert_eq!(
+        json["skip_layer_guidance"]["layers"],
+        serde_json::json!([7, 8, 9])
+    );
+
+    let mut older = serde_json::to_value(generation("o", "2026-11-01T10:00:00Z", "a cat")).unwrap();
+    assert!(older.get("true_cfg_scale").is_none() && older.get("skip_layer_guidance").is_none());
+    older["prompt"] = "a dog".into();
+    let read: Generation = serde_json::from_value(older).unwrap();
+    assert_eq!(
+        (read.true_cfg_scale, read.skip_layer_guidance),
+        (None, None)
+    );
 }

@@ -232,12 +232,22 @@ format: string, synthetic: boolean, sizeBytes: number | null,
  */
 problem: string | null, defaults: ModelDefaults | null, 
 /**
+ * None when the family is not known.
+ */
+guidance: GuidanceChoices | null, 
+/**
  * A model file's text encoder and VAE files found beside it, which choosing it saves as the
  * text encoder and VAE settings.
  */
 textEncoders: Array<string>, vae: string | null, };
 
 export type ModelDefaults = { width: number, height: number, steps: number, guidance: number, };
+
+export type GuidanceChoices = { 
+/**
+ * CFG truncation and normalization.
+ */
+truncationAndNormalization: boolean, skipLayerGuidance: boolean, trueCfg: boolean, };
 
 export type OwnWorkload = { name: string, why: string, };
 
@@ -708,13 +718,24 @@ initImage?: InitImageInput | null,
  */
 referenceImages: Array<PictureInput>, 
 /**
- * Z-Image: steps past this fraction of the schedule run unguided (other models refuse it).
+ * Steps past this fraction of the schedule run unguided (models whose guidance takes it; the
+ * others refuse it).
  */
 cfgTruncation?: number | null, 
 /**
- * Z-Image: each guided prediction's norm capped at this many times the unguided one's.
+ * Each guided prediction's norm capped at this many times the unguided one's.
  */
-cfgNormalization?: number | null, };
+cfgNormalization?: number | null, 
+/**
+ * True classifier-free guidance at this scale (models that read the guidance scale as an
+ * input of their own; the others refuse it).
+ */
+trueCfgScale?: number | null, 
+/**
+ * Skip-layer guidance over these denoiser blocks (none: off), at `skip_layer_scale` (none:
+ * diffusers' 2.8) over diffusers' default steps.
+ */
+skipLayers: Array<number>, skipLayerScale?: number | null, };
 
 export type InitImageInput = { name: string, bytes: Array<number>, strength: number, };
 
@@ -752,6 +773,14 @@ reference_images?: Array<string>,
  */
 cfg_truncation?: number | null, cfg_normalization?: number | null, 
 /**
+ * True classifier-free guidance's scale (`--true-cfg-scale`), where given.
+ */
+true_cfg_scale?: number | null, 
+/**
+ * Skip-layer guidance, where given.
+ */
+skip_layer_guidance?: SkipLayerRecord | null, 
+/**
  * Images made together in one run, and this one's place among them (from 0); the timings
  * are the whole run's.
  */
@@ -770,6 +799,8 @@ export type InitImageRecord = {
  * What the person picked: a path, or a file name in the app.
  */
 source: string, strength: number, };
+
+export type SkipLayerRecord = { layers: Array<number>, scale: number, start: number, stop: number, };
 
 export type RunSummary = { id: string, kind: RunKind, created_at: string, 
 /**

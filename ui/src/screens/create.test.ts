@@ -1,10 +1,10 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { mockShell, settle, stream } from "../test-support";
 import { setMessageArea } from "../ui";
-import { checkRequest, createScreen, randomSeed, setPicture, setReferences } from "./create";
+import { checkRequest, createScreen, randomSeed, setPicture, setReferences, showGuidanceChoices, skipLayerBlocks } from "./create";
 import type { CreateRequest } from "../types";
 
-const base: CreateRequest = { prompt: "a lighthouse", negativePrompt: "", steps: 30, guidance: 7.5, seed: 1, width: 512, height: 512, scheduler: null, backend: null, referenceImages: [] };
+const base: CreateRequest = { prompt: "a lighthouse", negativePrompt: "", steps: 30, guidance: 7.5, seed: 1, width: 512, height: 512, scheduler: null, backend: null, referenceImages: [], skipLayers: [] };
 const messages = document.createElement("div");
 let root: HTMLElement;
 
@@ -30,6 +30,11 @@ describe("Create screen", () => {
     expect(checkRequest({ ...base, width: Number.NaN })).toBe("Width must be a whole number.");
     expect(checkRequest({ ...base, seed: 1.5 })).toBe("The seed must be a whole number.");
     expect(checkRequest({ ...base, guidance: Number.NaN })).toContain("Guidance");
+    expect(checkRequest({ ...base, skipLayers: [7, Number.NaN] })).toContain("Skip-layer guidance blocks");
+    expect(skipLayerBlocks(" 7, 8 ,9 ")).toEqual([7, 8, 9]);
+    expect(skipLayerBlocks("")).toEqual([]);
+    expect(skipLayerBlocks("7;8")).toBeNull();
+    expect(skipLayerBlocks("-1")).toBeNull();
     // The shell's rules, not the form's: sent, and refused there with the engine's words.
     expect(checkRequest({ ...base, width: 500 })).toBeNull();
     expect(checkRequest({ ...base, prompt: " " })).toBeNull();
@@ -159,7 +164,7 @@ describe("Create screen", () => {
     expect(requests[1].referenceImages).toEqual([]);
   });
 
-  it("sends Z-Image's guidance options when given, and null when left empty", async () => {
+  it("sends the guidance options when given, and null or none when left empty", async () => {
     const requests: CreateRequest[] = [];
     mockShell({
       start_generation: (a) => {
@@ -173,12 +178,16 @@ describe("Create screen", () => {
     root.querySelector<HTMLTextAreaElement>("#create-prompt")!.value = "a fox";
     root.querySelector<HTMLButtonElement>("#create-generate")!.click();
     await settle(40);
-    expect(requests[0]).toMatchObject({ cfgTruncation: null, cfgNormalization: null });
+    expect(requests[0]).toMatchObject({ cfgTruncation: null, cfgNormalization: null, trueCfgScale: null, skipLayers: [], skipLayerScale: 2.8 });
     root.querySelector<HTMLInputElement>("#create-cfg-truncation")!.value = "0.3";
     root.querySelector<HTMLInputElement>("#create-cfg-normalization")!.value = "1";
+    root.querySelector<HTMLInputElement>("#create-true-cfg-scale")!.value = "4";
+    root.querySelector<HTMLInputElement>("#create-skip-layers")!.value = "7, 8,9";
     root.querySelector<HTMLButtonElement>("#create-generate")!.click();
     await settle(40);
-    expect(requests[1]).toMatchObject({ cfgTruncation: 0.3, cfgNormalization: 1 });
+    expect(requests[1]).toMatchObject({ cfgTruncation: 0.3, cfgNormalization: 1, trueCfgScale: 4, skipLayers: [7, 8, 9] });
+    root.querySelector<HTMLInputElement>("#create-true-cfg-scale")!.value = "";
+    root.querySelector<HTMLInputElement>("#create-skip-layers")!.value = "";
     const timing = root.querySelector("#create-timing")!.textContent;
     expect(timing).toContain("CFG truncation0.3");
     expect(timing).toContain("CFG normalization1");
@@ -215,10 +224,10 @@ describe("Create screen", () => {
       get_settings: () => current,
       save_settings: (a) => (current = a.settings as typeof settings),
       local_models: () => [
-        { name: "black-forest-labs/FLUX.2-klein-4B", family: "FLUX.2 klein", architecture: "flux2-klein", format: "diffusers folder (Hugging Face cache)", synthetic: false, sizeBytes: 15.6e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, textEncoders: [], vae: null },
-        { name: "/comfy/models/diffusion_models/flux-2-klein-4b.safetensors", family: "FLUX.2 klein", architecture: "flux2-klein", format: "single file (ComfyUI), safetensors BF16", synthetic: false, sizeBytes: 7.75e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, textEncoders: ["/comfy/models/text_encoders/qwen_3_4b.safetensors"], vae: "/comfy/models/vae/flux2-vae.safetensors" },
-        { name: "/models/broken", family: null, architecture: null, format: "diffusers folder", synthetic: false, sizeBytes: 10, problem: "has no model_index.json", defaults: null, textEncoders: [], vae: null },
-        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, textEncoders: [], vae: null },
+        { name: "black-forest-labs/FLUX.2-klein-4B", family: "FLUX.2 klein", architecture: "flux2-klein", format: "diffusers folder (Hugging Face cache)", synthetic: false, sizeBytes: 15.6e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, textEncoders: [], vae: null },
+        { name: "/comfy/models/diffusion_models/flux-2-klein-4b.safetensors", family: "FLUX.2 klein", architecture: "flux2-klein", format: "single file (ComfyUI), safetensors BF16", synthetic: false, sizeBytes: 7.75e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, textEncoders: ["/comfy/models/text_encoders/qwen_3_4b.safetensors"], vae: "/comfy/models/vae/flux2-vae.safetensors" },
+        { name: "/models/broken", family: null, architecture: null, format: "diffusers folder", synthetic: false, sizeBytes: 10, problem: "has no model_index.json", defaults: null, guidance: null, textEncoders: [], vae: null },
+        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, textEncoders: [], vae: null },
       ],
     });
     createScreen.show?.();
@@ -236,6 +245,10 @@ describe("Create screen", () => {
     expect(root.querySelector<HTMLInputElement>("#create-width")!.value).toBe("1024");
     expect(root.querySelector<HTMLSelectElement>("#create-size")!.value).toBe("1024x1024");
     expect(root.querySelector<HTMLInputElement>("#create-guidance")!.value).toBe("1");
+    // Only the guidance options klein's family takes are offered: none.
+    for (const id of ["#create-cfg-truncation", "#create-true-cfg-scale", "#create-skip-layers"]) {
+      expect(root.querySelector(id)!.closest<HTMLElement>(".row")!.hidden, id).toBe(true);
+    }
     expect(root.querySelector("#create-model-note")!.textContent).toContain("Hugging Face cache");
     expect(current.textEncoders).toEqual([]);
     // A ComfyUI transformer file brings the text encoder and VAE files found beside it.
@@ -253,5 +266,21 @@ describe("Create screen", () => {
     model.dispatchEvent(new Event("change"));
     await settle(40);
     expect(root.querySelector<HTMLInputElement>("#create-steps")!.value).toBe("30");
+  });
+
+  it("offers each guidance option only for a model that takes it, and drops a hidden one's value", () => {
+    const row = (id: string) => root.querySelector(id)!.closest<HTMLElement>(".row")!;
+    root.querySelector<HTMLInputElement>("#create-true-cfg-scale")!.value = "4";
+    root.querySelector<HTMLInputElement>("#create-skip-layers")!.value = "7";
+    showGuidanceChoices({ truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: true });
+    expect([row("#create-cfg-truncation").hidden, row("#create-true-cfg-scale").hidden, row("#create-skip-layers").hidden]).toEqual([true, false, true]);
+    expect(root.querySelector<HTMLInputElement>("#create-true-cfg-scale")!.value).toBe("4");
+    expect(root.querySelector<HTMLInputElement>("#create-skip-layers")!.value).toBe("");
+    showGuidanceChoices({ truncationAndNormalization: false, skipLayerGuidance: true, trueCfg: false });
+    expect([row("#create-true-cfg-scale").hidden, row("#create-skip-layers").hidden]).toEqual([true, false]);
+    expect(root.querySelector<HTMLInputElement>("#create-true-cfg-scale")!.value).toBe("");
+    // A model whose family is not known: every option, the engine refuses what it does not take.
+    showGuidanceChoices(null);
+    expect([row("#create-cfg-truncation").hidden, row("#create-true-cfg-scale").hidden, row("#create-skip-layers").hidden]).toEqual([false, false, false]);
   });
 });

@@ -7,7 +7,7 @@ import { fill, h } from "../dom";
 import * as fmt from "../format";
 import { ProgressTracker } from "../progress";
 import { modelChoice } from "../modelchoice";
-import type { CreateOutput, CreateRequest, Generation, JobEvent, JobStatus, ModelDefaults } from "../types";
+import type { CreateOutput, CreateRequest, Generation, GuidanceChoices, JobEvent, JobStatus, ModelDefaults } from "../types";
 import { busy, notify, pickSavePath, showError } from "../ui";
 import { boundFields, checkWhole } from "../validate";
 import type { Screen } from "../main";
@@ -41,6 +41,7 @@ export function checkRequest(r: CreateRequest): string | null {
   if (whole) return whole;
   if (!Number.isFinite(r.guidance)) return "Guidance must be a number.";
   if (r.initImage && !Number.isFinite(r.initImage.strength)) return "Strength must be a number.";
+  if (r.skipLayers?.some((b) => !Number.isInteger(b))) return "Skip-layer guidance blocks must be whole numbers separated by commas, such as 7,8,9.";
   return null;
 }
 
@@ -64,7 +65,18 @@ const form = {
   references: h("input", { type: "file", id: "create-reference-images", accept: "image/png,image/jpeg", multiple: true }),
   cfgTruncation: h("input", { type: "number", id: "create-cfg-truncation", min: 0, max: 1, step: 0.05, placeholder: "none" }),
   cfgNormalization: h("input", { type: "number", id: "create-cfg-normalization", min: 0, step: 0.1, placeholder: "none" }),
+  trueCfgScale: h("input", { type: "number", id: "create-true-cfg-scale", min: 1, step: 0.5, placeholder: "none" }),
+  skipLayers: h("input", { type: "text", id: "create-skip-layers", placeholder: "none, e.g. 7,8,9" }),
+  skipLayerScale: h("input", { type: "number", id: "create-skip-layer-scale", min: 0, step: 0.1, value: 2.8 }),
 };
+
+/** The skip-layer guidance blocks field: its numbers, or null when it is not a comma-separated
+ * list of whole numbers (empty: none). */
+export function skipLayerBlocks(text: string): number[] | null {
+  const parts = text.split(",").map((p) => p.trim()).filter((p) => p !== "");
+  if (!parts.every((p) => /^\d+$/.test(p))) return null;
+  return parts.map(Number);
+}
 
 /** An optional number field: null when left empty. */
 function optional(input: HTMLInputElement): number | null {
@@ -85,11 +97,37 @@ const strip = h("div", { class: "strip", id: "create-strip", "aria-label": "This
 let lastSeed: number | null = null;
 let optionsLoaded = false;
 const model = modelChoice("create-model", (m) => {
+  showGuidanceChoices(m?.guidance ?? null);
   if (m?.defaults) {
     applyDefaults(m.defaults);
     notify(`${m.family}: ${m.defaults.width} × ${m.defaults.height}, ${m.defaults.steps} steps, guidance ${m.defaults.guidance}, as its standard workload runs it.`);
   }
 });
+
+/** The guidance options' rows, each shown only for a model whose family takes it (all of them
+ * when the family is not known). */
+const labelled = (label: string, input: HTMLElement) => h("label", {}, label, input);
+const guidanceRows = {
+  scale: h("div", { class: "row" }, labelled("CFG truncation", form.cfgTruncation), labelled("CFG normalization", form.cfgNormalization)),
+  trueCfg: h("div", { class: "row" }, labelled("True CFG scale (with the negative prompt)", form.trueCfgScale)),
+  skipLayers: h("div", { class: "row" }, labelled("Skip-layer guidance blocks", form.skipLayers), labelled("Skip-layer scale", form.skipLayerScale)),
+};
+
+/** Shows the rows of the guidance options `choices` allows, and empties the hidden ones so that a
+ * request never carries an option its model refuses. */
+export function showGuidanceChoices(choices: GuidanceChoices | null): void {
+  const shown = {
+    scale: choices?.truncationAndNormalization ?? true,
+    trueCfg: choices?.trueCfg ?? true,
+    skipLayers: choices?.skipLayerGuidance ?? true,
+  };
+  for (const key of ["scale", "trueCfg", "skipLayers"] as const) {
+    guidanceRows[key].hidden = !shown[key];
+  }
+  if (!shown.scale) form.cfgTruncation.value = form.cfgNormalization.value = "";
+  if (!shown.trueCfg) form.trueCfgScale.value = "";
+  if (!shown.skipLayers) form.skipLayers.value = "";
+}
 
 function request(): CreateRequest {
   return {
@@ -106,6 +144,9 @@ function request(): CreateRequest {
     referenceImages: references.map((p) => ({ name: p.name, bytes: p.bytes })),
     cfgTruncation: optional(form.cfgTruncation),
     cfgNormalization: optional(form.cfgNormalization),
+    trueCfgScale: optional(form.trueCfgScale),
+    skipLayers: skipLayerBlocks(form.skipLayers.value) ?? [Number.NaN],
+    skipLayerScale: optional(form.skipLayerScale),
   };
 }
 
@@ -180,12 +221,9 @@ async function show(g: Generation, url: string): Promise<void> {
     save);
 }
 
-/** Z-Image's guidance options, where the generation had any. */
+/** The generation's guidance options, where it had any. */
 function guidanceOptions(g: Generation): HTMLElement[] {
-  return [
-    ...(g.cfg_truncation != null ? [h("dt", {}, "CFG truncation"), h("dd", {}, String(g.cfg_truncation))] : []),
-    ...(g.cfg_normalization != null ? [h("dt", {}, "CFG normalization"), h("dd", {}, String(g.cfg_normalization))] : []),
-  ];
+  return fmt.guidanceOptions(g).flatMap(([label, value]) => [h("dt", {}, label), h("dd", {}, value)]);
 }
 
 async function generate(): Promise<void> {
@@ -289,7 +327,7 @@ export const createScreen: Screen = {
     form.prompt.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) generate();
     });
-    const field = (label: string, input: HTMLElement) => h("label", {}, label, input);
+    const field = labelled;
     root.append(h("div", { class: "create" },
       h("div", { class: "card form" },
         h("h2", {}, "Create"),
@@ -304,7 +342,9 @@ export const createScreen: Screen = {
         pictureNote,
         h("div", { class: "row" }, field("Reference pictures (FLUX.2 klein)", form.references), clearReferences),
         referencesNote,
-        h("div", { class: "row" }, field("CFG truncation (Z-Image)", form.cfgTruncation), field("CFG normalization (Z-Image)", form.cfgNormalization)),
+        guidanceRows.scale,
+        guidanceRows.trueCfg,
+        guidanceRows.skipLayers,
         h("div", { class: "row" }, generateButton, cancelButton, h("span", { class: "muted" }, "Ctrl+Enter")),
         status),
       h("div", { class: "card" }, viewer, strip)));

@@ -171,8 +171,7 @@ async function showDetail(r: RunSummary): Promise<void> {
         ["seed", g.seed === null ? "given latents" : String(g.seed)], ["size", `${g.width}×${g.height}`],
         ["model", g.model], ["on", `${g.device} (${g.backend}, ${g.precision})`],
         ["seconds", `${fmt.fixed(g.seconds)} (text encoder ${fmt.fixed(g.stages.text_encoder)}, denoising ${fmt.fixed(g.stages.unet_loop)}, VAE ${fmt.fixed(g.stages.vae_decode)})`],
-        ...(g.cfg_truncation != null ? [["CFG truncation", String(g.cfg_truncation)] as [string, string]] : []),
-        ...(g.cfg_normalization != null ? [["CFG normalization", String(g.cfg_normalization)] as [string, string]] : []),
+        ...fmt.guidanceOptions(g),
         ["file", g.image_path ?? "not kept"],
       ], "history-generation"));
     if (g.image_path) {
