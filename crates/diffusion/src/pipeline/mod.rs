@@ -39,10 +39,12 @@ use crate::error::{DiffusionError, Result};
 use crate::io::image::RgbImage;
 use crate::io::weights::{Precision, WeightSource};
 use crate::models::config::read_json;
+use crate::models::vae::VaeDecoder;
 use crate::nn::loader::Loader;
 use crate::scheduler::SchedulerKind;
+use decode::DecodePlan;
 pub use family::{Component, ComponentKind, Family, FamilyDescriptor, Preset};
-use memory_need::RequestShape;
+use memory_need::{FitContext, RequestShape};
 pub use placement::{LoadOptions, Placement};
 pub(crate) use request::check_request;
 pub use request::{GenerateRequest, GuidanceOptions, InitImage, InitialNoise, SkipLayerGuidance};
@@ -260,15 +262,32 @@ pub struct ParameterCounts {
     pub vae_encoder: usize,
 }
 
+/// What every loaded pipeline holds that `FamilyPipeline`'s shared methods read.
+pub struct Held<'a> {
+    pub info: &'a ModelInfo,
+    pub device: &'a SelectedDevice,
+    pub fit: &'a FitContext,
+    pub vae: &'a VaeDecoder<B>,
+}
+
 /// What every family's pipeline does; `Pipeline` holds one.
 pub trait FamilyPipeline: Send + Sync {
-    fn info(&self) -> &ModelInfo;
-    fn device(&self) -> &SelectedDevice;
+    /// What the shared methods below read.
+    fn held(&self) -> Held<'_>;
+    fn info(&self) -> &ModelInfo {
+        self.held().info
+    }
+    fn device(&self) -> &SelectedDevice {
+        self.held().device
+    }
     /// Checks a request against this model before any work is done.
     fn validate(&self, request: &GenerateRequest) -> Result<()>;
     /// Whether requests of `shape` fit the device's memory with this placement: an error naming
     /// the need and a profile that would fit.
-    fn check_fits(&self, shape: &RequestShape) -> Result<()>;
+    fn check_fits(&self, shape: &RequestShape) -> Result<()> {
+        let held = self.held();
+        held.fit.check(&held.info.placement, held.device, shape)
+    }
     /// Runs one generation, waiting for the device where `sync` says.
     fn generate_with_sync(
         &self,
@@ -283,15 +302,25 @@ pub trait FamilyPipeline: Send + Sync {
     }
     fn parameter_counts(&self) -> ParameterCounts;
     /// The memory profile the pipeline was loaded with (`None` for options no profile gives).
-    fn memory_profile(&self) -> Option<memory::MemoryProfile>;
+    fn memory_profile(&self) -> Option<memory::MemoryProfile> {
+        self.held().fit.profile()
+    }
     /// Bytes of the denoiser's weights (UNet or transformer) as stored.
     fn denoiser_weight_bytes(&self) -> u64;
     /// Whether image-to-image requests can run (the VAE encoder was loaded).
-    fn has_vae_encoder(&self) -> bool;
+    fn has_vae_encoder(&self) -> bool {
+        false
+    }
     /// How many tiles each image of `width` x `height` decodes in (1: one piece).
-    fn decode_tile_count(&self, width: usize, height: usize) -> usize;
+    fn decode_tile_count(&self, width: usize, height: usize) -> usize {
+        let held = self.held();
+        DecodePlan::of(held.vae, &held.info.placement, held.device)
+            .tile_count(held.vae, width, height)
+    }
     /// What the denoiser is called in reports: "unet", "transformer".
-    fn denoiser_name(&self) -> &'static str;
+    fn denoiser_name(&self) -> &'static str {
+        "transformer"
+    }
     /// The calls `sdbench timing` times for an image of `width` x `height`: one denoiser call
     /// as a step makes it and one VAE decode, their inputs prepared beforehand.
     fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>>;

@@ -28,6 +28,7 @@ fn the_estimate_covers_flux1_measured_peaks() {
         ((1, 2), MemoryProfile::Low, 512, 1776, 1896),
         ((1, 2), MemoryProfile::Low, 1024, 1776, 2080),
         ((1, 2), MemoryProfile::Minimal, 512, 1072, 1512),
+        ((4, 8), MemoryProfile::Low, 512, 5616, 5736),
         ((4, 8), MemoryProfile::Minimal, 512, 2936, 3400),
     ] {
         let config = Flux1TransformerConfig {

@@ -27,14 +27,13 @@ use crate::models::qwen3::{Qwen3TextEncoder, Qwen3Weights};
 use crate::models::vae::{self, VaeDecoder, VaeEncoder};
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
-use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::memory_need::{FitContext, RequestShape};
+use crate::pipeline::memory_need::FitContext;
 use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, classifier_free, GenerationSteps, Prepared};
 use crate::pipeline::three_parts::{Assembly, PartNames, ThreePartModel};
 use crate::pipeline::{
     check_request, load_component, load_denoiser, tensor_to_vec, CancelToken, Family,
-    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo,
+    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, Held, LoadOptions, ModelInfo,
     ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 use crate::reference_pictures;
@@ -326,12 +325,13 @@ impl Flux2Pipeline {
 }
 
 impl FamilyPipeline for Flux2Pipeline {
-    fn info(&self) -> &ModelInfo {
-        &self.info
-    }
-
-    fn device(&self) -> &SelectedDevice {
-        &self.device
+    fn held(&self) -> Held<'_> {
+        Held {
+            info: &self.info,
+            device: &self.device,
+            fit: &self.fit,
+            vae: &self.vae,
+        }
     }
 
     fn validate(&self, request: &GenerateRequest) -> Result<()> {
@@ -347,10 +347,6 @@ impl FamilyPipeline for Flux2Pipeline {
             ));
         }
         self.check_fits(&request.shape(&super::FAMILY))
-    }
-
-    fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        self.fit.check(&self.info.placement, &self.device, shape)
     }
 
     fn generate_with_sync(
@@ -382,25 +378,12 @@ impl FamilyPipeline for Flux2Pipeline {
         }
     }
 
-    fn memory_profile(&self) -> Option<MemoryProfile> {
-        self.fit.profile()
-    }
-
     fn denoiser_weight_bytes(&self) -> u64 {
         crate::nn::weight_bytes(&self.transformer.lock().module)
     }
 
     fn has_vae_encoder(&self) -> bool {
         self.vae_encoder.is_some()
-    }
-
-    fn decode_tile_count(&self, width: usize, height: usize) -> usize {
-        DecodePlan::of(&self.vae, &self.info.placement, &self.device)
-            .tile_count(&self.vae, width, height)
-    }
-
-    fn denoiser_name(&self) -> &'static str {
-        "transformer"
     }
 
     fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>> {

@@ -27,13 +27,13 @@ use crate::models::config::VaeConfig;
 use crate::models::tokenizer::Tokenizer;
 use crate::models::vae::{VaeDecoder, VaeEncoder};
 use crate::models::vae_file;
-use crate::pipeline::memory::{self, MemoryProfile};
-use crate::pipeline::memory_need::{FitContext, ModelSize, RequestShape};
+use crate::pipeline::memory;
+use crate::pipeline::memory_need::{FitContext, ModelSize};
 use crate::pipeline::offload::Offloadable;
 use crate::pipeline::{
     check_request, device_sync, img2img_start, load_component, load_denoiser, CancelToken,
-    ComponentFiles, Family, FamilyPipeline, GenerateRequest, Generated, LoadOptions, ModelInfo,
-    ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
+    ComponentFiles, Family, FamilyPipeline, GenerateRequest, Generated, Held, LoadOptions,
+    ModelInfo, ModelSource, ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 
 pub struct SdPipeline {
@@ -442,12 +442,13 @@ pub fn check_family_request(request: &GenerateRequest) -> Result<()> {
 }
 
 impl FamilyPipeline for SdPipeline {
-    fn info(&self) -> &ModelInfo {
-        &self.info
-    }
-
-    fn device(&self) -> &SelectedDevice {
-        &self.device
+    fn held(&self) -> Held<'_> {
+        Held {
+            info: &self.info,
+            device: &self.device,
+            fit: &self.fit,
+            vae: &self.vae,
+        }
     }
 
     fn validate(&self, request: &GenerateRequest) -> Result<()> {
@@ -476,10 +477,6 @@ impl FamilyPipeline for SdPipeline {
         Ok(())
     }
 
-    fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        self.fit.check(&self.info.placement, &self.device, shape)
-    }
-
     fn generate_with_sync(
         &self,
         request: &GenerateRequest,
@@ -500,20 +497,12 @@ impl FamilyPipeline for SdPipeline {
         }
     }
 
-    fn memory_profile(&self) -> Option<MemoryProfile> {
-        self.fit.profile()
-    }
-
     fn denoiser_weight_bytes(&self) -> u64 {
         crate::nn::weight_bytes(&self.unet.lock().module)
     }
 
     fn has_vae_encoder(&self) -> bool {
         self.vae_encoder.is_some()
-    }
-
-    fn decode_tile_count(&self, width: usize, height: usize) -> usize {
-        self.decode_plan().tile_count(&self.vae, width, height)
     }
 
     fn denoiser_name(&self) -> &'static str {

@@ -29,13 +29,12 @@ use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::DecodePlan;
 use crate::pipeline::family::FilePart;
-use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::memory_need::{FitContext, ModelSize, RequestShape};
+use crate::pipeline::memory_need::{FitContext, ModelSize};
 use crate::pipeline::offload::Offloadable;
 use crate::pipeline::stages;
 use crate::pipeline::{
     check_request, folder_index, load_component, load_denoiser, tensor_to_vec, CancelToken, Family,
-    FamilyPipeline, GenerateRequest, Generated, LoadOptions, ModelInfo, ModelSource,
+    FamilyPipeline, GenerateRequest, Generated, Held, LoadOptions, ModelInfo, ModelSource,
     ParameterCounts, Placement, Progress, StepSync, TimedCall, B,
 };
 use crate::scheduler::flow_match::{FlowMatchConfig, FlowSchedule};
@@ -480,12 +479,13 @@ impl Sd3Pipeline {
 }
 
 impl FamilyPipeline for Sd3Pipeline {
-    fn info(&self) -> &ModelInfo {
-        &self.info
-    }
-
-    fn device(&self) -> &SelectedDevice {
-        &self.device
+    fn held(&self) -> Held<'_> {
+        Held {
+            info: &self.info,
+            device: &self.device,
+            fit: &self.fit,
+            vae: &self.vae,
+        }
     }
 
     fn validate(&self, request: &GenerateRequest) -> Result<()> {
@@ -516,10 +516,6 @@ impl FamilyPipeline for Sd3Pipeline {
         self.check_fits(&request.shape(&super::FAMILY))
     }
 
-    fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        self.fit.check(&self.info.placement, &self.device, shape)
-    }
-
     fn generate_with_sync(
         &self,
         request: &GenerateRequest,
@@ -546,25 +542,8 @@ impl FamilyPipeline for Sd3Pipeline {
         }
     }
 
-    fn memory_profile(&self) -> Option<MemoryProfile> {
-        self.fit.profile()
-    }
-
     fn denoiser_weight_bytes(&self) -> u64 {
         crate::nn::weight_bytes(&self.transformer.lock().module)
-    }
-
-    fn has_vae_encoder(&self) -> bool {
-        false
-    }
-
-    fn decode_tile_count(&self, width: usize, height: usize) -> usize {
-        DecodePlan::of(&self.vae, &self.info.placement, &self.device)
-            .tile_count(&self.vae, width, height)
-    }
-
-    fn denoiser_name(&self) -> &'static str {
-        "transformer"
     }
 
     fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>> {

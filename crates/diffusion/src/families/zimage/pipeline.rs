@@ -24,14 +24,13 @@ use crate::models::vae::{self, VaeDecoder};
 use crate::noise::NormalGenerator;
 use crate::pipeline::backend_failure::guard;
 use crate::pipeline::decode::{decoded_image, DecodePlan};
-use crate::pipeline::memory::MemoryProfile;
-use crate::pipeline::memory_need::{FitContext, RequestShape};
+use crate::pipeline::memory_need::FitContext;
 use crate::pipeline::offload::{Offloadable, Slot};
 use crate::pipeline::stages::{self, GenerationSteps, Prepared};
 use crate::pipeline::three_parts::{Assembly, PartNames, ThreePartModel};
 use crate::pipeline::{
     check_request, load_component, load_denoiser, tensor_to_vec, CancelToken, Family,
-    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, LoadOptions, ModelInfo,
+    FamilyPipeline, GenerateRequest, Generated, GeneratedImage, Held, LoadOptions, ModelInfo,
     ParameterCounts, Placement, Preset, Progress, StepSync, TimedCall, B,
 };
 use crate::scheduler::flow_match::{FlowMatchConfig, FlowSchedule};
@@ -395,12 +394,13 @@ fn cap_norm(guided: Tensor<B, 4>, positive: Tensor<B, 4>, factor: f64) -> Tensor
 }
 
 impl FamilyPipeline for ZImagePipeline {
-    fn info(&self) -> &ModelInfo {
-        &self.info
-    }
-
-    fn device(&self) -> &SelectedDevice {
-        &self.device
+    fn held(&self) -> Held<'_> {
+        Held {
+            info: &self.info,
+            device: &self.device,
+            fit: &self.fit,
+            vae: &self.vae,
+        }
     }
 
     fn validate(&self, request: &GenerateRequest) -> Result<()> {
@@ -411,10 +411,6 @@ impl FamilyPipeline for ZImagePipeline {
         )?;
         super::FAMILY.check_request(request)?;
         self.check_fits(&request.shape(&super::FAMILY))
-    }
-
-    fn check_fits(&self, shape: &RequestShape) -> Result<()> {
-        self.fit.check(&self.info.placement, &self.device, shape)
     }
 
     fn generate_with_sync(
@@ -442,25 +438,8 @@ impl FamilyPipeline for ZImagePipeline {
         }
     }
 
-    fn memory_profile(&self) -> Option<MemoryProfile> {
-        self.fit.profile()
-    }
-
     fn denoiser_weight_bytes(&self) -> u64 {
         crate::nn::weight_bytes(&self.transformer.lock().module)
-    }
-
-    fn has_vae_encoder(&self) -> bool {
-        false
-    }
-
-    fn decode_tile_count(&self, width: usize, height: usize) -> usize {
-        DecodePlan::of(&self.vae, &self.info.placement, &self.device)
-            .tile_count(&self.vae, width, height)
-    }
-
-    fn denoiser_name(&self) -> &'static str {
-        "transformer"
     }
 
     fn timed_calls(&self, width: usize, height: usize) -> Result<Vec<TimedCall<'_>>> {
