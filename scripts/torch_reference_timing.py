@@ -98,6 +98,10 @@ def main():
     p.add_argument("--zimage-depth", metavar="LAYERS,REFINERS",
                    help="Z-Image-Turbo with this many main and refiner blocks instead of 30,2 "
                         "(widths, tokens and VAE unchanged): both sides load one saved random-weight model")
+    p.add_argument("--flux1-depth", metavar="DOUBLE,SINGLE,T5_LAYERS",
+                   help="FLUX.1 [schnell] with this many double- and single-stream blocks (19,38 upstream) "
+                        "and T5-XXL layers (24 upstream), widths, tokens and VAE unchanged: both sides load "
+                        "one saved random-weight model")
     p.add_argument("--sd3-depth", metavar="BLOCKS,T5_LAYERS",
                    help="SD3.5 Medium with this many MMDiT-X blocks (24 upstream; the first half with the "
                         "second attention, as 13 of 24 are) and T5-XXL layers (24 upstream), widths, tokens "
@@ -110,9 +114,11 @@ def main():
                          "in f32)")
     if a.model == "zimage" and not a.zimage_depth:
         raise SystemExit("--model zimage needs --zimage-depth (the whole model takes 40 GB in f32)")
-    if a.model == "flux1-schnell" and a.device == "cpu":
-        raise SystemExit("--model flux1-schnell is timed on a GPU (--device cuda): its 12B transformer and T5-XXL "
-                         "take 67 GB in f32")
+    if a.model == "flux1-schnell" and a.device == "cpu" and not a.flux1_depth and not a.ops:
+        raise SystemExit("--model flux1-schnell on the CPU needs --flux1-depth (its 12B transformer and T5-XXL "
+                         "take 67 GB in f32)")
+    if a.flux1_depth and a.model != "flux1-schnell":
+        raise SystemExit("--flux1-depth needs --model flux1-schnell")
     if a.zimage_depth and a.model != "zimage":
         raise SystemExit("--zimage-depth needs --model zimage")
     if a.rounds < 1 or (a.rounds > 1 and not a.sdbench):
@@ -134,6 +140,8 @@ def main():
         folder = zimage_timing_model(a.zimage_depth)
     if a.sd3_depth:
         folder = sd3_timing_model(a.sd3_depth)
+    if a.flux1_depth:
+        folder = flux1_timing_model(a.flux1_depth)
     components = {"flux2-klein": flux2_calls, "zimage": zimage_calls, "sd35-medium": sd3_calls,
                   "flux1-schnell": flux1_calls}.get(a.model, unet_calls)
     if a.rounds == 1:
@@ -521,17 +529,67 @@ def sd3_calls(a, folder=None):
     ], sync
 
 
+def flux1_timing_model(depth):
+    """A FLUX.1 [schnell] folder at its widths with `depth` ("DOUBLE,SINGLE,T5_LAYERS"): transformer
+    blocks and T5-XXL layers at their widths, CLIP-L at its output width but two narrow layers (the
+    timed calls never run it), FLUX.1's VAE, the tiny schnell fixture's tokenizers and scheduler.
+    Saved once under ~/.cache/sdbench and reused."""
+    import shutil
+    from diffusers import FluxTransformer2DModel
+    from transformers import CLIPTextConfig, CLIPTextModel, T5Config, T5EncoderModel
+
+    double, single, t5_layers = (int(n) for n in depth.split(","))
+    folder = Path.home() / ".cache" / "sdbench" / f"flux1-schnell-timing-{double}-{single}-{t5_layers}"
+    if (folder / "model_index.json").exists():
+        return folder
+    fixture = FIXTURES / "tiny-flux1-schnell"
+    work = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    for part in ("scheduler", "tokenizer", "tokenizer_2"):
+        shutil.copytree(fixture / part, work / part)
+    torch.manual_seed(0)
+    config = CLIPTextConfig.from_pretrained(fixture / "text_encoder")  # vocabulary and special tokens
+    config.update(dict(hidden_size=768, projection_dim=768, intermediate_size=64, num_attention_heads=2,
+                       num_hidden_layers=2))
+    CLIPTextModel(config).eval().save_pretrained(work / "text_encoder", safe_serialization=True)
+    config = T5Config.from_pretrained(fixture / "text_encoder_2")
+    config.update(dict(d_model=4096, d_ff=10240, d_kv=64, num_heads=64, num_layers=t5_layers))
+    T5EncoderModel(config).eval().save_pretrained(work / "text_encoder_2", safe_serialization=True)
+    FluxTransformer2DModel(num_layers=double, num_single_layers=single).eval().save_pretrained(
+        work / "transformer", safe_serialization=True)
+    flux1_vae().save_pretrained(work / "vae", safe_serialization=True)
+    shutil.copy(fixture / "model_index.json", work / "model_index.json")
+    shutil.rmtree(folder, ignore_errors=True)
+    work.rename(folder)
+    return folder
+
+
+def flux1_vae():
+    """FLUX.1's VAE: SD3's, with FLUX.1's scaling and shift."""
+    vae = zimage_vae()
+    vae.register_to_config(scaling_factor=0.3611, shift_factor=0.1159)
+    return vae
+
+
 def flux1_calls(a, folder=None):
     """FLUX.1 [schnell]'s transformer call (batch 1, its 2x2-patch tokens + T5's 256), the VAE's decode
-    (FLUX.1's: SD3's with its own scaling) and T5-XXL's encoder over 256 tokens, built on the device
-    with random weights: [(name, call)] and the device's synchronisation."""
+    and T5-XXL's encoder over 256 tokens, of the whole model (built on the device, random weights) or
+    the one saved in `folder`: [(name, call)] and the device's synchronisation."""
     from diffusers import FluxTransformer2DModel
+    from transformers import T5EncoderModel
 
     if a.size % 16:
         raise SystemExit("--size must be a multiple of 16 for FLUX.1 (the VAE's 8 times 2x2 patches)")
     device, dtype, sync = torch_target(a)
-    with torch.device(device):
-        transformer, vae, t5 = (m.to(dtype) for m in (FluxTransformer2DModel(), sd3_vae(), sd3_t5()))
+    if folder is None:
+        with torch.device(device):
+            transformer, vae, t5 = (m.to(dtype) for m in (FluxTransformer2DModel(), flux1_vae(), sd3_t5()))
+    else:
+        transformer = FluxTransformer2DModel.from_pretrained(folder / "transformer").eval().to(device, dtype)
+        vae = AutoencoderKL.from_pretrained(folder / "vae").eval().to(device, dtype)
+        t5 = T5EncoderModel.from_pretrained(folder / "text_encoder_2").eval().to(device, dtype)
+        print(f"transformer: {transformer.config.num_layers}+{transformer.config.num_single_layers} blocks; "
+              f"T5: {t5.config.num_layers} layers ({folder})")
     g = a.size // 8
     tokens = (g // 2) ** 2
     latents = torch.randn(1, tokens, 64).to(device, dtype)

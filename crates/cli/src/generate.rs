@@ -18,13 +18,7 @@ use crate::progress::{DownloadBar, StepProgress};
 
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
-    /// A diffusers model folder (Stable Diffusion 1 to 3.5, FLUX.2 klein or Z-Image), a
-    /// single-file SD1.x, SD2.x or SDXL checkpoint or a FLUX.2 klein or Z-Image transformer file
-    /// with --model-config (.safetensors or .gguf), a Hub id (from the Hugging Face cache,
-    /// downloaded if missing), or `synthetic` for SD1.5's architecture with generated weights
-    /// (`synthetic-sd21`, `synthetic-sdxl-base`, `synthetic-flux2-klein`,
-    /// `synthetic-zimage-turbo`, `synthetic-sd35-medium`: those models').
-    #[arg(long)]
+    #[arg(long, help = crate::model_arg::model_help())]
     model: String,
     #[command(flatten)]
     model_files: crate::model_arg::ModelFileArgs,
@@ -43,12 +37,12 @@ pub struct GenerateArgs {
     /// (docs/models.md says which).
     #[arg(long, default_value_t = 7.5)]
     guidance: f64,
-    /// Z-Image: steps whose (1000 - t) / 1000 is above this run unguided (diffusers'
-    /// `cfg_truncation`, from 0 to 1).
+    /// Steps whose (1000 - t) / 1000 is above this run unguided (diffusers' `cfg_truncation`, from
+    /// 0 to 1), for models whose guidance takes it (docs/models.md says which; others refuse it).
     #[arg(long, value_name = "FRACTION")]
     cfg_truncation: Option<f64>,
-    /// Z-Image: cap each guided prediction's norm at this many times the unguided one's
-    /// (diffusers' `cfg_normalization`; 1 as its `True`).
+    /// Cap each guided prediction's norm at this many times the unguided one's (diffusers'
+    /// `cfg_normalization`; 1 as its `True`), for models whose guidance takes it.
     #[arg(long, value_name = "FACTOR")]
     cfg_normalization: Option<f64>,
     /// True classifier-free guidance at this scale, above 1 (diffusers' `true_cfg_scale`), for
@@ -56,8 +50,9 @@ pub struct GenerateArgs {
     /// --negative (the empty prompt unless given). Other models refuse it by name.
     #[arg(long, value_name = "SCALE")]
     true_cfg_scale: Option<f64>,
-    /// Stable Diffusion 3.5: skip-layer guidance over these transformer blocks on guided steps
-    /// (diffusers' `skip_guidance_layers`; SD3.5 Medium's model card uses 7,8,9).
+    /// Skip-layer guidance over these transformer blocks on guided steps (diffusers'
+    /// `skip_guidance_layers`), for models whose guidance takes it (docs/models.md gives the
+    /// blocks their model cards use).
     #[arg(long, value_name = "BLOCKS", value_delimiter = ',')]
     skip_layers: Vec<usize>,
     /// Skip-layer guidance's scale (`skip_layer_guidance_scale`).
@@ -73,12 +68,14 @@ pub struct GenerateArgs {
         help = crate::model_arg::scheduler_help("Scheduler; default: the model folder's own")
     )]
     scheduler: Option<String>,
-    /// Image width in pixels (a multiple of 8, at most 2048; 16 for FLUX.2); default 512, the init
-    /// image's, or the first reference picture's (cropped to a multiple of 16).
+    /// Image width in pixels (a multiple of 8, at most 2048; of 16 for models of 2x2 patches);
+    /// default 512, the init image's, or the first reference picture's (cropped to a multiple of
+    /// 16).
     #[arg(long)]
     width: Option<usize>,
-    /// Image height in pixels (a multiple of 8, at most 2048; 16 for FLUX.2); default 512, the init
-    /// image's, or the first reference picture's (cropped to a multiple of 16).
+    /// Image height in pixels (a multiple of 8, at most 2048; of 16 for models of 2x2 patches);
+    /// default 512, the init image's, or the first reference picture's (cropped to a multiple of
+    /// 16).
     #[arg(long)]
     height: Option<usize>,
     /// Image-to-image: start from this picture (PNG or JPEG, sides multiples of 8).
@@ -88,9 +85,9 @@ pub struct GenerateArgs {
     /// only the last steps x strength steps run. Default 0.8.
     #[arg(long, requires = "init_image")]
     strength: Option<f64>,
-    /// FLUX.2 klein: a picture to condition the image on (PNG or JPEG, sides at least 64 pixels;
-    /// over 1024x1024 pixels it is resized, then cropped to multiples of 16). Give it up to 4
-    /// times for several pictures.
+    /// A picture to condition the image on, for models that take reference pictures (PNG or JPEG,
+    /// sides at least 64 pixels; over 1024x1024 pixels it is resized, then cropped to multiples of
+    /// 16). Give it up to 4 times for several pictures.
     #[arg(long, value_name = "FILE", conflicts_with = "init_image")]
     reference_image: Vec<PathBuf>,
     /// Images per prompt, made together (one denoiser call per step for all of them); with more than
@@ -101,10 +98,7 @@ pub struct GenerateArgs {
     /// default 0.
     #[arg(long, conflicts_with = "latents")]
     seed: Option<u64>,
-    /// Initial latents: a float32 .npy of the model's latent shape (SD1.x/2.x/XL: [batch, 4, H/8,
-    /// W/8]; FLUX.2 klein: [batch, 128, H/16, W/16]; Z-Image: [batch, 16, H/8, W/8]), used like
-    /// diffusers' `latents=` (with --init-image: the noise added to the picture).
-    #[arg(long)]
+    #[arg(long, help = crate::model_arg::latents_help())]
     latents: Option<PathBuf>,
     #[command(flatten)]
     device: crate::device_arg::DeviceArg,

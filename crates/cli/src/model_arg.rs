@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use sdbench_diffusion::{ComponentFiles, ModelSource};
+use sdbench_diffusion::{ComponentFiles, ModelSource, Preset, FAMILIES, PLAIN_SYNTHETIC};
 use sdbench_hub::HubSettings;
 use sdbench_session::{Event, ModelName};
 
@@ -86,4 +86,43 @@ pub fn scheduler_help(what: &str) -> String {
         .map(|f| format!("{} models take {}", f.name, f.scheduler_names().join(", ")))
         .collect();
     format!("{what} ({})", families.join("; "))
+}
+
+/// `--model`'s help: the families and presets from the family registry.
+pub fn model_help() -> String {
+    let names = |keep: &dyn Fn(&sdbench_diffusion::FamilyDescriptor) -> bool| {
+        let names: Vec<&str> = FAMILIES
+            .iter()
+            .filter(|f| keep(f))
+            .map(|f| f.name)
+            .collect();
+        names.join(", ")
+    };
+    let presets: Vec<String> = Preset::all()
+        .map(|p| format!("`synthetic-{}`", p.name()))
+        .collect();
+    format!(
+        "A diffusers model folder ({}), a single-file checkpoint ({}) or a transformer file ({}) \
+         with the files its parts need (.safetensors or .gguf; see --model-config, \
+         --text-encoder and --vae), a Hub id (from the Hugging Face cache, downloaded if missing), \
+         or `synthetic` for {}'s architecture with generated weights ({}: those models')",
+        names(&|_| true),
+        names(&|f| f.checkpoints.is_some()),
+        names(&|f| f.denoiser_files.is_some()),
+        PLAIN_SYNTHETIC.short_label(),
+        presets.join(", ")
+    )
+}
+
+/// `--latents`' help: each family's latent shape, from the family registry.
+pub fn latents_help() -> String {
+    let shapes: Vec<String> = FAMILIES
+        .iter()
+        .map(|f| format!("{}: {}", f.name, f.latents))
+        .collect();
+    format!(
+        "Initial latents: a float32 .npy of the model's latent shape ({}), used like diffusers' \
+         `latents=` (with --init-image: the noise added to the picture)",
+        shapes.join("; ")
+    )
 }

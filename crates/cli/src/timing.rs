@@ -15,10 +15,7 @@ use sdbench_diffusion::{LoadOptions, Pipeline, Precision, Preset, RequestShape, 
 
 #[derive(clap::Args, Debug)]
 pub struct TimingArgs {
-    /// A diffusers model folder, a single-file checkpoint, a Hub id, or `synthetic` (SD1.5),
-    /// `synthetic-sd21`, `synthetic-sdxl-base`, `synthetic-flux2-klein`, `synthetic-zimage-turbo`,
-    /// `synthetic-sd35-medium`.
-    #[arg(long, default_value = "synthetic")]
+    #[arg(long, default_value = "synthetic", help = crate::model_arg::model_help())]
     model: String,
     #[command(flatten)]
     model_files: crate::model_arg::ModelFileArgs,

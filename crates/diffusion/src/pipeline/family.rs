@@ -182,6 +182,9 @@ pub struct FamilyDescriptor {
     pub skip_layer_guidance: bool,
     /// Whether it takes `GuidanceOptions`' true classifier-free guidance.
     pub true_cfg: bool,
+    /// The initial latents' shape a request's `--latents` gives, for help texts:
+    /// "[batch, 4, H/8, W/8]".
+    pub latents: &'static str,
     /// What it cannot do for any request (pictures, sizes, options), checked before a model is
     /// loaded; the scheduler is checked against `schedulers` beside it.
     pub check_request: fn(&GenerateRequest) -> Result<()>,

@@ -42,6 +42,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     guidance_options: false,
     skip_layer_guidance: false,
     true_cfg: false,
+    latents: "[batch, 128, H/16, W/16]",
     checkpoints: None,
     check_request: check_family_request,
     load: |source, device, precision, options| {

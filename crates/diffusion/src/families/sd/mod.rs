@@ -59,6 +59,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     guidance_options: false,
     skip_layer_guidance: false,
     true_cfg: false,
+    latents: "[batch, 4, H/8, W/8]",
     checkpoints: Some(checkpoint::claims),
     check_request: pipeline::check_family_request,
     load: |source, device, precision, options| {

@@ -53,6 +53,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     guidance_options: false,
     skip_layer_guidance: true,
     true_cfg: false,
+    latents: "[batch, 16, H/8, W/8]",
     check_request,
     load: |source, device, precision, options| {
         let model: Box<dyn FamilyPipeline> =

@@ -44,6 +44,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     guidance_options: true,
     skip_layer_guidance: false,
     true_cfg: false,
+    latents: "[batch, 16, H/8, W/8]",
     check_request,
     load: |source, device, precision, options| {
         let model: ZImagePipeline = three_parts::load(source, device, precision, options)?;
