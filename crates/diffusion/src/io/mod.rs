@@ -3,6 +3,7 @@
 //! `nn::loader`; each family converts its own files' names.
 
 pub mod bfl_names;
+pub mod bounded_text;
 pub mod component_file;
 pub mod file_weights;
 pub mod ggml_blocks;

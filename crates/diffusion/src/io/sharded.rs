@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
+use crate::io::bounded_text::{read_bounded, MAX_CONFIG_BYTES};
 use crate::io::file_weights::FileWeights;
 use crate::io::kept_weights::KeptWeights;
 use crate::io::safetensors::StDtype;
@@ -110,7 +111,7 @@ impl ShardedWeights {
     }
 
     pub fn open(index: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(index).map_err(|e| DiffusionError::io(index, e))?;
+        let text = read_bounded(index, MAX_CONFIG_BYTES)?;
         let parsed: Index = serde_json::from_str(&text).map_err(|e| DiffusionError::Weights {
             path: index.to_path_buf(),
             problem: format!("is not a safetensors index ({e})"),

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use crate::error::{DiffusionError, Result};
+use crate::io::bounded_text::{read_bounded, MAX_CONFIG_BYTES};
 
 /// `vae/config.json`: diffusers' `AutoencoderKL` (the encoder half only for image-to-image).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -359,7 +360,7 @@ impl<T: DeserializeOwned> ConfigFile<T> {
 /// Reads and parses one JSON config file; a missing file, bad JSON or a wrongly typed key is an error
 /// naming the file.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(|e| DiffusionError::io(path, e))?;
+    let text = read_bounded(path, MAX_CONFIG_BYTES)?;
     parse_json(&text, path)
 }
 

@@ -17,6 +17,7 @@ use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::{AddedToken, SplitDelimiterBehavior};
 
 use crate::error::{DiffusionError, Result};
+use crate::io::bounded_text::{read_bounded, MAX_CONFIG_BYTES, MAX_VOCABULARY_BYTES};
 
 const BOS: &str = "<|startoftext|>";
 const EOS: &str = "<|endoftext|>";
@@ -43,20 +44,17 @@ impl Tokenizer {
         };
         let vocab_path = folder.join("vocab.json");
         let merges_path = folder.join("merges.txt");
-        let vocab_text =
-            std::fs::read_to_string(&vocab_path).map_err(|e| DiffusionError::io(&vocab_path, e))?;
+        let vocab_text = read_bounded(&vocab_path, MAX_VOCABULARY_BYTES)?;
         let vocab: HashMap<String, u32> = serde_json::from_str(&vocab_text)
             .map_err(|e| bad(format!("vocab.json is not a JSON map of token to id: {e}")))?;
-        let merges_text = std::fs::read_to_string(&merges_path)
-            .map_err(|e| DiffusionError::io(&merges_path, e))?;
+        let merges_text = read_bounded(&merges_path, MAX_VOCABULARY_BYTES)?;
         let merges = parse_merges(&merges_text).map_err(bad)?;
 
         let mut special = SpecialTokens::default();
         for file in ["tokenizer_config.json", "special_tokens_map.json"] {
             let path = folder.join(file);
             if path.is_file() {
-                let text =
-                    std::fs::read_to_string(&path).map_err(|e| DiffusionError::io(&path, e))?;
+                let text = read_bounded(&path, MAX_CONFIG_BYTES)?;
                 let json: serde_json::Value = serde_json::from_str(&text)
                     .map_err(|e| DiffusionError::config(&path, e.to_string()))?;
                 special.update(&json);
@@ -322,7 +320,7 @@ pub(crate) fn read_tokenizer_json(folder: &Path) -> Result<tokenizers::Tokenizer
             "has a tokenizer.json of {size} bytes, more than any tokenizer's ({MAX_TOKENIZER_JSON_BYTES})"
         )));
     }
-    let text = std::fs::read_to_string(&file).map_err(|e| DiffusionError::io(&file, e))?;
+    let text = read_bounded(&file, MAX_TOKENIZER_JSON_BYTES)?;
     // Its syntax first: the tokenizers library panics on some syntax errors.
     serde_json::from_str::<serde::de::IgnoredAny>(&text)
         .map_err(|e| problem(format!("tokenizer.json is not JSON: {e}")))?;

@@ -4,10 +4,13 @@
 //! is refused with what it needs and what would fit, instead of being killed part-way by the
 //! kernel's out-of-memory killer with no word (synthetic-flux2-klein in f32 on a 24 GB machine).
 
+use std::path::Path;
+
 use crate::device::{BackendKind, SelectedDevice};
 use crate::error::{DiffusionError, Result};
 use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
+use crate::pipeline::cgroup_memory;
 use crate::pipeline::memory::MemoryProfile;
 use crate::pipeline::memory_need::{
     denoiser_step_bytes, denoiser_weight_bytes, estimate, four_bit_advice, gib, vae_pixels,
@@ -63,7 +66,8 @@ pub fn host_need(
 }
 
 /// The host memory free for the run: what the system reports available (free plus reclaimable
-/// caches), capped by `SDBENCH_HOST_MEMORY_LIMIT_GIB`; `None` where neither is known.
+/// caches), within what the process's cgroup (a container's limit) leaves it, capped by
+/// `SDBENCH_HOST_MEMORY_LIMIT_GIB`; `None` where none is known.
 pub fn available_host_memory() -> Option<u64> {
     let limit = std::env::var(HOST_MEMORY_LIMIT_VAR)
         .ok()
@@ -73,10 +77,12 @@ pub fn available_host_memory() -> Option<u64> {
     let mut system = sysinfo::System::new();
     system.refresh_memory();
     let reported = Some(system.available_memory()).filter(|&bytes| bytes > 0);
-    match (reported, limit) {
-        (Some(r), Some(l)) => Some(r.min(l)),
-        (r, l) => r.or(l),
-    }
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|membership| {
+            cgroup_memory::available(Path::new(cgroup_memory::CGROUP_ROOT), &membership)
+        });
+    [reported, cgroup, limit].into_iter().flatten().min()
 }
 
 /// The precision `--precision auto` runs in: the device's default, except on the CPU backend when

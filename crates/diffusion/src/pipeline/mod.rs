@@ -5,6 +5,7 @@
 //! timings, placement and results are the same types for every family.
 
 pub(crate) mod backend_failure;
+pub(crate) mod cgroup_memory;
 pub mod component_roles;
 pub(crate) mod decode;
 pub mod family;

@@ -55,3 +55,38 @@ fn missing_vocab_is_a_clear_error() {
         .to_string();
     assert!(err.contains("vocab.json"), "{err}");
 }
+
+/// A vocabulary that never ends (a device standing in for a damaged or hostile file) and a config
+/// past its size bound are refused by name, not read until memory runs out.
+#[cfg(unix)]
+#[test]
+fn an_endless_vocabulary_or_config_is_refused_at_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip = common::fixtures().join("clip-tokenizer");
+    std::fs::copy(clip.join("merges.txt"), dir.path().join("merges.txt")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("vocab.json")).unwrap();
+    let err = Tokenizer::from_folder(dir.path())
+        .err()
+        .expect("must fail")
+        .to_string();
+    assert!(
+        err.contains("vocab.json") && err.contains("more than"),
+        "{err}"
+    );
+
+    std::fs::remove_file(dir.path().join("vocab.json")).unwrap();
+    std::fs::copy(clip.join("vocab.json"), dir.path().join("vocab.json")).unwrap();
+    // A config past its bound (sparse: nothing is written).
+    std::fs::File::create(dir.path().join("tokenizer_config.json"))
+        .unwrap()
+        .set_len(sdbench_diffusion::io::bounded_text::MAX_CONFIG_BYTES + 1)
+        .unwrap();
+    let err = Tokenizer::from_folder(dir.path())
+        .err()
+        .expect("must fail")
+        .to_string();
+    assert!(
+        err.contains("tokenizer_config.json") && err.contains("more than"),
+        "{err}"
+    );
+}

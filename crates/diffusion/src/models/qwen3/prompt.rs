@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::Qwen3Config;
 use crate::error::{DiffusionError, Result};
+use crate::io::bounded_text::{read_bounded, MAX_CONFIG_BYTES};
 use crate::models::tokenizer::{guarded, read_tokenizer_json};
 
 /// The tokens of one prompt.
@@ -77,7 +78,12 @@ impl QwenPrompt {
         }
         let template = match config.chat_template {
             Some(Value::String(text)) => Some(text),
-            _ => std::fs::read_to_string(folder.join("chat_template.jinja")).ok(),
+            _ => {
+                let path = folder.join("chat_template.jinja");
+                (path.is_file())
+                    .then(|| read_bounded(&path, MAX_CONFIG_BYTES))
+                    .transpose()?
+            }
         };
         if let Some(template) = template {
             // The engine renders the template's one case itself (`chat_text`): refuse a template
