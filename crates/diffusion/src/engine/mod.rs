@@ -10,7 +10,7 @@ use crate::error::{DiffusionError, Result};
 use crate::io::weights::Precision;
 use crate::models::config::VaeConfig;
 use crate::pipeline::host_memory::{choose_profile, AutoChoice};
-use crate::pipeline::memory::{self, MemoryProfile};
+use crate::pipeline::memory;
 use crate::pipeline::memory_need::{ModelSize, RequestShape};
 use crate::pipeline::{
     backend_failure, host_memory, CancelToken, FamilyPipeline, GenerateRequest, Generated,
@@ -221,8 +221,9 @@ impl Pipeline {
 
 /// `--memory auto`: the fastest profile whose estimated need for `work` fits the device's memory
 /// and whose host part (what it keeps on the CPU) fits the host's available memory; `cpu` when no
-/// profile fits the device (the caller then selects the CPU backend), or on the CPU backend;
-/// `full` when the device's memory size is unknown, saying so. Profiles that fit the device but
+/// profile fits the device (the caller then selects the CPU backend); on the CPU backend `cpu`, or
+/// `minimal` where only its int8 weights fit the host; `full` when the device's memory size is
+/// unknown, saying so. Profiles that fit the device but
 /// not the host are refused with both figures, before anything loads.
 pub fn choose_auto(
     source: &ModelSource,
@@ -230,13 +231,12 @@ pub fn choose_auto(
     precision: Option<Precision>,
     work: &RequestShape,
 ) -> Result<AutoChoice> {
-    if device.kind == BackendKind::Cpu {
-        return Ok(AutoChoice {
-            profile: MemoryProfile::Cpu,
-            reason: "the CPU backend runs everything".into(),
-        });
-    }
-    let precision = precision.unwrap_or_else(|| device.default_precision());
+    // On the CPU, `--precision auto` takes bf16 where f32 does not fit (`auto_precision`): the
+    // lightest it can run in is what int8 is weighed against.
+    let precision = precision.unwrap_or_else(|| match device.kind {
+        BackendKind::Cpu if device.supports(Precision::Bf16) => Precision::Bf16,
+        _ => device.default_precision(),
+    });
     let (size, vae) = Pipeline::model_size(source, precision)?;
     let host = host_memory::available_host_memory();
     choose_profile(&size, &vae, device, precision, work, host)

@@ -199,6 +199,52 @@ pub struct AutoChoice {
     pub reason: String,
 }
 
+/// `auto` on the CPU backend, which runs everything in host memory: `cpu`, unless the weights in
+/// `precision` do not fit the host and `minimal`'s int8 denoiser weights do, said with both needs.
+fn choice_on_the_cpu(
+    size: &ModelSize,
+    vae: &VaeConfig,
+    precision: Precision,
+    work: &RequestShape,
+    host: Option<u64>,
+) -> Result<AutoChoice> {
+    let need = |profile: MemoryProfile| {
+        let options = profile.load_options(LoadOptions {
+            vae_encoder: work.image_to_image,
+            ..LoadOptions::default()
+        });
+        host_need(
+            size,
+            &Placement::for_model(size.family, vae, precision, &options),
+            true,
+            work,
+        )
+    };
+    let everything = AutoChoice {
+        profile: MemoryProfile::Cpu,
+        reason: "the CPU backend runs everything".into(),
+    };
+    let Some(host) = host else {
+        return Ok(everything);
+    };
+    let (full, int8) = (need(MemoryProfile::Cpu), need(MemoryProfile::Minimal));
+    if full <= host || int8 > host {
+        return Ok(everything);
+    }
+    Ok(AutoChoice {
+        profile: MemoryProfile::Minimal,
+        reason: format!(
+            "the CPU backend runs everything, and in {} it needs about {} of RAM where this \
+             machine has {} available; minimal's int8 denoiser weights need about {} (slower, and \
+             the result records it)",
+            precision.name(),
+            gib(full),
+            gib(host),
+            gib(int8)
+        ),
+    })
+}
+
 /// `choose_auto` for a model of `size` and `host` bytes of available host memory (`None`:
 /// unknown, not checked).
 pub fn choose_profile(
@@ -210,6 +256,9 @@ pub fn choose_profile(
     host: Option<u64>,
 ) -> Result<AutoChoice> {
     let choice = |profile, reason: String| Ok(AutoChoice { profile, reason });
+    if device.kind == BackendKind::Cpu {
+        return choice_on_the_cpu(size, vae, precision, work, host);
+    }
     let Some(available) = device.memory_for_fit() else {
         return choice(
             MemoryProfile::Full,

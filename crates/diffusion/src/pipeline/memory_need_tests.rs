@@ -201,3 +201,59 @@ fn weights_kept_in_codes_count_their_codes_bytes() {
     assert_eq!(large.dequantize_bytes(2), 2 << 26);
     assert_eq!(large.dequantize_bytes(4), 4 << 26);
 }
+
+/// `--memory auto` on the CPU backend: `cpu` where the weights fit the host in the run's
+/// precision, `minimal` (int8 denoiser weights) where only those fit, said with both needs, and
+/// `cpu` again where neither does (the host check then refuses the run with its own message) or
+/// the host's memory is unknown.
+#[test]
+fn auto_on_the_cpu_takes_int8_weights_only_where_nothing_else_fits_the_host() {
+    let cpu = SelectedDevice {
+        kind: crate::BackendKind::Cpu,
+        ..gpu(None)
+    };
+    let mut lighter = 0;
+    for family in architectures() {
+        let size = upstream(family);
+        let side = family.usual_side();
+        let need = |profile: MemoryProfile| {
+            let placement = placement(family, profile, Precision::Bf16);
+            crate::pipeline::host_memory::host_need(&size, &placement, true, &work(side))
+        };
+        let (full, int8) = (need(MemoryProfile::Cpu), need(MemoryProfile::Minimal));
+        let choose = |host: Option<u64>| {
+            choose_profile(&size, &vae(), &cpu, Precision::Bf16, &work(side), host).unwrap()
+        };
+        assert_eq!(choose(Some(full)).profile, MemoryProfile::Cpu, "{family}");
+        assert_eq!(choose(None).profile, MemoryProfile::Cpu, "{family}");
+        assert_eq!(
+            choose(Some(int8 - 1)).profile,
+            MemoryProfile::Cpu,
+            "{family}"
+        );
+        if int8 >= full {
+            // `minimal` keeps the text encoders in f32 (SD3.5's T5-XXL): not lighter here.
+            assert_eq!(
+                choose(Some(full - 1)).profile,
+                MemoryProfile::Cpu,
+                "{family}"
+            );
+            continue;
+        }
+        lighter += 1;
+        let squeezed = choose(Some(full - 1));
+        assert_eq!(squeezed.profile, MemoryProfile::Minimal, "{family}");
+        assert!(
+            squeezed.reason.contains("in bf16 it needs about")
+                && squeezed
+                    .reason
+                    .contains(&format!("int8 denoiser weights need about {}", gib(int8))),
+            "{family}: {}",
+            squeezed.reason
+        );
+    }
+    assert!(
+        lighter > 0,
+        "minimal was lighter on the CPU for no architecture"
+    );
+}
