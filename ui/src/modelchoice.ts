@@ -9,6 +9,13 @@ import { fill, h } from "./dom";
 import * as fmt from "./format";
 import type { LocalModelView, Settings } from "./types";
 
+/** The "another model file" dialog: the files `--model` takes, a single-file checkpoint or a
+ * transformer file, in safetensors or GGUF. */
+export const MODEL_FILE_DIALOG = {
+  directory: false, multiple: false, title: "A model file: a single-file checkpoint or a transformer file",
+  filters: [{ name: "Model files (safetensors, GGUF)", extensions: ["safetensors", "gguf"] }],
+};
+
 /** The option values that open a dialog instead of naming a model. */
 const PICK_FOLDER = "\u0000folder";
 const PICK_FILE = "\u0000file";
@@ -77,7 +84,7 @@ export function modelChoice(id: string, onChosen: (m: LocalModelView | null) => 
       h("optgroup", { label: "Synthetic weights (no download, not a standard score)" }, synthetic.map(option)),
       h("optgroup", { label: "Elsewhere" },
         h("option", { value: PICK_FOLDER }, "another diffusers folder…"),
-        h("option", { value: PICK_FILE }, "another .safetensors file…")));
+        h("option", { value: PICK_FILE }, "another model file (.safetensors, .gguf)…")));
     select.value = current;
     describe();
   }
@@ -87,7 +94,7 @@ export function modelChoice(id: string, onChosen: (m: LocalModelView | null) => 
     if (name === PICK_FOLDER || name === PICK_FILE) {
       const picked = await open(name === PICK_FOLDER
         ? { directory: true, multiple: false, title: "A diffusers model folder" }
-        : { directory: false, multiple: false, title: "A single-file checkpoint", filters: [{ name: "safetensors", extensions: ["safetensors"] }] });
+        : MODEL_FILE_DIALOG);
       if (typeof picked !== "string") {
         select.value = settings?.model ?? "";
         return;

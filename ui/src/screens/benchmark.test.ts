@@ -366,6 +366,7 @@ describe("Benchmark screen", () => {
         stream(a, [{ event: "failed", error: { kind: "cancelled", message: "cancelled", hint: "" } }]);
         return 7;
       },
+      "plugin:dialog|open": () => null,
     });
     benchmarkScreen.show?.();
     await settle(40);
@@ -373,7 +374,7 @@ describe("Benchmark screen", () => {
     expect([...model.options].map((o) => o.textContent)).toEqual([
       "stable-diffusion-v1-5/stable-diffusion-v1-5 (not on this machine yet)", "none yet",
       "Stable Diffusion · sd15", "FLUX.2 klein · flux2-klein",
-      "another diffusers folder…", "another .safetensors file…",
+      "another diffusers folder…", "another model file (.safetensors, .gguf)…",
     ]);
     expect(model.value).toBe("stable-diffusion-v1-5/stable-diffusion-v1-5");
     // The licence is shown before the download.
@@ -389,6 +390,13 @@ describe("Benchmark screen", () => {
     model.dispatchEvent(new Event("change"));
     await settle(40);
     expect(saved).toMatchObject({ model: "synthetic-flux2-klein", modelConfig: null, textEncoders: [], vae: null });
+    // Another model file: the dialog offers the .safetensors and .gguf files --model takes.
+    const file = [...model.options].find((o) => o.textContent?.startsWith("another model file"))!;
+    model.value = file.value;
+    model.dispatchEvent(new Event("change"));
+    await settle(40);
+    const dialog = calls.find((c) => c.cmd === "plugin:dialog|open");
+    expect(JSON.stringify(dialog?.args)).toContain('"extensions":["safetensors","gguf"]');
     expect(calls.filter((c) => c.cmd === "model_status").length).toBeGreaterThan(1);
   });
 });
