@@ -268,6 +268,29 @@ describe("Create screen", () => {
     expect(root.querySelector<HTMLInputElement>("#create-steps")!.value).toBe("30");
   });
 
+  it("takes the saved model's family settings when the screen opens, once", async () => {
+    const settings = { model: "synthetic-flux2-klein", modelConfig: null, textEncoders: [], vae: null, backend: "auto", device: null, precision: "auto", memory: "full", memoryLimitGib: null, submitEndpoint: null, updateEndpoint: null, cpuThreads: null, modelDirs: [] };
+    mockShell({
+      schedulers: () => [],
+      system_info: () => ({ backends: [] }),
+      get_settings: () => settings,
+      local_models: () => [
+        { name: "synthetic-flux2-klein", family: "FLUX.2 klein", architecture: "flux2-klein", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, textEncoders: [], vae: null },
+      ],
+    });
+    const steps = root.querySelector<HTMLInputElement>("#create-steps")!;
+    steps.value = "30";
+    createScreen.show?.();
+    await settle(40);
+    expect(steps.value).toBe("4");
+    expect(root.querySelector("#create-true-cfg-scale")!.closest<HTMLElement>(".row")!.hidden).toBe(true);
+    // The person's edit stands when the screen opens again with the same model.
+    steps.value = "7";
+    createScreen.show?.();
+    await settle(40);
+    expect(steps.value).toBe("7");
+  });
+
   it("offers each guidance option only for a model that takes it, and drops a hidden one's value", () => {
     const row = (id: string) => root.querySelector(id)!.closest<HTMLElement>(".row")!;
     root.querySelector<HTMLInputElement>("#create-true-cfg-scale")!.value = "4";

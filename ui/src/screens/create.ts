@@ -96,8 +96,12 @@ const viewer = h("div", { class: "viewer", id: "create-viewer" }, h("p", { class
 const strip = h("div", { class: "strip", id: "create-strip", "aria-label": "This session's images" });
 let lastSeed: number | null = null;
 let optionsLoaded = false;
+/** The model whose family's settings the form last took: the saved model's are taken when the
+ * screen opens with a model they were not taken for, and not again over the person's edits. */
+let defaultsTakenFor: string | null = null;
 const model = modelChoice("create-model", (m) => {
   showGuidanceChoices(m?.guidance ?? null);
+  defaultsTakenFor = m?.name ?? null;
   if (m?.defaults) {
     applyDefaults(m.defaults);
     notify(`${m.family}: ${m.defaults.width} × ${m.defaults.height}, ${m.defaults.steps} steps, guidance ${m.defaults.guidance}, as its standard workload runs it.`);
@@ -351,6 +355,11 @@ export const createScreen: Screen = {
   },
   show() {
     loadOptions();
-    model.refresh();
+    model.refresh().then(() => {
+      const m = model.chosen();
+      showGuidanceChoices(m?.guidance ?? null);
+      if (m?.defaults && m.name !== defaultsTakenFor) applyDefaults(m.defaults);
+      defaultsTakenFor = m?.name ?? defaultsTakenFor;
+    });
   },
 };
