@@ -96,6 +96,9 @@ fn wire_types() -> Vec<Declared> {
         declared::<sdbench_telemetry::Unavailable>(),
         declared::<sdbench_telemetry::Sample>(),
         declared::<sdbench_telemetry::Reading>(),
+        declared::<sdbench_telemetry::HardwareState>(),
+        declared::<sdbench_telemetry::hardware::Spread>(),
+        declared::<sdbench_telemetry::hardware::ThrottleShare>(),
         // Create.
         declared::<create::CreateRequest>(),
         declared::<create::InitImageInput>(),

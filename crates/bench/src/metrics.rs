@@ -1,7 +1,7 @@
 //! Scores from raw per-image timings and telemetry samples.
 
 use sdbench_telemetry::power::{peak_vram, summarize_power, throttle_reasons};
-use sdbench_telemetry::{Sample, SourceInfo};
+use sdbench_telemetry::{summarize_hardware, Sample, SourceInfo};
 
 use crate::result::{ImageResult, Power, Scores, Vram, Window};
 use crate::stats::{median, Stats};
@@ -78,6 +78,12 @@ pub fn compute_scores(input: &ScoreInputs) -> Scores {
             Err(reason) => format!("device: {reason}"),
         });
     }
+    let hardware = summarize_hardware(
+        input.samples,
+        input.source.as_ref().map(|s| *s).map_err(String::as_str),
+        t0,
+        t1,
+    );
     Scores {
         score: (input.valid && images_per_minute > 0.0)
             .then(|| (100.0 * images_per_minute).round() as u64),
@@ -92,8 +98,9 @@ pub fn compute_scores(input: &ScoreInputs) -> Scores {
             reason: (!missing.is_empty()).then(|| missing.join("; ")),
         },
         power,
-        throttled: !throttle.is_empty(),
+        throttled: hardware.throttled,
         throttle_reasons: throttle,
+        hardware,
     }
 }
 

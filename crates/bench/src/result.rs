@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use sdbench_telemetry::{Sample, SourceInfo, SystemInfo, Unavailable};
+use sdbench_telemetry::{HardwareState, Sample, SourceInfo, SystemInfo, Unavailable};
 
 use crate::checks::ImageCheck;
 use crate::error::{BenchError, Result};
@@ -314,8 +314,15 @@ pub struct Scores {
     pub vram_peak_bytes: Option<u64>,
     pub vram: Vram,
     pub power: Power,
+    /// A throttle reason held for a meaningful share of the timed samples (`hardware`); never
+    /// for want of readings.
     pub throttled: bool,
+    /// Every throttle reason seen in the timed samples, however briefly.
     pub throttle_reasons: Vec<String>,
+    /// Clocks, temperature and throttling over the timed region, or why they are unknown (absent
+    /// from results made before they were recorded).
+    #[serde(default)]
+    pub hardware: HardwareState,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]

@@ -128,13 +128,7 @@ fn condition_rows(r: &BenchResult) -> Vec<(String, String, String)> {
             String::new(),
         ));
     }
-    if s.throttled {
-        rows.push((
-            "throttled".into(),
-            s.throttle_reasons.join(", "),
-            String::new(),
-        ));
-    }
+    rows.extend(hardware_rows(&s.hardware));
     rows
 }
 
@@ -442,6 +436,52 @@ fn json(r: &BenchResult) -> String {
         "cold_start": r.cold_start,
     });
     serde_json::to_string_pretty(&summary).expect("summary serializes") + "\n"
+}
+
+/// The hardware's state over the timed region: the core clock against its maximum, the peak
+/// temperature, each throttle reason's share of the time, and what could not be read.
+fn hardware_rows(h: &sdbench_telemetry::HardwareState) -> Vec<(String, String, String)> {
+    let mut rows = Vec::new();
+    if let Some(clock) = h.gpu_clock_mhz {
+        let of_max = match (h.gpu_clock_max_mhz, h.gpu_clock_median_share) {
+            (Some(max), Some(share)) => {
+                format!(" ({:.0}% of its {max} MHz maximum)", share * 100.0)
+            }
+            _ => String::new(),
+        };
+        rows.push((
+            "core clock".into(),
+            format!(
+                "median {:.0} MHz{of_max}, {:.0} to {:.0}",
+                clock.median, clock.min, clock.max
+            ),
+            String::new(),
+        ));
+    }
+    if let Some(t) = h.temperature_peak_c {
+        rows.push(("peak temperature".into(), format!("{t:.0}"), "°C".into()));
+    }
+    if !h.throttle.is_empty() {
+        let shares: Vec<String> = h
+            .throttle
+            .iter()
+            .map(|t| format!("{} {:.0}% of the time", t.reason, t.share * 100.0))
+            .collect();
+        let label = if h.throttled {
+            "throttled"
+        } else {
+            "briefly throttled"
+        };
+        rows.push((label.into(), shares.join(", "), String::new()));
+    }
+    if !h.unavailable.is_empty() {
+        rows.push((
+            "hardware state unavailable".into(),
+            h.unavailable.join("; "),
+            String::new(),
+        ));
+    }
+    rows
 }
 
 #[cfg(test)]

@@ -75,10 +75,29 @@ impl Source for AmdgpuSource {
             vram_used_bytes: read_u64(&self.device.join("mem_info_vram_used")),
             vram_total_bytes: read_u64(&self.device.join("mem_info_vram_total")),
             gpu_clock_mhz: hw("freq1_input").map(|hz| (hz / 1_000_000) as u32),
+            gpu_clock_max_mhz: std::fs::read_to_string(self.device.join("pp_dpm_sclk"))
+                .ok()
+                .and_then(|levels| top_dpm_level_mhz(&levels)),
             mem_clock_mhz: hw("freq2_input").map(|hz| (hz / 1_000_000) as u32),
             temperature_c: hw("temp1_input").map(|m| m as f64 / 1000.0),
             utilization_pct: read_u64(&self.device.join("gpu_busy_percent")).map(|p| p as f64),
             ..Reading::default()
         }
     }
+}
+
+/// The highest clock of an amdgpu `pp_dpm_*` table ("0: 500Mhz\n1: 2505Mhz *\n"; the `*` marks
+/// the current level).
+pub fn top_dpm_level_mhz(levels: &str) -> Option<u32> {
+    levels
+        .lines()
+        .filter_map(|line| {
+            let (_, rest) = line.split_once(':')?;
+            let mhz = rest.trim().trim_end_matches('*').trim();
+            let digits = mhz
+                .strip_suffix("Mhz")
+                .or_else(|| mhz.strip_suffix("MHz"))?;
+            digits.trim().parse::<u32>().ok()
+        })
+        .max()
 }

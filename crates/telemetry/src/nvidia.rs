@@ -119,8 +119,8 @@ impl Source for NvmlSource {
     fn read(&mut self) -> Reading {
         let d = &self.device;
         let memory = d.memory_info().ok();
-        let throttle = d
-            .current_throttle_reasons()
+        let reasons = d.current_throttle_reasons().ok();
+        let throttle = reasons
             .map(|r| {
                 SLOWDOWNS
                     .iter()
@@ -141,10 +141,12 @@ impl Source for NvmlSource {
             vram_used_bytes: memory.as_ref().map(|m| m.used),
             vram_total_bytes: memory.as_ref().map(|m| m.total),
             gpu_clock_mhz: d.clock_info(Clock::Graphics).ok(),
+            gpu_clock_max_mhz: d.max_clock_info(Clock::Graphics).ok(),
             mem_clock_mhz: d.clock_info(Clock::Memory).ok(),
             temperature_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
             utilization_pct: d.utilization_rates().ok().map(|u| u.gpu as f64),
             throttle,
+            throttle_read: reasons.is_some(),
         }
     }
 }

@@ -70,6 +70,9 @@ pub struct Reading {
     pub vram_total_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_clock_mhz: Option<u32>,
+    /// The core clock's maximum (NVML's max graphics clock, amdgpu's top `pp_dpm_sclk` level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_clock_max_mhz: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_clock_mhz: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -79,6 +82,10 @@ pub struct Reading {
     /// Active reasons the clocks are held down (power cap, thermal…); empty when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub throttle: Vec<String>,
+    /// Whether the source read its throttle reasons this time (an empty `throttle` then means
+    /// none held, not that none could be known).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub throttle_read: bool,
 }
 
 /// A reading at `t` seconds after the sampler's epoch.

@@ -44,6 +44,12 @@ fn fake_machine(root: &Path) {
         &format!("{amd}/hwmon/hwmon4/freq1_input"),
         "2498000000\n",
     );
+    // Recorded from an RX 7900 XTX: its shader clock levels, the current one starred.
+    put(
+        root,
+        &format!("{amd}/pp_dpm_sclk"),
+        "0: 500Mhz\n1: 1733Mhz \n2: 2498Mhz *\n3: 2525Mhz\n",
+    );
     put(root, "sys/class/drm/card1-DP-1/status", "connected\n");
 
     let arc = "sys/class/drm/card2/device";
@@ -135,6 +141,7 @@ fn amdgpu_reads_power_vram_clock_and_temperature() {
             vram_used_bytes: Some(1 << 30),
             vram_total_bytes: Some(25_753_026_560),
             gpu_clock_mhz: Some(2498),
+            gpu_clock_max_mhz: Some(2525),
             temperature_c: Some(64.0),
             utilization_pct: Some(97.0),
             ..Reading::default()
@@ -326,4 +333,17 @@ fn the_sampler_reads_at_ten_hertz_on_its_own_thread() {
         last >= 0.44,
         "the final reading at stop is missing ({last})"
     );
+}
+
+/// amdgpu's clock level tables as the driver writes them, and what is not one.
+#[test]
+fn amdgpu_clock_tables_give_their_top_level() {
+    use sdbench_telemetry::amd::top_dpm_level_mhz;
+    assert_eq!(
+        top_dpm_level_mhz("0: 96Mhz\n1: 456Mhz *\n2: 1000Mhz\n"),
+        Some(1000)
+    );
+    assert_eq!(top_dpm_level_mhz("0: 500MHz\n1: 2100MHz\n"), Some(2100));
+    assert_eq!(top_dpm_level_mhz("OD_SCLK:\n"), None);
+    assert_eq!(top_dpm_level_mhz(""), None);
 }

@@ -545,7 +545,21 @@ steps_per_second: number,
 /**
  * The largest of the allocator's peak and the device's used memory; absent when neither is known.
  */
-vram_peak_bytes: number | null, vram: Vram, power: Power, throttled: boolean, throttle_reasons: Array<string>, };
+vram_peak_bytes: number | null, vram: Vram, power: Power, 
+/**
+ * A throttle reason held for a meaningful share of the timed samples (`hardware`); never
+ * for want of readings.
+ */
+throttled: boolean, 
+/**
+ * Every throttle reason seen in the timed samples, however briefly.
+ */
+throttle_reasons: Array<string>, 
+/**
+ * Clocks, temperature and throttling over the timed region, or why they are unknown (absent
+ * from results made before they were recorded).
+ */
+hardware: HardwareState, };
 
 export type Stats = { mean: number, median: number, 
 /**
@@ -680,11 +694,20 @@ power_w: number | null,
 /**
  * A monotonic energy counter (wrap-arounds already unfolded).
  */
-energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, gpu_clock_mhz: number | null, mem_clock_mhz: number | null, temperature_c: number | null, utilization_pct: number | null, 
+energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, gpu_clock_mhz: number | null, 
+/**
+ * The core clock's maximum (NVML's max graphics clock, amdgpu's top `pp_dpm_sclk` level).
+ */
+gpu_clock_max_mhz?: number | null, mem_clock_mhz: number | null, temperature_c: number | null, utilization_pct: number | null, 
 /**
  * Active reasons the clocks are held down (power cap, thermal…); empty when none.
  */
-throttle?: Array<string>, };
+throttle?: Array<string>, 
+/**
+ * Whether the source read its throttle reasons this time (an empty `throttle` then means
+ * none held, not that none could be known).
+ */
+throttle_read?: boolean, };
 
 export type Reading = { 
 /**
@@ -694,11 +717,58 @@ power_w: number | null,
 /**
  * A monotonic energy counter (wrap-arounds already unfolded).
  */
-energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, gpu_clock_mhz: number | null, mem_clock_mhz: number | null, temperature_c: number | null, utilization_pct: number | null, 
+energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, gpu_clock_mhz: number | null, 
+/**
+ * The core clock's maximum (NVML's max graphics clock, amdgpu's top `pp_dpm_sclk` level).
+ */
+gpu_clock_max_mhz?: number | null, mem_clock_mhz: number | null, temperature_c: number | null, utilization_pct: number | null, 
 /**
  * Active reasons the clocks are held down (power cap, thermal…); empty when none.
  */
-throttle?: Array<string>, };
+throttle?: Array<string>, 
+/**
+ * Whether the source read its throttle reasons this time (an empty `throttle` then means
+ * none held, not that none could be known).
+ */
+throttle_read?: boolean, };
+
+export type HardwareState = { 
+/**
+ * The telemetry source read ("nvml:0"), none where there is none.
+ */
+source: string | null, 
+/**
+ * Readings of it in the window.
+ */
+samples: number, 
+/**
+ * The core clock, MHz.
+ */
+gpu_clock_mhz: Spread | null, 
+/**
+ * Its maximum, MHz, and the median's share of it (0 to 1).
+ */
+gpu_clock_max_mhz: number | null, gpu_clock_median_share: number | null, 
+/**
+ * The memory clock, MHz.
+ */
+mem_clock_mhz: Spread | null, temperature_peak_c: number | null, 
+/**
+ * Each throttle reason seen, most held first.
+ */
+throttle: Array<ThrottleShare>, 
+/**
+ * Whether a reason held for `THROTTLED_SHARE` of the samples or more.
+ */
+throttled: boolean, 
+/**
+ * Each figure that could not be read, and why.
+ */
+unavailable: Array<string>, };
+
+export type Spread = { min: number, median: number, max: number, };
+
+export type ThrottleShare = { reason: string, share: number, };
 
 export type CreateRequest = { prompt: string, negativePrompt: string, steps: number, guidance: number, seed: number, width: number, height: number, 
 /**

@@ -227,6 +227,22 @@ fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
         .unwrap()
         .contains("cpu backend has no device memory"));
 
+    // The hardware's state: the fake RAPL package reports no clock, temperature or throttle
+    // reasons, each said by name, and the run is not called throttled for want of them.
+    let h = &s.hardware;
+    assert_eq!(h.source.as_deref(), Some("rapl:package"));
+    assert!(h.samples >= 1, "{h:?}");
+    assert!(!h.throttled && !s.throttled && h.throttle.is_empty());
+    for what in ["core clock", "temperature", "throttle reasons"] {
+        assert!(
+            h.unavailable
+                .iter()
+                .any(|u| u.starts_with(what) && u.contains("rapl:package")),
+            "{what}: {:?}",
+            h.unavailable
+        );
+    }
+
     // Telemetry covers the baseline and the timed window at about 10 Hz.
     assert!(r.telemetry.baseline.end <= r.telemetry.timed.start);
     assert!(
@@ -323,9 +339,21 @@ fn on_a_queueing_device_steps_are_timed_on_a_separate_diagnostic_image() {
             .all(|p| p.in_use_bytes > 0 && p.reserved_bytes >= p.in_use_bytes),
         "{vram:?}"
     );
+    // lavapipe has no clock, temperature or throttle readings: said, and not throttled.
+    let h = &r.scores.hardware;
+    assert!(!h.throttled && !r.scores.throttled, "{h:?}");
+    assert!(
+        h.temperature_peak_c.is_some() || h.unavailable.iter().any(|u| u.contains("temperature")),
+        "{h:?}"
+    );
     validate(&serde_json::to_value(r).unwrap()).unwrap();
     assert_same(&BenchResult::from_json(&r.to_json()).unwrap(), r);
     let rows = sdbench_bench::summary::rows(r);
+    assert!(
+        rows.iter()
+            .any(|(m, _, _)| m == "hardware state unavailable" || m == "peak temperature"),
+        "{rows:?}"
+    );
     assert!(
         rows.iter()
             .any(|(m, v, _)| m.starts_with("denoising loop with a sync")
