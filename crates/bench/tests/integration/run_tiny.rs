@@ -153,6 +153,9 @@ fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
     // for a power figure (it needs two), and too short to average the fake counter's ticks.
     let mut options = options(root.path(), 3);
     (options.workload.width, options.workload.height) = (96, 64);
+    // The fake counter's writer thread lags behind its clock when the machine is busy (CI runs
+    // two tests per core's worth): over a 0.4 s baseline a 40 ms lag was 10% of the idle figure.
+    options.baseline = Duration::from_secs(1);
     let mut output = runner::run(
         &options,
         &mut |e| events.push(e.clone()),
@@ -205,7 +208,8 @@ fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
     assert_eq!(s.score, Some((100.0 * s.images_per_minute).round() as u64));
     assert!(r.valid && r.invalid_reasons.is_empty());
 
-    // Power from the fake RAPL counter: 40 W, during the run and the baseline.
+    // Power from the fake RAPL counter: 40 W, during the run and the baseline (within 15%: the
+    // writer's lag on a busy machine).
     let p = &s.power;
     assert!(p.available, "{:?}", p.reason);
     assert_eq!(
@@ -213,8 +217,9 @@ fn a_custom_run_on_the_tiny_model_produces_a_valid_schema_checked_result() {
         Some("rapl:package (CPU package (1 zone))")
     );
     let avg = p.avg_w.unwrap();
-    assert!((avg - 40.0).abs() < 4.0, "avg {avg}");
-    assert!((p.idle_w.unwrap() - 40.0).abs() < 4.0);
+    assert!((avg - 40.0).abs() < 6.0, "avg {avg}");
+    let idle = p.idle_w.unwrap();
+    assert!((idle - 40.0).abs() < 6.0, "idle {idle}");
     let window = r.telemetry.timed.end - r.telemetry.timed.start;
     assert!((p.energy_j_per_image.unwrap() - avg * window / 3.0).abs() < 1e-6);
     assert!((p.images_per_minute_per_watt.unwrap() - s.images_per_minute / avg).abs() < 1e-9);
