@@ -51,6 +51,8 @@ pub struct LocalModelView {
     pub defaults: Option<ModelDefaults>,
     /// None when the family is not known.
     pub guidance: Option<GuidanceChoices>,
+    /// Whether its family conditions images on reference pictures; none when it is not known.
+    pub reference_pictures: Option<bool>,
     /// A model file's text encoder and VAE files found beside it, which choosing it saves as the
     /// text encoder and VAE settings.
     pub text_encoders: Vec<String>,
@@ -99,6 +101,7 @@ pub async fn local_models(state: State<'_, AppState>) -> UiResult<Vec<LocalModel
                         true_cfg: family.true_cfg,
                     }
                 }),
+                reference_pictures: m.architecture.map(|a| a.descriptor().reference_pictures),
                 problem: m.problem,
                 text_encoders: m
                     .parts

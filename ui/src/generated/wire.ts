@@ -236,6 +236,10 @@ problem: string | null, defaults: ModelDefaults | null,
  */
 guidance: GuidanceChoices | null, 
 /**
+ * Whether its family conditions images on reference pictures; none when it is not known.
+ */
+referencePictures: boolean | null, 
+/**
  * A model file's text encoder and VAE files found beside it, which choosing it saves as the
  * text encoder and VAE settings.
  */

@@ -358,8 +358,8 @@ describe("Benchmark screen", () => {
       get_settings: () => settings,
       save_settings: (a) => (saved = a.settings as Record<string, unknown>),
       local_models: () => [
-        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, guidance: null, textEncoders: [], vae: null },
-        { name: "synthetic-flux2-klein", family: "FLUX.2 klein", architecture: "flux2-klein", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: null, textEncoders: [], vae: null },
+        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, guidance: null, referencePictures: null, textEncoders: [], vae: null },
+        { name: "synthetic-flux2-klein", family: "FLUX.2 klein", architecture: "flux2-klein", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: null, referencePictures: null, textEncoders: [], vae: null },
       ],
       start_benchmark: (a) => {
         request = a.request as Record<string, unknown>;

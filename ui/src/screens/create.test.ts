@@ -224,10 +224,10 @@ describe("Create screen", () => {
       get_settings: () => current,
       save_settings: (a) => (current = a.settings as typeof settings),
       local_models: () => [
-        { name: "black-forest-labs/FLUX.2-klein-4B", family: "FLUX.2 klein", architecture: "flux2-klein", format: "diffusers folder (Hugging Face cache)", synthetic: false, sizeBytes: 15.6e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, textEncoders: [], vae: null },
-        { name: "/comfy/models/diffusion_models/flux-2-klein-4b.safetensors", family: "FLUX.2 klein", architecture: "flux2-klein", format: "single file (ComfyUI), safetensors BF16", synthetic: false, sizeBytes: 7.75e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, textEncoders: ["/comfy/models/text_encoders/qwen_3_4b.safetensors"], vae: "/comfy/models/vae/flux2-vae.safetensors" },
-        { name: "/models/broken", family: null, architecture: null, format: "diffusers folder", synthetic: false, sizeBytes: 10, problem: "has no model_index.json", defaults: null, guidance: null, textEncoders: [], vae: null },
-        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, textEncoders: [], vae: null },
+        { name: "black-forest-labs/FLUX.2-klein-4B", family: "FLUX.2 klein", architecture: "flux2-klein", format: "diffusers folder (Hugging Face cache)", synthetic: false, sizeBytes: 15.6e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, referencePictures: true, textEncoders: [], vae: null },
+        { name: "/comfy/models/diffusion_models/flux-2-klein-4b.safetensors", family: "FLUX.2 klein", architecture: "flux2-klein", format: "single file (ComfyUI), safetensors BF16", synthetic: false, sizeBytes: 7.75e9, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, referencePictures: true, textEncoders: ["/comfy/models/text_encoders/qwen_3_4b.safetensors"], vae: "/comfy/models/vae/flux2-vae.safetensors" },
+        { name: "/models/broken", family: null, architecture: null, format: "diffusers folder", synthetic: false, sizeBytes: 10, problem: "has no model_index.json", defaults: null, guidance: null, referencePictures: null, textEncoders: [], vae: null },
+        { name: "synthetic-sd15", family: "Stable Diffusion", architecture: "sd1", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 512, height: 512, steps: 30, guidance: 7.5 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, referencePictures: false, textEncoders: [], vae: null },
       ],
     });
     createScreen.show?.();
@@ -261,11 +261,14 @@ describe("Create screen", () => {
       vae: "/comfy/models/vae/flux2-vae.safetensors",
     });
     expect(root.querySelector("#create-model-note")!.textContent).toContain("with /comfy/models/text_encoders/qwen_3_4b.safetensors and");
-    // Back to SD1.5's settings for the other tests.
+    const referencesRow = () => root.querySelector("#create-reference-images")!.closest<HTMLElement>(".row")!;
+    expect(referencesRow().hidden).toBe(false);
+    // Back to SD1.5's settings for the other tests: it takes no reference pictures.
     model.value = "synthetic-sd15";
     model.dispatchEvent(new Event("change"));
     await settle(40);
     expect(root.querySelector<HTMLInputElement>("#create-steps")!.value).toBe("30");
+    expect(referencesRow().hidden).toBe(true);
   });
 
   it("takes the saved model's family settings when the screen opens, once", async () => {
@@ -275,7 +278,7 @@ describe("Create screen", () => {
       system_info: () => ({ backends: [] }),
       get_settings: () => settings,
       local_models: () => [
-        { name: "synthetic-flux2-klein", family: "FLUX.2 klein", architecture: "flux2-klein", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, textEncoders: [], vae: null },
+        { name: "synthetic-flux2-klein", family: "FLUX.2 klein", architecture: "flux2-klein", format: "synthetic weights", synthetic: true, sizeBytes: null, problem: null, defaults: { width: 1024, height: 1024, steps: 4, guidance: 1 }, guidance: { truncationAndNormalization: false, skipLayerGuidance: false, trueCfg: false }, referencePictures: true, textEncoders: [], vae: null },
       ],
     });
     const steps = root.querySelector<HTMLInputElement>("#create-steps")!;

@@ -1,6 +1,6 @@
 // The Create screen: a person's own prompt (and, for image-to-image, a picture to start from; for
-// FLUX.2 klein, pictures to condition on), the image with its timing, save as PNG (parameters
-// inside), and a strip of this session's images.
+// a model that takes them, pictures to condition on), the image with its timing, save as PNG
+// (parameters inside), and a strip of this session's images.
 
 import { api, attachJob, imageUrl, type JobHandle } from "../api";
 import { fill, h } from "../dom";
@@ -23,8 +23,8 @@ export const SIZE_PRESETS: [string, number, number][] = [
   ["1216 × 832 (landscape)", 1216, 832], ["256 × 256 (fast)", 256, 256],
 ];
 
-/** A chosen model's family settings in the form (FLUX.2 klein: 1024 × 1024, 4 steps, guidance
- * 1, which is none), so its first image runs as the model is meant to run. */
+/** A chosen model's family settings in the form (its standard workload's size, steps and
+ * guidance), so its first image runs as the model is meant to run. */
 export function applyDefaults(d: ModelDefaults): void {
   form.steps.value = String(d.steps);
   form.guidance.value = String(d.guidance);
@@ -101,6 +101,7 @@ let optionsLoaded = false;
 let defaultsTakenFor: string | null = null;
 const model = modelChoice("create-model", (m) => {
   showGuidanceChoices(m?.guidance ?? null);
+  showReferencePictures(m?.referencePictures ?? null);
   defaultsTakenFor = m?.name ?? null;
   if (m?.defaults) {
     applyDefaults(m.defaults);
@@ -116,6 +117,16 @@ const guidanceRows = {
   trueCfg: h("div", { class: "row" }, labelled("True CFG scale (with the negative prompt)", form.trueCfgScale)),
   skipLayers: h("div", { class: "row" }, labelled("Skip-layer guidance blocks", form.skipLayers), labelled("Skip-layer scale", form.skipLayerScale)),
 };
+
+const referencesRow = h("div", { class: "row" }, labelled("Reference pictures", form.references), clearReferences);
+
+/** Shows the reference pictures' row for a model whose family takes them (and one of unknown
+ * family), and drops picked pictures for one that does not. */
+export function showReferencePictures(takes: boolean | null): void {
+  referencesRow.hidden = takes === false;
+  referencesNote.hidden = takes === false;
+  if (takes === false && references.length) setReferences([]);
+}
 
 /** Shows the rows of the guidance options `choices` allows, and empties the hidden ones so that a
  * request never carries an option its model refuses. */
@@ -171,8 +182,8 @@ export function setPicture(p: Picture | null): void {
   }
 }
 
-/** FLUX.2 klein's reference pictures: the image is conditioned on them (the shell refuses them for
- * other models, and checks their sizes and number). The size fields stay the person's. */
+/** Reference pictures: the image is conditioned on them (the shell refuses them for models that
+ * do not take them, and checks their sizes and number). The size fields stay the person's. */
 export function setReferences(ps: Picture[]): void {
   references = ps;
   clearReferences.hidden = ps.length === 0;
@@ -344,7 +355,7 @@ export const createScreen: Screen = {
         h("div", { class: "row" }, field("Scheduler", form.scheduler), field("Backend", form.backend)),
         h("div", { class: "row" }, field("Start from a picture", form.picture), field("Strength", form.strength), clearPicture),
         pictureNote,
-        h("div", { class: "row" }, field("Reference pictures (FLUX.2 klein)", form.references), clearReferences),
+        referencesRow,
         referencesNote,
         guidanceRows.scale,
         guidanceRows.trueCfg,
@@ -358,6 +369,7 @@ export const createScreen: Screen = {
     model.refresh().then(() => {
       const m = model.chosen();
       showGuidanceChoices(m?.guidance ?? null);
+      showReferencePictures(m?.referencePictures ?? null);
       if (m?.defaults && m.name !== defaultsTakenFor) applyDefaults(m.defaults);
       defaultsTakenFor = m?.name ?? defaultsTakenFor;
     });

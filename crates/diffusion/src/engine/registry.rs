@@ -340,6 +340,22 @@ mod tests {
                 );
             }
         }
+        // A family that says it takes reference pictures takes one; the others refuse it.
+        for family in FAMILIES {
+            let request = GenerateRequest {
+                reference_images: vec![crate::io::image::RgbImage {
+                    width: 64,
+                    height: 64,
+                    pixels: vec![128; 64 * 64 * 3],
+                }],
+                ..GenerateRequest::new("a lighthouse")
+            };
+            assert_eq!(
+                family.check_request(&request).is_ok(),
+                family.reference_pictures,
+                "{family:?}"
+            );
+        }
         // Every scheduler steps some family's models.
         for kind in SchedulerKind::ALL {
             assert!(

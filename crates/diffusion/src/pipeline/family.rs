@@ -185,6 +185,9 @@ pub struct FamilyDescriptor {
     /// The initial latents' shape a request's `--latents` gives, for help texts:
     /// "[batch, 4, H/8, W/8]".
     pub latents: &'static str,
+    /// Whether it conditions images on reference pictures (`GenerateRequest::reference_images`);
+    /// `check_request` refuses them where it does not.
+    pub reference_pictures: bool,
     /// What it cannot do for any request (pictures, sizes, options), checked before a model is
     /// loaded; the scheduler is checked against `schedulers` beside it.
     pub check_request: fn(&GenerateRequest) -> Result<()>,

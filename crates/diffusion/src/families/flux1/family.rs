@@ -42,6 +42,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     skip_layer_guidance: false,
     true_cfg: true,
     latents: "[batch, 16, H/8, W/8], unpacked (its pipeline packs them into 2x2 patches)",
+    reference_pictures: false,
     check_request,
     load: |source, device, precision, options| {
         let model: Box<dyn FamilyPipeline> =

@@ -43,6 +43,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     skip_layer_guidance: false,
     true_cfg: false,
     latents: "[batch, 128, H/16, W/16]",
+    reference_pictures: true,
     checkpoints: None,
     check_request: check_family_request,
     load: |source, device, precision, options| {

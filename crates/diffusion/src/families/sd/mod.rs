@@ -60,6 +60,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     skip_layer_guidance: false,
     true_cfg: false,
     latents: "[batch, 4, H/8, W/8]",
+    reference_pictures: false,
     checkpoints: Some(checkpoint::claims),
     check_request: pipeline::check_family_request,
     load: |source, device, precision, options| {

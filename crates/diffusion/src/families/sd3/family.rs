@@ -54,6 +54,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     skip_layer_guidance: true,
     true_cfg: false,
     latents: "[batch, 16, H/8, W/8]",
+    reference_pictures: false,
     check_request,
     load: |source, device, precision, options| {
         let model: Box<dyn FamilyPipeline> =

@@ -45,6 +45,7 @@ pub static FAMILY: FamilyDescriptor = FamilyDescriptor {
     skip_layer_guidance: false,
     true_cfg: false,
     latents: "[batch, 16, H/8, W/8]",
+    reference_pictures: false,
     check_request,
     load: |source, device, precision, options| {
         let model: ZImagePipeline = three_parts::load(source, device, precision, options)?;
