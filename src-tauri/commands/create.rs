@@ -43,7 +43,7 @@ pub struct CreateRequest {
     /// Image-to-image: the picked picture (its size is the image's size).
     #[serde(default)]
     pub init_image: Option<InitImageInput>,
-    /// FLUX.2 klein: pictures to condition the image on (other models refuse them).
+    /// Pictures to condition the image on (models that take them; the others refuse them).
     #[serde(default)]
     pub reference_images: Vec<PictureInput>,
     /// Steps past this fraction of the schedule run unguided (models whose guidance takes it; the
@@ -136,9 +136,7 @@ impl CreateRequest {
         request.check()?;
         Ok(request)
     }
-}
 
-impl CreateRequest {
     /// Skip-layer guidance over `skip_layers` at `skip_layer_scale`, none without blocks.
     fn skip_layer_guidance(&self) -> UiResult<Option<SkipLayerGuidance>> {
         if self.skip_layers.is_empty() {

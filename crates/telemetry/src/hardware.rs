@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::reading::{Sample, SourceInfo};
+use crate::reading::{Reading, Sample, SourceInfo};
 
 /// A throttle reason that held for at least this share of the timed samples marks the run as
 /// throttled: at 10 Hz, 0.2 s of every 10 s (a single sample of a short run counts).
@@ -78,22 +78,18 @@ pub fn summarize_hardware(
             source.id, source.device
         ))
     };
-    let spread_of = |values: Vec<f64>| spread(values);
-    let gpu_clock = spread_of(
-        window
-            .iter()
-            .filter_map(|r| r.gpu_clock_mhz)
-            .map(f64::from)
-            .collect(),
-    );
+    let clock = |field: fn(&Reading) -> Option<u32>| {
+        spread(
+            window
+                .iter()
+                .filter_map(|r| field(r))
+                .map(f64::from)
+                .collect(),
+        )
+    };
+    let gpu_clock = clock(|r| r.gpu_clock_mhz);
     let gpu_clock_max = window.iter().filter_map(|r| r.gpu_clock_max_mhz).max();
-    let mem_clock = spread_of(
-        window
-            .iter()
-            .filter_map(|r| r.mem_clock_mhz)
-            .map(f64::from)
-            .collect(),
-    );
+    let mem_clock = clock(|r| r.mem_clock_mhz);
     let temperature = window
         .iter()
         .filter_map(|r| r.temperature_c)
@@ -167,7 +163,7 @@ fn spread(mut values: Vec<f64>) -> Option<Spread> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reading::{Reading, Vendor};
+    use crate::reading::Vendor;
 
     fn source(id: &str) -> SourceInfo {
         SourceInfo {

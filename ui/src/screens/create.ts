@@ -109,9 +109,10 @@ const model = modelChoice("create-model", (m) => {
   }
 });
 
+/** A field with its label. */
+const labelled = (label: string, input: HTMLElement) => h("label", {}, label, input);
 /** The guidance options' rows, each shown only for a model whose family takes it (all of them
  * when the family is not known). */
-const labelled = (label: string, input: HTMLElement) => h("label", {}, label, input);
 const guidanceRows = {
   scale: h("div", { class: "row" }, labelled("CFG truncation", form.cfgTruncation), labelled("CFG normalization", form.cfgNormalization)),
   trueCfg: h("div", { class: "row" }, labelled("True CFG scale (with the negative prompt)", form.trueCfgScale)),
@@ -160,6 +161,7 @@ function request(): CreateRequest {
     cfgTruncation: optional(form.cfgTruncation),
     cfgNormalization: optional(form.cfgNormalization),
     trueCfgScale: optional(form.trueCfgScale),
+    // A list that does not parse goes as [NaN], which `checkRequest` refuses before sending.
     skipLayers: skipLayerBlocks(form.skipLayers.value) ?? [Number.NaN],
     skipLayerScale: optional(form.skipLayerScale),
   };

@@ -340,7 +340,20 @@ mod tests {
                 );
             }
         }
-        // A family that says it takes reference pictures takes one; the others refuse it.
+        // Every scheduler steps some family's models.
+        for kind in SchedulerKind::ALL {
+            assert!(
+                FAMILIES.iter().any(|f| f.schedulers.contains(&kind)),
+                "{} belongs to no family",
+                kind.name()
+            );
+        }
+        assert!(FAMILIES.iter().any(|d| d.checkpoints.is_some()));
+    }
+
+    /// A family that says it takes reference pictures takes one; the others refuse it.
+    #[test]
+    fn the_reference_pictures_flag_is_what_each_family_checks() {
         for family in FAMILIES {
             let request = GenerateRequest {
                 reference_images: vec![crate::io::image::RgbImage {
@@ -356,15 +369,6 @@ mod tests {
                 "{family:?}"
             );
         }
-        // Every scheduler steps some family's models.
-        for kind in SchedulerKind::ALL {
-            assert!(
-                FAMILIES.iter().any(|f| f.schedulers.contains(&kind)),
-                "{} belongs to no family",
-                kind.name()
-            );
-        }
-        assert!(FAMILIES.iter().any(|d| d.checkpoints.is_some()));
     }
 
     /// Each workload runs on its family's preset with a scheduler and sizes the family takes,
