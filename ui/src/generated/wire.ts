@@ -788,7 +788,7 @@ backend?: string | null,
  */
 initImage?: InitImageInput | null, 
 /**
- * FLUX.2 klein: pictures to condition the image on (other models refuse them).
+ * Pictures to condition the image on (models that take them; the others refuse them).
  */
 referenceImages: Array<PictureInput>, 
 /**
