@@ -5,6 +5,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::amd::AmdgpuSource;
+use crate::cpu_state::CpuState;
 use crate::intel::IntelGpuSource;
 use crate::nvidia::NvmlSource;
 use crate::rapl::RaplSource;
@@ -73,7 +74,7 @@ pub fn discover(root: &Path, use_nvml: bool) -> Discovery {
     let powercap = root.join("sys/class/powercap");
     if cfg!(target_os = "linux") || powercap.exists() {
         match RaplSource::open(&powercap) {
-            Ok(source) => sources.push(Box::new(source)),
+            Ok(source) => sources.push(Box::new(source.with_cpu_state(CpuState::open(root)))),
             Err(reason) => unavailable.push(Unavailable {
                 vendor: Vendor::Cpu,
                 device: "CPU package".into(),

@@ -6,6 +6,7 @@
 
 pub mod amd;
 pub mod apple;
+pub mod cpu_state;
 pub mod discover;
 pub mod hardware;
 pub mod intel;

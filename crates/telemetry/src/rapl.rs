@@ -1,10 +1,12 @@
 //! CPU package energy through the Linux powercap RAPL interface (Intel, and AMD Zen which exposes
 //! the same files): `/sys/class/powercap/intel-rapl:N/energy_uj` wrapping at
 //! `max_energy_range_uj`. Since 2020 kernels make `energy_uj` root-only; the reason is reported.
+//! Each sample also carries the CPU's clocks, temperature and throttling (`cpu_state`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::cpu_state::CpuState;
 use crate::reading::{EnergyTracker, Reading, Source, SourceInfo, Vendor};
 use crate::sysfs::{entries, read_error, read_u64};
 
@@ -17,6 +19,8 @@ struct Zone {
 pub struct RaplSource {
     info: SourceInfo,
     zones: Vec<Zone>,
+    /// The CPU's clocks, temperature and throttling, read with each sample.
+    cpu: CpuState,
 }
 
 impl RaplSource {
@@ -72,7 +76,13 @@ impl RaplSource {
                 pci_bus: None,
             },
             zones,
+            cpu: CpuState::default(),
         })
+    }
+
+    /// Reads the CPU's clocks, temperature and throttling (`cpu`) with each sample too.
+    pub fn with_cpu_state(self, cpu: CpuState) -> RaplSource {
+        RaplSource { cpu, ..self }
     }
 }
 
@@ -82,6 +92,15 @@ impl Source for RaplSource {
     }
 
     fn read(&mut self) -> Reading {
+        let mut reading = self.read_energy();
+        self.cpu.read_into(&mut reading);
+        reading
+    }
+}
+
+impl RaplSource {
+    /// The package zones' energy and power, none if a zone cannot be read now.
+    fn read_energy(&mut self) -> Reading {
         let now = Instant::now();
         let mut energy = 0.0;
         let mut power = Some(0.0);

@@ -68,9 +68,11 @@ pub struct Reading {
     pub vram_used_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vram_total_bytes: Option<u64>,
+    /// The core clock: a GPU's graphics (shader) clock, a CPU package's mean core frequency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_clock_mhz: Option<u32>,
-    /// The core clock's maximum (NVML's max graphics clock, amdgpu's top `pp_dpm_sclk` level).
+    /// The core clock's maximum (NVML's max graphics clock, amdgpu's top `pp_dpm_sclk` level,
+    /// the CPU's largest `cpuinfo_max_freq`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_clock_max_mhz: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]

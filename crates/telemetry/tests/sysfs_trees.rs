@@ -347,3 +347,70 @@ fn amdgpu_clock_tables_give_their_top_level() {
     assert_eq!(top_dpm_level_mhz("OD_SCLK:\n"), None);
     assert_eq!(top_dpm_level_mhz(""), None);
 }
+
+/// The CPU's state beside RAPL's power, from a tree recorded on an Intel machine (two cores'
+/// cpufreq, the coretemp hwmon, the kernel's thermal throttle counters): the mean core clock
+/// against the largest maximum, the package temperature, and "cpu_thermal" in the reading after
+/// a throttle count rose (the first reading has no count to compare with, so it reads none).
+#[test]
+fn the_cpu_package_reading_carries_clocks_temperature_and_thermal_throttling() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fake_machine(root);
+    for (cpu, khz) in [("cpu0", "3400000"), ("cpu1", "2800000")] {
+        let base = format!("sys/devices/system/cpu/{cpu}");
+        put(
+            root,
+            &format!("{base}/cpufreq/scaling_cur_freq"),
+            &format!("{khz}\n"),
+        );
+        put(
+            root,
+            &format!("{base}/cpufreq/cpuinfo_max_freq"),
+            "4700000\n",
+        );
+        put(
+            root,
+            &format!("{base}/thermal_throttle/core_throttle_count"),
+            "3\n",
+        );
+        put(
+            root,
+            &format!("{base}/thermal_throttle/package_throttle_count"),
+            "7\n",
+        );
+    }
+    put(
+        root,
+        "sys/devices/system/cpu/cpufreq/policy0/scaling_governor",
+        "performance\n",
+    );
+    put(root, "sys/class/hwmon/hwmon0/name", "acpitz\n");
+    put(root, "sys/class/hwmon/hwmon0/temp1_input", "27800\n");
+    put(root, "sys/class/hwmon/hwmon2/name", "coretemp\n");
+    put(root, "sys/class/hwmon/hwmon2/temp1_input", "71000\n");
+    let mut found = discover(root, false);
+    let cpu = &mut found.sources[2];
+    assert_eq!(cpu.info().id, "rapl:package");
+    let first = cpu.read();
+    assert_eq!(first.gpu_clock_mhz, Some(3100));
+    assert_eq!(first.gpu_clock_max_mhz, Some(4700));
+    assert_eq!(first.temperature_c, Some(71.0));
+    assert!(
+        first.throttle.is_empty() && !first.throttle_read,
+        "{first:?}"
+    );
+    let steady = cpu.read();
+    assert!(
+        steady.throttle.is_empty() && steady.throttle_read,
+        "{steady:?}"
+    );
+    put(
+        root,
+        "sys/devices/system/cpu/cpu1/thermal_throttle/package_throttle_count",
+        "8\n",
+    );
+    let throttled = cpu.read();
+    assert_eq!(throttled.throttle, ["cpu_thermal"]);
+    assert!(throttled.throttle_read);
+}

@@ -698,9 +698,14 @@ power_w: number | null,
 /**
  * A monotonic energy counter (wrap-arounds already unfolded).
  */
-energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, gpu_clock_mhz: number | null, 
+energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, 
 /**
- * The core clock's maximum (NVML's max graphics clock, amdgpu's top `pp_dpm_sclk` level).
+ * The core clock: a GPU's graphics (shader) clock, a CPU package's mean core frequency.
+ */
+gpu_clock_mhz: number | null, 
+/**
+ * The core clock's maximum (NVML's max graphics clock, amdgpu's top `pp_dpm_sclk` level,
+ * the CPU's largest `cpuinfo_max_freq`).
  */
 gpu_clock_max_mhz?: number | null, mem_clock_mhz: number | null, temperature_c: number | null, utilization_pct: number | null, 
 /**
@@ -721,9 +726,14 @@ power_w: number | null,
 /**
  * A monotonic energy counter (wrap-arounds already unfolded).
  */
-energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, gpu_clock_mhz: number | null, 
+energy_j: number | null, vram_used_bytes: number | null, vram_total_bytes: number | null, 
 /**
- * The core clock's maximum (NVML's max graphics clock, amdgpu's top `pp_dpm_sclk` level).
+ * The core clock: a GPU's graphics (shader) clock, a CPU package's mean core frequency.
+ */
+gpu_clock_mhz: number | null, 
+/**
+ * The core clock's maximum (NVML's max graphics clock, amdgpu's top `pp_dpm_sclk` level,
+ * the CPU's largest `cpuinfo_max_freq`).
  */
 gpu_clock_max_mhz?: number | null, mem_clock_mhz: number | null, temperature_c: number | null, utilization_pct: number | null, 
 /**
