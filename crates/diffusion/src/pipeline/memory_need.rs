@@ -250,7 +250,20 @@ pub(crate) fn denoiser_step_bytes(
         } else {
             1
         };
-    (size.family.architecture().denoiser_memory.step_bytes)(work, rows, placement)
+    // A denoiser whose weights are all kept in their file's codes (but for 1% at most) has no
+    // int8 layers to unpack: its largest matrix's dequantization is counted with its weights
+    // (`denoiser_weight_bytes`). Where that matrix is not known (`largest` 0: an estimate of a
+    // file not at hand), the int8 layers' working memory, which is larger, stands for it.
+    let kept = &size.denoiser_kept;
+    let int8_params = size
+        .denoiser_params
+        .saturating_sub(size.denoiser_full_precision_params + kept.params);
+    let int8_layers = kept.largest == 0 || int8_params * 100 > size.denoiser_params;
+    let placement = Placement {
+        denoiser_int8: placement.denoiser_int8 && int8_layers,
+        ..*placement
+    };
+    (size.family.architecture().denoiser_memory.step_bytes)(work, rows, &placement)
 }
 
 /// The pixels one VAE pass holds activations for. Images decode one at a time, and

@@ -16,20 +16,25 @@ use crate::pipeline::{Family, LoadOptions, Placement};
 
 const MIB: u64 = 1 << 20;
 
+/// The Q4_K GGUF of the 4+8-block model (`scripts/q4k_transformer.py`): its weights in Q4_K
+/// codes (every matrix whose rows are whole 256-value blocks), 864,320 biases and norms in F16.
+const Q4_K_WEIGHTS: u64 = 2_545_090_560;
+
 /// The estimate against what was measured on lavapipe with models of schnell's widths, 1+2 and
-/// 4+8 double- and single-stream blocks, T5 over 256 tokens (f16, one unguided step): the bytes
-/// reserved after loading and the step's reserved bytes, each never below what was measured and
-/// not far above.
+/// 4+8 double- and single-stream blocks, T5 over 256 tokens (f16, one unguided step), the 4+8 one
+/// also as a Q4_K transformer file: the bytes reserved after loading and the step's reserved
+/// bytes, each never below what was measured and not far above.
 #[test]
 fn the_estimate_covers_flux1_measured_peaks() {
     let mut rows = Vec::new();
-    // (blocks, profile, side, reserved after loading, the step's reserved), in MiB.
-    for ((double, single), profile, side, load, step) in [
-        ((1, 2), MemoryProfile::Low, 512, 1776, 1896),
-        ((1, 2), MemoryProfile::Low, 1024, 1776, 2080),
-        ((1, 2), MemoryProfile::Minimal, 512, 1072, 1512),
-        ((4, 8), MemoryProfile::Low, 512, 5616, 5736),
-        ((4, 8), MemoryProfile::Minimal, 512, 2936, 3400),
+    // (blocks, Q4_K file, profile, side, reserved after loading, the step's reserved), in MiB.
+    for ((double, single), q4_k, profile, side, load, step) in [
+        ((1, 2), false, MemoryProfile::Low, 512, 1776, 1896),
+        ((1, 2), false, MemoryProfile::Low, 1024, 1776, 2080),
+        ((1, 2), false, MemoryProfile::Minimal, 512, 1072, 1512),
+        ((4, 8), false, MemoryProfile::Low, 512, 5616, 5736),
+        ((4, 8), false, MemoryProfile::Minimal, 512, 2936, 3400),
+        ((4, 8), true, MemoryProfile::Minimal, 512, 1992, 2232),
     ] {
         let config = Flux1TransformerConfig {
             num_layers: double,
@@ -37,9 +42,19 @@ fn the_estimate_covers_flux1_measured_peaks() {
             ..Flux1TransformerConfig::schnell()
         };
         let family = family_of(&config);
+        let kept = match q4_k {
+            // 0.75 device bytes a weight (`code_bytes`); the largest, a block's norm1 linear.
+            true => KeptWeights {
+                params: Q4_K_WEIGHTS,
+                device_bytes: Q4_K_WEIGHTS * 3 / 4,
+                largest: 18_432 * 3072,
+            },
+            false => KeptWeights::default(),
+        };
         let size = ModelSize {
             denoiser_params: config.parameters(),
             denoiser_full_precision_params: config.full_precision_parameters(),
+            denoiser_kept: kept,
             ..upstream(family)
         };
         let placement = placement(family, profile, Precision::F16);
@@ -49,7 +64,8 @@ fn the_estimate_covers_flux1_measured_peaks() {
         };
         let need = estimate(&size, &placement, &work).denoise;
         let loaded = need - denoiser_step_bytes(&size, &placement, &work);
-        let what = format!("{double}+{single} blocks, {profile} at {side}");
+        let file = if q4_k { " (Q4_K file)" } else { "" };
+        let what = format!("{double}+{single} blocks{file}, {profile} at {side}");
         rows.push((format!("{what}, loaded"), loaded, load * MIB));
         rows.push((format!("{what}, step"), need, step * MIB));
     }
@@ -74,6 +90,36 @@ fn flux1_at_1024_is_estimated_per_profile() {
         assert!(minimal < low * 2 / 3, "{family}: {minimal} {low}");
         assert!(low > 24_000_000_000, "{family}: {low}");
     }
+    // schnell unguided in `minimal` from its int8 weights and from a Q4_K file (every matrix in
+    // codes, as the 4+8-block file above), for the 16 GB and 10 GB targets.
+    let family = Family::FLUX1_SCHNELL;
+    let unguided = RequestShape {
+        guided: false,
+        ..work(1024)
+    };
+    let minimal = placement(family, MemoryProfile::Minimal, Precision::F16);
+    let size = upstream(family);
+    let q4_k = ModelSize {
+        denoiser_kept: KeptWeights {
+            params: size.denoiser_params - size.denoiser_full_precision_params,
+            device_bytes: (size.denoiser_params - size.denoiser_full_precision_params) * 3 / 4,
+            largest: 18_432 * 3072,
+        },
+        ..size
+    };
+    let (int8, coded) = (
+        estimate(&size, &minimal, &unguided).peak(),
+        estimate(&q4_k, &minimal, &unguided).peak(),
+    );
+    eprintln!(
+        "{family} unguided in minimal: int8 {:.2} GB, a Q4_K file {:.2} GB",
+        int8 as f64 / 1e9,
+        coded as f64 / 1e9
+    );
+    assert!(
+        int8 < 16_000_000_000 && coded < int8 * 3 / 4,
+        "{int8} {coded}"
+    );
 }
 
 /// The fit check's advice for FLUX.1 [schnell] at 1024x1024 from bf16 weights in `full`: a 16 GB
