@@ -149,18 +149,30 @@ fn stage_breakdown_stacks_three_stages_per_run() {
 }
 
 /// Every filled rectangle of a chart has a positive width and height: a mark of negative or zero
-/// size is not drawn by browsers (the stage breakdown of one run once drew none of its bars).
+/// size is not drawn by browsers (the stage breakdown of one run once drew none of its bars). At
+/// least one is drawn besides plotters' background, the rectangle that covers the whole canvas.
 fn assert_marks_are_drawable(svg: &str) {
     let doc = parse(svg);
-    let mut marks = 0;
+    let number =
+        |node: roxmltree::Node, name| node.attribute(name).map(|v| v.parse::<f64>().unwrap());
+    let root = doc.root_element();
+    let canvas = (number(root, "width"), number(root, "height"));
+    let (mut marks, mut backgrounds) = (0, 0);
     for rect in doc.descendants().filter(|n| n.has_tag_name("rect")) {
-        let size = |name| rect.attribute(name).map(|v| v.parse::<f64>().unwrap());
+        let size = |name| number(rect, name);
         if let (Some(w), Some(h)) = (size("width"), size("height")) {
             assert!(w > 0.0 && h > 0.0, "a {w}x{h} mark: {svg}");
-            marks += 1;
+            let at_origin = size("x").unwrap_or(0.0) == 0.0 && size("y").unwrap_or(0.0) == 0.0;
+            let background = at_origin && (Some(w), Some(h)) == canvas;
+            match background {
+                true => backgrounds += 1,
+                false => marks += 1,
+            }
         }
     }
-    assert!(marks > 0, "no marks drawn");
+    assert!(marks > 0, "no marks drawn besides the background: {svg}");
+    // The background is recognised, so it is not what was counted.
+    assert_eq!(backgrounds, 1, "{svg}");
 }
 
 #[test]
@@ -363,4 +375,14 @@ fn distribution_bins_every_value_and_marks_the_run() {
     assert!(!plain.contains("this run"));
     let empty = charts::distribution("c", "x", &[f64::NAN], None).unwrap_err();
     assert!(empty.to_string().contains("no runs"));
+}
+
+/// The check above counts the chart's marks, not plotters' background: a chart of nothing but
+/// its background fails it.
+#[test]
+#[should_panic(expected = "no marks drawn besides the background")]
+fn a_chart_of_only_its_background_has_no_marks() {
+    assert_marks_are_drawable(
+        r##"<svg width="640" height="360" viewBox="0 0 640 360" xmlns="http://www.w3.org/2000/svg"><rect x="0" y="0" width="640" height="360" opacity="1" fill="#FFFFFF" stroke="none"/></svg>"##,
+    );
 }
