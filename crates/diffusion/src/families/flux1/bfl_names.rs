@@ -81,7 +81,7 @@ static LAYOUT: BflLayout = BflLayout {
     renames: RENAMES,
     double_block: DOUBLE_BLOCK,
     single_block: SINGLE_BLOCK,
-    fused,
+    single_fused,
 };
 
 /// A BFL name in diffusers' FluxTransformer2DModel.
@@ -89,27 +89,19 @@ fn convert(name: &str) -> Option<Converted> {
     LAYOUT.convert(name)
 }
 
-/// The fused projections: a double block's q/k/v per stream, and a single block's `linear1`.
-fn fused(prefix: &str, module: &str, param: &str) -> Option<Converted> {
+/// A single block's `linear1`: q, k, v (a width each) and the MLP's input (4 widths), 7 equal
+/// slices of its rows.
+fn single_fused(prefix: &str, module: &str, param: &str) -> Option<Converted> {
     let attn = |p: &str| format!("{prefix}attn.{p}.{param}");
-    let double = prefix.starts_with("transformer_blocks.");
-    match module {
-        "img_attn.qkv" if double => Some(Converted::Fused(["to_q", "to_k", "to_v"].map(attn))),
-        "txt_attn.qkv" if double => Some(Converted::Fused(
-            ["add_q_proj", "add_k_proj", "add_v_proj"].map(attn),
-        )),
-        // q, k, v (a width each) and the MLP's input (4 widths): 7 equal slices of its rows.
-        "linear1" if !double => Some(Converted::Split {
-            parts: 7,
-            pieces: vec![
-                (attn("to_q"), 1),
-                (attn("to_k"), 1),
-                (attn("to_v"), 1),
-                (format!("{prefix}proj_mlp.{param}"), 4),
-            ],
-        }),
-        _ => None,
-    }
+    (module == "linear1").then(|| Converted::Split {
+        parts: 7,
+        pieces: vec![
+            (attn("to_q"), 1),
+            (attn("to_k"), 1),
+            (attn("to_v"), 1),
+            (format!("{prefix}proj_mlp.{param}"), 4),
+        ],
+    })
 }
 
 #[cfg(test)]

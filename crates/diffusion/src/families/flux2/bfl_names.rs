@@ -76,33 +76,18 @@ const SINGLE_BLOCK: &[(&str, &str)] = &[
     ("norm.key_norm", "attn.norm_k"),
 ];
 
-/// FLUX.2's modules in Black Forest Labs' layout.
+/// FLUX.2's modules in Black Forest Labs' layout (a single block's `linear1` stays whole:
+/// diffusers keeps it as `to_qkv_mlp_proj`).
 static LAYOUT: BflLayout = BflLayout {
     renames: RENAMES,
     double_block: DOUBLE_BLOCK,
     single_block: SINGLE_BLOCK,
-    fused,
+    single_fused: |_, _, _| None,
 };
 
 /// A BFL name in diffusers' Flux2Transformer2DModel.
 fn convert(name: &str) -> Option<Converted> {
     LAYOUT.convert(name)
-}
-
-/// The fused projections: a double block's q/k/v per stream (a single block's `linear1` stays
-/// whole: diffusers keeps it as `to_qkv_mlp_proj`).
-fn fused(prefix: &str, module: &str, param: &str) -> Option<Converted> {
-    if !prefix.starts_with("transformer_blocks.") {
-        return None;
-    }
-    let attn = |p: &str| format!("{prefix}attn.{p}.{param}");
-    match module {
-        "img_attn.qkv" => Some(Converted::Fused(["to_q", "to_k", "to_v"].map(attn))),
-        "txt_attn.qkv" => Some(Converted::Fused(
-            ["add_q_proj", "add_k_proj", "add_v_proj"].map(attn),
-        )),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
