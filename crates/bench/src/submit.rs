@@ -57,6 +57,10 @@ pub struct ServiceReply {
     pub duplicate: bool,
     /// Whether the images match the service's reference hashes; `None`: it has none for the model.
     pub reference_match: Option<bool>,
+    /// The hardware's state the service found in the run's samples: "steady", "throttled" (ranked
+    /// apart from the others) or "unknown" (absent from older services).
+    #[serde(default)]
+    pub hardware_state: Option<String>,
     pub comparison: Comparison,
 }
 
@@ -98,13 +102,19 @@ impl ServiceReply {
             Some(false) => "; the images DIFFER from the reference",
             None => "",
         };
+        let throttled = match self.hardware_state.as_deref() {
+            Some("throttled") => {
+                "; the device was throttled during the run, so the leaderboard ranks it apart from steady runs"
+            }
+            _ => "",
+        };
         let duplicate = if self.duplicate {
             " (already there)"
         } else {
             ""
         };
         format!(
-            "{place}{reference}. Page{duplicate}: {}",
+            "{place}{reference}{throttled}. Page{duplicate}: {}",
             self.page(endpoint)
         )
     }
@@ -271,6 +281,7 @@ mod tests {
             url: "/runs/r".into(),
             duplicate: false,
             reference_match: None,
+            hardware_state: None,
             comparison: Comparison {
                 gpu: "GPU".into(),
                 runs: 3,
@@ -298,6 +309,11 @@ mod tests {
             "{said}"
         );
         assert!(said.contains("faster than 50% of them; their median is 20.00 images/min"));
+        assert!(!said.contains("throttled"), "{said}");
+        let mut hot = reply.clone();
+        hot.hardware_state = Some("throttled".into());
+        let said = hot.describe("https://x.org/api/v1/results");
+        assert!(said.contains("; the device was throttled during the run, so the leaderboard ranks it apart from steady runs. Page: https://x.org/runs/r"), "{said}");
         let mut second = reply.clone();
         second.comparison.runs = 1;
         second.comparison.percentile = 0.0;

@@ -438,6 +438,23 @@ fn json(r: &BenchResult) -> String {
     serde_json::to_string_pretty(&summary).expect("summary serializes") + "\n"
 }
 
+/// A throttled run's warning: the reasons that held and for how much of the timed region.
+pub fn throttled_note(r: &BenchResult) -> Option<String> {
+    let h = &r.scores.hardware;
+    if !h.throttled {
+        return None;
+    }
+    let reasons: Vec<String> = h
+        .throttle
+        .iter()
+        .map(|t| format!("{} {:.0}% of the time", t.reason, t.share * 100.0))
+        .collect();
+    Some(format!(
+        "Throttled: {}. The device slowed itself during the timed images, so these figures are below its steady rate; the results service ranks such runs apart.",
+        reasons.join(", ")
+    ))
+}
+
 /// The hardware's state over the timed region: the core clock against its maximum, the peak
 /// temperature, each throttle reason's share of the time, and what could not be read.
 fn hardware_rows(h: &sdbench_telemetry::HardwareState) -> Vec<(String, String, String)> {

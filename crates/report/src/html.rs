@@ -2,7 +2,7 @@
 //! the per-image table and the charts inline as SVG. Readable in light and dark themes.
 
 use sdbench_bench::result::BenchResult;
-use sdbench_bench::summary::{header, image_cells, rows, IMAGE_COLUMNS};
+use sdbench_bench::summary::{header, image_cells, rows, throttled_note, IMAGE_COLUMNS};
 
 use crate::charts;
 use crate::{ReportError, Result, Run};
@@ -92,6 +92,12 @@ pub fn report_body(r: &BenchResult) -> String {
         body.push_str(&format!(
             "<p class=\"invalid\">Invalid run: {}</p>\n",
             escape(&r.invalid_reasons.join("; "))
+        ));
+    }
+    if let Some(note) = throttled_note(r) {
+        body.push_str(&format!(
+            "<p class=\"invalid\" id=\"throttled\">{}</p>\n",
+            escape(&note)
         ));
     }
     body.push_str("<table>\n");

@@ -272,6 +272,17 @@ fn html_report_escapes_text_and_holds_every_chart() {
         assert!(page.contains(&html::escape(&metric)), "{metric}");
     }
 
+    assert!(!page.contains("id=\"throttled\""));
+    let mut hot = r.clone();
+    hot.scores.hardware.throttled = true;
+    hot.scores.hardware.throttle = vec![sdbench_telemetry::hardware::ThrottleShare {
+        reason: "hw_slowdown".into(),
+        share: 0.125,
+    }];
+    assert!(html::report(&hot).contains(
+        "<p class=\"invalid\" id=\"throttled\">Throttled: hw_slowdown 12% of the time. The device slowed itself"
+    ));
+
     r.valid = false;
     r.scores.score = None;
     r.invalid_reasons = vec!["image 2: blank".into()];

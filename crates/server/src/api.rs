@@ -15,7 +15,7 @@ use sdbench_bench::workload::STANDARD_NAME;
 
 use crate::checks::MAX_BODY_BYTES;
 use crate::error::ServerError;
-use crate::store::{self, percentile_of, Distribution, Filter, RunRow, Stored};
+use crate::store::{self, percentile_of, Distribution, Filter, HardwareFilter, RunRow, Stored};
 use crate::Shared;
 
 impl ServerError {
@@ -80,8 +80,9 @@ pub(crate) async fn list_runs(
 }
 
 /// The filters every list takes: `workload` (default the standard one; `any` for all),
-/// `backend`, `precision`, `profile` (memory profile) and `kind` (`standard`, the default, or
-/// `all` to include custom runs).
+/// `backend`, `precision`, `profile` (memory profile), `kind` (`standard`, the default, or
+/// `all` to include custom runs) and `hardware` (`throttled` for throttled runs only, `any` for
+/// all; by default throttled runs are left out, ranked apart).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct FilterQuery {
     pub workload: Option<String>,
@@ -89,6 +90,7 @@ pub struct FilterQuery {
     pub precision: Option<String>,
     pub profile: Option<String>,
     pub kind: Option<String>,
+    pub hardware: Option<String>,
     /// On a GPU's distribution: images per minute to place among its runs.
     pub value: Option<f64>,
 }
@@ -107,6 +109,11 @@ impl FilterQuery {
             // Custom runs are never standard: asking for them asks for all of them.
             standard_only: self.kind.as_deref() != Some("all")
                 && self.workload.as_deref() != Some("custom"),
+            hardware: match self.hardware.as_deref() {
+                Some("throttled") => HardwareFilter::Throttled,
+                Some("any") => HardwareFilter::Any,
+                _ => HardwareFilter::NotThrottled,
+            },
         }
     }
 }
@@ -136,6 +143,8 @@ fn comparison(service: &crate::Service, run: &RunRow) -> crate::Result<Compariso
         precision: Some(run.precision.clone()),
         profile: Some(run.memory_profile.clone()),
         standard_only: run.standard,
+        // A run is placed among the device's steady runs, whatever its own state.
+        hardware: HardwareFilter::NotThrottled,
     };
     let rates: Vec<f64> = store::runs(&service.db, &filter, Some(&run.gpu))?
         .iter()
@@ -213,6 +222,7 @@ pub async fn submit(
                 id: run.id,
                 duplicate,
                 reference_match: run.reference_match,
+                hardware_state: Some(run.hardware_state),
                 comparison: compared,
             };
             (status, Json(reply)).into_response()

@@ -8,6 +8,8 @@ use sdbench_bench::result::BenchResult;
 use sdbench_bench::stats::median;
 use sdbench_bench::workload::{Workload, MAX_IMAGES};
 use sdbench_bench::{Preset, SCHEMA_VERSION};
+use sdbench_telemetry::hardware::Standing;
+use sdbench_telemetry::summarize_hardware;
 
 use crate::error::{Result, ServerError};
 use crate::reference::ReferenceTable;
@@ -39,6 +41,8 @@ pub struct Checked {
     /// The model revision, else a digest of its files' hashes (`ReferenceTable`'s key).
     pub model_key: String,
     pub reference_match: Option<bool>,
+    /// The hardware's state over the timed region, recomputed from the samples.
+    pub hardware: Standing,
 }
 
 fn unprocessable(reason: impl Into<String>) -> ServerError {
@@ -103,6 +107,7 @@ pub fn check(body: &[u8], schema: &SchemaCheck, references: &ReferenceTable) -> 
     }
     check_scores(&result)?;
     check_plausible(&result)?;
+    let hardware = check_hardware(&result)?;
     let model_key = model_key(&result);
     let reference_match = references.matches(&model_key, &result);
     Ok(Checked {
@@ -115,8 +120,52 @@ pub fn check(body: &[u8], schema: &SchemaCheck, references: &ReferenceTable) -> 
             .unwrap_or_else(|| "full".into()),
         model_key,
         reference_match,
+        hardware,
         result,
     })
+}
+
+/// The hardware's state, recomputed from the timed samples of the telemetry source the result
+/// names: a run that claims to be steady (or throttled) against its own samples is refused.
+fn check_hardware(r: &BenchResult) -> Result<Standing> {
+    let claimed = &r.scores.hardware;
+    let recomputed = match claimed.source.as_deref() {
+        None => summarize_hardware(&[], Err("no source named"), 0.0, 0.0),
+        Some(id) => {
+            let source = r
+                .telemetry
+                .sources
+                .iter()
+                .find(|s| s.id == id)
+                .ok_or_else(|| {
+                    unprocessable(format!(
+                        "scores.hardware names the telemetry source {id}, which telemetry.sources does not list"
+                    ))
+                })?;
+            let t = &r.telemetry.timed;
+            summarize_hardware(&r.telemetry.samples, Ok(source), t.start, t.end)
+        }
+    };
+    let standing = recomputed.standing();
+    for (what, claim) in [
+        ("scores.throttled", r.scores.throttled),
+        ("scores.hardware.throttled", claimed.throttled),
+    ] {
+        if claim != recomputed.throttled {
+            return Err(unprocessable(format!(
+                "{what} is {claim}, but the run's telemetry samples make it {} ({})",
+                recomputed.throttled,
+                standing.name()
+            )));
+        }
+    }
+    if claimed.throttle_samples != recomputed.throttle_samples {
+        return Err(unprocessable(format!(
+            "scores.hardware counts {} samples with throttle reasons; the telemetry holds {}",
+            claimed.throttle_samples, recomputed.throttle_samples
+        )));
+    }
+    Ok(standing)
 }
 
 fn check_limits(r: &BenchResult) -> Result<()> {

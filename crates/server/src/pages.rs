@@ -9,10 +9,11 @@ use sdbench_bench::submit::plural;
 use sdbench_bench::workload::{workload_names, STANDARD_NAME};
 use sdbench_report::html::{comparison_body, escape, page, report_body};
 use sdbench_report::{charts, Run};
+use sdbench_telemetry::hardware::THROTTLED_SHARE;
 
 use crate::api::{blocking, list_runs, FilterQuery};
 use crate::error::ServerError;
-use crate::store::{self, Distribution, RunRow};
+use crate::store::{self, Distribution, HardwareFilter, RunRow};
 use crate::Shared;
 
 /// Characters outside RFC 3986's unreserved set as %XX (for GPU names and ids in links).
@@ -111,6 +112,16 @@ fn filter_form(action: &str, q: &FilterQuery) -> String {
         ],
         Some(q.kind.as_deref().unwrap_or("standard")),
     ));
+    form.push_str(&select(
+        "hardware",
+        "Hardware state",
+        &[
+            ("steady", "not throttled"),
+            ("throttled", "throttled only"),
+            ("any", "any"),
+        ],
+        Some(q.hardware.as_deref().unwrap_or("steady")),
+    ));
     form.push_str("<button type=\"submit\" id=\"apply\">Apply</button>\n</form>\n");
     form
 }
@@ -123,6 +134,7 @@ fn query_string(q: &FilterQuery) -> String {
         ("precision", &q.precision),
         ("profile", &q.profile),
         ("kind", &q.kind),
+        ("hardware", &q.hardware),
     ];
     let parts: Vec<String> = pairs
         .iter()
@@ -140,15 +152,19 @@ fn rate(v: f64) -> String {
 
 /// `/`: GPUs ranked by the median images per minute of their runs.
 pub async fn leaderboard(State(service): State<Shared>, Query(q): Query<FilterQuery>) -> Response {
-    let runs = match list_runs(service, &q, None).await {
+    let runs = match list_runs(service.clone(), &q, None).await {
         Ok(runs) => runs,
         Err(e) => return error_page(e),
     };
     let rows = store::leaderboard(&runs);
+    let apart = match throttled_apart(&service, &q, None).await {
+        Ok(apart) => apart,
+        Err(e) => return error_page(e),
+    };
     let mut body = format!("{NAV}<h1>SD Bench leaderboard</h1>\n");
     body.push_str(&filter_form("/", &q));
     body.push_str(&format!(
-        "<p class=\"muted\" id=\"summary\">{} {} on {} {}. Runs of other memory profiles than full are not standard scores and are labelled so.</p>\n",
+        "<p class=\"muted\" id=\"summary\">{} {} on {} {}. Runs of other memory profiles than full are not standard scores and are labelled so.</p>\n{apart}",
         runs.len(),
         plural(runs.len(), "run", "runs"),
         rows.len(),
@@ -185,6 +201,34 @@ pub async fn leaderboard(State(service): State<Shared>, Query(q): Query<FilterQu
     Html(page("SD Bench leaderboard", &body)).into_response()
 }
 
+/// Where the list leaves throttled runs out (its default): how many match the other filters, and
+/// a link to them.
+async fn throttled_apart(
+    service: &Shared,
+    q: &FilterQuery,
+    gpu: Option<String>,
+) -> crate::Result<String> {
+    if q.filter().hardware != HardwareFilter::NotThrottled {
+        return Ok(String::new());
+    }
+    let throttled = FilterQuery {
+        hardware: Some("throttled".into()),
+        ..q.clone()
+    };
+    let n = list_runs(service.clone(), &throttled, gpu).await?.len();
+    if n == 0 {
+        return Ok(String::new());
+    }
+    Ok(format!(
+        "<p class=\"muted\" id=\"throttled-apart\">{n} throttled {} (a throttle reason held for {:.0}% of the timed samples or more) {} ranked apart: <a href=\"?{}\">show {}</a>.</p>\n",
+        plural(n, "run", "runs"),
+        THROTTLED_SHARE * 100.0,
+        plural(n, "is", "are"),
+        query_string(&throttled).trim_start_matches('?'),
+        plural(n, "it", "them"),
+    ))
+}
+
 fn reference_text(m: Option<bool>) -> &'static str {
     match m {
         Some(true) => "images match the reference",
@@ -206,13 +250,18 @@ pub async fn gpu(
     Path(name): Path<String>,
     Query(q): Query<FilterQuery>,
 ) -> Response {
-    let runs = match list_runs(service, &q, Some(name.clone())).await {
+    let runs = match list_runs(service.clone(), &q, Some(name.clone())).await {
         Ok(runs) => runs,
+        Err(e) => return error_page(e),
+    };
+    let apart = match throttled_apart(&service, &q, Some(name.clone())).await {
+        Ok(apart) => apart,
         Err(e) => return error_page(e),
     };
     let rates: Vec<f64> = runs.iter().map(|r| r.images_per_minute).collect();
     let mut body = format!("{NAV}<h1 id=\"gpu-name\">{}</h1>\n", escape(&name));
     body.push_str(&filter_form(&format!("/gpus/{}", encode(&name)), &q));
+    body.push_str(&apart);
     match Distribution::of(&rates) {
         None => body.push_str("<p id=\"empty\">No runs of this device match these filters.</p>\n"),
         Some(d) => {
@@ -245,13 +294,15 @@ pub async fn gpu(
             body.push_str(
                 "<h2>Runs</h2>\n<form method=\"get\" action=\"/compare\" id=\"compare-form\">\n<table id=\"runs\">\n\
                  <tr><th>compare</th><th>run</th><th>received</th><th>backend</th><th>memory profile</th>\
-                 <th>images/min</th><th>s/image</th><th>steps/s</th><th title=\"images against the reference hashes\">reference images</th></tr>\n",
+                 <th>images/min</th><th>s/image</th><th>steps/s</th><th title=\"images against the reference hashes\">reference images</th>\
+                 <th title=\"clocks and throttle reasons over the timed images\">hardware</th></tr>\n",
             );
             for run in runs.iter().take(MAX_LISTED_RUNS) {
                 body.push_str(&format!(
                     "<tr class=\"run-row\"><td><input type=\"checkbox\" name=\"ids\" value=\"{id}\"></td>\
                      <td><a href=\"/runs/{id_link}\">{id}</a></td><td>{}</td><td>{} {}</td><td>{}</td>\
-                     <td class=\"num\">{}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.2}</td><td>{}</td></tr>\n",
+                     <td class=\"num\">{}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.2}</td><td>{}</td>\
+                     <td class=\"hardware-state\">{}</td></tr>\n",
                     escape(run.received_at.get(..19).unwrap_or(&run.received_at)).replace('T', " "),
                     escape(&run.backend),
                     escape(&run.precision),
@@ -264,6 +315,7 @@ pub async fn gpu(
                         Some(false) => "differ",
                         None => "–",
                     },
+                    escape(&run.hardware_state),
                     id = escape(&run.id),
                     id_link = encode(&run.id),
                 ));

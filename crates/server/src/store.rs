@@ -16,6 +16,18 @@ pub struct Filter {
     pub profile: Option<String>,
     /// Only standard runs (the leaderboard's default); false includes custom ones.
     pub standard_only: bool,
+    pub hardware: HardwareFilter,
+}
+
+/// Which runs a list takes by their hardware state: throttled runs are ranked apart, since a hot
+/// or power-capped device's figures are not its steady rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HardwareFilter {
+    /// Steady runs and runs whose state is unknown (the lists' default).
+    #[default]
+    NotThrottled,
+    Throttled,
+    Any,
 }
 
 /// One stored run's figures (the document holds the rest).
@@ -37,11 +49,15 @@ pub struct RunRow {
     pub vram_peak_bytes: Option<i64>,
     pub avg_power_w: Option<f64>,
     pub reference_match: Option<bool>,
+    /// "steady", "throttled" or "unknown" (`Standing::name`).
+    pub hardware_state: String,
 }
 
 const COLUMNS: &str = "id, received_at, created_at, workload, standard, gpu, backend, precision, \
      memory_profile, score, images_per_minute, seconds_per_image, steps_per_second, \
-     vram_peak_bytes, avg_power_w, reference_match";
+     vram_peak_bytes, avg_power_w, reference_match, hardware_state";
+/// The document's column after `COLUMNS`.
+const DOCUMENT_COLUMN: usize = 17;
 
 fn run_row(row: &Row) -> Result<RunRow> {
     let text = |i: usize| {
@@ -69,6 +85,7 @@ fn run_row(row: &Row) -> Result<RunRow> {
         vram_peak_bytes: int(13),
         avg_power_w: real(14),
         reference_match: int(15).map(|v| v == 1),
+        hardware_state: text(16)?,
     })
 }
 
@@ -104,13 +121,14 @@ pub fn insert(db: &Db, checked: &Checked, document: &str) -> Result<Stored> {
         r.scores.power.avg_w.into(),
         checked.reference_match.map(i64::from).into(),
         document.into(),
+        checked.hardware.name().into(),
     ];
     let changed = db.execute(
         "INSERT INTO runs (id, figures, received_at, created_at, workload, standard, gpu, \
          backend, precision, memory_profile, model_key, score, images_per_minute, \
          seconds_per_image, steps_per_second, vram_peak_bytes, avg_power_w, reference_match, \
-         document) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
-         $16, $17, $18, $19) ON CONFLICT DO NOTHING",
+         document, hardware_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+         $13, $14, $15, $16, $17, $18, $19, $20) ON CONFLICT DO NOTHING",
         &params,
     )?;
     if changed == 1 {
@@ -143,7 +161,7 @@ pub fn get(db: &Db, id: &str) -> Result<Option<(RunRow, String)>> {
         None => Ok(None),
         Some(row) => {
             let document = row
-                .get(16)
+                .get(DOCUMENT_COLUMN)
                 .and_then(Value::text)
                 .unwrap_or_default()
                 .to_string();
@@ -178,6 +196,11 @@ pub fn runs(db: &Db, filter: &Filter, gpu: Option<&str>) -> Result<Vec<RunRow>> 
     add("gpu", gpu);
     if filter.standard_only {
         conditions.push("standard = 1".into());
+    }
+    match filter.hardware {
+        HardwareFilter::NotThrottled => conditions.push("hardware_state <> 'throttled'".into()),
+        HardwareFilter::Throttled => conditions.push("hardware_state = 'throttled'".into()),
+        HardwareFilter::Any => {}
     }
     let condition = match conditions.is_empty() {
         true => String::new(),

@@ -44,6 +44,9 @@ pub struct HardwareState {
     pub temperature_peak_c: Option<f64>,
     /// Each throttle reason seen, most held first.
     pub throttle: Vec<ThrottleShare>,
+    /// Readings that read their throttle reasons (the shares' denominator); 0 where none could.
+    #[serde(default)]
+    pub throttle_samples: usize,
     /// Whether a reason held for `THROTTLED_SHARE` of the samples or more.
     pub throttled: bool,
     /// Each figure that could not be read, and why.
@@ -138,7 +141,39 @@ pub fn summarize_hardware(
         temperature_peak_c: temperature,
         throttled: throttle.iter().any(|t| t.share >= THROTTLED_SHARE),
         throttle,
+        throttle_samples: read.len(),
         unavailable,
+    }
+}
+
+/// What a run's hardware state says of its figures, as lists keep runs apart by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Throttle reasons were read and none held for a meaningful share of the timed region.
+    Steady,
+    /// A reason held for `THROTTLED_SHARE` of the timed samples or more.
+    Throttled,
+    /// No throttle reasons could be read (most CPUs; results made before they were recorded).
+    Unknown,
+}
+
+impl Standing {
+    pub fn name(self) -> &'static str {
+        match self {
+            Standing::Steady => "steady",
+            Standing::Throttled => "throttled",
+            Standing::Unknown => "unknown",
+        }
+    }
+}
+
+impl HardwareState {
+    pub fn standing(&self) -> Standing {
+        match (self.throttled, self.throttle_samples) {
+            (true, _) => Standing::Throttled,
+            (false, 0) => Standing::Unknown,
+            (false, _) => Standing::Steady,
+        }
     }
 }
 
@@ -253,6 +288,8 @@ mod tests {
             ]
         );
         assert!(state.throttled);
+        assert_eq!(state.throttle_samples, 20);
+        assert_eq!(state.standing(), Standing::Throttled);
         assert!(state.unavailable.is_empty(), "{:?}", state.unavailable);
     }
 
@@ -279,6 +316,7 @@ mod tests {
         let state = summarize_hardware(&long, Ok(&source("nvml:0")), 1.0, 3.0);
         assert_eq!(state.throttle[0].share, 0.01);
         assert!(!state.throttled);
+        assert_eq!(state.standing(), Standing::Steady);
 
         let samples = h100_run();
         let unread: Vec<Sample> = samples
@@ -292,6 +330,7 @@ mod tests {
             .collect();
         let state = summarize_hardware(&unread, Ok(&source("nvml:0")), 1.0, 3.0);
         assert!(!state.throttled && state.throttle.is_empty());
+        assert_eq!(state.standing(), Standing::Unknown);
         assert_eq!(state.gpu_clock_median_share, None);
         assert_eq!(
             state.unavailable,
@@ -303,6 +342,7 @@ mod tests {
 
         let none = summarize_hardware(&[], Err("no telemetry source for llvmpipe"), 0.0, 1.0);
         assert!(!none.throttled && none.source.is_none() && none.samples == 0);
+        assert_eq!(none.standing(), Standing::Unknown);
         assert_eq!(
             none.unavailable,
             ["clocks, temperature and throttling: no telemetry source for llvmpipe"]

@@ -772,6 +772,10 @@ mem_clock_mhz: Spread | null, temperature_peak_c: number | null,
  */
 throttle: Array<ThrottleShare>, 
 /**
+ * Readings that read their throttle reasons (the shares' denominator); 0 where none could.
+ */
+throttle_samples: number, 
+/**
  * Whether a reason held for `THROTTLED_SHARE` of the samples or more.
  */
 throttled: boolean, 

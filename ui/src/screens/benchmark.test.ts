@@ -234,6 +234,34 @@ describe("Benchmark screen", () => {
     expect(root.querySelector("#result-validity")!.textContent).toBe("Valid run (low memory profile, not a standard score)");
   });
 
+  it("warns of a throttled run beside the score, and says nothing of a steady one", async () => {
+    const hot = output();
+    hot.result.scores.hardware = {
+      source: "nvml:0", samples: 40, gpu_clock_mhz: null, gpu_clock_max_mhz: 1980, gpu_clock_median_share: null,
+      mem_clock_mhz: null, temperature_peak_c: 88, throttle: [{ reason: "sw_thermal", share: 0.25 }, { reason: "power_cap", share: 0.01 }],
+      throttle_samples: 40, throttled: true, unavailable: [],
+    };
+    const outputs = [output(), hot];
+    mockShell({
+      model_status: () => ready,
+      start_benchmark: (a) => {
+        stream(a, [{ event: "finished", output: outputs.shift()! }]);
+        return 4;
+      },
+      run_charts: () => charts,
+      read_image: () => new ArrayBuffer(4),
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+    await settle(60);
+    expect(root.querySelector("#result-throttled")).toBeNull();
+    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+    await settle(60);
+    expect(root.querySelector("#result-throttled")!.textContent).toBe(
+      "Throttled: sw_thermal 25% of the time, power_cap 1% of the time. The device slowed itself during the timed images, so these figures are below its steady rate; the results service ranks such runs apart.");
+  });
+
   it("refuses an emptied or fractional quick-run field with a message, and starts nothing", async () => {
     let started = 0;
     mockShell({ model_status: () => ready, start_benchmark: () => ++started });

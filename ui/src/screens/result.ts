@@ -12,6 +12,16 @@ export function chartFigure(title: string, chart: Chart, id: string): HTMLElemen
     chart.svg ? svg(chart.svg) : h("p", { class: "muted" }, chart.reason ?? "No data"));
 }
 
+/** A throttled run's warning: which reasons held, for how much of the timed images. Older
+ * results carry no hardware state. */
+export function throttledNotice(r: ResultView["result"]): HTMLElement | string {
+  const hardware = r.scores.hardware;
+  if (!hardware?.throttled) return "";
+  const reasons = hardware.throttle.map((t) => `${t.reason} ${Math.round(t.share * 100)}% of the time`).join(", ");
+  return h("p", { class: "invalid", id: "result-throttled", role: "status" },
+    `Throttled: ${reasons}. The device slowed itself during the timed images, so these figures are below its steady rate; the results service ranks such runs apart.`);
+}
+
 /** Renders `view` into `root`. */
 export async function renderResult(root: HTMLElement, view: ResultView): Promise<void> {
   const r = view.result;
@@ -24,13 +34,14 @@ export async function renderResult(root: HTMLElement, view: ResultView): Promise
     : h("div", { class: "invalid", id: "result-validity", role: "alert" },
         h("strong", {}, "Invalid run: no score"),
         h("ul", {}, r.invalid_reasons.map((reason) => h("li", {}, reason))));
+  const throttled = throttledNotice(r);
   const actions = h("div", { class: "actions" });
   const images = h("div", { class: "image-grid", id: "result-images" });
   const charts = h("div", { class: "charts" }, h("p", { class: "muted" }, "Drawing charts…"));
   fill(root,
     h("div", { class: "score-card" },
       h("div", { class: "score", id: "result-score", "aria-label": "Score" }, score === null ? "—" : String(score)),
-      h("div", {}, h("div", { class: "muted" }, "score = 100 × images per minute"), validity),
+      h("div", {}, h("div", { class: "muted" }, "score = 100 × images per minute"), validity, throttled),
       actions),
     h("table", { class: "metrics", id: "result-metrics" },
       h("caption", {}, "Every figure of this run"),

@@ -83,7 +83,10 @@ pub enum Db {
 }
 
 /// Versioned migrations, applied in order on start; each runs once, in a transaction.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("migrations/0001_runs.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("migrations/0001_runs.sql")),
+    (2, include_str!("migrations/0002_hardware_state.sql")),
+];
 
 impl Db {
     /// `url`: `postgres://…` (or `postgresql://…`) for PostgreSQL; `None` for the SQLite file

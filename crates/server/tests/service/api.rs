@@ -382,3 +382,109 @@ fn submissions_over_the_rate_limit_are_told_when_to_retry() {
     }
     server.stop();
 }
+
+/// `result` with `n` telemetry samples of nvml:0 in its timed window, each holding `reasons`,
+/// and the hardware state it claims.
+fn with_hardware(mut result: Value, reasons: &[&str], claim_throttled: bool) -> Value {
+    let (start, end) = (12.0, 13.5);
+    result["telemetry"]["timed"] = json!({"start": start, "end": end});
+    let samples: Vec<Value> = (0..10)
+        .map(|i| {
+            json!({"t": start + 0.1 * i as f64, "source": "nvml:0", "power_w": 300.0,
+                   "gpu_clock_mhz": 1500, "throttle": reasons, "throttle_read": true})
+        })
+        .collect();
+    result["telemetry"]["samples"] = json!(samples);
+    result["scores"]["throttled"] = json!(claim_throttled);
+    result["scores"]["hardware"] = json!({
+        "source": "nvml:0", "samples": 10, "gpu_clock_mhz": null, "gpu_clock_max_mhz": null,
+        "gpu_clock_median_share": null, "mem_clock_mhz": null, "temperature_peak_c": null,
+        "throttle": reasons.iter().map(|r| json!({"reason": r, "share": 1.0})).collect::<Vec<_>>(),
+        "throttle_samples": 10, "throttled": claim_throttled, "unavailable": []
+    });
+    result
+}
+
+/// A run whose samples show a throttle reason is stored as throttled and ranked apart: the
+/// default lists leave it out and say so, `hardware=throttled` shows it; a claim its own samples
+/// contradict is refused.
+#[test]
+fn throttled_runs_are_ranked_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(config) = config(Engine::Sqlite, dir.path()) else {
+        return;
+    };
+    let server = Server::start(&config);
+    let agent = agent();
+    let results = format!("{}/api/v1/results", server.base);
+    let gpu = "NVIDIA H100 80GB HBM3";
+
+    let steady = with_hardware(standard_result("steady", gpu, "cuda", 1.0), &[], false);
+    let (status, body) = post(&agent, &results, &steady.to_string());
+    assert_eq!(
+        (status, body["hardware_state"].as_str()),
+        (201, Some("steady")),
+        "{body}"
+    );
+
+    let hot = standard_result("hot", gpu, "cuda", 1.3);
+    let lying = with_hardware(hot.clone(), &["sw_thermal"], false);
+    let (status, body) = post(&agent, &results, &lying.to_string());
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("scores.throttled is false, but the run's telemetry samples make it true"),
+        "{body}"
+    );
+    let hot = with_hardware(hot, &["sw_thermal"], true);
+    let (status, body) = post(&agent, &results, &hot.to_string());
+    assert_eq!(
+        (status, body["hardware_state"].as_str()),
+        (201, Some("throttled")),
+        "{body}"
+    );
+    assert_eq!(
+        body["comparison"]["runs"], 1,
+        "a throttled run is placed among the steady runs: {body}"
+    );
+
+    let count = |query: &str| {
+        let board = get_json(
+            &agent,
+            &format!("{}/api/v1/leaderboard{query}", server.base),
+        );
+        board["rows"][0]["images_per_minute"]["count"].as_u64()
+    };
+    assert_eq!(
+        count(""),
+        Some(1),
+        "the default leaderboard leaves the throttled run out"
+    );
+    assert_eq!(count("?hardware=throttled"), Some(1));
+    assert_eq!(count("?hardware=any"), Some(2));
+
+    let (status, page) = get(&agent, &format!("{}/", server.base));
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("1 throttled run (a throttle reason held for 2% of the timed samples or more) is ranked apart: <a href=\"?hardware=throttled\">show it</a>"),
+        "{page}"
+    );
+    let (_, page) = get(
+        &agent,
+        &format!(
+            "{}/gpus/NVIDIA%20H100%2080GB%20HBM3?hardware=any",
+            server.base
+        ),
+    );
+    assert!(
+        page.contains("<td class=\"hardware-state\">throttled</td>")
+            && page.contains("<td class=\"hardware-state\">steady</td>")
+            && !page.contains("id=\"throttled-apart\""),
+        "{page}"
+    );
+    let (_, page) = get(&agent, &format!("{}/runs/{}", server.base, id("hot")));
+    assert!(page.contains("sw_thermal 100% of the time"), "{page}");
+    server.stop();
+}
