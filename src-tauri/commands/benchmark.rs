@@ -245,6 +245,8 @@ pub struct BenchmarkRequest {
     pub custom: Option<CustomRun>,
     /// Seconds of idle power sampling before the run (default 1).
     pub baseline_seconds: Option<f64>,
+    /// Time whole passes of the prompts until this many seconds have passed (none: one pass).
+    pub min_duration_seconds: Option<f64>,
     /// Synthetic weights of the workload's architecture instead of the model setting's model: the
     /// same computation with no download (offline, say); never a standard score.
     pub synthetic: Option<bool>,
@@ -366,6 +368,11 @@ pub fn start_benchmark_job(
     options
         .set_baseline(request.baseline_seconds.unwrap_or(1.0))
         .map_err(|e| UiError::bad_input(e.to_string(), "Give a baseline within that range."))?;
+    if let Some(seconds) = request.min_duration_seconds {
+        options.set_min_duration(seconds).map_err(|e| {
+            UiError::bad_input(e.to_string(), "Give a minimum duration within that range.")
+        })?;
+    }
     let state = state.clone();
     state
         .jobs

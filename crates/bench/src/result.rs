@@ -186,6 +186,10 @@ pub struct WorkloadInfo {
     /// Images per generation, made together (absent in older results: 1).
     #[serde(default = "one")]
     pub batch: usize,
+    /// `--min-duration`: the timed images went on in whole passes of the prompts until this
+    /// many seconds had passed (absent: one pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_duration_seconds: Option<f64>,
 }
 
 fn one() -> usize {
@@ -253,6 +257,10 @@ pub struct ImageResult {
     /// This image's place in its batch (from 0; absent in older results: 0).
     #[serde(default)]
     pub batch_index: usize,
+    /// Which pass over the prompts made it (from 0): a run with a minimum duration repeats its
+    /// prompts in whole passes until it has passed (absent in older results: 0).
+    #[serde(default)]
+    pub pass: usize,
     /// Text encoder + denoising loop + VAE decode, bounded by device syncs; with a batch, the
     /// generation's seconds divided by the batch size (so the mean is the time per image).
     pub seconds: f64,

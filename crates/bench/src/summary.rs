@@ -234,6 +234,19 @@ pub fn header(r: &BenchResult) -> Vec<(String, String)> {
     if let Some(profile) = memory_profile(r) {
         header.push(("memory profile".into(), profile));
     }
+    if let Some(min) = r.workload.min_duration_seconds {
+        let passes = r.results.iter().map(|i| i.pass + 1).max().unwrap_or(0);
+        let t = &r.telemetry.timed;
+        header.push((
+            "timed for".into(),
+            format!(
+                "{:.1} s (at least {min} s asked): {} images in {passes} {} of the prompts",
+                t.end - t.start,
+                r.results.len(),
+                crate::submit::plural(passes, "pass", "passes")
+            ),
+        ));
+    }
     header.push((
         "valid".into(),
         if r.valid {

@@ -79,6 +79,11 @@ pub struct BenchArgs {
     /// Seconds of idle power sampling before the run.
     #[arg(long, default_value_t = 1.0)]
     baseline: f64,
+    /// Keep timing whole passes of the workload's prompts until this many seconds have passed
+    /// (MLPerf's minimum duration), so a short workload is measured at a steady temperature;
+    /// the result records it, and stays standard.
+    #[arg(long, value_name = "SECONDS")]
+    min_duration: Option<f64>,
     /// Print the allocator's in-use and reserved memory after loading, text encoding, each step
     /// and decoding (the result keeps it on GPU backends either way).
     #[arg(long)]
@@ -124,6 +129,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     options.precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     options.hub = HubSettings::from_env();
     options.set_baseline(args.baseline).context("--baseline")?;
+    if let Some(seconds) = args.min_duration {
+        options
+            .set_min_duration(seconds)
+            .context("--min-duration")?;
+    }
 
     let cancel = crate::interrupt::token();
     let mut view = BenchProgress::new(options.workload.steps);

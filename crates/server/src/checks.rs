@@ -279,13 +279,43 @@ fn check_standard(r: &BenchResult) -> Result<()> {
     if let Some(types) = &w.model.quantization {
         return differs(&format!("weights (plain floats, not {types})"));
     }
-    // Every prompt once, in order.
-    let order: Vec<usize> = r.results.iter().map(|i| i.prompt_index).collect();
-    if order != (0..expected.prompts.len()).collect::<Vec<_>>() {
-        return differs("images (one per prompt, in order)");
-    }
+    check_passes(r, expected.prompts.len())?;
     if r.scores.score.is_none() {
         return Err(unprocessable("a standard run without a score"));
+    }
+    Ok(())
+}
+
+/// Every prompt once, in order, in whole passes; more than one pass only with a minimum duration,
+/// and no pass begun after it had passed.
+fn check_passes(r: &BenchResult, prompts: usize) -> Result<()> {
+    let n = r.results.len();
+    let whole = n > 0
+        && n.is_multiple_of(prompts)
+        && r.results
+            .iter()
+            .enumerate()
+            .all(|(j, image)| image.prompt_index == j % prompts && image.pass == j / prompts);
+    if !whole {
+        return Err(unprocessable(format!(
+            "marked as a standard {} run, but it does not have the workload's images (one per prompt, in order, in whole passes)",
+            r.workload.name
+        )));
+    }
+    let passes = n / prompts;
+    if passes == 1 {
+        return Ok(());
+    }
+    let Some(min) = r.workload.min_duration_seconds else {
+        return Err(unprocessable(format!(
+            "{passes} passes of the prompts without a minimum duration (one pass is the workload)"
+        )));
+    };
+    let before_last: f64 = r.results[..n - prompts].iter().map(|i| i.seconds).sum();
+    if before_last >= min * (1.0 + TOLERANCE) {
+        return Err(unprocessable(format!(
+            "the last of {passes} passes began after {before_last:.1} s of timed images, past the minimum duration of {min} s"
+        )));
     }
     Ok(())
 }

@@ -164,6 +164,10 @@ custom?: CustomRun | null,
  */
 baselineSeconds?: number | null, 
 /**
+ * Time whole passes of the prompts until this many seconds have passed (none: one pass).
+ */
+minDurationSeconds?: number | null, 
+/**
  * Synthetic weights of the workload's architecture instead of the model setting's model: the
  * same computation with no download (offline, say); never a standard score.
  */
@@ -426,7 +430,12 @@ standard: boolean, model: ModelRecord, width: number, height: number, steps: num
 /**
  * Images per generation, made together (absent in older results: 1).
  */
-batch: number, };
+batch: number, 
+/**
+ * `--min-duration`: the timed images went on in whole passes of the prompts until this
+ * many seconds had passed (absent: one pass).
+ */
+min_duration_seconds?: number | null, };
 
 export type PromptSeed = { prompt: string, seed: number, };
 
@@ -484,6 +493,11 @@ prompt_index: number, seed: number,
  * This image's place in its batch (from 0; absent in older results: 0).
  */
 batch_index: number, 
+/**
+ * Which pass over the prompts made it (from 0): a run with a minimum duration repeats its
+ * prompts in whole passes until it has passed (absent in older results: 0).
+ */
+pass: number, 
 /**
  * Text encoder + denoising loop + VAE decode, bounded by device syncs; with a batch, the
  * generation's seconds divided by the batch size (so the mean is the time per image).

@@ -234,6 +234,33 @@ describe("Benchmark screen", () => {
     expect(root.querySelector("#result-validity")!.textContent).toBe("Valid run (low memory profile, not a standard score)");
   });
 
+  it("sends a minimum duration when one is given, and refuses one that is not above 0", async () => {
+    const requests: unknown[] = [];
+    mockShell({
+      model_status: () => ready,
+      start_benchmark: (a) => {
+        requests.push(a.request);
+        stream(a, [{ event: "finished", output: output() }]);
+        return 5;
+      },
+      run_charts: () => charts,
+      read_image: () => new ArrayBuffer(4),
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    const minimum = root.querySelector<HTMLInputElement>("#min-duration")!;
+    minimum.value = "60";
+    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+    await settle(60);
+    expect(requests).toEqual([{ workload: "sd15-512-30", minDurationSeconds: 60 }]);
+    minimum.value = "-5";
+    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+    await settle(60);
+    expect(requests).toHaveLength(1);
+    expect(messages.querySelector("[role=alert]")!.textContent).toContain("Minimum duration: give a number of seconds above 0");
+    minimum.value = "";
+  });
+
   it("warns of a throttled run beside the score, and says nothing of a steady one", async () => {
     const hot = output();
     hot.result.scores.hardware = {

@@ -7,7 +7,7 @@ import * as fmt from "../format";
 import { drawLiveChart } from "../livechart";
 import { modelChoice } from "../modelchoice";
 import { ProgressTracker, type ProgressView } from "../progress";
-import type { BenchmarkOutput, JobEvent, JobStatus, ModelStatus, OwnWorkload, WorkloadCard } from "../types";
+import type { BenchmarkOutput, BenchmarkRequest, JobEvent, JobStatus, ModelStatus, OwnWorkload, WorkloadCard } from "../types";
 import { showError, notify } from "../ui";
 import { boundFields, checkWhole } from "../validate";
 import type { Screen } from "../main";
@@ -32,6 +32,9 @@ const choice = modelChoice("bench-model", () => refreshModel());
 const workloadSelect = h("select", { id: "workload", "aria-label": "Workload" });
 const workloadDescription = h("p", { class: "muted", id: "workload-description" });
 const runButton = h("button", { class: "primary big", id: "run-standard" }, "Run the standard benchmark");
+// Empty: one pass of the prompts. Otherwise whole passes until this many seconds have passed, so a
+// short workload is measured at the temperature a long session reaches.
+const minDuration = h("input", { type: "number", id: "min-duration", min: 1, step: 1, placeholder: "one pass" });
 
 function chosenWorkload(): WorkloadCard {
   return WORKLOADS.find((w) => w.name === workloadSelect.value) ?? WORKLOADS[0];
@@ -194,7 +197,13 @@ function startBenchmark(custom: boolean): void {
     showError({ kind: "badInput", message: `Quick run: ${settings}`, hint: "Correct the field and run again." });
     return;
   }
-  const request = settings ? { workload: workload.name, custom: settings } : { workload: workload.name };
+  const minimum = minDuration.value.trim() === "" ? null : minDuration.valueAsNumber;
+  if (minimum !== null && !(minimum > 0)) {
+    showError({ kind: "badInput", message: "Minimum duration: give a number of seconds above 0, or leave it empty for one pass of the prompts.", hint: "Correct the field and run again." });
+    return;
+  }
+  const request: BenchmarkRequest = settings ? { workload: workload.name, custom: settings } : { workload: workload.name };
+  if (minimum !== null) request.minDurationSeconds = minimum;
   const intro = custom ? "Quick run: not a standard score." : `Standard run (${workload.name}): ${workload.run}, after a warm-up image.`;
   followBenchmark(intro, null, (onEvent) => api.benchmark(request, onEvent));
 }
@@ -274,6 +283,7 @@ export const benchmarkScreen: Screen = {
         h("h2", {}, "Standard benchmark"),
         h("label", {}, "Workload ", workloadSelect),
         workloadDescription,
+        h("label", { class: "muted" }, "Time at least ", minDuration, " seconds (whole passes of the prompts; the result records it)"),
         runButton,
         h("details", {},
           h("summary", {}, "Quick run (custom, not a standard score)"),

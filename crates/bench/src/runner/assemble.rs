@@ -116,6 +116,7 @@ pub(super) fn result(
             negative_prompt: workload.negative_prompt.clone(),
             prompts: workload.prompts.clone(),
             batch: workload.batch,
+            min_duration_seconds: options.min_duration.map(|d| d.as_secs_f64()),
             model: model.record,
         },
         results: std::mem::take(&mut timed.results),

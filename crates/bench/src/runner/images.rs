@@ -14,9 +14,10 @@ use crate::result::{
     ImageRecord, ImageResult, Stages, StepTiming, Window, STEP_TIMING_DIAGNOSTIC_IMAGE,
     STEP_TIMING_EVERY_STEP,
 };
-use crate::workload::Workload;
+use crate::workload::{Workload, MAX_IMAGES};
 use sdbench_session::events::Event;
 use sdbench_session::vram_report::{VramPhase, VramRecorder, VramReport};
+use std::time::{Duration, Instant};
 
 /// The generation the result's VRAM report describes.
 const VRAM_REPORT_GENERATION: &str =
@@ -133,6 +134,7 @@ pub(super) fn warm_up(
 /// The timed images and what the scores are computed from.
 pub(super) struct Timed {
     pub results: Vec<ImageResult>,
+    /// The first pass's images (later passes repeat its prompts and seeds).
     pub images: Vec<RgbImage>,
     pub window: Window,
     /// The allocator's largest reservation at the step edges (`None` without an allocator).
@@ -141,41 +143,111 @@ pub(super) struct Timed {
     pub first_loop_seconds: Option<f64>,
 }
 
-/// Every prompt of the workload, each checked, between two device syncs.
+/// What the timed passes share while they run.
+struct TimedRun<'a> {
+    pipeline: &'a Pipeline,
+    workload: &'a Workload,
+    sync: StepSync,
+    live: LiveTelemetry<'a>,
+    timed: Timed,
+}
+
+/// Every prompt of the workload, each checked, between two device syncs; with a minimum
+/// duration, the prompts again in further whole passes until it has passed (or the next pass
+/// would exceed `MAX_IMAGES`).
 pub(super) fn timed_images(
     pipeline: &Pipeline,
     workload: &Workload,
+    min_duration: Option<Duration>,
     telemetry: &RunTelemetry,
     observer: &mut dyn FnMut(&Event),
     cancel: &CancelToken,
 ) -> Result<Timed> {
     let dev = &pipeline.device;
-    let total = workload.prompts.len();
-    let sync = StepSync::for_timing(dev);
-    let mut live = LiveTelemetry::new(telemetry);
-    let mut allocator_peak: Option<u64> = None;
-    let mut first_loop_seconds = None;
-    let mut results = Vec::with_capacity(total);
-    let mut images = Vec::with_capacity(total);
+    let per_pass = workload.prompts.len();
+    let mut run = TimedRun {
+        pipeline,
+        workload,
+        sync: StepSync::for_timing(dev),
+        live: LiveTelemetry::new(telemetry),
+        timed: Timed {
+            results: Vec::with_capacity(per_pass),
+            images: Vec::with_capacity(per_pass),
+            window: Window {
+                start: 0.0,
+                end: 0.0,
+            },
+            allocator_peak: None,
+            first_loop_seconds: None,
+        },
+    };
     dev.sync()?;
     let start = telemetry.now();
-    for (i, spec) in workload.prompts.iter().enumerate() {
-        let index = i + 1;
+    let clock = Instant::now();
+    for pass in 0.. {
+        if pass > 0 {
+            let Some(min) = min_duration else { break };
+            let elapsed = clock.elapsed();
+            let next_total = (pass + 1) * per_pass * workload.batch;
+            if elapsed >= min {
+                break;
+            }
+            if next_total > MAX_IMAGES {
+                observer(&Event::note(format!(
+                    "stopped after {} timed images in {:.1} s, short of the minimum {:.0} s: another pass of the prompts would pass {MAX_IMAGES} images",
+                    pass * per_pass * workload.batch,
+                    elapsed.as_secs_f64(),
+                    min.as_secs_f64()
+                )));
+                break;
+            }
+            observer(&Event::note(format!(
+                "pass {} of the prompts: {:.1} s of the minimum {:.0} s timed so far",
+                pass + 1,
+                elapsed.as_secs_f64(),
+                min.as_secs_f64()
+            )));
+        }
+        for i in 0..per_pass {
+            run.time_one(i, pass, (pass + 1) * per_pass, observer, cancel)?;
+        }
+    }
+    run.timed.window = Window {
+        start,
+        end: telemetry.now(),
+    };
+    Ok(run.timed)
+}
+
+impl TimedRun<'_> {
+    /// Prompt `i` in pass `pass`, timed and checked; `total`: the timed generations so far
+    /// planned, which progress counts against.
+    fn time_one(
+        &mut self,
+        i: usize,
+        pass: usize,
+        total: usize,
+        observer: &mut dyn FnMut(&Event),
+        cancel: &CancelToken,
+    ) -> Result<()> {
+        let dev = &self.pipeline.device;
+        let index = pass * self.workload.prompts.len() + i + 1;
         observer(&Event::ImageStarted {
             index,
             total,
             warmup: false,
         });
+        let (timed, live) = (&mut self.timed, &mut self.live);
         let generated = generate(
-            pipeline,
-            workload,
+            self.pipeline,
+            self.workload,
             i,
-            sync,
+            self.sync,
             cancel,
             &mut |step, steps, seconds| {
                 // Pools rarely shrink, so sampling at step edges catches the peak reservation.
                 if let Some(m) = dev.allocator_memory() {
-                    allocator_peak = allocator_peak.max(Some(m.reserved));
+                    timed.allocator_peak = timed.allocator_peak.max(Some(m.reserved));
                 }
                 observer(&Event::Step {
                     index,
@@ -190,7 +262,7 @@ pub(super) fn timed_images(
             &mut |_| {},
         )?;
         let t = &generated.timings;
-        first_loop_seconds.get_or_insert(t.denoiser_total);
+        timed.first_loop_seconds.get_or_insert(t.denoiser_total);
         let checks: Vec<_> = generated
             .images
             .iter()
@@ -207,10 +279,11 @@ pub(super) fn timed_images(
         // images is the time per image and images per minute counts every image.
         let share = 1.0 / generated.images.len() as f64;
         for (batch_index, check) in checks.into_iter().enumerate() {
-            results.push(ImageResult {
+            timed.results.push(ImageResult {
                 prompt_index: i,
-                seed: spec.seed,
+                seed: self.workload.prompts[i].seed,
                 batch_index,
+                pass,
                 seconds: t.total * share,
                 stages: Stages::from(t).scaled(share),
                 step_seconds: t.denoiser_steps.clone(),
@@ -222,18 +295,13 @@ pub(super) fn timed_images(
                 image: ImageRecord { file: None, check },
             });
         }
-        images.extend(generated.images.into_iter().map(|i| i.image));
+        if pass == 0 {
+            timed
+                .images
+                .extend(generated.images.into_iter().map(|i| i.image));
+        }
+        Ok(())
     }
-    Ok(Timed {
-        results,
-        images,
-        window: Window {
-            start,
-            end: telemetry.now(),
-        },
-        allocator_peak,
-        first_loop_seconds,
-    })
 }
 
 /// Per-step times: the timed images' own where each step was synced; otherwise one more image of

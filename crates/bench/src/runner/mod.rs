@@ -79,6 +79,8 @@ pub struct RunOptions {
     pub sample_interval: Duration,
     /// Idle sampling before the run.
     pub baseline: Duration,
+    /// `--min-duration`: repeat the timed prompts in whole passes until this much has passed.
+    pub min_duration: Option<Duration>,
 }
 
 impl RunOptions {
@@ -98,6 +100,7 @@ impl RunOptions {
             use_nvml: true,
             sample_interval: sdbench_telemetry::sampler::DEFAULT_INTERVAL,
             baseline: Duration::from_secs(1),
+            min_duration: None,
         }
     }
 
@@ -116,6 +119,22 @@ impl RunOptions {
 
 /// The longest idle baseline a run samples.
 pub const MAX_BASELINE_SECONDS: f64 = 60.0;
+/// The longest minimum duration a run takes (MLPerf's is 600 s).
+pub const MAX_MIN_DURATION_SECONDS: f64 = 3600.0;
+
+impl RunOptions {
+    /// Sets the timed region's minimum duration, in seconds: more than 0, up to
+    /// `MAX_MIN_DURATION_SECONDS`.
+    pub fn set_min_duration(&mut self, seconds: f64) -> Result<()> {
+        if !(seconds > 0.0 && seconds <= MAX_MIN_DURATION_SECONDS) {
+            return Err(BenchError::Workload(format!(
+                "a minimum duration of {seconds} s is out of range: use more than 0, up to {MAX_MIN_DURATION_SECONDS} seconds"
+            )));
+        }
+        self.min_duration = Some(Duration::from_secs_f64(seconds));
+        Ok(())
+    }
+}
 
 pub struct RunOutput {
     pub result: BenchResult,
@@ -144,7 +163,14 @@ pub fn run(
     let pipeline = &loaded.pipeline;
     let warmup_seconds = images::warm_up(pipeline, workload, &telemetry, observer, cancel)?;
     loaded.kernels.warmed_up();
-    let mut timed = images::timed_images(pipeline, workload, &telemetry, observer, cancel)?;
+    let mut timed = images::timed_images(
+        pipeline,
+        workload,
+        options.min_duration,
+        &telemetry,
+        observer,
+        cancel,
+    )?;
     let (samples, telemetry) = telemetry.stop();
     let kernels = loaded.kernels.cold_start();
     note_late_kernels(kernels.as_ref(), observer);
@@ -211,6 +237,7 @@ pub fn save(output: &mut RunOutput, json_path: &Path) -> Result<Vec<PathBuf>> {
         .to_string();
     let w = &output.result.workload;
     let mut paths = Vec::new();
+    // The images are the first pass's, which are the results' first entries.
     for (i, image) in output.images.iter().enumerate() {
         let name = format!("{stem}-{}.png", i + 1);
         let path = dir.join(&name);

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use sdbench_bench::result::{AppInfo, BenchResult, JSON_SCHEMA};
 use sdbench_bench::runner::{self, Event};
+use sdbench_bench::summary;
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
 use sdbench_diffusion::{BackendRequest, CancelToken, ModelSource, Precision};
 use sdbench_hub::{HubSettings, RepoId};
@@ -398,6 +399,71 @@ fn a_batched_run_records_every_image_and_its_share_of_the_time() {
     let dir = tempfile::tempdir().unwrap();
     let images = runner::save(&mut output, &dir.path().join("result.json")).unwrap();
     assert_eq!(images.len(), 4);
+}
+
+/// `--min-duration`: whole passes of the prompts until the minimum has passed, none begun after
+/// it; the images kept and saved are the first pass's, and the result says how it was timed.
+#[test]
+fn a_minimum_duration_times_whole_passes_until_it_has_passed() {
+    let root = tempfile::tempdir().unwrap();
+    let mut options = options(root.path(), 2);
+    assert!(options.set_min_duration(0.0).is_err());
+    assert!(options.set_min_duration(4000.0).is_err());
+    options.set_min_duration(1.0).unwrap();
+    let (mut output, notes) = run_noting(&options);
+    let r = &output.result;
+    assert_eq!(r.workload.min_duration_seconds, Some(1.0));
+    let passes = r.results.len() / 2;
+    assert!(
+        passes >= 2,
+        "a tiny image takes far less than 0.5 s: {passes} passes"
+    );
+    let order: Vec<(usize, usize)> = r.results.iter().map(|x| (x.pass, x.prompt_index)).collect();
+    let whole: Vec<(usize, usize)> = (0..passes).flat_map(|p| [(p, 0), (p, 1)]).collect();
+    assert_eq!(order, whole);
+    let window = r.telemetry.timed.end - r.telemetry.timed.start;
+    assert!(window >= 1.0, "the timed region lasted {window} s");
+    let before_last: f64 = r.results[..r.results.len() - 2]
+        .iter()
+        .map(|x| x.seconds)
+        .sum();
+    assert!(
+        before_last < 1.0,
+        "a pass began after the minimum: {before_last} s"
+    );
+    let total: f64 = r.results.iter().map(|x| x.seconds).sum();
+    assert!((r.scores.images_per_minute - 60.0 * r.results.len() as f64 / total).abs() < 1e-9);
+    assert_eq!(
+        notes.iter().filter(|n| n.starts_with("pass ")).count(),
+        passes - 1,
+        "{notes:?}"
+    );
+    let timed_for = summary::header(r)
+        .into_iter()
+        .find(|(k, _)| k == "timed for")
+        .unwrap()
+        .1;
+    assert!(
+        timed_for.contains(&format!(
+            "(at least 1 s asked): {} images in {passes} passes of the prompts",
+            r.results.len()
+        )),
+        "{timed_for}"
+    );
+    validate(&serde_json::to_value(r).unwrap()).unwrap();
+    let back = BenchResult::from_json(&serde_json::to_string(r).unwrap()).unwrap();
+    assert_same(r, &back);
+    assert_eq!(output.images.len(), 2, "the first pass's images");
+    let dir = tempfile::tempdir().unwrap();
+    let saved = runner::save(&mut output, &dir.path().join("result.json")).unwrap();
+    assert_eq!(saved.len(), 2);
+    let files: Vec<bool> = output
+        .result
+        .results
+        .iter()
+        .map(|x| x.image.file.is_some())
+        .collect();
+    assert!(files[..2].iter().all(|&f| f) && files[2..].iter().all(|&f| !f));
 }
 
 #[test]

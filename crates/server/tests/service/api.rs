@@ -488,3 +488,59 @@ fn throttled_runs_are_ranked_apart() {
     assert!(page.contains("sw_thermal 100% of the time"), "{page}");
     server.stop();
 }
+
+/// A standard run with a minimum duration repeats its prompts in whole passes; a second pass
+/// without one, or one begun after it had passed, is refused.
+#[test]
+fn a_standard_run_timed_for_a_minimum_duration_is_whole_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(config) = config(Engine::Sqlite, dir.path()) else {
+        return;
+    };
+    let server = Server::start(&config);
+    let agent = agent();
+    let results = format!("{}/api/v1/results", server.base);
+    // Two passes of the same images: the scores are the one pass's.
+    let two_passes = |name: &str, min: Option<f64>| {
+        let mut r = standard_result(name, "NVIDIA GeForce RTX 4090", "cuda", 2.0);
+        let first = r["results"].as_array().unwrap().clone();
+        let mut second = first.clone();
+        for image in &mut second {
+            image["pass"] = json!(1);
+        }
+        r["results"] = json!([first, second].concat());
+        if let Some(min) = min {
+            r["workload"]["min_duration_seconds"] = json!(min);
+        }
+        r
+    };
+    // The first pass took about 10.2 s.
+    let (status, body) = post(
+        &agent,
+        &results,
+        &two_passes("long", Some(12.0)).to_string(),
+    );
+    assert_eq!(status, 201, "{body}");
+    for (r, says) in [
+        (
+            two_passes("no-minimum", None),
+            "2 passes of the prompts without a minimum duration",
+        ),
+        (
+            two_passes("too-many", Some(8.0)),
+            "the last of 2 passes began after 10.2 s of timed images, past the minimum duration of 8 s",
+        ),
+    ] {
+        let (status, body) = post(&agent, &results, &r.to_string());
+        assert_eq!(status, 422, "{body}");
+        assert!(body["error"].as_str().unwrap().contains(says), "{body}");
+    }
+    let mut shuffled = two_passes("shuffled", Some(12.0));
+    shuffled["results"][6]["pass"] = json!(0);
+    let (status, body) = post(&agent, &results, &shuffled.to_string());
+    assert!(
+        status == 422 && body["error"].as_str().unwrap().contains("in whole passes"),
+        "{body}"
+    );
+    server.stop();
+}
