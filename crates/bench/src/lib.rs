@@ -13,6 +13,7 @@ pub mod runner;
 pub mod stats;
 pub mod submit;
 pub mod summary;
+pub mod sweep;
 pub mod workload;
 
 pub use error::{BenchError, Result};

@@ -100,23 +100,29 @@ pub fn app_info() -> AppInfo {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let named = match args.model.as_deref() {
-        Some(text) => Some((text, model_arg::parse(text, &args.model_files)?)),
-        None => None,
+    let overrides = Overrides {
+        steps: args.steps,
+        width: args.width,
+        height: args.height,
+        images: args.images,
+        scheduler: args
+            .scheduler
+            .as_deref()
+            .map(SchedulerKind::from_name)
+            .transpose()?,
+        prompt: args.prompt.clone(),
+        batch: args.batch,
     };
-    let workload = chosen_workload(&args, &named)?;
-    let model = if args.synthetic {
-        ModelChoice::Local(ModelSource::Synthetic(workload.preset))
-    } else {
-        match named {
-            None => ModelChoice::Hub {
-                id: RepoId::parse(workload.preset.repository())?.0,
-                revision: args.revision.clone(),
-                fallback_to_synthetic: true,
-            },
-            Some((_, name)) => ModelChoice::from_name(name, &args.revision, false),
-        }
-    };
+    let (workload, model) = workload_and_model(
+        &ModelArgs {
+            workload: args.workload.as_deref(),
+            model: args.model.as_deref(),
+            model_files: &args.model_files,
+            synthetic: args.synthetic,
+            revision: &args.revision,
+        },
+        &overrides,
+    )?;
     let format = Format::from_name(&args.format).expect("clap checked the format");
     check_out_path(&args.out)?;
     args.threads.apply()?;
@@ -184,40 +190,53 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What names the model and workload, as `bench` and `sweep` take them.
+pub struct ModelArgs<'a> {
+    pub workload: Option<&'a str>,
+    pub model: Option<&'a str>,
+    pub model_files: &'a crate::model_arg::ModelFileArgs,
+    pub synthetic: bool,
+    pub revision: &'a str,
+}
+
 /// The workload `--workload` names, else the one made for `--model`'s architecture (with a note
-/// saying so), else the standard one; with the overrides the arguments give.
-fn chosen_workload(
-    args: &BenchArgs,
-    named: &Option<(&str, sdbench_session::ModelName)>,
-) -> anyhow::Result<Workload> {
-    let overrides = Overrides {
-        steps: args.steps,
-        width: args.width,
-        height: args.height,
-        images: args.images,
-        scheduler: args
-            .scheduler
-            .as_deref()
-            .map(SchedulerKind::from_name)
-            .transpose()?,
-        prompt: args.prompt.clone(),
-        batch: args.batch,
+/// saying so), else the standard one, with `overrides`; and the model to run it on.
+pub fn workload_and_model(
+    args: &ModelArgs,
+    overrides: &Overrides,
+) -> anyhow::Result<(Workload, ModelChoice)> {
+    let named = match args.model {
+        Some(text) => Some((text, model_arg::parse(text, args.model_files)?)),
+        None => None,
     };
-    let workload = match (&args.workload, named) {
+    let workload = match (args.workload, &named) {
         (Some(name), _) => Workload::named(name)?,
         (None, Some((text, name))) => {
             let hub = HubSettings::from_env();
-            let (workload, why) = Workload::standard_for_model(name, text, &hub, &args.revision)?;
+            let (workload, why) = Workload::standard_for_model(name, text, &hub, args.revision)?;
             eprintln!("note: running --workload {}, {why}", workload.name);
             workload
         }
         (None, None) => Workload::named(STANDARD_NAME)?,
     };
-    Ok(workload.with_overrides(&overrides)?)
+    let workload = workload.with_overrides(overrides)?;
+    let model = if args.synthetic {
+        ModelChoice::Local(ModelSource::Synthetic(workload.preset))
+    } else {
+        match named {
+            None => ModelChoice::Hub {
+                id: RepoId::parse(workload.preset.repository())?.0,
+                revision: args.revision.to_string(),
+                fallback_to_synthetic: true,
+            },
+            Some((_, name)) => ModelChoice::from_name(name, args.revision, false),
+        }
+    };
+    Ok((workload, model))
 }
 
 /// Fails before any work when the result could not be written.
-fn check_out_path(out: &std::path::Path) -> anyhow::Result<()> {
+pub(crate) fn check_out_path(out: &std::path::Path) -> anyhow::Result<()> {
     if out.extension().and_then(|e| e.to_str()) != Some("json") {
         anyhow::bail!("--out {}: the result file must end in .json", out.display());
     }
@@ -239,7 +258,7 @@ fn check_out_path(out: &std::path::Path) -> anyhow::Result<()> {
 }
 
 /// The run's progress on stderr: image i/N, step j/S, it/s, elapsed and ETA.
-struct BenchProgress {
+pub(crate) struct BenchProgress {
     terminal: bool,
     start: Instant,
     steps: usize,
@@ -252,7 +271,7 @@ struct BenchProgress {
 const QUICK_RUN_HINT_SECONDS: f64 = 600.0;
 
 impl BenchProgress {
-    fn new(steps: usize) -> Self {
+    pub(crate) fn new(steps: usize) -> Self {
         BenchProgress {
             terminal: std::io::stderr().is_terminal(),
             start: Instant::now(),
@@ -268,7 +287,7 @@ impl BenchProgress {
         eprintln!("{text}");
     }
 
-    fn finish_line(&mut self) {
+    pub(crate) fn finish_line(&mut self) {
         if self.open_line {
             eprintln!();
             self.open_line = false;
@@ -276,7 +295,7 @@ impl BenchProgress {
         self.download.finish();
     }
 
-    fn event(&mut self, event: &Event) {
+    pub(crate) fn event(&mut self, event: &Event) {
         match event {
             Event::Note { text } => self.say(&format!("note: {text}")),
             Event::Download(p) => self.download.update(p),

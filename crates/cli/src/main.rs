@@ -17,6 +17,7 @@ mod progress;
 mod reference;
 mod report;
 mod submit;
+mod sweep;
 mod threads;
 mod timing;
 
@@ -46,6 +47,8 @@ fn about() -> String {
 enum Command {
     /// Run a standard benchmark (sd15-512-30 by default, or the one made for --model) and write benchmark_diffusion_result.json.
     Bench(bench::BenchArgs),
+    /// Run one model over several backends, precisions, batch sizes, sizes or memory profiles (short runs of the same prompts and seeds), print a table with the fastest configuration, and write one sweep file.
+    Sweep(sweep::SweepArgs),
     /// Generate one image from a prompt and write it as a PNG.
     Generate(generate::GenerateArgs),
     /// List every backend, whether it is usable here, and why not.
@@ -79,11 +82,16 @@ fn main() {
     let cli = Cli::parse();
     let _compiling = matches!(
         cli.command,
-        Command::Bench(_) | Command::Generate(_) | Command::Timing(_) | Command::Parity(_)
+        Command::Bench(_)
+            | Command::Sweep(_)
+            | Command::Generate(_)
+            | Command::Timing(_)
+            | Command::Parity(_)
     )
     .then(compile_watch::start);
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Generate(args) => generate::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Timing(args) => timing::run(args),

@@ -1,15 +1,18 @@
-//! `sdbench report`: a result file as a Markdown or HTML report (with charts), or several result
-//! files side by side as an HTML comparison.
+//! `sdbench report`: a result file as a Markdown or HTML report (with charts), several result
+//! files side by side as an HTML comparison, or a sweep file as an HTML page of its points.
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use sdbench_bench::result::write_atomically;
+use sdbench_bench::sweep::Sweep;
 use sdbench_bench::BenchResult;
 use sdbench_report::Run;
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// Result files written by `sdbench bench`; two or more make a comparison.
+    /// Result files written by `sdbench bench` (two or more make a comparison), or one sweep file
+    /// written by `sdbench sweep`.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The report to write: `.html` (with charts) or `.md` (one run only).
@@ -18,6 +21,25 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    if let Some(sweep) = sweep_file(&args.files)? {
+        let html = matches!(
+            args.out
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase)
+                .as_deref(),
+            Some("html" | "htm")
+        );
+        if !html {
+            anyhow::bail!(
+                "--out {}: a sweep's report is HTML: name it .html",
+                args.out.display()
+            );
+        }
+        write_atomically(&args.out, sdbench_report::sweep::report(&sweep).as_bytes())?;
+        eprintln!("wrote {}", args.out.display());
+        return Ok(());
+    }
     let results = args
         .files
         .iter()
@@ -38,6 +60,30 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     write_atomically(&args.out, text.as_bytes())?;
     eprintln!("wrote {}", args.out.display());
     Ok(())
+}
+
+/// The sweep, where the files are one sweep file; an error where a sweep comes with others.
+fn sweep_file(files: &[PathBuf]) -> anyhow::Result<Option<Sweep>> {
+    let mut sweeps = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        if Sweep::is_sweep(&text) {
+            sweeps.push(Sweep::from_json(&text).map_err(|problem| {
+                anyhow::anyhow!(
+                    "{} is not a valid SD Bench sweep: {problem}",
+                    file.display()
+                )
+            })?);
+        }
+    }
+    match (sweeps.len(), files.len()) {
+        (0, _) => Ok(None),
+        (1, 1) => Ok(sweeps.pop()),
+        _ => anyhow::bail!(
+            "a sweep file is reported on its own: give one sweep file, or result files"
+        ),
+    }
 }
 
 /// The device and precision, then the file name, so runs on one device stay apart.

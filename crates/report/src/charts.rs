@@ -29,7 +29,7 @@ const STAGES: [(&str, RGBColor); 3] = [
     ("VAE decode", RGBColor(0xff, 0xbb, 0x78)),
 ];
 
-fn colour(i: usize) -> RGBColor {
+pub fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
@@ -74,12 +74,25 @@ fn upper(max: f64) -> f64 {
 fn lines(
     runs: &[Run],
     caption: &str,
-    (x_desc, counted_x): (&str, bool),
+    x: (&str, bool),
     y_desc: &str,
     points: impl Fn(&BenchResult) -> Vec<(f64, f64)>,
 ) -> Result<String> {
-    let series: Vec<(&str, Vec<(f64, f64)>)> =
-        runs.iter().map(|r| (r.label, points(r.result))).collect();
+    let series: Vec<(String, Vec<(f64, f64)>)> = runs
+        .iter()
+        .map(|r| (r.label.to_string(), points(r.result)))
+        .collect();
+    series_lines(&series, caption, x, y_desc)
+}
+
+/// One line per named series of (x, y) points. `counted_x`: x counts things (images, steps,
+/// batch sizes), so only whole numbers are labelled.
+pub fn series_lines(
+    series: &[(String, Vec<(f64, f64)>)],
+    caption: &str,
+    (x_desc, counted_x): (&str, bool),
+    y_desc: &str,
+) -> Result<String> {
     let all = series.iter().flat_map(|(_, p)| p.iter());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0f64);
     for &(x, y) in all {
@@ -124,7 +137,7 @@ fn lines(
             chart
                 .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))
                 .map_err(draw_err)?
-                .label(*label)
+                .label(label.as_str())
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
                 });
@@ -306,6 +319,26 @@ pub fn stage_breakdown(runs: &[Run]) -> Result<String> {
             "stage breakdown: no timed images".into(),
         ));
     }
+    let rows: Vec<(String, Vec<f64>)> = bars
+        .into_iter()
+        .map(|(label, s)| (label.to_string(), s.to_vec()))
+        .collect();
+    stacked_rows(
+        "Stage breakdown (mean seconds per image)",
+        "seconds",
+        &rows,
+        &STAGES,
+    )
+}
+
+/// One row of stacked bars per (label, segment values), the first row at the top; `segments`
+/// names and colours each segment.
+pub fn stacked_rows(
+    caption: &str,
+    x_desc: &str,
+    bars: &[(String, Vec<f64>)],
+    segments: &[(&str, RGBColor)],
+) -> Result<String> {
     let widest = bars
         .iter()
         .map(|(_, s)| s.iter().sum::<f64>())
@@ -317,10 +350,7 @@ pub fn stage_breakdown(runs: &[Run]) -> Result<String> {
     let row = |i: usize| (rows - 1 - i) as f64;
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(
-                "Stage breakdown (mean seconds per image)",
-                ("sans-serif", 18),
-            )
+            .caption(caption, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(140)
@@ -330,15 +360,15 @@ pub fn stage_breakdown(runs: &[Run]) -> Result<String> {
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(0)
-            .x_desc("seconds")
+            .x_desc(x_desc)
             .draw()
             .map_err(draw_err)?;
-        for (stage, (name, c)) in STAGES.iter().enumerate() {
+        for (stage, (name, c)) in segments.iter().enumerate() {
             let c = *c;
             chart
                 .draw_series(bars.iter().enumerate().map(|(i, (_, s))| {
-                    let left: f64 = s[..stage].iter().sum();
-                    let right = left + s[stage];
+                    let left: f64 = s.iter().take(stage).sum();
+                    let right = left + s.get(stage).copied().unwrap_or(0.0);
                     Rectangle::new([(left, row(i) + 0.2), (right, row(i) + 0.8)], c.filled())
                 }))
                 .map_err(draw_err)?

@@ -3,6 +3,7 @@
 
 pub mod charts;
 pub mod html;
+pub mod sweep;
 
 use sdbench_bench::result::BenchResult;
 use sdbench_bench::summary::{self, Format};

@@ -5,3 +5,4 @@ mod bench;
 mod cli;
 mod kernel_cache;
 mod reference;
+mod sweep;

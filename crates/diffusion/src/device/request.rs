@@ -35,6 +35,19 @@ impl BackendRequest {
             }
         })
     }
+
+    /// The name `from_name` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendRequest::Auto => "auto",
+            BackendRequest::Cpu => "cpu",
+            BackendRequest::Cuda => "cuda",
+            BackendRequest::Rocm => "rocm",
+            BackendRequest::Vulkan => "vulkan",
+            BackendRequest::Metal => "metal",
+            BackendRequest::Dx12 => "dx12",
+        }
+    }
 }
 
 /// A backend and, optionally, which of its devices (`--device N`: the number `sdbench devices`

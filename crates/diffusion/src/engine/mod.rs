@@ -132,6 +132,28 @@ impl Pipeline {
         (registry::family_of(source)?.model_size)(source, precision)
     }
 
+    /// The memory a model of `source` needs for requests of `work` in `profile` at `precision`
+    /// on a device of `kind`, from its configs and weight headers (nothing is loaded): the figure
+    /// the fit check compares with the device's memory, or on the CPU backend with the host's.
+    pub fn memory_need(
+        source: &ModelSource,
+        kind: BackendKind,
+        precision: Precision,
+        profile: memory::MemoryProfile,
+        work: &RequestShape,
+    ) -> Result<u64> {
+        let (size, vae) = Self::model_size(source, precision)?;
+        let options = profile.load_options(LoadOptions {
+            planned: Some(*work),
+            ..LoadOptions::default()
+        });
+        let placement = Placement::for_model(size.family, &vae, precision, &options);
+        Ok(match kind {
+            BackendKind::Cpu => host_memory::host_need(&size, &placement, true, work),
+            _ => crate::pipeline::memory_need::estimate(&size, &placement, work).peak(),
+        })
+    }
+
     /// The family's own pipeline inside, for its component access (parity tests, timing):
     /// `None` when the model is of another family.
     pub fn family_pipeline<T: 'static>(&self) -> Option<&T> {
