@@ -33,6 +33,7 @@ pub fn with_commands<R: Runtime>(builder: Builder<R>, state: AppState) -> Builde
             commands::benchmark::model_status,
             commands::benchmark::start_download,
             commands::benchmark::start_benchmark,
+            commands::compare::start_compare_backends,
             commands::benchmark::benchmark_view,
             commands::benchmark::save_result,
             commands::benchmark::export_report,

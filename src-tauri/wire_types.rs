@@ -68,6 +68,8 @@ fn wire_types() -> Vec<Declared> {
         declared::<benchmark::Downloaded>(),
         declared::<benchmark::ResultView>(),
         declared::<benchmark::BenchmarkOutput>(),
+        declared::<crate::commands::compare::ComparisonView>(),
+        declared::<sdbench_bench::sweep::PointRow>(),
         declared::<benchmark::SubmissionPreview>(),
         declared::<benchmark::Submitted>(),
         declared::<result::BenchResult>(),

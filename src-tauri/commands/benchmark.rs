@@ -334,12 +334,8 @@ pub async fn start_benchmark(
     start_benchmark_job(state.inner(), request, channel_sink(on_event))
 }
 
-/// The body of `start_benchmark`, callable without a window.
-pub fn start_benchmark_job(
-    state: &AppState,
-    request: BenchmarkRequest,
-    sink: crate::jobs::Sink,
-) -> UiResult<JobId> {
+/// The run a request asks for on the settings' model, device, precision and memory profile.
+pub(crate) fn run_options(state: &AppState, request: &BenchmarkRequest) -> UiResult<RunOptions> {
     let settings = state.settings();
     let workload = chosen_workload(request.workload.as_deref())?;
     let workload = match &request.custom {
@@ -373,6 +369,16 @@ pub fn start_benchmark_job(
             UiError::bad_input(e.to_string(), "Give a minimum duration within that range.")
         })?;
     }
+    Ok(options)
+}
+
+/// The body of `start_benchmark`, callable without a window.
+pub fn start_benchmark_job(
+    state: &AppState,
+    request: BenchmarkRequest,
+    sink: crate::jobs::Sink,
+) -> UiResult<JobId> {
+    let options = run_options(state, &request)?;
     let state = state.clone();
     state
         .jobs

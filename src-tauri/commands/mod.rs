@@ -3,6 +3,7 @@
 
 pub mod benchmark;
 pub mod cache;
+pub mod compare;
 pub mod create;
 pub mod history;
 pub mod jobs;

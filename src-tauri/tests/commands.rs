@@ -361,6 +361,51 @@ fn a_quick_benchmark_streams_progress_and_its_result_is_saved_reported_and_submi
     );
 }
 
+/// "Compare backends": the chosen run once on every usable backend (the CPU, and lavapipe where
+/// it is), ranked in one table with the fastest named and a chart; the sweep file is saved and
+/// every point is in the history under the sweep's id.
+#[test]
+fn compare_backends_runs_the_workload_on_every_usable_backend() {
+    let app = TestApp::new(None);
+    app.use_tiny_model();
+    app.set(json!({ "precision": "f32" }));
+    let backends: Vec<&str> = match vulkan_usable() {
+        // In `sdbench devices` order: the GPUs first, the CPU last.
+        true => vec!["vulkan", "cpu"],
+        false => vec!["cpu"],
+    };
+    let request = json!({
+        "request": { "custom": { "steps": 1, "width": 32, "height": 24, "images": 1 }, "baselineSeconds": 0 }
+    });
+    let status = app.run_job("start_compare_backends", request, 11);
+    assert_eq!(status["state"], "finished", "{status}");
+    let view = &status["output"];
+    let rows = view["rows"].as_array().unwrap();
+    let ran: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["figures"].is_array())
+        .map(|r| r["setup"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(ran, backends, "{view}");
+    assert_eq!(view["columns"][6], "img/min");
+    assert_eq!(rows.iter().filter(|r| r["fastest"] == true).count(), 1);
+    assert!(view["fastest"].as_str().unwrap().starts_with("fastest: "));
+    assert!(view["chart"]["svg"].as_str().unwrap().starts_with("<svg"));
+    let sweep =
+        sdbench_bench::sweep::Sweep::load(Path::new(view["sweepPath"].as_str().unwrap())).unwrap();
+    assert_eq!(sweep.sweep_id, view["sweepId"].as_str().unwrap());
+    let events = app.messages(11);
+    assert_eq!(count(&events, "loading"), backends.len());
+    let list = app.ok("history_list", json!({}));
+    let points: Vec<&Value> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["sweep_id"] == sweep.sweep_id.as_str())
+        .collect();
+    assert_eq!(points.len(), backends.len(), "{list}");
+}
+
 #[test]
 fn create_makes_a_png_with_its_parameters_and_keeps_the_model_loaded() {
     let app = TestApp::new(None);

@@ -196,6 +196,17 @@ try {
     await shot("4-history");
   });
 
+  await step("compare backends ranks the quick run on every usable backend", async () => {
+    await session.click("#tab-benchmark");
+    await session.execute("document.querySelector('#compare-quick').checked = true");
+    await session.click("#compare-backends");
+    await session.waitFor("#compare-table", { timeoutMs: 600000, test: (t) => t.includes("cpu") && t.includes("img/min"), what: "the comparison" });
+    const fastest = await session.text("#compare-fastest");
+    if (!fastest.startsWith("Fastest: ")) throw new Error(`unexpected fastest line: ${fastest}`);
+    await session.waitFor("#compare-chart svg", { what: "the comparison chart" });
+    await shot("4-compare-backends");
+  });
+
   await step("Create generates an image", async () => {
     await session.click("#tab-create");
     await session.setValue("#create-prompt", "a lighthouse on a cliff at dawn");

@@ -79,6 +79,9 @@ export const api = {
     runJob<{ path: string; bytes: number }>("start_download", { workload }, onEvent),
   benchmark: (request: T.BenchmarkRequest, onEvent: (e: T.JobEvent) => void) =>
     runJob<T.BenchmarkOutput>("start_benchmark", { request }, onEvent),
+  /** The run `request` asks for, once on every usable backend, ranked. */
+  compareBackends: (request: T.BenchmarkRequest, onEvent: (e: T.JobEvent) => void) =>
+    runJob<T.ComparisonView>("start_compare_backends", { request }, onEvent),
   benchmarkView: (runId: string) => invoke<T.ResultView>("benchmark_view", { runId }),
   saveResult: (runId: string, path: string) => invoke<string>("save_result", { runId, path }),
   exportReport: (runIds: string[], path: string) => invoke<string>("export_report", { runIds, path }),

@@ -43,6 +43,9 @@ pub struct BenchResult {
     /// the CPU and in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_report: Option<sdbench_session::vram_report::VramReport>,
+    /// The sweep this run is a point of (`sdbench sweep`), where it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_id: Option<String>,
 }
 
 /// How per-step times were measured, and what a sync after every step costs.

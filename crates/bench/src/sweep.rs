@@ -229,11 +229,15 @@ pub fn run(
     cancel: &CancelToken,
 ) -> Result<Sweep> {
     let total = axes.point_count();
+    let sweep_id = new_run_id();
     let mut points: Vec<SweepPoint> = Vec::new();
     let mut largest_batches = Vec::new();
     for setup in axes.setups() {
         let mut run_one = |batch: usize, points: &mut Vec<SweepPoint>| -> Result<bool> {
-            let point = run_point(base, setup, batch, points.len(), total, observer, cancel)?;
+            let mut point = run_point(base, setup, batch, points.len(), total, observer, cancel)?;
+            if let Some(r) = point.result.as_mut() {
+                r.sweep_id = Some(sweep_id.clone());
+            }
             let ran = point.result.is_some();
             points.push(point);
             Ok(ran)
@@ -284,7 +288,7 @@ pub fn run(
     Ok(Sweep {
         schema_version: SWEEP_SCHEMA_VERSION,
         kind: SWEEP_KIND.into(),
-        sweep_id: new_run_id(),
+        sweep_id,
         created_at: now_rfc3339(),
         app: base.app.clone(),
         workload: base.workload.name.clone(),
@@ -365,40 +369,50 @@ fn run_point(
     Ok(point)
 }
 
-/// The sweep as a text table: each point's figures or why it did not run, then the fastest
-/// configuration and, for `--batch max`, each setup's largest batch.
-pub fn table(sweep: &Sweep) -> String {
-    let header = [
-        "backend",
-        "device",
-        "precision",
-        "memory",
-        "size",
-        "batch",
-        "img/min",
-        "MP/s",
-        "s/image",
-        "peak VRAM",
-        "W",
-    ];
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut notes = Vec::new();
-    for (i, p) in sweep.points.iter().enumerate() {
-        let s = &p.settings;
-        let mut row = vec![
-            s.backend.clone(),
-            String::new(),
-            s.precision.clone(),
-            s.memory.clone(),
-            format!("{}x{}", s.width, s.height),
-            s.batch.to_string(),
-        ];
-        match &p.result {
-            Some(r) => {
-                row[1] = r.backend.device.clone();
-                row[2] = r.backend.precision.clone();
+/// The table's columns: the six of a point's setup, then the five of its figures.
+pub const TABLE_COLUMNS: [&str; 11] = [
+    "backend",
+    "device",
+    "precision",
+    "memory",
+    "size",
+    "batch",
+    "img/min",
+    "MP/s",
+    "s/image",
+    "peak VRAM",
+    "W",
+];
+
+/// A point as the table shows it: its setup's cells, then its figures' or why it did not run.
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
+pub struct PointRow {
+    pub setup: Vec<String>,
+    pub figures: Option<Vec<String>>,
+    pub skipped: Option<String>,
+    pub fastest: bool,
+}
+
+/// Every point's row, in order.
+pub fn rows(sweep: &Sweep) -> Vec<PointRow> {
+    sweep
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let s = &p.settings;
+            let r = p.result.as_ref();
+            let setup = vec![
+                s.backend.clone(),
+                r.map_or(String::new(), |r| r.backend.device.clone()),
+                r.map_or(s.precision.clone(), |r| r.backend.precision.clone()),
+                s.memory.clone(),
+                format!("{}x{}", s.width, s.height),
+                s.batch.to_string(),
+            ];
+            let figures = r.map(|r| {
                 let valid = if r.valid { "" } else { " (invalid)" };
-                row.extend([
+                vec![
                     format!("{:.2}{valid}", r.scores.images_per_minute),
                     format!("{:.3}", p.megapixels_per_second().unwrap_or(0.0)),
                     format!("{:.3}", r.scores.seconds_per_image.median),
@@ -409,23 +423,75 @@ pub fn table(sweep: &Sweep) -> String {
                         .power
                         .avg_w
                         .map_or("–".into(), |w| format!("{w:.1}")),
-                ]);
+                ]
+            });
+            PointRow {
+                setup,
+                skipped: figures
+                    .is_none()
+                    .then(|| p.skipped.clone().unwrap_or_else(|| "did not run".into())),
+                figures,
+                fastest: sweep.fastest == Some(i),
             }
-            None => {
-                row.push(format!("skipped [{}]", notes.len() + 1));
+        })
+        .collect()
+}
+
+/// "fastest: vulkan f16 full 512x512 batch 4 (1.234 megapixels/s)".
+pub fn fastest_line(sweep: &Sweep) -> String {
+    match sweep.fastest.map(|i| &sweep.points[i]) {
+        Some(p) => format!(
+            "fastest: {} ({:.3} megapixels/s)",
+            p.settings.describe(),
+            p.megapixels_per_second().unwrap_or(0.0)
+        ),
+        None => "fastest: no point ran valid".into(),
+    }
+}
+
+/// For `--batch max`: each setup's largest batch, and what stopped it.
+pub fn largest_batch_lines(sweep: &Sweep) -> Vec<String> {
+    sweep
+        .largest_batches
+        .iter()
+        .map(|l| {
+            let why = match l.next {
+                Some(next) => format!("batch {next} did not run: see the skipped point above"),
+                None => l.stopped_by.clone(),
+            };
+            format!(
+                "largest batch, {}: {} ({why})",
+                l.setup,
+                l.batch.map_or("none".into(), |b| b.to_string()),
+            )
+        })
+        .collect()
+}
+
+/// The sweep as a text table: each point's figures or why it did not run, then the fastest
+/// configuration and, for `--batch max`, each setup's largest batch.
+pub fn table(sweep: &Sweep) -> String {
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    let mut notes = Vec::new();
+    for (i, row) in rows(sweep).into_iter().enumerate() {
+        let mut cells = row.setup;
+        match (row.figures, row.skipped) {
+            (Some(figures), _) => cells.extend(figures),
+            (None, why) => {
+                cells.push(format!("skipped [{}]", notes.len() + 1));
                 notes.push(format!(
                     "[{}] point {}: {}",
                     notes.len() + 1,
                     i + 1,
-                    p.skipped.as_deref().unwrap_or("did not run")
+                    why.unwrap_or_default()
                 ));
             }
         }
-        rows.push(row);
+        lines.push(cells);
     }
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
+    let mut widths: Vec<usize> = TABLE_COLUMNS.iter().map(|h| h.chars().count()).collect();
+    for cells in &lines {
+        for (w, cell) in widths.iter_mut().zip(cells) {
             *w = (*w).max(cell.chars().count());
         }
     }
@@ -437,32 +503,17 @@ pub fn table(sweep: &Sweep) -> String {
             .collect();
         parts.join("  ").trim_end().to_string() + "\n"
     };
-    let mut out = line(header.iter().map(|h| h.to_string()).collect());
-    for row in rows {
-        out.push_str(&line(row));
+    let mut out = line(TABLE_COLUMNS.iter().map(|h| h.to_string()).collect());
+    for cells in lines {
+        out.push_str(&line(cells));
     }
-    for note in notes {
-        out.push_str(&note);
+    for text in notes
+        .into_iter()
+        .chain([fastest_line(sweep)])
+        .chain(largest_batch_lines(sweep))
+    {
+        out.push_str(&text);
         out.push('\n');
-    }
-    match sweep.fastest.map(|i| &sweep.points[i]) {
-        Some(p) => out.push_str(&format!(
-            "fastest: {} ({:.3} megapixels/s)\n",
-            p.settings.describe(),
-            p.megapixels_per_second().unwrap_or(0.0)
-        )),
-        None => out.push_str("fastest: no point ran valid\n"),
-    }
-    for l in &sweep.largest_batches {
-        let why = match l.next {
-            Some(next) => format!("batch {next} did not run: see the skipped point above"),
-            None => l.stopped_by.clone(),
-        };
-        out.push_str(&format!(
-            "largest batch, {}: {} ({why})\n",
-            l.setup,
-            l.batch.map_or("none".into(), |b| b.to_string()),
-        ));
     }
     out
 }

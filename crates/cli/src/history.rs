@@ -23,6 +23,9 @@ pub enum HistoryCommand {
         /// Only valid standard runs (comparable scores).
         #[arg(long)]
         standard: bool,
+        /// Only the points of this sweep (its id is in the sweep file and each point's result).
+        #[arg(long, value_name = "SWEEP_ID")]
+        sweep: Option<String>,
         /// At most this many runs (the newest).
         #[arg(long)]
         limit: Option<usize>,
@@ -77,6 +80,7 @@ pub fn run(command: HistoryCommand) -> anyhow::Result<()> {
             backend,
             text,
             standard,
+            sweep,
             limit,
             json,
         } => {
@@ -86,6 +90,7 @@ pub fn run(command: HistoryCommand) -> anyhow::Result<()> {
                 text,
                 standard_only: standard,
                 valid_only: standard,
+                sweep,
                 limit,
                 ..Filter::default()
             };
@@ -106,8 +111,12 @@ pub fn run(command: HistoryCommand) -> anyhow::Result<()> {
                         Some(p) if p != "full" => format!(", {p} memory"),
                         _ => String::new(),
                     };
+                    let sweep = match &r.sweep_id {
+                        Some(id) => format!("  [sweep {}]", id.get(..8).unwrap_or(id)),
+                        None => String::new(),
+                    };
                     println!(
-                        "{}  {}  {:<10}  {} on {} ({}{profile})  {}{}",
+                        "{}  {}  {:<10}  {} on {} ({}{profile})  {}{}{sweep}",
                         r.id,
                         r.created_at,
                         score,

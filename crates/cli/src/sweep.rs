@@ -134,10 +134,22 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
     sweep
         .save(&args.out)
         .with_context(|| format!("saving the sweep to {} failed", args.out.display()))?;
+    if let Err(warning) = remember(&sweep) {
+        eprintln!("warning: the sweep's points were not added to the history: {warning}");
+    }
     print!("{}", sweep::table(&sweep));
     eprintln!("sweep: {}", args.out.display());
     if sweep.points.iter().all(|p| p.result.is_none()) {
         anyhow::bail!("no point of the sweep ran");
+    }
+    Ok(())
+}
+
+/// Each point that ran goes into the history, under the sweep's id.
+fn remember(sweep: &sdbench_bench::sweep::Sweep) -> anyhow::Result<()> {
+    let history = sdbench_history::History::open(&sdbench_history::default_path())?;
+    for result in sweep.points.iter().filter_map(|p| p.result.as_ref()) {
+        history.add_benchmark(result)?;
     }
     Ok(())
 }

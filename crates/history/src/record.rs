@@ -315,6 +315,7 @@ impl Record {
                 valid: r.valid,
                 standard: r.workload.standard,
                 memory_profile: r.backend.memory_profile.clone(),
+                sweep_id: r.sweep_id.clone(),
             },
             Record::Generation(g) => RunSummary {
                 id: g.id.clone(),
@@ -331,6 +332,7 @@ impl Record {
                 valid: true,
                 standard: false,
                 memory_profile: g.memory_profile.clone(),
+                sweep_id: None,
             },
         }
     }
@@ -357,6 +359,9 @@ pub struct RunSummary {
     /// `full`).
     #[serde(default)]
     pub memory_profile: Option<String>,
+    /// The sweep the run is a point of, where it is one.
+    #[serde(default)]
+    pub sweep_id: Option<String>,
 }
 
 /// Which runs the list shows; every set field must match. Newest first.
@@ -370,6 +375,8 @@ pub struct Filter {
     pub text: Option<String>,
     pub standard_only: bool,
     pub valid_only: bool,
+    /// Only the points of this sweep.
+    pub sweep: Option<String>,
     /// RFC 3339 bounds on `created_at`, inclusive.
     pub since: Option<String>,
     pub until: Option<String>,

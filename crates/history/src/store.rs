@@ -11,8 +11,9 @@ use sdbench_bench::result::{write_atomically, BenchResult};
 use crate::error::{HistoryError, Result};
 use crate::record::{Filter, Generation, Record, RunKind, RunSummary};
 
-/// `PRAGMA user_version` of the layout below. 2 added `memory_profile` (`MIGRATE_1_TO_2`).
-const SCHEMA: i64 = 2;
+/// `PRAGMA user_version` of the layout below. 2 added `memory_profile` (`MIGRATE_1_TO_2`), 3
+/// `sweep_id` (`MIGRATE_2_TO_3`).
+const SCHEMA: i64 = 3;
 
 const CREATE: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -30,7 +31,8 @@ CREATE TABLE IF NOT EXISTS runs (
     valid             INTEGER NOT NULL,
     standard          INTEGER NOT NULL,
     document          TEXT NOT NULL,
-    memory_profile    TEXT
+    memory_profile    TEXT,
+    sweep_id          TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_at);
 ";
@@ -41,6 +43,12 @@ ALTER TABLE runs ADD COLUMN memory_profile TEXT;
 UPDATE runs SET memory_profile = CASE kind
     WHEN 'benchmark' THEN json_extract(document, '$.run.backend.memory_profile')
     ELSE json_extract(document, '$.run.memory_profile') END;
+";
+
+/// Version 2 had no `sweep_id` column: add it, filled from each stored benchmark's document.
+const MIGRATE_2_TO_3: &str = "
+ALTER TABLE runs ADD COLUMN sweep_id TEXT;
+UPDATE runs SET sweep_id = json_extract(document, '$.run.sweep_id') WHERE kind = 'benchmark';
 ";
 
 /// The history the CLI and the desktop app share: `{data_dir}/history.sqlite`.
@@ -91,7 +99,11 @@ impl History {
                 supported: SCHEMA,
             });
         }
-        let migrate = if version == 1 { MIGRATE_1_TO_2 } else { "" };
+        let migrate = match version {
+            1 => format!("{MIGRATE_1_TO_2} {MIGRATE_2_TO_3}"),
+            2 => MIGRATE_2_TO_3.to_string(),
+            _ => String::new(),
+        };
         conn.execute_batch(&format!(
             // IMMEDIATE: the write lock is taken (or waited for) at the start, not upgraded to
             // midway, which fails at once when another writer holds it.
@@ -113,8 +125,8 @@ impl History {
             .execute(
                 "INSERT OR REPLACE INTO runs (id, kind, created_at, title, model, backend, device,
                  precision, score, images_per_minute, seconds_per_image, valid, standard, document,
-                 memory_profile)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 memory_profile, sweep_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                 params![
                     s.id,
                     s.kind.name(),
@@ -130,7 +142,8 @@ impl History {
                     s.valid,
                     s.standard,
                     document,
-                    s.memory_profile
+                    s.memory_profile,
+                    s.sweep_id
                 ],
             )
             .map_err(|e| self.db(e))?;
@@ -178,6 +191,10 @@ impl History {
             clauses.push("created_at <= ?");
             values.push(Value::Text(until.clone()));
         }
+        if let Some(sweep) = &filter.sweep {
+            clauses.push("sweep_id = ?");
+            values.push(Value::Text(sweep.clone()));
+        }
         if filter.standard_only {
             clauses.push("standard = 1");
         }
@@ -186,7 +203,8 @@ impl History {
         }
         let mut sql = String::from(
             "SELECT id, kind, created_at, title, model, backend, device, precision, score,
-             images_per_minute, seconds_per_image, valid, standard, memory_profile FROM runs",
+             images_per_minute, seconds_per_image, valid, standard, memory_profile, sweep_id
+             FROM runs",
         );
         if !clauses.is_empty() {
             sql.push_str(" WHERE ");
@@ -215,6 +233,7 @@ impl History {
                     valid: row.get(11)?,
                     standard: row.get(12)?,
                     memory_profile: row.get(13)?,
+                    sweep_id: row.get(14)?,
                 })
             })
             .map_err(|e| self.db(e))?;

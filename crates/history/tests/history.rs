@@ -259,14 +259,15 @@ fn damaged_and_newer_files_are_refused_with_a_next_step() {
     assert_eq!(history.list(&Filter::default()).unwrap().len(), 1);
 }
 
-/// A version 1 history (no memory_profile column) opens as version 2 with each run's profile
-/// read from its document, and the list shows it.
+/// A version 1 history (no memory_profile or sweep_id column) opens as version 3 with each run's
+/// profile and sweep read from its document, and the list shows them.
 #[test]
 fn an_older_history_gains_the_memory_profile_of_each_run() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v1.sqlite");
     let mut bench = benchmark("b", "2026-11-04T09:00:00Z", "cuda", "GPU", 10.0);
     bench.backend.memory_profile = Some("balanced".into());
+    bench.sweep_id = Some("sweep-1".into());
     let history = History::open(&path).unwrap();
     history.add_benchmark(&bench).unwrap();
     history
@@ -276,28 +277,37 @@ fn an_older_history_gains_the_memory_profile_of_each_run() {
     // What version 1 looked like: the same table without the column.
     sql(
         &path,
-        "ALTER TABLE runs DROP COLUMN memory_profile; PRAGMA user_version = 1",
+        "ALTER TABLE runs DROP COLUMN memory_profile; ALTER TABLE runs DROP COLUMN sweep_id; \
+         PRAGMA user_version = 1",
     );
     let history = History::open(&path).unwrap();
-    let profiles: Vec<(String, Option<String>)> = history
+    let profiles: Vec<(String, Option<String>, Option<String>)> = history
         .list(&Filter::default())
         .unwrap()
         .into_iter()
-        .map(|s| (s.id, s.memory_profile))
+        .map(|s| (s.id, s.memory_profile, s.sweep_id))
         .collect();
+    let some = |s: &str| Some(s.to_string());
     assert_eq!(
         profiles,
         [
-            ("g".to_string(), Some("low".to_string())),
-            ("b".to_string(), Some("balanced".to_string()))
+            ("g".to_string(), some("low"), None),
+            ("b".to_string(), some("balanced"), some("sweep-1"))
         ]
     );
+    let points = history
+        .list(&Filter {
+            sweep: some("sweep-1"),
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(ids(&points), ["b"]);
     drop(history);
     let version: i64 = rusqlite::Connection::open(&path)
         .unwrap()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
 }
 
 /// Changes a history file behind SD Bench's back.

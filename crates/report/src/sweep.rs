@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use sdbench_bench::sweep::{Sweep, SweepPoint};
+use sdbench_bench::sweep::{largest_batch_lines, rows, Sweep, SweepPoint, TABLE_COLUMNS};
 
 use crate::charts::{colour, series_lines, stacked_rows};
 use crate::html::{escape, page};
@@ -37,15 +37,10 @@ pub fn report_body(sweep: &Sweep) -> String {
         None => "<p id=\"fastest\" class=\"invalid\">No point ran valid.</p>\n".into(),
     });
     body.push_str(&points_table(sweep));
-    for l in &sweep.largest_batches {
+    for line in largest_batch_lines(sweep) {
         body.push_str(&format!(
-            "<p class=\"largest-batch\">Largest batch, {}: {} ({})</p>\n",
-            escape(&l.setup),
-            l.batch.map_or("none".into(), |b| b.to_string()),
-            escape(&match l.next {
-                Some(next) => format!("batch {next}: {}", l.stopped_by),
-                None => l.stopped_by.clone(),
-            })
+            "<p class=\"largest-batch\">{}</p>\n",
+            escape(&line)
         ));
     }
     body.push_str("<h2>Charts</h2>\n");
@@ -60,46 +55,32 @@ pub fn report_body(sweep: &Sweep) -> String {
 }
 
 fn points_table(sweep: &Sweep) -> String {
-    let mut out = String::from(
-        "<table id=\"sweep-points\">\n<tr><th>backend</th><th>device</th><th>precision</th><th>memory</th>\
-         <th>size</th><th>batch</th><th>images/min</th><th>megapixels/s</th><th>s/image</th>\
-         <th>peak VRAM (GiB)</th><th>W</th></tr>\n",
-    );
-    for (i, p) in sweep.points.iter().enumerate() {
-        let s = &p.settings;
-        let fastest = if sweep.fastest == Some(i) {
-            " class=\"fastest\""
+    let mut out = String::from("<table id=\"sweep-points\">\n<tr>");
+    for column in TABLE_COLUMNS {
+        out.push_str(&format!("<th>{}</th>", escape(column)));
+    }
+    out.push_str("</tr>\n");
+    for row in rows(sweep) {
+        out.push_str(if row.fastest {
+            "<tr class=\"fastest\">"
         } else {
-            ""
-        };
-        out.push_str(&format!(
-            "<tr{fastest}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}x{}</td><td class=\"num\">{}</td>",
-            escape(&s.backend),
-            escape(p.result.as_ref().map_or("", |r| r.backend.device.as_str())),
-            escape(p.result.as_ref().map_or(s.precision.as_str(), |r| r.backend.precision.as_str())),
-            escape(&s.memory),
-            s.width,
-            s.height,
-            s.batch
-        ));
-        match &p.result {
-            Some(r) => out.push_str(&format!(
-                "<td class=\"num\">{:.2}{}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td>\
-                 <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                r.scores.images_per_minute,
-                if r.valid { "" } else { " (invalid)" },
-                p.megapixels_per_second().unwrap_or(0.0),
-                r.scores.seconds_per_image.median,
-                r.scores
-                    .vram_peak_bytes
-                    .map_or("–".into(), |b| format!("{:.2}", b as f64 / (1u64 << 30) as f64)),
-                r.scores.power.avg_w.map_or("–".into(), |w| format!("{w:.1}")),
-            )),
-            None => out.push_str(&format!(
-                "<td colspan=\"5\" class=\"skipped\">{}</td></tr>\n",
-                escape(p.skipped.as_deref().unwrap_or("did not run"))
+            "<tr>"
+        });
+        for cell in &row.setup {
+            out.push_str(&format!("<td>{}</td>", escape(cell)));
+        }
+        match (&row.figures, &row.skipped) {
+            (Some(figures), _) => {
+                for cell in figures {
+                    out.push_str(&format!("<td class=\"num\">{}</td>", escape(cell)));
+                }
+            }
+            (None, why) => out.push_str(&format!(
+                "<td colspan=\"5\" class=\"skipped\">{}</td>",
+                escape(why.as_deref().unwrap_or_default())
             )),
         }
+        out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
     out
@@ -181,22 +162,27 @@ fn charts(sweep: &Sweep) -> Vec<Result<String>> {
             "megapixels per second",
         ));
     }
+    charts.push(points_chart(sweep));
+    charts
+}
+
+/// Every point that ran valid, by megapixels per second (the app's comparison shows it too).
+pub fn points_chart(sweep: &Sweep) -> Result<String> {
     let bars: Vec<(String, Vec<f64>)> = sweep
         .points
         .iter()
         .filter(|p| p.ran_valid())
         .filter_map(|p| Some((setup_label(p, true, true), vec![p.megapixels_per_second()?])))
         .collect();
-    charts.push(match bars.is_empty() {
-        true => Err(ReportError::Empty(
+    if bars.is_empty() {
+        return Err(ReportError::Empty(
             "megapixels per second: no point ran valid".into(),
-        )),
-        false => stacked_rows(
-            "Megapixels per second of each point",
-            "megapixels per second",
-            &bars,
-            &[("megapixels per second", colour(0))],
-        ),
-    });
-    charts
+        ));
+    }
+    stacked_rows(
+        "Megapixels per second of each point",
+        "megapixels per second",
+        &bars,
+        &[("megapixels per second", colour(0))],
+    )
 }

@@ -297,6 +297,26 @@ rows: Array<[string, string, string]>, imageColumns: Array<string>, imageCells: 
  */
 images: Array<string | null>, };
 
+export type ComparisonView = { sweepId: string, columns: Array<string>, rows: Array<PointRow>, 
+/**
+ * "fastest: …".
+ */
+fastest: string, 
+/**
+ * Each point's megapixels per second (SVG), or why there is no chart.
+ */
+chart: Chart, 
+/**
+ * The sweep file, beside the runs' folders.
+ */
+sweepPath: string, 
+/**
+ * Set when the points could not be added to the history (the sweep file is still saved).
+ */
+historyWarning: string | null, };
+
+export type PointRow = { setup: Array<string>, figures: Array<string> | null, skipped: string | null, fastest: boolean, };
+
 export type SubmissionPreview = { endpoint: string, 
 /**
  * Exactly the JSON that would be sent.
@@ -324,7 +344,11 @@ step_timing?: StepTiming | null,
  * The allocator's memory after each phase of one synced generation (GPU backends; absent on
  * the CPU and in older results).
  */
-vram_report?: VramReport | null, };
+vram_report?: VramReport | null, 
+/**
+ * The sweep this run is a point of (`sdbench sweep`), where it is one.
+ */
+sweep_id?: string | null, };
 
 export type AppInfo = { name: string, version: string, commit: string | null, };
 
@@ -913,7 +937,11 @@ title: string, model: string, backend: string, device: string, precision: string
  * The memory profile it ran with (`None` for runs from before profiles, which ran as
  * `full`).
  */
-memory_profile: string | null, };
+memory_profile: string | null, 
+/**
+ * The sweep the run is a point of, where it is one.
+ */
+sweep_id: string | null, };
 
 export type RunKind = "benchmark" | "generation";
 
@@ -922,6 +950,10 @@ export type HistoryFilter = { kind: RunKind | null, backend: string | null,
  * Case-insensitive, in the title, model or device.
  */
 text: string | null, standard_only: boolean, valid_only: boolean, 
+/**
+ * Only the points of this sweep.
+ */
+sweep: string | null, 
 /**
  * RFC 3339 bounds on `created_at`, inclusive.
  */

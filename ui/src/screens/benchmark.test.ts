@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 import { mockShell, settle, stream } from "../test-support";
 import { setMessageArea } from "../ui";
 import { benchmarkScreen, setWorkloads } from "./benchmark";
-import type { BenchResult, BenchmarkOutput, JobEvent } from "../types";
+import type { BenchResult, BenchmarkOutput, ComparisonView, JobEvent } from "../types";
 
 const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="5" height="5"/></svg>';
 
@@ -259,6 +259,42 @@ describe("Benchmark screen", () => {
     expect(requests).toHaveLength(1);
     expect(messages.querySelector("[role=alert]")!.textContent).toContain("Minimum duration: give a number of seconds above 0");
     minimum.value = "";
+  });
+
+  it("compares backends: sends the quick settings when asked, then shows the ranked table and chart", async () => {
+    let args: Record<string, unknown> = {};
+    const comparison: ComparisonView = {
+      sweepId: "sweep-1", columns: ["backend", "device", "precision", "memory", "size", "batch", "img/min", "MP/s", "s/image", "peak VRAM", "W"],
+      rows: [
+        { setup: ["vulkan", "NVIDIA H100", "f16", "full", "256x256", "1"], figures: ["120.00", "0.131", "0.500", "2.00 GiB", "300.0"], skipped: null, fastest: true },
+        { setup: ["cpu", "", "auto", "full", "256x256", "1"], figures: null, skipped: "does not fit: out of host memory", fastest: false },
+      ],
+      fastest: "fastest: vulkan auto full 256x256 batch 1 (0.131 megapixels/s)",
+      chart: { svg: SVG, reason: null }, sweepPath: "/data/runs/sweep-1/sweep.json", historyWarning: null,
+    };
+    mockShell({
+      model_status: () => ready,
+      start_compare_backends: (a) => {
+        args = a;
+        stream(a, [{ event: "finished", output: comparison }]);
+        return 9;
+      },
+    });
+    benchmarkScreen.show?.();
+    await settle();
+    root.querySelector<HTMLInputElement>("#compare-quick")!.checked = true;
+    root.querySelector<HTMLInputElement>("#quick-steps")!.value = "2";
+    root.querySelector<HTMLButtonElement>("#compare-backends")!.click();
+    await settle(60);
+    expect(args.request).toEqual({ workload: "sd15-512-30", custom: { steps: 2, width: 256, height: 256, images: 2 } });
+    expect(root.querySelector("#compare-fastest")!.textContent).toBe("Fastest: vulkan auto full 256x256 batch 1 (0.131 megapixels/s)");
+    const rows = root.querySelectorAll("#compare-table tbody tr");
+    expect(rows).toHaveLength(2);
+    expect(rows[0].className).toBe("fastest");
+    expect(rows[1].textContent).toContain("skipped: does not fit: out of host memory");
+    expect(root.querySelector("#compare-chart svg")).not.toBeNull();
+    expect(root.querySelector<HTMLButtonElement>("#compare-backends")!.disabled).toBe(false);
+    root.querySelector<HTMLInputElement>("#compare-quick")!.checked = false;
   });
 
   it("warns of a throttled run beside the score, and says nothing of a steady one", async () => {

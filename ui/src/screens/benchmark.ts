@@ -7,11 +7,12 @@ import * as fmt from "../format";
 import { drawLiveChart } from "../livechart";
 import { modelChoice } from "../modelchoice";
 import { ProgressTracker, type ProgressView } from "../progress";
-import type { BenchmarkOutput, BenchmarkRequest, JobEvent, JobStatus, ModelStatus, OwnWorkload, WorkloadCard } from "../types";
+import type { BenchmarkOutput, BenchmarkRequest, ComparisonView, JobEvent, JobStatus, ModelStatus, OwnWorkload, WorkloadCard } from "../types";
 import { showError, notify } from "../ui";
 import { boundFields, checkWhole } from "../validate";
 import type { Screen } from "../main";
 import { renderResult } from "./result";
+import { isComparison, renderComparison } from "./comparison";
 
 let job: JobHandle<unknown> | null = null;
 /** The licence line of the model downloaded last, shown in the model card once it is here. */
@@ -46,12 +47,15 @@ const quick = {
   images: h("input", { type: "number", id: "quick-images", min: 1, value: 2 }),
 };
 const quickButton = h("button", { id: "run-quick" }, "Run quick benchmark");
+const compareButton = h("button", { id: "compare-backends" }, "Compare backends");
+const compareQuick = h("input", { type: "checkbox", id: "compare-quick" });
 const progress = h("div", { class: "card progress", id: "bench-progress", hidden: true });
 const result = h("div", { id: "bench-result" });
 
 function setRunning(running: boolean): void {
   runButton.disabled = running;
   quickButton.disabled = running;
+  compareButton.disabled = running;
   workloadSelect.disabled = running;
   progress.hidden = !running && progress.hidden;
 }
@@ -190,6 +194,20 @@ export function quickSettings(): { steps: number; width: number; height: number;
   return checkWhole("Steps", q.steps) ?? checkWhole("Width", q.width) ?? checkWhole("Height", q.height) ?? checkWhole("Images", q.images) ?? q;
 }
 
+/** The chosen workload once on every backend this machine can use (with the quick run's
+ * settings where asked), ranked. */
+function startCompare(): void {
+  const workload = chosenWorkload();
+  const settings = compareQuick.checked ? quickSettings() : null;
+  if (typeof settings === "string") {
+    showError({ kind: "badInput", message: `Quick run: ${settings}`, hint: "Correct the field and run again." });
+    return;
+  }
+  const request: BenchmarkRequest = settings ? { workload: workload.name, custom: settings } : { workload: workload.name };
+  const intro = `Comparing backends: ${workload.name}${settings ? " with the quick run's settings" : ""}, once on each backend this machine can use.`;
+  followBenchmark(intro, null, (onEvent) => api.compareBackends(request, onEvent));
+}
+
 function startBenchmark(custom: boolean): void {
   const workload = chosenWorkload();
   const settings = custom ? quickSettings() : null;
@@ -210,7 +228,7 @@ function startBenchmark(custom: boolean): void {
 
 /** Shows a benchmark's live progress, then its result; `subscribe` starts or joins it, and `last`
  * is the latest event of a run joined part-way. */
-function followBenchmark(intro: string, last: JobEvent | null, subscribe: (onEvent: (e: JobEvent) => void) => JobHandle<BenchmarkOutput>): void {
+function followBenchmark(intro: string, last: JobEvent | null, subscribe: (onEvent: (e: JobEvent) => void) => JobHandle<BenchmarkOutput | ComparisonView>): void {
   const tracker = new ProgressTracker();
   const cancel = h("button", { id: "cancel-benchmark" }, "Cancel");
   progress.hidden = false;
@@ -236,10 +254,11 @@ function followBenchmark(intro: string, last: JobEvent | null, subscribe: (onEve
     handle.cancel().catch(showError);
   });
   handle.done
-    .then(async (output: BenchmarkOutput) => {
+    .then(async (output: BenchmarkOutput | ComparisonView) => {
       progress.hidden = true;
       if (output.historyWarning) notify(`Not added to the history: ${output.historyWarning}`);
-      await renderResult(result, output);
+      if (isComparison(output)) renderComparison(result, output);
+      else await renderResult(result, output);
     })
     .catch((e) => {
       progress.hidden = true;
@@ -258,7 +277,7 @@ function reattach(running: JobStatus): void {
     followDownload((onEvent) => attachJob<unknown>(running.id, onEvent).job);
   } else if (running.kind === "benchmark") {
     followBenchmark("Joined the benchmark that was running when the window reloaded.", running.lastEvent,
-      (onEvent) => attachJob<BenchmarkOutput>(running.id, onEvent).job);
+      (onEvent) => attachJob<BenchmarkOutput | ComparisonView>(running.id, onEvent).job);
   }
 }
 
@@ -272,6 +291,7 @@ export const benchmarkScreen: Screen = {
     workloadDescription.textContent = WORKLOADS[0]?.description ?? "";
     runButton.addEventListener("click", () => startBenchmark(false));
     quickButton.addEventListener("click", () => startBenchmark(true));
+    compareButton.addEventListener("click", startCompare);
     workloadSelect.addEventListener("change", () => {
       workloadDescription.textContent = chosenWorkload().description;
       refreshModel();
@@ -288,6 +308,11 @@ export const benchmarkScreen: Screen = {
         h("details", {},
           h("summary", {}, "Quick run (custom, not a standard score)"),
           h("div", { class: "row" }, field("Steps", quick.steps), field("Width", quick.width), field("Height", quick.height), field("Images", quick.images), quickButton))),
+      h("div", { class: "card", id: "compare-card" },
+        h("h2", {}, "Compare backends"),
+        h("p", { class: "muted" }, "Runs the chosen workload once on every backend this machine can use (the same prompts and seeds, in the precision and memory profile of System), and ranks them by megapixels per second."),
+        h("label", {}, compareQuick, " with the quick run's settings"),
+        compareButton),
       progress,
       result);
   },

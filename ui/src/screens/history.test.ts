@@ -9,7 +9,7 @@ const SVG = '<svg xmlns="http://www.w3.org/2000/svg"><rect width="5" height="5"/
 const run = (id: string, kind: "benchmark" | "generation", extra: Partial<RunSummary> = {}): RunSummary => ({
   id, kind, created_at: "2026-11-22T10:00:00Z", title: kind === "benchmark" ? "sd15-512-30" : "a lighthouse",
   model: "sd15", backend: "cuda", device: "NVIDIA H100", precision: "f16", score: kind === "benchmark" ? 1200 : null,
-  images_per_minute: 12, seconds_per_image: 5, valid: true, standard: kind === "benchmark", memory_profile: "full", ...extra,
+  images_per_minute: 12, seconds_per_image: 5, valid: true, standard: kind === "benchmark", memory_profile: "full", sweep_id: null, ...extra,
 });
 
 let root: HTMLElement;

@@ -140,5 +140,6 @@ pub(super) fn result(
         invalid_reasons,
         step_timing: Some(measured.step_timing),
         vram_report: measured.vram_report,
+        sweep_id: None,
     }
 }

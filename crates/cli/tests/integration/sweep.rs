@@ -150,6 +150,31 @@ fn a_sweep_over_backends_and_batches_writes_every_point_and_the_report_draws_it(
     }
     let o = sdbench(home.path(), &["report", &out_s, "--out", "sweep.md"]);
     assert!(text(&o.stderr).contains("a sweep's report is HTML"));
+
+    // The history keeps every point under the sweep's id.
+    let o = sdbench(
+        home.path(),
+        &["history", "list", "--sweep", &sweep.sweep_id, "--json"],
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let mut expected_ids: Vec<&str> = sweep
+        .points
+        .iter()
+        .map(|p| p.result.as_ref().unwrap().run_id.as_str())
+        .collect();
+    ids.sort_unstable();
+    expected_ids.sort_unstable();
+    assert_eq!(ids, expected_ids);
+    assert!(sweep
+        .points
+        .iter()
+        .all(|p| p.result.as_ref().unwrap().sweep_id.as_deref() == Some(sweep.sweep_id.as_str())));
 }
 
 /// `--batch max` where the memory is fixed between what two batches need (the host's, for the CPU
