@@ -116,6 +116,8 @@ fn wire_types() -> Vec<Declared> {
         declared::<sdbench_history::Record>(),
         declared::<history::Chart>(),
         declared::<history::Charts>(),
+        declared::<history::PictureSection>(),
+        declared::<history::PicturePair>(),
         // The cache and updates.
         declared::<cache::CacheInfo>(),
         declared::<cache::KernelCacheInfo>(),

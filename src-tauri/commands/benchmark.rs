@@ -518,8 +518,11 @@ pub async fn export_report(
     let state = state.inner().clone();
     blocking(move || {
         let path = target_path(&path, &["html", "htm", "md"])?;
+        // Each run's images are in its folder of the runs folder.
+        let folders: Vec<PathBuf> = run_ids.iter().map(|id| state.paths.runs.join(id)).collect();
+        let dirs: Vec<&Path> = folders.iter().map(PathBuf::as_path).collect();
         let text = with_runs(&state, &run_ids, |runs, _| {
-            Ok(sdbench_report::for_file(runs, &path)?)
+            Ok(sdbench_report::for_file(runs, &dirs, &path)?)
         })?;
         write_atomically(&path, text.as_bytes())?;
         Ok(path.display().to_string())

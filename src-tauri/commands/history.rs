@@ -6,7 +6,7 @@ use serde::Serialize;
 use tauri::State;
 
 use sdbench_history::{Filter, Record, RunSummary};
-use sdbench_report::charts;
+use sdbench_report::{charts, side_by_side, Run};
 
 use crate::errors::{UiError, UiResult};
 use crate::state::AppState;
@@ -146,6 +146,96 @@ pub struct Charts {
     pub stage_breakdown: Chart,
     pub step_times: Chart,
     pub power_over_time: Chart,
+    /// The first run's images beside each other run's (none for one run).
+    pub pictures: Vec<PictureSection>,
+}
+
+/// The first run's images paired with one other run's.
+#[derive(Debug, Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+pub struct PictureSection {
+    pub first: String,
+    pub other: String,
+    pub pairs: Vec<PicturePair>,
+}
+
+/// One prompt and seed in both runs: the pictures and their difference as `data:` PNGs, or why
+/// they cannot be compared.
+#[derive(Debug, Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+pub struct PicturePair {
+    pub prompt: String,
+    pub seed: u64,
+    pub first: Option<String>,
+    pub other: Option<String>,
+    pub difference: Option<String>,
+    pub mean_abs_difference: Option<f64>,
+    /// dB, or "identical".
+    pub psnr: Option<String>,
+    pub problem: Option<String>,
+}
+
+impl PicturePair {
+    fn of(pair: side_by_side::Pair) -> Self {
+        let mut view = PicturePair {
+            prompt: pair.prompt,
+            seed: pair.seed,
+            first: None,
+            other: None,
+            difference: None,
+            mean_abs_difference: None,
+            psnr: None,
+            problem: None,
+        };
+        match pair.compared {
+            Err(why) => view.problem = Some(why),
+            Ok(c) => {
+                view.first = Some(side_by_side::data_uri(&c.a));
+                view.other = Some(side_by_side::data_uri(&c.b));
+                match c.difference {
+                    Some((d, picture)) => {
+                        view.difference = Some(side_by_side::data_uri(&picture));
+                        view.mean_abs_difference = Some(d.mean_abs);
+                        view.psnr = Some(side_by_side::psnr_text(&d));
+                    }
+                    None => {
+                        view.problem = Some(format!(
+                            "the sizes differ ({}x{} and {}x{})",
+                            c.a.width, c.a.height, c.b.width, c.b.height
+                        ))
+                    }
+                }
+            }
+        }
+        view
+    }
+}
+
+/// `runs[0]`'s pictures beside each other run's, read from each run's folder.
+fn picture_sections(state: &AppState, ids: &[String], runs: &[Run]) -> Vec<PictureSection> {
+    let folders: Vec<std::path::PathBuf> = ids.iter().map(|id| state.paths.runs.join(id)).collect();
+    let Some((first, others)) = runs.split_first() else {
+        return Vec::new();
+    };
+    let first = side_by_side::Pictures {
+        run: *first,
+        dir: &folders[0],
+    };
+    others
+        .iter()
+        .zip(&folders[1..])
+        .map(|(&run, dir)| {
+            let other = side_by_side::Pictures { run, dir };
+            PictureSection {
+                first: first.run.label.to_string(),
+                other: run.label.to_string(),
+                pairs: side_by_side::pairs(&first, &other)
+                    .into_iter()
+                    .map(PicturePair::of)
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 /// The report's charts (drawn with plotters, as in exported reports) for one or more benchmark
@@ -160,6 +250,7 @@ pub async fn run_charts(state: State<'_, AppState>, ids: Vec<String>) -> UiResul
                 stage_breakdown: charts::stage_breakdown(runs).into(),
                 step_times: charts::step_times(runs).into(),
                 power_over_time: charts::power_over_time(runs).into(),
+                pictures: picture_sections(&state, &ids, runs),
                 labels: labels.to_vec(),
                 warning: sdbench_report::comparison_warning(runs),
                 note: sdbench_report::comparison_note(runs),

@@ -303,6 +303,16 @@ fn a_quick_benchmark_streams_progress_and_its_result_is_saved_reported_and_submi
     let power = &charts["powerOverTime"];
     assert!(power["svg"].is_string() || power["reason"].is_string());
     assert!(charts["warning"].is_null(), "{}", charts["warning"]);
+    assert_eq!(charts["pictures"], json!([]));
+    // A run beside itself: each image paired with itself, identical.
+    let twice = app.ok("run_charts", json!({ "ids": [run_id, run_id] }));
+    let pairs = twice["pictures"][0]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2, "{twice}");
+    for pair in pairs {
+        assert_eq!(pair["psnr"], "identical", "{pair}");
+        assert_eq!(pair["meanAbsDifference"], 0.0);
+        assert!(pair["first"].as_str().unwrap().starts_with("data:image/png;base64,"));
+    }
 
     // Saved where the person chose, with the images beside it.
     let out = app.dir.path().join("out");

@@ -12,7 +12,7 @@ export type {
   BackendReport,
   WorkloadCard, RequestLimits, SystemReport, CachedModel, KernelCacheInfo, CacheInfo, Cleaned,
   UpdateInfo, SubmissionPreview, Submitted, LocalModelView, ModelDefaults, GuidanceChoices,
-  ComparisonView, PointRow,
+  ComparisonView, PointRow, PictureSection, PicturePair,
 } from "./generated/wire";
 
 /** Which runs the history lists: the shell fills in what is left out (every field has a default). */

@@ -55,7 +55,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         .zip(&labels)
         .map(|(result, label)| Run { label, result })
         .collect();
-    let text = sdbench_report::for_file(&runs, &args.out)
+    // Each result's images are beside it.
+    let dirs: Vec<&std::path::Path> = args
+        .files
+        .iter()
+        .map(|f| f.parent().unwrap_or(std::path::Path::new("")))
+        .collect();
+    let text = sdbench_report::for_file(&runs, &dirs, &args.out)
         .map_err(|e| anyhow::anyhow!("--out {}: {e}", args.out.display()))?;
     write_atomically(&args.out, text.as_bytes())?;
     eprintln!("wrote {}", args.out.display());

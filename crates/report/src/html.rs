@@ -5,6 +5,7 @@ use sdbench_bench::result::BenchResult;
 use sdbench_bench::summary::{header, image_cells, rows, throttled_note, IMAGE_COLUMNS};
 
 use crate::charts;
+use crate::side_by_side::{self, Pictures};
 use crate::{ReportError, Result, Run};
 
 const STYLE: &str = "
@@ -18,6 +19,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .invalid { color: var(--bad); font-weight: 600; }
 figure { margin: 1rem 0; } figure svg { max-width: 100%; height: auto; background: #fff; border-radius: 6px; }
 .muted { color: var(--muted); }
+table.pictures img { width: 192px; height: auto; image-rendering: pixelated; background: #fff; }
 ";
 
 /// `&`, `<`, `>` and quotes as entities.
@@ -153,6 +155,19 @@ pub fn report_body(r: &BenchResult) -> String {
 /// Two or more runs side by side: one column per run, then the charts with one series each.
 pub fn comparison(runs: &[Run]) -> String {
     page("SD Bench — comparison", &comparison_body(runs))
+}
+
+/// Two or more runs with their pictures: the comparison, then the first run's images beside each
+/// other run's (`side_by_side`).
+pub fn comparison_with_pictures(runs: &[Pictures]) -> String {
+    let plain: Vec<Run> = runs.iter().map(|p| p.run).collect();
+    let mut body = comparison_body(&plain);
+    if let Some((first, others)) = runs.split_first() {
+        for other in others {
+            body.push_str(&side_by_side::section(first, other));
+        }
+    }
+    page("SD Bench — comparison", &body)
 }
 
 /// The comparison without the page around it (the results service's compare view).

@@ -3,6 +3,7 @@
 
 pub mod charts;
 pub mod html;
+pub mod side_by_side;
 pub mod sweep;
 
 use sdbench_bench::result::BenchResult;
@@ -47,8 +48,9 @@ pub fn markdown(result: &BenchResult) -> String {
 }
 
 /// The report a file name asks for: `.md` is the Markdown report of one run; `.html` (or `.htm`) is
-/// the HTML report of one run, or the comparison of several.
-pub fn for_file(runs: &[Run], path: &std::path::Path) -> Result<String> {
+/// the HTML report of one run, or the comparison of several, with their pictures side by side
+/// where `dirs` gives each run's image folder (empty: none).
+pub fn for_file(runs: &[Run], dirs: &[&std::path::Path], path: &std::path::Path) -> Result<String> {
     let extension = path
         .extension()
         .and_then(|e| e.to_str())
@@ -60,6 +62,14 @@ pub fn for_file(runs: &[Run], path: &std::path::Path) -> Result<String> {
             "a Markdown report holds one run; write a comparison as .html".into(),
         )),
         (Some("html" | "htm"), [one]) => Ok(html::report(one.result)),
+        (Some("html" | "htm"), many) if dirs.len() == many.len() => {
+            let pictures: Vec<side_by_side::Pictures> = many
+                .iter()
+                .zip(dirs)
+                .map(|(&run, &dir)| side_by_side::Pictures { run, dir })
+                .collect();
+            Ok(html::comparison_with_pictures(&pictures))
+        }
         (Some("html" | "htm"), many) => Ok(html::comparison(many)),
         _ => Err(ReportError::Format("name the report .html or .md".into())),
     }

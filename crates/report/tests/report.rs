@@ -397,3 +397,54 @@ fn a_chart_of_only_its_background_has_no_marks() {
         r##"<svg width="640" height="360" viewBox="0 0 640 360" xmlns="http://www.w3.org/2000/svg"><rect x="0" y="0" width="640" height="360" opacity="1" fill="#FFFFFF" stroke="none"/></svg>"##,
     );
 }
+
+/// The difference of two pictures: identical ones have no difference and an infinite PSNR; one
+/// channel off by 10 in a 2x1 picture (6 values) has a mean of 10/6, a PSNR of
+/// 10·log10(255² / (100/6)), and a difference picture whose largest value is white; pictures of
+/// other sizes are not compared.
+#[test]
+fn the_difference_of_two_pictures() {
+    use sdbench_diffusion::io::image::RgbImage;
+    use sdbench_report::side_by_side::difference;
+    let a = RgbImage {
+        width: 2,
+        height: 1,
+        pixels: vec![10, 20, 30, 40, 50, 60],
+    };
+    let (same, picture) = difference(&a, &a).unwrap();
+    assert_eq!((same.mean_abs, same.max_abs), (0.0, 0));
+    assert!(same.psnr_db.is_infinite());
+    assert!(picture.pixels.iter().all(|&v| v == 0));
+    let mut b = a.clone();
+    b.pixels[4] = 60;
+    let (d, picture) = difference(&a, &b).unwrap();
+    assert!((d.mean_abs - 10.0 / 6.0).abs() < 1e-12);
+    let psnr = 10.0 * (255.0f64 * 255.0 / (100.0 / 6.0)).log10();
+    assert!((d.psnr_db - psnr).abs() < 1e-9, "{}", d.psnr_db);
+    assert_eq!(picture.pixels, [0, 0, 0, 0, 255, 0]);
+    let wide = RgbImage {
+        width: 1,
+        height: 2,
+        ..a.clone()
+    };
+    assert!(difference(&a, &wide).is_none());
+}
+
+/// A result's image name is read only inside its own folder.
+#[test]
+fn a_picture_name_outside_the_results_folder_is_refused() {
+    use sdbench_report::side_by_side::{pairs, Pictures};
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = sample();
+    r.results[0].image.file = Some("../secret.png".into());
+    let side = Pictures {
+        run: Run {
+            label: "A",
+            result: &r,
+        },
+        dir: dir.path(),
+    };
+    let found = pairs(&side, &side);
+    let why = found[0].compared.as_ref().err().unwrap();
+    assert_eq!(why, "A: the image name ../secret.png is not a file name");
+}

@@ -977,7 +977,19 @@ warning: string | null,
  * Set when the runs ran on different setups (precision, backend, device…): what the
  * comparison is across.
  */
-note: string | null, secondsPerImage: Chart, stageBreakdown: Chart, stepTimes: Chart, powerOverTime: Chart, };
+note: string | null, secondsPerImage: Chart, stageBreakdown: Chart, stepTimes: Chart, powerOverTime: Chart, 
+/**
+ * The first run's images beside each other run's (none for one run).
+ */
+pictures: Array<PictureSection>, };
+
+export type PictureSection = { first: string, other: string, pairs: Array<PicturePair>, };
+
+export type PicturePair = { prompt: string, seed: number, first: string | null, other: string | null, difference: string | null, meanAbsDifference: number | null, 
+/**
+ * dB, or "identical".
+ */
+psnr: string | null, problem: string | null, };
 
 export type CacheInfo = { dir: string, models: Array<CachedModel>, totalBytes: number, 
 /**

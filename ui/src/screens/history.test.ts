@@ -38,7 +38,11 @@ describe("History screen", () => {
     const runs = [run("b1", "benchmark"), run("b2", "benchmark", { valid: false, score: null }), run("g1", "generation")];
     const calls = mockShell({
       history_list: () => runs,
-      run_charts: (a) => ({ labels: (a.ids as string[]).map((id) => `label ${id}`), secondsPerImage: { svg: SVG, reason: null }, stageBreakdown: { svg: SVG, reason: null }, stepTimes: { svg: SVG, reason: null }, powerOverTime: { svg: null, reason: "no power source" }, warning: "These runs did different work (workload: sd15-512-30 v1 / sdxl-1024-20 v1; size: 512x512 / 1024x1024): their figures and scores are not comparable.", note: "Compared across device: NVIDIA H100 / CPU (2 threads)." }),
+      run_charts: (a) => ({ labels: (a.ids as string[]).map((id) => `label ${id}`), secondsPerImage: { svg: SVG, reason: null }, stageBreakdown: { svg: SVG, reason: null }, stepTimes: { svg: SVG, reason: null }, powerOverTime: { svg: null, reason: "no power source" }, warning: "These runs did different work (workload: sd15-512-30 v1 / sdxl-1024-20 v1; size: 512x512 / 1024x1024): their figures and scores are not comparable.", note: "Compared across device: NVIDIA H100 / CPU (2 threads).",
+        pictures: [{ first: "label b1", other: "label b2", pairs: [
+          { prompt: "a lighthouse", seed: 42, first: "data:image/png;base64,AA==", other: "data:image/png;base64,AQ==", difference: "data:image/png;base64,Ag==", meanAbsDifference: 1.234, psnr: "41.2", problem: null },
+          { prompt: "a red fox", seed: 7, first: null, other: null, difference: null, meanAbsDifference: null, psnr: null, problem: "label b2 has no image of this prompt and seed" },
+        ] }] }),
     });
     historyScreen.show?.();
     await settle();
@@ -72,6 +76,11 @@ describe("History screen", () => {
     expect(root.querySelector("#history-detail")!.textContent).toContain("label b2");
     expect(root.querySelector("#compare-warning")!.textContent).toContain("not comparable");
     expect(root.querySelector("#compare-note")!.textContent).toBe("Compared across device: NVIDIA H100 / CPU (2 threads).");
+    const pairs = root.querySelectorAll("table.pictures tr.pair");
+    expect(pairs).toHaveLength(2);
+    expect(pairs[0].querySelectorAll("img")).toHaveLength(3);
+    expect(pairs[0].textContent).toContain("a lighthouse · 421.2341.2");
+    expect(pairs[1].textContent).toBe("a red fox · 7label b2 has no image of this prompt and seed");
     kind.value = "";
     text.value = "";
   });

@@ -4,7 +4,7 @@
 import { api, imageElement } from "../api";
 import { fill, h } from "../dom";
 import * as fmt from "../format";
-import type { HistoryFilter, RunSummary } from "../types";
+import type { HistoryFilter, PictureSection, RunSummary } from "../types";
 import { busy, confirmDialog, definitionList, notify, pickSavePath, showError } from "../ui";
 import type { Screen } from "../main";
 import { chartFigure, renderResult } from "./result";
@@ -185,6 +185,24 @@ async function showDetail(r: RunSummary): Promise<void> {
   }
 }
 
+/** The first run's images beside another run's: each pair, their difference picture, mean
+ * absolute difference and PSNR, or why a pair cannot be compared. */
+function pictureSection(section: PictureSection): HTMLElement {
+  const img = (src: string | null, alt: string) => (src ? h("img", { src, alt, class: "pair-picture" }) : "");
+  return h("section", { class: "pictures" },
+    h("h3", {}, `Images side by side: ${section.first} against ${section.other}`),
+    h("table", { class: "pictures" },
+      h("thead", {}, h("tr", {}, ["prompt · seed", section.first, section.other, "difference", "mean abs. diff.", "PSNR (dB)"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, section.pairs.map((p) => h("tr", { class: "pair" },
+        h("td", {}, `${p.prompt} · ${p.seed}`),
+        p.first && p.other
+          ? [h("td", {}, img(p.first, section.first)), h("td", {}, img(p.other, section.other))]
+          : [],
+        p.difference
+          ? [h("td", {}, img(p.difference, "difference")), h("td", { class: "num" }, (p.meanAbsDifference ?? 0).toFixed(2)), h("td", { class: "num" }, p.psnr ?? "")]
+          : h("td", { colspan: p.first ? 3 : 5, class: "muted" }, p.problem ?? ""))))));
+}
+
 async function compare(): Promise<void> {
   const ids = runs.filter((r) => selected.has(r.id)).map((r) => r.id);
   const charts = await api.runCharts(ids);
@@ -204,6 +222,7 @@ async function compare(): Promise<void> {
       chartFigure("Stage breakdown", charts.stageBreakdown, "compare-stages"),
       chartFigure("Step times", charts.stepTimes, "compare-steps"),
       chartFigure("Power over time", charts.powerOverTime, "compare-power")),
+    charts.pictures.map(pictureSection),
     report);
 }
 

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_test_server::{FakeRepo, TestServer};
 
 fn tiny() -> PathBuf {
@@ -917,6 +918,54 @@ fn report_writes_html_markdown_and_comparisons() {
     assert!(std::fs::read_to_string(&compare)
         .unwrap()
         .contains("comparison"));
+
+    // Two runs with their pictures beside them: paired by prompt and seed, with the difference.
+    let picture = |shift: u8| RgbImage {
+        width: 8,
+        height: 4,
+        pixels: (0..96)
+            .map(|i| (i as u8).wrapping_mul(7).wrapping_add(shift))
+            .collect(),
+    };
+    let mut pair = Vec::new();
+    for (name, shift) in [("a", 0u8), ("b", 2u8)] {
+        let dir = home.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&file, dir.join("result.json")).unwrap();
+        write_png(&dir.join("x-1.png"), &picture(shift), &[]).unwrap();
+        pair.push(dir.join("result.json").display().to_string());
+    }
+    let pictures = out("pictures.html");
+    ok(&run(&["report", &pair[0], &pair[1], "--out", &pictures]));
+    let page = std::fs::read_to_string(&pictures).unwrap();
+    assert!(page.contains("<h2>Images side by side</h2>"), "{page}");
+    assert_eq!(
+        page.matches("<img ").count(),
+        3,
+        "both pictures and their difference"
+    );
+    // Every channel differs by 2 (but where adding 2 wrapped past 255): PSNR 10·log10(255²/4).
+    let (a, b) = (picture(0), picture(2));
+    let diffs: Vec<f64> = a
+        .pixels
+        .iter()
+        .zip(&b.pixels)
+        .map(|(x, y)| f64::from(x.abs_diff(*y)))
+        .collect();
+    let mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
+    let mse = diffs.iter().map(|d| d * d).sum::<f64>() / diffs.len() as f64;
+    let psnr = 10.0 * (255.0f64 * 255.0 / mse).log10();
+    assert!(
+        page.contains(&format!(
+            "<td class=\"num\">{mean:.2}</td><td class=\"num\">{psnr:.1}</td>"
+        )),
+        "{page}"
+    );
+    // A picture that is not there says so, and the report is still written.
+    std::fs::remove_file(home.path().join("b/x-1.png")).unwrap();
+    ok(&run(&["report", &pair[0], &pair[1], "--out", &pictures]));
+    let page = std::fs::read_to_string(&pictures).unwrap();
+    assert!(page.contains("x-1.png: No such file"), "{page}");
 
     // Bad requests name the problem and write nothing.
     for (args, needle) in [

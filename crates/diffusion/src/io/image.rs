@@ -208,14 +208,9 @@ pub fn postprocess(values: &[f32], height: usize, width: usize) -> (Vec<f32>, Rg
     )
 }
 
-/// Writes `image` as an RGB PNG with one UTF-8 `iTXt` chunk per (keyword, text) pair. The file appears
-/// complete or not at all: the PNG is written beside it and renamed into place.
-pub fn write_png(path: &Path, image: &RgbImage, text: &[(&str, String)]) -> Result<()> {
-    let fail = |source: std::io::Error| DiffusionError::ImageWrite {
-        path: path.to_path_buf(),
-        source,
-    };
-    let encoding = |e: png::EncodingError| fail(std::io::Error::other(e));
+/// `image` as the bytes of an RGB PNG with one UTF-8 `iTXt` chunk per (keyword, text) pair.
+pub fn encode_png(image: &RgbImage, text: &[(&str, String)]) -> std::io::Result<Vec<u8>> {
+    let encoding = |e: png::EncodingError| std::io::Error::other(e);
     let mut encoded = Vec::new();
     {
         let mut encoder = png::Encoder::new(&mut encoded, image.width as u32, image.height as u32);
@@ -229,6 +224,17 @@ pub fn write_png(path: &Path, image: &RgbImage, text: &[(&str, String)]) -> Resu
         let mut writer = encoder.write_header().map_err(encoding)?;
         writer.write_image_data(&image.pixels).map_err(encoding)?;
     }
+    Ok(encoded)
+}
+
+/// Writes `image` as an RGB PNG with one UTF-8 `iTXt` chunk per (keyword, text) pair. The file appears
+/// complete or not at all: the PNG is written beside it and renamed into place.
+pub fn write_png(path: &Path, image: &RgbImage, text: &[(&str, String)]) -> Result<()> {
+    let fail = |source: std::io::Error| DiffusionError::ImageWrite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let encoded = encode_png(image, text).map_err(fail)?;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
