@@ -311,7 +311,10 @@ fn a_quick_benchmark_streams_progress_and_its_result_is_saved_reported_and_submi
     for pair in pairs {
         assert_eq!(pair["psnr"], "identical", "{pair}");
         assert_eq!(pair["meanAbsDifference"], 0.0);
-        assert!(pair["first"].as_str().unwrap().starts_with("data:image/png;base64,"));
+        assert!(pair["first"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,"));
     }
 
     // Saved where the person chose, with the images beside it.
