@@ -14,6 +14,7 @@ pub mod nn;
 pub mod noise;
 pub mod parity;
 pub mod pipeline;
+pub mod quality;
 pub mod reference_pictures;
 pub mod scheduler;
 

@@ -1,8 +1,9 @@
-//! Resizing 8-bit RGB pictures with PIL's Lanczos filter, the way `Image.resize(size, LANCZOS)`
-//! does it (Pillow's `Resample.c`), so that a picture diffusers resizes before encoding reaches
-//! the model with the same bytes here: a 3-lobe windowed sinc widened by the scale when shrinking,
-//! weights rounded to 22-bit fixed point, a horizontal pass into 8-bit rows and then a vertical
-//! one, each value rounded and clamped to 0-255.
+//! Resizing 8-bit RGB pictures with PIL's Lanczos or bicubic filter, the way
+//! `Image.resize(size, LANCZOS | BICUBIC)` does it (Pillow's `Resample.c`), so that a picture
+//! diffusers (or CLIP's image processor) resizes reaches the model with the same bytes here: the
+//! filter (a 3-lobe windowed sinc, or Keys' cubic with a = -0.5) widened by the scale when
+//! shrinking, weights rounded to 22-bit fixed point, a horizontal pass into 8-bit rows and then a
+//! vertical one, each value rounded and clamped to 0-255.
 
 use super::image::RgbImage;
 
@@ -11,16 +12,58 @@ const PRECISION_BITS: u32 = 22;
 /// The Lanczos window's half-width in input pixels at scale 1.
 const SUPPORT: f64 = 3.0;
 
+/// Pillow's resampling filters that SD Bench uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter {
+    Lanczos,
+    Bicubic,
+}
+
+impl Filter {
+    /// The half-width in input pixels at scale 1.
+    fn support(self) -> f64 {
+        match self {
+            Filter::Lanczos => SUPPORT,
+            Filter::Bicubic => 2.0,
+        }
+    }
+
+    fn weight(self, x: f64) -> f64 {
+        match self {
+            Filter::Lanczos => lanczos(x),
+            Filter::Bicubic => bicubic(x),
+        }
+    }
+}
+
 /// `image` resized to `width` x `height` (each at least 1) with PIL's Lanczos filter.
 pub fn resize_lanczos(image: &RgbImage, width: usize, height: usize) -> RgbImage {
+    resize(image, width, height, Filter::Lanczos)
+}
+
+/// `image` resized to `width` x `height` (each at least 1) with one of PIL's filters.
+pub fn resize(image: &RgbImage, width: usize, height: usize, filter: Filter) -> RgbImage {
     let mut out = image.clone();
     if width != image.width {
-        out = horizontal(&out, width);
+        out = horizontal(&out, width, filter);
     }
     if height != image.height {
-        out = vertical(&out, height);
+        out = vertical(&out, height, filter);
     }
     out
+}
+
+/// Pillow's `bicubic_filter` (a = -0.5).
+fn bicubic(x: f64) -> f64 {
+    const A: f64 = -0.5;
+    let x = x.abs();
+    if x < 1.0 {
+        ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0
+    } else if x < 2.0 {
+        (((x - 5.0) * x + 8.0) * x - 4.0) * A
+    } else {
+        0.0
+    }
 }
 
 /// One output position's input window: its first input index and fixed-point weights.
@@ -47,10 +90,10 @@ fn lanczos(x: f64) -> f64 {
 }
 
 /// Pillow's `precompute_coeffs` and `normalize_coeffs_8bpc` for `input` -> `output` pixels.
-fn windows(input: usize, output: usize) -> Vec<Window> {
+fn windows(input: usize, output: usize, filter: Filter) -> Vec<Window> {
     let scale = input as f64 / output as f64;
     let filter_scale = scale.max(1.0);
-    let support = SUPPORT * filter_scale;
+    let support = filter.support() * filter_scale;
     (0..output)
         .map(|i| {
             let center = (i as f64 + 0.5) * scale;
@@ -58,7 +101,7 @@ fn windows(input: usize, output: usize) -> Vec<Window> {
             let first = ((center - support + 0.5) as i64).max(0) as usize;
             let end = ((center + support + 0.5) as i64).min(input as i64) as usize;
             let raw: Vec<f64> = (first..end)
-                .map(|x| lanczos((x as f64 - center + 0.5) / filter_scale))
+                .map(|x| filter.weight((x as f64 - center + 0.5) / filter_scale))
                 .collect();
             let total: f64 = raw.iter().sum();
             let weights = raw
@@ -86,8 +129,8 @@ fn to_byte(sum: i64) -> u8 {
 
 const HALF: i64 = 1 << (PRECISION_BITS - 1);
 
-fn horizontal(image: &RgbImage, width: usize) -> RgbImage {
-    let windows = windows(image.width, width);
+fn horizontal(image: &RgbImage, width: usize, filter: Filter) -> RgbImage {
+    let windows = windows(image.width, width, filter);
     let mut pixels = Vec::with_capacity(width * image.height * 3);
     for row in image.pixels.chunks_exact(image.width * 3) {
         for window in &windows {
@@ -110,8 +153,8 @@ fn horizontal(image: &RgbImage, width: usize) -> RgbImage {
     }
 }
 
-fn vertical(image: &RgbImage, height: usize) -> RgbImage {
-    let windows = windows(image.height, height);
+fn vertical(image: &RgbImage, height: usize, filter: Filter) -> RgbImage {
+    let windows = windows(image.height, height, filter);
     let stride = image.width * 3;
     let mut pixels = Vec::with_capacity(stride * height);
     for window in &windows {
@@ -139,8 +182,15 @@ mod tests {
 
     #[test]
     fn weights_of_each_window_sum_to_one_in_fixed_point() {
-        for (input, output) in [(70, 45), (20, 37), (1100, 1073), (5, 5)] {
-            for window in windows(input, output) {
+        for (input, output, filter) in [
+            (70, 45, Filter::Lanczos),
+            (20, 37, Filter::Lanczos),
+            (1100, 1073, Filter::Lanczos),
+            (5, 5, Filter::Lanczos),
+            (300, 224, Filter::Bicubic),
+            (150, 224, Filter::Bicubic),
+        ] {
+            for window in windows(input, output, filter) {
                 let total: i64 = window.weights.iter().map(|&w| i64::from(w)).sum();
                 assert!(
                     (total - (1 << PRECISION_BITS)).abs() <= window.weights.len() as i64,

@@ -13,8 +13,9 @@ use crate::models::config::ClipConfig;
 use crate::nn::loader::Loader;
 use crate::nn::{multi_head_attention, LayerNorm, Linear};
 
+/// One pre-norm transformer layer of CLIP's text or vision tower.
 #[derive(Module, Debug)]
-struct ClipLayer<B: Backend> {
+pub(crate) struct ClipLayer<B: Backend> {
     layer_norm1: LayerNorm<B>,
     q_proj: Linear<B>,
     k_proj: Linear<B>,
@@ -23,6 +24,55 @@ struct ClipLayer<B: Backend> {
     layer_norm2: LayerNorm<B>,
     fc1: Linear<B>,
     fc2: Linear<B>,
+}
+
+impl<B: Backend> ClipLayer<B> {
+    /// The layer at `p` (`text_model.encoder.layers.3`): width `d`, MLP width `inner`.
+    pub(crate) fn load(
+        loader: &mut Loader<B>,
+        p: &str,
+        d: usize,
+        inner: usize,
+        eps: f64,
+    ) -> Result<Self> {
+        Ok(ClipLayer {
+            layer_norm1: loader.layer_norm(&format!("{p}.layer_norm1"), d, eps)?,
+            q_proj: loader.linear(&format!("{p}.self_attn.q_proj"), d, d, true)?,
+            k_proj: loader.linear(&format!("{p}.self_attn.k_proj"), d, d, true)?,
+            v_proj: loader.linear(&format!("{p}.self_attn.v_proj"), d, d, true)?,
+            out_proj: loader.linear(&format!("{p}.self_attn.out_proj"), d, d, true)?,
+            layer_norm2: loader.layer_norm(&format!("{p}.layer_norm2"), d, eps)?,
+            fc1: loader.linear(&format!("{p}.mlp.fc1"), d, inner, true)?,
+            fc2: loader.linear(&format!("{p}.mlp.fc2"), inner, d, true)?,
+        })
+    }
+
+    /// [N, S, d] -> [N, S, d]; `causal`: each position attends to itself and those before.
+    pub(crate) fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        heads: usize,
+        causal: bool,
+        quick_gelu: bool,
+    ) -> Tensor<B, 3> {
+        let h = self.layer_norm1.forward(x.clone());
+        let attn = multi_head_attention(
+            self.q_proj.forward(h.clone()),
+            self.k_proj.forward(h.clone()),
+            self.v_proj.forward(h),
+            heads,
+            causal,
+            false,
+        );
+        let x = x + self.out_proj.forward(attn);
+        let h = self.fc1.forward(self.layer_norm2.forward(x.clone()));
+        let h = if quick_gelu {
+            h.clone() * activation::sigmoid(h * 1.702)
+        } else {
+            activation::gelu(h)
+        };
+        x + self.fc2.forward(h)
+    }
 }
 
 #[derive(Module, Debug)]
@@ -87,16 +137,13 @@ impl<B: Backend> ClipTextModel<B> {
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
             let p = format!("text_model.encoder.layers.{i}");
-            layers.push(ClipLayer {
-                layer_norm1: loader.layer_norm(&format!("{p}.layer_norm1"), d, eps)?,
-                q_proj: loader.linear(&format!("{p}.self_attn.q_proj"), d, d, true)?,
-                k_proj: loader.linear(&format!("{p}.self_attn.k_proj"), d, d, true)?,
-                v_proj: loader.linear(&format!("{p}.self_attn.v_proj"), d, d, true)?,
-                out_proj: loader.linear(&format!("{p}.self_attn.out_proj"), d, d, true)?,
-                layer_norm2: loader.layer_norm(&format!("{p}.layer_norm2"), d, eps)?,
-                fc1: loader.linear(&format!("{p}.mlp.fc1"), d, config.intermediate_size, true)?,
-                fc2: loader.linear(&format!("{p}.mlp.fc2"), config.intermediate_size, d, true)?,
-            });
+            layers.push(ClipLayer::load(
+                loader,
+                &p,
+                d,
+                config.intermediate_size,
+                eps,
+            )?);
         }
         Ok(ClipTextModel {
             token_embedding: Param::from_tensor(token_embedding),
@@ -154,23 +201,7 @@ impl<B: Backend> ClipTextModel<B> {
             if i + 1 == self.layers.len() {
                 penultimate = x.clone();
             }
-            let h = layer.layer_norm1.forward(x.clone());
-            let attn = multi_head_attention(
-                layer.q_proj.forward(h.clone()),
-                layer.k_proj.forward(h.clone()),
-                layer.v_proj.forward(h),
-                self.heads,
-                true,
-                false,
-            );
-            x = x + layer.out_proj.forward(attn);
-            let h = layer.fc1.forward(layer.layer_norm2.forward(x.clone()));
-            let h = if self.quick_gelu {
-                h.clone() * activation::sigmoid(h * 1.702)
-            } else {
-                activation::gelu(h)
-            };
-            x = x + layer.fc2.forward(h);
+            x = layer.forward(x, self.heads, true, self.quick_gelu);
         }
         TextEncoderOutput {
             last_hidden_state: self.final_layer_norm.forward(x),

@@ -3,6 +3,7 @@
 //! the configs they read.
 
 pub mod clip;
+pub mod clip_vision;
 pub mod config;
 pub mod qwen3;
 pub mod t5;

@@ -185,6 +185,14 @@ impl Tokenizer {
         Ok(encoding.get_ids().to_vec())
     }
 
+    /// `[BOS] ids [EOS]`, however long (what transformers' tokenizer gives without truncation).
+    pub fn encode_unpadded(&self, text: &str) -> Result<Vec<u32>> {
+        let mut ids = vec![self.bos];
+        ids.extend(self.encode_raw(text)?);
+        ids.push(self.eos);
+        Ok(ids)
+    }
+
     /// `[BOS] ids[..max-2] [EOS] [pad]...`, exactly `max_length` ids.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let mut ids = Vec::with_capacity(self.max_length);

@@ -6,6 +6,7 @@ mod common;
 mod allocation_failure;
 mod bad_input;
 mod checkpoint;
+mod clip_score;
 mod component_files;
 mod cpu_attention;
 mod cpu_cast;

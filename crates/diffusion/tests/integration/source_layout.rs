@@ -209,7 +209,7 @@ const LAYERS: &[&[&str]] = &[
     &["nn"],
     &["device"],
     &["models"],
-    &["scheduler"],
+    &["scheduler", "quality"],
     &["pipeline"],
     &["families"],
     &["engine", "parity"],
