@@ -3,6 +3,7 @@
 
 mod bench;
 mod cache;
+mod clip_score;
 mod compile_watch;
 mod device_arg;
 mod devices;
@@ -49,6 +50,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run one model over several backends, precisions, batch sizes, sizes or memory profiles (short runs of the same prompts and seeds), print a table with the fastest configuration, and write one sweep file.
     Sweep(sweep::SweepArgs),
+    /// Score pictures against a prompt with CLIP (torchmetrics' CLIPScore: 100 x the cosine of the picture's and the text's features, at least 0).
+    ClipScore(clip_score::ClipScoreArgs),
     /// Generate one image from a prompt and write it as a PNG.
     Generate(generate::GenerateArgs),
     /// List every backend, whether it is usable here, and why not.
@@ -92,6 +95,7 @@ fn main() {
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Sweep(args) => sweep::run(args),
+        Command::ClipScore(args) => clip_score::run(args),
         Command::Generate(args) => generate::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Timing(args) => timing::run(args),

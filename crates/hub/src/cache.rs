@@ -67,6 +67,23 @@ pub fn cached_configs(
     })
 }
 
+/// The snapshot folder `revision` resolves to, if it holds every one of `files` (a model that is
+/// not a diffusers pipeline: a CLIP model for scoring, say).
+pub fn cached_files(
+    settings: &HubSettings,
+    repo: &RepoId,
+    revision: &str,
+    files: &[&str],
+) -> Option<CachedSnapshot> {
+    cached_with(settings, repo, revision, |folder| {
+        files
+            .iter()
+            .filter(|f| !folder.join(f).is_file())
+            .map(|f| f.to_string())
+            .collect()
+    })
+}
+
 fn cached_with(
     settings: &HubSettings,
     repo: &RepoId,

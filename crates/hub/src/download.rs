@@ -271,6 +271,78 @@ impl Hub {
         )
     }
 
+    /// Fetches exactly `files` of a repository that is not a diffusers pipeline (a transformers
+    /// model: CLIP for scoring), each checked against the listing's size and checksum, into the
+    /// cache; a file the repository lacks is refused before anything is fetched.
+    pub fn download_files(
+        &self,
+        repo: &RepoId,
+        revision: &str,
+        files: &[&str],
+        progress: &mut dyn FnMut(&DownloadProgress),
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Snapshot> {
+        if self.settings.offline {
+            return Err(HubError::Network {
+                url: self.settings.endpoint.clone(),
+                reason: "HF_HUB_OFFLINE is set".into(),
+            });
+        }
+        let listing = self.listing(repo, revision)?;
+        let missing: Vec<&str> = files
+            .iter()
+            .copied()
+            .filter(|f| !listing.files.iter().any(|r| r.path == *f))
+            .collect();
+        if !missing.is_empty() {
+            return Err(HubError::NotAPipeline {
+                repo: repo.to_string(),
+                problem: format!("it has no {}", missing.join(", ")),
+            });
+        }
+        let wanted: Vec<RemoteFile> = listing
+            .files
+            .iter()
+            .filter(|r| files.contains(&r.path.as_str()))
+            .cloned()
+            .collect();
+        let _lock = DownloadLock::acquire(&self.settings, repo)?;
+        let model_dir = self.settings.model_dir(repo);
+        let blobs = model_dir.join("blobs");
+        let snapshot = model_dir.join("snapshots").join(&listing.commit);
+        fs::create_dir_all(&blobs).map_err(|e| HubError::io(&blobs, e))?;
+        let total: u64 = wanted.iter().map(|f| f.size).sum();
+        let (mut done, mut fetched) = (0, 0);
+        for file in &wanted {
+            self.fetch_into_snapshot(
+                repo,
+                &listing,
+                file,
+                &blobs,
+                &snapshot,
+                done,
+                total,
+                cancelled,
+                progress,
+                &mut fetched,
+            )?;
+            done += file.size;
+        }
+        if revision != listing.commit {
+            let refs = model_dir.join("refs");
+            fs::create_dir_all(&refs).map_err(|e| HubError::io(&refs, e))?;
+            write_atomically(&refs.join(revision), listing.commit.as_bytes())?;
+        }
+        Ok(Snapshot {
+            repo: repo.clone(),
+            commit: listing.commit.clone(),
+            path: snapshot,
+            files: wanted,
+            downloaded_bytes: fetched,
+            license: listing.license.clone(),
+        })
+    }
+
     /// Fetches model_index.json, then the files of the components `choose` names for it in
     /// `components::plan`'s order (configs and tokenizer files, then weights, unless only the
     /// configs are `wanted`), calling `before_weights` on the snapshot folder before the first

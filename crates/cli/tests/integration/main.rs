@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli;
+mod clip_score;
 mod kernel_cache;
 mod reference;
 mod sweep;

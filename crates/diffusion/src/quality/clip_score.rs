@@ -22,6 +22,20 @@ use crate::models::config::read_json;
 use crate::models::tokenizer::Tokenizer;
 use crate::nn::loader::Loader;
 
+/// The CLIP model torchmetrics' `CLIPScore` uses by default (and MLPerf's text-to-image CLIP score).
+pub const DEFAULT_CLIP_MODEL: &str = "openai/clip-vit-large-patch14";
+
+/// The files of a transformers `CLIPModel` repository the scorer reads.
+pub const CLIP_MODEL_FILES: &[&str] = &[
+    "config.json",
+    "preprocessor_config.json",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "model.safetensors",
+];
+
 /// One picture's score against one prompt.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClipScore {
