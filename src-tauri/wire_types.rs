@@ -92,6 +92,7 @@ fn wire_types() -> Vec<Declared> {
         declared::<result::KernelColdStart>(),
         declared::<result::Telemetry>(),
         declared::<result::Window>(),
+        declared::<result::Quality>(),
         declared::<result::StepTiming>(),
         declared::<sdbench_telemetry::SourceInfo>(),
         declared::<sdbench_telemetry::Vendor>(),

@@ -101,6 +101,7 @@ pub fn compute_scores(input: &ScoreInputs) -> Scores {
         throttled: hardware.throttled,
         throttle_reasons: throttle,
         hardware,
+        quality: None,
     }
 }
 

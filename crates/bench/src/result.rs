@@ -264,6 +264,9 @@ pub struct ImageResult {
     /// prompts in whole passes until it has passed (absent in older results: 0).
     #[serde(default)]
     pub pass: usize,
+    /// `--quality`: the picture's CLIP score against its prompt (first-pass images only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip_score: Option<f64>,
     /// Text encoder + denoising loop + VAE decode, bounded by device syncs; with a batch, the
     /// generation's seconds divided by the batch size (so the mean is the time per image).
     pub seconds: f64,
@@ -313,6 +316,20 @@ pub struct ImageRecord {
     pub check: ImageCheck,
 }
 
+/// `--quality`: the pictures scored after the timed region.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct Quality {
+    /// The CLIP model, as given (a Hub id or a folder).
+    pub clip_model: String,
+    /// The mean of the first pass's pictures' CLIP scores.
+    pub clip_score_mean: f64,
+    /// When scoring began on the samples' clock: after the timed region and its telemetry.
+    pub started_at: f64,
+    pub seconds: f64,
+    /// Why the score says nothing of the model, where it does not (synthetic weights).
+    pub note: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Scores {
     /// round(100 x images per minute); absent for invalid runs.
@@ -334,6 +351,9 @@ pub struct Scores {
     /// from results made before they were recorded).
     #[serde(default)]
     pub hardware: HardwareState,
+    /// `--quality`: the CLIP score of the pictures (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<Quality>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]

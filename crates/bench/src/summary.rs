@@ -129,6 +129,20 @@ fn condition_rows(r: &BenchResult) -> Vec<(String, String, String)> {
         ));
     }
     rows.extend(hardware_rows(&s.hardware));
+    if let Some(q) = &s.quality {
+        let note = q
+            .note
+            .as_deref()
+            .map_or(String::new(), |n| format!("; {n}"));
+        rows.push((
+            "CLIP score (mean)".into(),
+            format!(
+                "{:.2} ({}, after the timed region{note})",
+                q.clip_score_mean, q.clip_model
+            ),
+            String::new(),
+        ));
+    }
     rows
 }
 

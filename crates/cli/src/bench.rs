@@ -84,6 +84,11 @@ pub struct BenchArgs {
     /// the result records it, and stays standard.
     #[arg(long, value_name = "SECONDS")]
     min_duration: Option<f64>,
+    /// Score every picture with CLIP after the timed region (torchmetrics' CLIPScore against its
+    /// prompt) and record each score and their mean; the CLIP model is a Hub id (fetched once)
+    /// or a folder.
+    #[arg(long, value_name = "CLIP_MODEL", num_args = 0..=1, default_missing_value = sdbench_diffusion::quality::clip_score::DEFAULT_CLIP_MODEL)]
+    quality: Option<String>,
     /// Print the allocator's in-use and reserved memory after loading, text encoding, each step
     /// and decoding (the result keeps it on GPU backends either way).
     #[arg(long)]
@@ -135,6 +140,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     options.precision = limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?;
     options.hub = HubSettings::from_env();
     options.set_baseline(args.baseline).context("--baseline")?;
+    if let Some(name) = &args.quality {
+        options.quality = Some(runner::QualityModel {
+            name: name.clone(),
+            folder: crate::clip_score::model_folder(name)?,
+        });
+    }
     if let Some(seconds) = args.min_duration {
         options
             .set_min_duration(seconds)

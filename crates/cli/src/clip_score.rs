@@ -73,7 +73,7 @@ pub fn run(args: ClipScoreArgs) -> anyhow::Result<()> {
 }
 
 /// A folder as given, else the Hub model's snapshot: from the cache, or fetched into it.
-fn model_folder(model: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn model_folder(model: &str) -> anyhow::Result<PathBuf> {
     let path = Path::new(model);
     if path.is_dir() {
         return Ok(path.to_path_buf());

@@ -523,6 +523,10 @@ batch_index: number,
  */
 pass: number, 
 /**
+ * `--quality`: the picture's CLIP score against its prompt (first-pass images only).
+ */
+clip_score?: number | null, 
+/**
  * Text encoder + denoising loop + VAE decode, bounded by device syncs; with a batch, the
  * generation's seconds divided by the batch size (so the mean is the time per image).
  */
@@ -601,7 +605,11 @@ throttle_reasons: Array<string>,
  * Clocks, temperature and throttling over the timed region, or why they are unknown (absent
  * from results made before they were recorded).
  */
-hardware: HardwareState, };
+hardware: HardwareState, 
+/**
+ * `--quality`: the CLIP score of the pictures (absent without it).
+ */
+quality?: Quality | null, };
 
 export type Stats = { mean: number, median: number, 
 /**
@@ -686,6 +694,24 @@ export type Telemetry = { interval_ms: number, sources: Array<SourceInfo>, unava
 baseline: Window, timed: Window, samples: Array<Sample>, };
 
 export type Window = { start: number, end: number, };
+
+export type Quality = { 
+/**
+ * The CLIP model, as given (a Hub id or a folder).
+ */
+clip_model: string, 
+/**
+ * The mean of the first pass's pictures' CLIP scores.
+ */
+clip_score_mean: number, 
+/**
+ * When scoring began on the samples' clock: after the timed region and its telemetry.
+ */
+started_at: number, seconds: number, 
+/**
+ * Why the score says nothing of the model, where it does not (synthetic weights).
+ */
+note: string | null, };
 
 export type StepTiming = { 
 /**

@@ -284,6 +284,7 @@ impl TimedRun<'_> {
                 seed: self.workload.prompts[i].seed,
                 batch_index,
                 pass,
+                clip_score: None,
                 seconds: t.total * share,
                 stages: Stages::from(t).scaled(share),
                 step_seconds: t.denoiser_steps.clone(),

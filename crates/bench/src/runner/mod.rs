@@ -7,6 +7,7 @@ mod images;
 mod load;
 mod model;
 mod own_weights;
+mod quality;
 mod telemetry;
 
 use std::path::{Path, PathBuf};
@@ -81,6 +82,15 @@ pub struct RunOptions {
     pub baseline: Duration,
     /// `--min-duration`: repeat the timed prompts in whole passes until this much has passed.
     pub min_duration: Option<Duration>,
+    /// `--quality`: score the pictures with this CLIP model after the timed region.
+    pub quality: Option<QualityModel>,
+}
+
+/// A CLIP model to score pictures with: its name as given, and its folder.
+#[derive(Debug, Clone)]
+pub struct QualityModel {
+    pub name: String,
+    pub folder: PathBuf,
 }
 
 impl RunOptions {
@@ -101,6 +111,7 @@ impl RunOptions {
             sample_interval: sdbench_telemetry::sampler::DEFAULT_INTERVAL,
             baseline: Duration::from_secs(1),
             min_duration: None,
+            quality: None,
         }
     }
 
@@ -172,6 +183,7 @@ pub fn run(
         cancel,
     )?;
     let (samples, telemetry) = telemetry.stop();
+    let epoch = telemetry.epoch;
     let kernels = loaded.kernels.cold_start();
     note_late_kernels(kernels.as_ref(), observer);
     let (step_timing, vram_report) = images::step_timing(
@@ -194,7 +206,10 @@ pub fn run(
         step_timing,
         vram_report,
     };
-    let result = assemble::result(options, &loaded, &mut timed, measured);
+    let mut result = assemble::result(options, &loaded, &mut timed, measured);
+    if let Some(model) = &options.quality {
+        quality::score(model, &loaded, &mut result, &timed.images, epoch, observer)?;
+    }
     Ok(RunOutput {
         result,
         images: timed.images,

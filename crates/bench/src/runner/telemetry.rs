@@ -74,6 +74,7 @@ impl RunTelemetry {
             system: self.system,
             sources: self.sources,
             unavailable: self.unavailable,
+            epoch: self.epoch,
         };
         (samples, info)
     }
@@ -84,6 +85,8 @@ pub(super) struct RunTelemetryInfo {
     pub system: SystemInfo,
     pub sources: Vec<SourceInfo>,
     pub unavailable: Vec<Unavailable>,
+    /// Time zero of the samples, for phases after sampling stopped.
+    pub epoch: Instant,
 }
 
 /// Sends the sampler's latest readings to the observer, at most every `LIVE_TELEMETRY_INTERVAL`.

@@ -11,6 +11,9 @@ use sdbench_bench::result::{AppInfo, BenchResult, JSON_SCHEMA};
 use sdbench_bench::runner::{self, Event};
 use sdbench_bench::summary;
 use sdbench_bench::{BenchError, ModelChoice, Overrides, RunOptions, Workload};
+use sdbench_diffusion::device::cpu_device;
+use sdbench_diffusion::pipeline::B;
+use sdbench_diffusion::quality::clip_score::ClipScorer;
 use sdbench_diffusion::{BackendRequest, CancelToken, ModelSource, Precision};
 use sdbench_hub::{HubSettings, RepoId};
 
@@ -464,6 +467,59 @@ fn a_minimum_duration_times_whole_passes_until_it_has_passed() {
         .map(|x| x.image.file.is_some())
         .collect();
     assert!(files[..2].iter().all(|&f| f) && files[2..].iter().all(|&f| !f));
+}
+
+/// `--quality`: each first-pass picture's CLIP score against its prompt (the scorer's own on the
+/// saved picture), their mean, and the scoring after the timed region: it began after the timed
+/// window's end, and the timed figures are the images' own seconds.
+#[test]
+fn quality_scores_the_pictures_after_the_timed_region() {
+    let root = tempfile::tempdir().unwrap();
+    let mut options = options(root.path(), 2);
+    let folder =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures/tiny-clip");
+    options.quality = Some(runner::QualityModel {
+        name: "tiny-clip".into(),
+        folder: folder.clone(),
+    });
+    let (output, notes) = run_noting(&options);
+    let r = &output.result;
+    let q = r.scores.quality.as_ref().expect("scored");
+    assert_eq!(q.clip_model, "tiny-clip");
+    assert!(
+        q.note.is_none(),
+        "the tiny model's weights are its own, not synthetic"
+    );
+    assert!(
+        q.started_at >= r.telemetry.timed.end,
+        "{} < {}",
+        q.started_at,
+        r.telemetry.timed.end
+    );
+    assert!(
+        notes.iter().any(|n| n.contains("after the timed region")),
+        "{notes:?}"
+    );
+    let scorer = ClipScorer::<B>::load(&folder, &cpu_device()).unwrap();
+    let mut sum = 0.0;
+    for (image, entry) in output.images.iter().zip(&r.results) {
+        let prompt = &r.workload.prompts[entry.prompt_index].prompt;
+        let expected = scorer.score(image, prompt).unwrap().score;
+        assert_eq!(entry.clip_score, Some(expected));
+        sum += expected;
+    }
+    assert!((q.clip_score_mean - sum / 2.0).abs() < 1e-12);
+    let total: f64 = r.results.iter().map(|x| x.seconds).sum();
+    assert!((r.scores.images_per_minute - 120.0 / total).abs() < 1e-9);
+    validate(&serde_json::to_value(r).unwrap()).unwrap();
+    let row = summary::rows(r)
+        .into_iter()
+        .find(|(k, _, _)| k == "CLIP score (mean)")
+        .unwrap();
+    assert!(
+        row.1.contains("(tiny-clip, after the timed region)"),
+        "{row:?}"
+    );
 }
 
 #[test]

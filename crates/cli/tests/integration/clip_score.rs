@@ -150,3 +150,57 @@ fn clip_score_matches_torchmetrics_from_a_folder_and_from_the_hub() {
         text(&o.stderr)
     );
 }
+
+/// `bench --quality FOLDER` records each picture's score and the mean, and prints the mean.
+#[test]
+fn bench_with_quality_records_the_clip_score() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("run.json");
+    let model = fixtures().join("tiny-sd").display().to_string();
+    let clip = fixtures().join("tiny-clip").display().to_string();
+    let out_s = out.display().to_string();
+    let o = sdbench(
+        home.path(),
+        "http://127.0.0.1:9",
+        &[
+            "bench",
+            "--model",
+            &model,
+            "--backend",
+            "cpu",
+            "--steps",
+            "1",
+            "--width",
+            "32",
+            "--height",
+            "24",
+            "--images",
+            "2",
+            "--baseline",
+            "0",
+            "--quality",
+            &clip,
+            "--out",
+            &out_s,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let quality = &result["scores"]["quality"];
+    assert_eq!(quality["clip_model"], clip.as_str());
+    let scores: Vec<f64> = result["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["clip_score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(scores.len(), 2);
+    let mean = scores.iter().sum::<f64>() / 2.0;
+    assert!((quality["clip_score_mean"].as_f64().unwrap() - mean).abs() < 1e-12);
+    assert!(
+        text(&o.stdout).contains("CLIP score (mean)"),
+        "{}",
+        text(&o.stdout)
+    );
+}
