@@ -114,6 +114,17 @@ impl Hub {
         }
     }
 
+    /// `listing`, refused at once where the network may not be used.
+    fn online_listing(&self, repo: &RepoId, revision: &str) -> Result<Listing> {
+        if self.settings.offline {
+            return Err(HubError::Network {
+                url: self.settings.endpoint.clone(),
+                reason: "HF_HUB_OFFLINE is set".into(),
+            });
+        }
+        self.listing(repo, revision)
+    }
+
     /// The repository's files at `revision`, with sizes and checksums.
     pub fn listing(&self, repo: &RepoId, revision: &str) -> Result<Listing> {
         let url = format!(
@@ -253,13 +264,7 @@ impl Hub {
         progress: &mut dyn FnMut(&DownloadProgress),
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Snapshot> {
-        if self.settings.offline {
-            return Err(HubError::Network {
-                url: self.settings.endpoint.clone(),
-                reason: "HF_HUB_OFFLINE is set".into(),
-            });
-        }
-        let listing = self.listing(repo, revision)?;
+        let listing = self.online_listing(repo, revision)?;
         self.download_listing(
             repo,
             revision,
@@ -282,13 +287,7 @@ impl Hub {
         progress: &mut dyn FnMut(&DownloadProgress),
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Snapshot> {
-        if self.settings.offline {
-            return Err(HubError::Network {
-                url: self.settings.endpoint.clone(),
-                reason: "HF_HUB_OFFLINE is set".into(),
-            });
-        }
-        let listing = self.listing(repo, revision)?;
+        let listing = self.online_listing(repo, revision)?;
         let missing: Vec<&str> = files
             .iter()
             .copied()
@@ -328,11 +327,7 @@ impl Hub {
             )?;
             done += file.size;
         }
-        if revision != listing.commit {
-            let refs = model_dir.join("refs");
-            fs::create_dir_all(&refs).map_err(|e| HubError::io(&refs, e))?;
-            write_atomically(&refs.join(revision), listing.commit.as_bytes())?;
-        }
+        record_revision(&model_dir, revision, &listing.commit)?;
         Ok(Snapshot {
             repo: repo.clone(),
             commit: listing.commit.clone(),
@@ -414,11 +409,7 @@ impl Hub {
             }
             .into());
         }
-        if revision != listing.commit {
-            let refs = model_dir.join("refs");
-            fs::create_dir_all(&refs).map_err(|e| HubError::io(&refs, e))?;
-            write_atomically(&refs.join(revision), listing.commit.as_bytes())?;
-        }
+        record_revision(&model_dir, revision, &listing.commit)?;
         Ok(Snapshot {
             repo: repo.clone(),
             commit: listing.commit.clone(),
@@ -536,6 +527,16 @@ enum Wanted {
     Pipeline,
     /// Its configs and tokenizer files, without weights.
     Configs,
+}
+
+/// Where `revision` (a branch name) resolved, for offline use: the cache's `refs/{revision}`.
+fn record_revision(model_dir: &Path, revision: &str, commit: &str) -> Result<()> {
+    if revision == commit {
+        return Ok(());
+    }
+    let refs = model_dir.join("refs");
+    fs::create_dir_all(&refs).map_err(|e| HubError::io(&refs, e))?;
+    write_atomically(&refs.join(revision), commit.as_bytes())
 }
 
 /// The listing's model_index.json, if it has one of a pipeline's size.
