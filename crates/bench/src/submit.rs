@@ -47,6 +47,21 @@ pub struct Comparison {
     pub percentile: f64,
 }
 
+/// How a run's mean CLIP score compares with the other runs of its workload scored by the same
+/// CLIP model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QualityComparison {
+    pub clip_score_mean: f64,
+    /// The other runs compared.
+    pub runs: usize,
+    /// Their median, where there are any.
+    pub median: Option<f64>,
+    /// Far below the others (judged only against enough of them; see the service's rule).
+    pub far_below: bool,
+    /// Why it was not judged, where it was not.
+    pub not_judged: Option<String>,
+}
+
 /// The results service's answer to a submission.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServiceReply {
@@ -62,6 +77,9 @@ pub struct ServiceReply {
     #[serde(default)]
     pub hardware_state: Option<String>,
     pub comparison: Comparison,
+    /// Where the run has a CLIP score: how it compares (absent from older services).
+    #[serde(default)]
+    pub quality: Option<QualityComparison>,
 }
 
 impl ServiceReply {
@@ -108,13 +126,23 @@ impl ServiceReply {
             }
             _ => "",
         };
+        let quality = match &self.quality {
+            Some(q) if q.far_below => format!(
+                "; its CLIP score {:.2} is FAR BELOW the median {:.2} of {} other {} of this workload: look at its pictures",
+                q.clip_score_mean,
+                q.median.unwrap_or(0.0),
+                q.runs,
+                plural(q.runs, "run", "runs")
+            ),
+            _ => String::new(),
+        };
         let duplicate = if self.duplicate {
             " (already there)"
         } else {
             ""
         };
         format!(
-            "{place}{reference}{throttled}. Page{duplicate}: {}",
+            "{place}{reference}{throttled}{quality}. Page{duplicate}: {}",
             self.page(endpoint)
         )
     }
@@ -282,6 +310,7 @@ mod tests {
             duplicate: false,
             reference_match: None,
             hardware_state: None,
+            quality: None,
             comparison: Comparison {
                 gpu: "GPU".into(),
                 runs: 3,
@@ -314,6 +343,18 @@ mod tests {
         hot.hardware_state = Some("throttled".into());
         let said = hot.describe("https://x.org/api/v1/results");
         assert!(said.contains("; the device was throttled during the run, so the leaderboard ranks it apart from steady runs. Page: https://x.org/runs/r"), "{said}");
+        let mut low = reply.clone();
+        low.quality = Some(QualityComparison {
+            clip_score_mean: 12.0,
+            runs: 10,
+            median: Some(30.5),
+            far_below: true,
+            not_judged: None,
+        });
+        let said = low.describe("https://x.org/api/v1/results");
+        assert!(said.contains("; its CLIP score 12.00 is FAR BELOW the median 30.50 of 10 other runs of this workload: look at its pictures. Page"), "{said}");
+        low.quality.as_mut().unwrap().far_below = false;
+        assert!(!low.describe("https://x.org").contains("CLIP"));
         let mut second = reply.clone();
         second.comparison.runs = 1;
         second.comparison.percentile = 0.0;

@@ -10,7 +10,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use sdbench_bench::submit::{Comparison, ServiceReply};
+use sdbench_bench::submit::{Comparison, QualityComparison, ServiceReply};
 use sdbench_bench::workload::STANDARD_NAME;
 
 use crate::checks::MAX_BODY_BYTES;
@@ -159,6 +159,19 @@ fn comparison(service: &crate::Service, run: &RunRow) -> crate::Result<Compariso
     })
 }
 
+/// How `run`'s CLIP score compares with the other runs of its workload scored by the same model
+/// (none where it has none).
+pub(crate) fn quality_of(
+    service: &crate::Service,
+    run: &RunRow,
+) -> crate::Result<Option<QualityComparison>> {
+    let (Some(mean), Some(model)) = (run.clip_score_mean, run.clip_model.as_deref()) else {
+        return Ok(None);
+    };
+    let others = store::clip_scores(&service.db, &run.workload, model, &run.id)?;
+    Ok(Some(crate::quality::judge(mean, &others)))
+}
+
 /// `POST /api/v1/results`: 201 with the new run's id, 200 with the existing one's for a
 /// duplicate, 4xx with the reason for a refusal, 429 (with Retry-After) over the rate limit.
 pub async fn submit(
@@ -208,11 +221,12 @@ pub async fn submit(
         let run = store::figures(&work.db, &id)?
             .ok_or_else(|| ServerError::Database(format!("run {id} vanished after storing")))?;
         let compared = comparison(&work, &run)?;
-        Ok((stored, run, compared))
+        let quality = quality_of(&work, &run)?;
+        Ok((stored, run, compared, quality))
     })
     .await;
     match outcome {
-        Ok((stored, run, compared)) => {
+        Ok((stored, run, compared, quality)) => {
             let (status, duplicate) = match stored {
                 Stored::New(_) => (StatusCode::CREATED, false),
                 Stored::Existing(_) => (StatusCode::OK, true),
@@ -224,6 +238,7 @@ pub async fn submit(
                 reference_match: run.reference_match,
                 hardware_state: Some(run.hardware_state),
                 comparison: compared,
+                quality,
             };
             (status, Json(reply)).into_response()
         }

@@ -108,6 +108,7 @@ pub fn check(body: &[u8], schema: &SchemaCheck, references: &ReferenceTable) -> 
     check_scores(&result)?;
     check_plausible(&result)?;
     let hardware = check_hardware(&result)?;
+    check_quality(&result)?;
     let model_key = model_key(&result);
     let reference_match = references.matches(&model_key, &result);
     Ok(Checked {
@@ -166,6 +167,38 @@ fn check_hardware(r: &BenchResult) -> Result<Standing> {
         )));
     }
     Ok(standing)
+}
+
+/// A CLIP score mean that follows from the pictures' scores, each of the first pass.
+fn check_quality(r: &BenchResult) -> Result<()> {
+    let scored: Vec<f64> = r.results.iter().filter_map(|i| i.clip_score).collect();
+    let Some(q) = &r.scores.quality else {
+        return match scored.is_empty() {
+            true => Ok(()),
+            false => Err(unprocessable(
+                "pictures have CLIP scores but scores.quality is absent",
+            )),
+        };
+    };
+    let first_pass = r.results.iter().filter(|i| i.pass == 0).count();
+    let all_first = r
+        .results
+        .iter()
+        .all(|i| i.clip_score.is_none() || i.pass == 0);
+    if scored.len() != first_pass || !all_first {
+        return Err(unprocessable(format!(
+            "{} pictures have a CLIP score; the first pass has {first_pass}, and only it is scored",
+            scored.len()
+        )));
+    }
+    let mean = scored.iter().sum::<f64>() / scored.len() as f64;
+    if !close(q.clip_score_mean, mean) {
+        return Err(unprocessable(format!(
+            "the CLIP score mean {:.4} does not follow from the pictures' scores ({mean:.4})",
+            q.clip_score_mean
+        )));
+    }
+    Ok(())
 }
 
 fn check_limits(r: &BenchResult) -> Result<()> {

@@ -7,6 +7,7 @@ pub mod checks;
 pub mod db;
 pub mod error;
 pub mod pages;
+pub mod quality;
 pub mod rate_limit;
 pub mod reference;
 pub mod store;

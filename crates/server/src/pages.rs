@@ -15,6 +15,7 @@ use crate::api::{blocking, list_runs, FilterQuery};
 use crate::error::ServerError;
 use crate::store::{self, Distribution, HardwareFilter, RunRow};
 use crate::Shared;
+use sdbench_bench::submit::QualityComparison;
 
 /// Characters outside RFC 3986's unreserved set as %XX (for GPU names and ids in links).
 pub fn encode(text: &str) -> String {
@@ -336,14 +337,45 @@ pub async fn gpu(
     Html(page(&format!("{name} — SD Bench results"), &body)).into_response()
 }
 
+/// The run's CLIP score against the other runs of its workload scored by the same model.
+fn quality_line(judged: Option<QualityComparison>) -> String {
+    let Some(judged) = judged else {
+        return String::new();
+    };
+    let against = match (&judged.not_judged, judged.median) {
+        (Some(why), _) => why.clone(),
+        (None, Some(median)) => format!(
+            "the median of {} other runs of this workload is {median:.2}",
+            judged.runs
+        ),
+        (None, None) => String::new(),
+    };
+    let (class, verdict) = match judged.far_below {
+        true => ("invalid", ": FAR BELOW the others, look at its pictures"),
+        false => ("muted", ""),
+    };
+    format!(
+        "<p id=\"quality\" class=\"{class}\">CLIP score {:.2} ({}){verdict}</p>\n",
+        judged.clip_score_mean,
+        escape(&against)
+    )
+}
+
 /// `/runs/{id}`: every figure of one run, its images' hashes and its system.
 pub async fn run(State(service): State<Shared>, Path(id): Path<String>) -> Response {
     let wanted = id.clone();
-    let found = match blocking(move || store::get(&service.db, &wanted)).await {
+    let found = blocking(move || {
+        let Some((run, document)) = store::get(&service.db, &wanted)? else {
+            return Ok(None);
+        };
+        let quality = crate::api::quality_of(&service, &run)?;
+        Ok(Some((run, document, quality)))
+    });
+    let found = match found.await {
         Ok(found) => found,
         Err(e) => return error_page(e),
     };
-    let Some((run, document)) = found else {
+    let Some((run, document, quality)) = found else {
         return error_page(ServerError::refused(404, format!("no run {id}")));
     };
     let result: BenchResult = match serde_json::from_str(&document) {
@@ -364,6 +396,7 @@ pub async fn run(State(service): State<Shared>, Path(id): Path<String>) -> Respo
         escape(&profile_label(&run)),
         reference_text(run.reference_match)
     ));
+    body.push_str(&quality_line(quality));
     body.push_str(&report_body(&result));
     body.push_str("<h2>Image hashes</h2>\n<table id=\"hashes\">\n<tr><th>image</th><th>prompt</th><th>seed</th><th>sha256 of the pixels</th><th>perceptual hash</th></tr>\n");
     for (i, image) in result.results.iter().enumerate() {

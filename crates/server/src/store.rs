@@ -51,13 +51,16 @@ pub struct RunRow {
     pub reference_match: Option<bool>,
     /// "steady", "throttled" or "unknown" (`Standing::name`).
     pub hardware_state: String,
+    /// The mean CLIP score and its model, where the run was scored (not on synthetic weights).
+    pub clip_score_mean: Option<f64>,
+    pub clip_model: Option<String>,
 }
 
 const COLUMNS: &str = "id, received_at, created_at, workload, standard, gpu, backend, precision, \
      memory_profile, score, images_per_minute, seconds_per_image, steps_per_second, \
-     vram_peak_bytes, avg_power_w, reference_match, hardware_state";
+     vram_peak_bytes, avg_power_w, reference_match, hardware_state, clip_score_mean, clip_model";
 /// The document's column after `COLUMNS`.
-const DOCUMENT_COLUMN: usize = 17;
+const DOCUMENT_COLUMN: usize = 19;
 
 fn run_row(row: &Row) -> Result<RunRow> {
     let text = |i: usize| {
@@ -86,6 +89,8 @@ fn run_row(row: &Row) -> Result<RunRow> {
         avg_power_w: real(14),
         reference_match: int(15).map(|v| v == 1),
         hardware_state: text(16)?,
+        clip_score_mean: real(17),
+        clip_model: row.get(18).and_then(Value::text).map(str::to_string),
     })
 }
 
@@ -101,6 +106,8 @@ pub enum Stored {
 /// statement, so concurrent submissions of the same run store it once on either engine.
 pub fn insert(db: &Db, checked: &Checked, document: &str) -> Result<Stored> {
     let r = &checked.result;
+    // A synthetic run's score says nothing of a model: it is kept with the document only.
+    let quality = r.scores.quality.as_ref().filter(|q| q.note.is_none());
     let params: Vec<Value> = vec![
         r.run_id.as_str().into(),
         checked.figures.as_str().into(),
@@ -122,13 +129,16 @@ pub fn insert(db: &Db, checked: &Checked, document: &str) -> Result<Stored> {
         checked.reference_match.map(i64::from).into(),
         document.into(),
         checked.hardware.name().into(),
+        quality.map(|q| q.clip_score_mean).into(),
+        quality.map(|q| q.clip_model.as_str()).into(),
     ];
     let changed = db.execute(
         "INSERT INTO runs (id, figures, received_at, created_at, workload, standard, gpu, \
          backend, precision, memory_profile, model_key, score, images_per_minute, \
          seconds_per_image, steps_per_second, vram_peak_bytes, avg_power_w, reference_match, \
-         document, hardware_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-         $13, $14, $15, $16, $17, $18, $19, $20) ON CONFLICT DO NOTHING",
+         document, hardware_state, clip_score_mean, clip_model) VALUES ($1, $2, $3, $4, $5, $6, \
+         $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
+         ON CONFLICT DO NOTHING",
         &params,
     )?;
     if changed == 1 {
@@ -264,6 +274,19 @@ pub fn percentile_of(values: &[f64], value: f64) -> f64 {
     let below = values.iter().filter(|v| **v < value).count() as f64;
     let ties = values.iter().filter(|v| **v == value).count() as f64;
     100.0 * (below + ties / 2.0) / values.len() as f64
+}
+
+/// The mean CLIP scores of `workload`'s runs scored by `clip_model`, but `except`'s.
+pub fn clip_scores(db: &Db, workload: &str, clip_model: &str, except: &str) -> Result<Vec<f64>> {
+    let rows = db.query(
+        "SELECT clip_score_mean FROM runs WHERE workload = $1 AND clip_model = $2 AND id <> $3 \
+         AND clip_score_mean IS NOT NULL",
+        &[workload.into(), clip_model.into(), except.into()],
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| r.first().and_then(Value::real))
+        .collect())
 }
 
 /// One leaderboard line: a GPU (with its backend and precision) and its runs' distribution.

@@ -86,6 +86,7 @@ pub enum Db {
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("migrations/0001_runs.sql")),
     (2, include_str!("migrations/0002_hardware_state.sql")),
+    (3, include_str!("migrations/0003_clip_score.sql")),
 ];
 
 impl Db {

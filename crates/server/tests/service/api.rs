@@ -544,3 +544,80 @@ fn a_standard_run_timed_for_a_minimum_duration_is_whole_passes() {
     );
     server.stop();
 }
+
+/// `result` with each picture's CLIP score and their mean.
+fn with_clip_scores(mut result: Value, scores: &[f64]) -> Value {
+    for (image, score) in result["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .zip(scores)
+    {
+        image["clip_score"] = json!(score);
+    }
+    let mean = scores.iter().sum::<f64>() / scores.len() as f64;
+    result["scores"]["quality"] = json!({
+        "clip_model": "openai/clip-vit-large-patch14", "clip_score_mean": mean,
+        "started_at": 20.0, "seconds": 3.0, "note": null
+    });
+    result
+}
+
+/// A run whose mean CLIP score sits far below ten other runs of its workload (scored by the same
+/// CLIP model) is told so and its page says so; a mean that does not follow from its pictures'
+/// scores is refused; with fewer others nothing is judged.
+#[test]
+fn a_clip_score_far_below_the_other_runs_is_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(config) = config(Engine::Sqlite, dir.path()) else {
+        return;
+    };
+    let server = Server::start(&config);
+    let agent = agent();
+    let results = format!("{}/api/v1/results", server.base);
+    let gpu = "NVIDIA GeForce RTX 4090";
+    for i in 0..10 {
+        let base = 30.0 + 0.1 * i as f64;
+        let r = standard_result(&format!("good-{i}"), gpu, "cuda", 2.0 + 0.01 * i as f64);
+        let r = with_clip_scores(r, &[base, base + 0.2, base - 0.2, base, base + 0.1]);
+        let (status, body) = post(&agent, &results, &r.to_string());
+        assert_eq!(status, 201, "{body}");
+        if i == 0 {
+            assert!(
+                body["quality"]["not_judged"]
+                    .as_str()
+                    .unwrap()
+                    .contains("10 are needed"),
+                "{body}"
+            );
+        }
+    }
+    let mut wrong = with_clip_scores(standard_result("wrong", gpu, "cuda", 2.5), &[30.0; 5]);
+    wrong["scores"]["quality"]["clip_score_mean"] = json!(40.0);
+    let (status, body) = post(&agent, &results, &wrong.to_string());
+    assert_eq!(status, 422);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("does not follow from the pictures' scores"),
+        "{body}"
+    );
+
+    let noise = with_clip_scores(standard_result("noise", gpu, "cuda", 2.6), &[12.0; 5]);
+    let (status, body) = post(&agent, &results, &noise.to_string());
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["quality"]["far_below"], true, "{body}");
+    assert_eq!(body["quality"]["runs"], 10);
+    let fine = with_clip_scores(standard_result("fine", gpu, "cuda", 2.7), &[29.0; 5]);
+    let (_, body) = post(&agent, &results, &fine.to_string());
+    assert_eq!(body["quality"]["far_below"], false, "{body}");
+
+    let (_, page) = get(&agent, &format!("{}/runs/{}", server.base, id("noise")));
+    assert!(
+        page.contains("CLIP score 12.00 (the median of 11 other runs of this workload is 30.")
+            && page.contains("FAR BELOW the others"),
+        "{page}"
+    );
+    server.stop();
+}
