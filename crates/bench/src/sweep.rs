@@ -261,20 +261,22 @@ pub fn run(
                     largest = Some(batch);
                     batch *= 2;
                 }
-                let settings = &points.last().expect("a point ran").settings;
-                largest_batches.push(LargestBatch {
-                    setup: format!(
-                        "{} {} {} {}x{}",
-                        settings.backend,
-                        settings.precision,
-                        settings.memory,
-                        settings.width,
-                        settings.height
-                    ),
-                    batch: largest,
-                    next,
-                    stopped_by,
-                });
+                // The loop ran batch 1 at least: its last point names the setup.
+                if let Some(settings) = points.last().map(|p| &p.settings) {
+                    largest_batches.push(LargestBatch {
+                        setup: format!(
+                            "{} {} {} {}x{}",
+                            settings.backend,
+                            settings.precision,
+                            settings.memory,
+                            settings.width,
+                            settings.height
+                        ),
+                        batch: largest,
+                        next,
+                        stopped_by,
+                    });
+                }
             }
         }
     }
@@ -439,7 +441,7 @@ pub fn rows(sweep: &Sweep) -> Vec<PointRow> {
 
 /// "fastest: vulkan f16 full 512x512 batch 4 (1.234 megapixels/s)".
 pub fn fastest_line(sweep: &Sweep) -> String {
-    match sweep.fastest.map(|i| &sweep.points[i]) {
+    match sweep.fastest.and_then(|i| sweep.points.get(i)) {
         Some(p) => format!(
             "fastest: {} ({:.3} megapixels/s)",
             p.settings.describe(),

@@ -2,14 +2,19 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context as _;
+use sdbench_diffusion::device::cpu_device;
+use sdbench_diffusion::io::image::read_image;
 use sdbench_diffusion::io::npy;
 use sdbench_diffusion::limits::{self, MAX_BATCH, PRECISION_CHOICES};
+use sdbench_diffusion::pipeline::B;
+use sdbench_diffusion::quality::clip_score::ClipScorer;
 use sdbench_diffusion::{GuidanceOptions, InitialNoise, SchedulerKind, SkipLayerGuidance};
 use sdbench_generate::{
-    Context, Destination, GenerationRequest, Generator, InitPicture, ModelSetup, Picture,
+    Context, Destination, GenerationRequest, Generator, InitPicture, ModelSetup, Outcome, Picture,
     DEFAULT_STRENGTH,
 };
-use sdbench_history::default_path;
+use sdbench_history::{default_path, History};
 use sdbench_hub::HubSettings;
 use sdbench_session::vram_report::{VramPhase, VramReport};
 use sdbench_session::Event;
@@ -116,6 +121,10 @@ pub struct GenerateArgs {
     /// and decoding.
     #[arg(long)]
     vram_report: bool,
+    /// Score each picture with CLIP against the prompt (torchmetrics' CLIPScore), print it and
+    /// record it in the history; the CLIP model is a Hub id (fetched once) or a folder.
+    #[arg(long, value_name = "CLIP_MODEL", num_args = 0..=1, default_missing_value = sdbench_diffusion::quality::clip_score::DEFAULT_CLIP_MODEL)]
+    quality: Option<String>,
 }
 
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
@@ -168,6 +177,11 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         precision: limits::precision_choice(&args.precision).map_err(anyhow::Error::msg)?,
     };
     args.threads.apply()?;
+    // The CLIP model is found (or fetched) before anything is generated.
+    let clip = match &args.quality {
+        Some(name) => Some((name.clone(), crate::clip_score::model_folder(name)?)),
+        None => None,
+    };
     let hub = HubSettings::from_env();
     let context = Context {
         hub: &hub,
@@ -188,9 +202,12 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     if args.vram_report {
         view.print_vram_table(outcome.is_ok());
     }
-    let outcome = outcome?;
+    let mut outcome = outcome?;
     if let Some(warning) = &outcome.history_warning {
         eprintln!("warning: {warning}");
+    }
+    if let Some((name, folder)) = &clip {
+        score_pictures(&mut outcome, &args.prompt, name, folder)?;
     }
     let names: Vec<String> = outcome
         .paths
@@ -204,6 +221,31 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         outcome.height,
         outcome.summary()
     );
+    Ok(())
+}
+
+/// `--quality`: each written picture's CLIP score against the prompt, printed and recorded in its
+/// history entry. Scored on the CPU: the generator's model still holds the device's memory.
+fn score_pictures(
+    outcome: &mut Outcome,
+    prompt: &str,
+    name: &str,
+    folder: &std::path::Path,
+) -> anyhow::Result<()> {
+    let scorer = ClipScorer::<B>::load(folder, &cpu_device())
+        .with_context(|| format!("loading the CLIP model {name}"))?;
+    for (generation, path) in outcome.generations.iter_mut().zip(&outcome.paths) {
+        let picture = read_image(path)?;
+        let score = scorer.score(&picture, prompt)?.score;
+        println!("CLIP score {score:.2} ({name}): {}", path.display());
+        generation.clip_score = Some(score);
+    }
+    if outcome.history_warning.is_none() {
+        let history = History::open(&default_path())?;
+        for generation in &outcome.generations {
+            history.add_generation(generation)?;
+        }
+    }
     Ok(())
 }
 

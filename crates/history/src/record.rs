@@ -87,6 +87,9 @@ pub struct Generation {
     /// The device allocator's memory after each phase (`generate --vram-report`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_report: Option<VramReport>,
+    /// `generate --quality`: the picture's CLIP score against its prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip_score: Option<f64>,
 }
 
 /// Skip-layer guidance as a generation ran it: the denoiser blocks skipped, its scale, and the
@@ -198,6 +201,7 @@ impl Generation {
             batch_index,
             memory_profile: Some(memory.name().to_string()),
             vram_report: None,
+            clip_score: None,
         }
     }
 

@@ -59,6 +59,7 @@ fn generation(id: &str, created_at: &str, prompt: &str) -> Generation {
         batch_index: 0,
         memory_profile: Some("low".into()),
         vram_report: None,
+        clip_score: None,
     }
 }
 

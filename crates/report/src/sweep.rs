@@ -26,7 +26,7 @@ pub fn report_body(sweep: &Sweep) -> String {
         escape(&sweep.sweep_id),
         sweep.points.len()
     );
-    body.push_str(&match sweep.fastest.map(|i| &sweep.points[i]) {
+    body.push_str(&match sweep.fastest.and_then(|i| sweep.points.get(i)) {
         Some(p) => format!(
             "<p id=\"fastest\">Fastest: <strong>{}</strong> on {}, {:.3} megapixels/s ({:.2} images/min)</p>\n",
             escape(&p.settings.describe()),

@@ -448,3 +448,23 @@ fn a_picture_name_outside_the_results_folder_is_refused() {
     let why = found[0].compared.as_ref().err().unwrap();
     assert_eq!(why, "A: the image name ../secret.png is not a file name");
 }
+
+/// A sweep file from elsewhere whose `fastest` names no point is reported as having none, not a
+/// crash.
+#[test]
+fn a_sweep_whose_fastest_names_no_point_is_reported_without_one() {
+    use sdbench_bench::sweep::{table, Sweep, SWEEP_KIND, SWEEP_SCHEMA_VERSION};
+    let sweep = Sweep {
+        schema_version: SWEEP_SCHEMA_VERSION,
+        kind: SWEEP_KIND.into(),
+        sweep_id: "00000000-0000-0000-0000-000000000000".into(),
+        created_at: "2026-12-08T00:00:00Z".into(),
+        app: sample().app,
+        workload: "sd15-512-30".into(),
+        points: Vec::new(),
+        fastest: Some(99),
+        largest_batches: Vec::new(),
+    };
+    assert!(sdbench_report::sweep::report(&sweep).contains("No point ran valid."));
+    assert!(table(&sweep).contains("fastest: no point ran valid"));
+}

@@ -944,7 +944,11 @@ memory_profile?: string | null,
 /**
  * The device allocator's memory after each phase (`generate --vram-report`).
  */
-vram_report?: VramReport | null, };
+vram_report?: VramReport | null, 
+/**
+ * `generate --quality`: the picture's CLIP score against its prompt.
+ */
+clip_score?: number | null, };
 
 export type InitImageRecord = { 
 /**

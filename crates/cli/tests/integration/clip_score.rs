@@ -204,3 +204,61 @@ fn bench_with_quality_records_the_clip_score() {
         text(&o.stdout)
     );
 }
+
+/// `generate --quality FOLDER` prints the picture's CLIP score and records it in the history.
+#[test]
+fn generate_with_quality_prints_and_records_the_clip_score() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("fox.png");
+    let model = fixtures().join("tiny-sd").display().to_string();
+    let clip = fixtures().join("tiny-clip");
+    let (clip_s, out_s) = (clip.display().to_string(), out.display().to_string());
+    let prompt = "a red fox standing in fresh snow";
+    let o = sdbench(
+        home.path(),
+        "http://127.0.0.1:9",
+        &[
+            "generate",
+            "--model",
+            &model,
+            "--prompt",
+            prompt,
+            "--backend",
+            "cpu",
+            "--steps",
+            "1",
+            "--width",
+            "32",
+            "--height",
+            "24",
+            "--quality",
+            &clip_s,
+            "--out",
+            &out_s,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let scorer =
+        sdbench_diffusion::quality::clip_score::ClipScorer::<sdbench_diffusion::pipeline::B>::load(
+            &clip,
+            &sdbench_diffusion::device::cpu_device(),
+        )
+        .unwrap();
+    let picture = sdbench_diffusion::io::image::read_image(&out).unwrap();
+    let expected = scorer.score(&picture, prompt).unwrap().score;
+    assert!(
+        text(&o.stdout).contains(&format!("CLIP score {expected:.2} ({clip_s}): {out_s}")),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = sdbench(
+        home.path(),
+        "http://127.0.0.1:9",
+        &["history", "list", "--json"],
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let id = listed[0]["id"].as_str().unwrap();
+    let o = sdbench(home.path(), "http://127.0.0.1:9", &["history", "show", id]);
+    let record: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(record["clip_score"].as_f64(), Some(expected), "{record}");
+}
