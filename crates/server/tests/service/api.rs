@@ -383,6 +383,14 @@ fn submissions_over_the_rate_limit_are_told_when_to_retry() {
     server.stop();
 }
 
+/// A service on an SQLite file of its own, with no runs (the folder lives as long as it is held).
+fn fresh_sqlite_service() -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(Engine::Sqlite, dir.path()).expect("SQLite needs no server");
+    let server = Server::start(&config);
+    (dir, server)
+}
+
 /// `result` with `n` telemetry samples of nvml:0 in its timed window, each holding `reasons`,
 /// and the hardware state it claims.
 fn with_hardware(mut result: Value, reasons: &[&str], claim_throttled: bool) -> Value {
@@ -410,11 +418,7 @@ fn with_hardware(mut result: Value, reasons: &[&str], claim_throttled: bool) -> 
 /// contradict is refused.
 #[test]
 fn throttled_runs_are_ranked_apart() {
-    let dir = tempfile::tempdir().unwrap();
-    let Some(config) = config(Engine::Sqlite, dir.path()) else {
-        return;
-    };
-    let server = Server::start(&config);
+    let (_dir, server) = fresh_sqlite_service();
     let agent = agent();
     let results = format!("{}/api/v1/results", server.base);
     let gpu = "NVIDIA H100 80GB HBM3";
@@ -493,11 +497,7 @@ fn throttled_runs_are_ranked_apart() {
 /// without one, or one begun after it had passed, is refused.
 #[test]
 fn a_standard_run_timed_for_a_minimum_duration_is_whole_passes() {
-    let dir = tempfile::tempdir().unwrap();
-    let Some(config) = config(Engine::Sqlite, dir.path()) else {
-        return;
-    };
-    let server = Server::start(&config);
+    let (_dir, server) = fresh_sqlite_service();
     let agent = agent();
     let results = format!("{}/api/v1/results", server.base);
     // Two passes of the same images: the scores are the one pass's.
@@ -568,11 +568,7 @@ fn with_clip_scores(mut result: Value, scores: &[f64]) -> Value {
 /// scores is refused; with fewer others nothing is judged.
 #[test]
 fn a_clip_score_far_below_the_other_runs_is_flagged() {
-    let dir = tempfile::tempdir().unwrap();
-    let Some(config) = config(Engine::Sqlite, dir.path()) else {
-        return;
-    };
-    let server = Server::start(&config);
+    let (_dir, server) = fresh_sqlite_service();
     let agent = agent();
     let results = format!("{}/api/v1/results", server.base);
     let gpu = "NVIDIA GeForce RTX 4090";
