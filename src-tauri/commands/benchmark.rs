@@ -247,6 +247,9 @@ pub struct BenchmarkRequest {
     pub baseline_seconds: Option<f64>,
     /// Time whole passes of the prompts until this many seconds have passed (none: one pass).
     pub min_duration_seconds: Option<f64>,
+    /// Score every picture with CLIP after the timed region (openai/clip-vit-large-patch14,
+    /// fetched into the cache once).
+    pub quality: Option<bool>,
     /// Synthetic weights of the workload's architecture instead of the model setting's model: the
     /// same computation with no download (offline, say); never a standard score.
     pub synthetic: Option<bool>,
@@ -378,12 +381,16 @@ pub fn start_benchmark_job(
     request: BenchmarkRequest,
     sink: crate::jobs::Sink,
 ) -> UiResult<JobId> {
-    let options = run_options(state, &request)?;
+    let mut options = run_options(state, &request)?;
+    let quality = request.quality == Some(true);
     let state = state.clone();
     state
         .jobs
         .clone()
         .start(JobKind::Benchmark, sink, move |cx| {
+            if quality {
+                options.quality = Some(super::quality::clip_model(&state.hub, cx)?);
+            }
             // The Create screen's model would hold device memory during the run.
             state.generator().unload();
             let mut output =

@@ -8,6 +8,7 @@ pub mod create;
 pub mod history;
 pub mod jobs;
 pub mod models;
+pub mod quality;
 pub mod system;
 pub mod updates;
 

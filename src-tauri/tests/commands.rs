@@ -374,6 +374,46 @@ fn a_quick_benchmark_streams_progress_and_its_result_is_saved_reported_and_submi
     );
 }
 
+/// "Score the pictures with CLIP": the CLIP model fetched from the Hub into the cache once (its
+/// download's progress in the job's events), every picture scored after the timed region.
+#[test]
+fn a_benchmark_scores_its_pictures_with_clip_fetched_once() {
+    let server = TestServer::start();
+    let clip =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/diffusion/tests/fixtures/tiny-clip");
+    server.add_repo(
+        FakeRepo::from_folder("openai/clip-vit-large-patch14", &"c3".repeat(20), &clip).unwrap(),
+    );
+    let app = TestApp::new(Some(&server.url()));
+    app.use_tiny_model();
+    let request = json!({
+        "request": { "custom": { "steps": 1, "width": 32, "height": 24, "images": 2 }, "baselineSeconds": 0, "quality": true }
+    });
+    for (channel, downloads) in [(12, true), (13, false)] {
+        let status = app.run_job("start_benchmark", request.clone(), channel);
+        assert_eq!(status["state"], "finished", "{status}");
+        let result = &status["output"]["result"];
+        let quality = &result["scores"]["quality"];
+        assert_eq!(quality["clip_model"], "openai/clip-vit-large-patch14");
+        let scores: Vec<f64> = result["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["clip_score"].as_f64().unwrap())
+            .collect();
+        assert_eq!(scores.len(), 2);
+        assert!(
+            (quality["clip_score_mean"].as_f64().unwrap() - (scores[0] + scores[1]) / 2.0).abs()
+                < 1e-12
+        );
+        let fetched = app
+            .messages(channel)
+            .iter()
+            .any(|e| e["event"] == "download");
+        assert_eq!(fetched, downloads, "the second run reads the cache");
+    }
+}
+
 /// "Compare backends": the chosen run once on every usable backend (the CPU, and lavapipe where
 /// it is), ranked in one table with the fastest named and a chart; the sweep file is saved and
 /// every point is in the history under the sweep's id.

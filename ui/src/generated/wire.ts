@@ -168,6 +168,11 @@ baselineSeconds?: number | null,
  */
 minDurationSeconds?: number | null, 
 /**
+ * Score every picture with CLIP after the timed region (openai/clip-vit-large-patch14,
+ * fetched into the cache once).
+ */
+quality?: boolean | null, 
+/**
  * Synthetic weights of the workload's architecture instead of the model setting's model: the
  * same computation with no download (offline, say); never a standard score.
  */

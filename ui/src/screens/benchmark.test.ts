@@ -253,10 +253,15 @@ describe("Benchmark screen", () => {
     root.querySelector<HTMLButtonElement>("#run-standard")!.click();
     await settle(60);
     expect(requests).toEqual([{ workload: "sd15-512-30", minDurationSeconds: 60 }]);
+    root.querySelector<HTMLInputElement>("#bench-quality")!.checked = true;
+    root.querySelector<HTMLButtonElement>("#run-standard")!.click();
+    await settle(60);
+    expect(requests[1]).toEqual({ workload: "sd15-512-30", minDurationSeconds: 60, quality: true });
+    root.querySelector<HTMLInputElement>("#bench-quality")!.checked = false;
     minimum.value = "-5";
     root.querySelector<HTMLButtonElement>("#run-standard")!.click();
     await settle(60);
-    expect(requests).toHaveLength(1);
+    expect(requests).toHaveLength(2);
     expect(messages.querySelector("[role=alert]")!.textContent).toContain("Minimum duration: give a number of seconds above 0");
     minimum.value = "";
   });

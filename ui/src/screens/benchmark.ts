@@ -36,6 +36,7 @@ const runButton = h("button", { class: "primary big", id: "run-standard" }, "Run
 // Empty: one pass of the prompts. Otherwise whole passes until this many seconds have passed, so a
 // short workload is measured at the temperature a long session reaches.
 const minDuration = h("input", { type: "number", id: "min-duration", min: 1, step: 1, placeholder: "one pass" });
+const scoreQuality = h("input", { type: "checkbox", id: "bench-quality" });
 
 function chosenWorkload(): WorkloadCard {
   return WORKLOADS.find((w) => w.name === workloadSelect.value) ?? WORKLOADS[0];
@@ -222,6 +223,7 @@ function startBenchmark(custom: boolean): void {
   }
   const request: BenchmarkRequest = settings ? { workload: workload.name, custom: settings } : { workload: workload.name };
   if (minimum !== null) request.minDurationSeconds = minimum;
+  if (scoreQuality.checked) request.quality = true;
   const intro = custom ? "Quick run: not a standard score." : `Standard run (${workload.name}): ${workload.run}, after a warm-up image.`;
   followBenchmark(intro, null, (onEvent) => api.benchmark(request, onEvent));
 }
@@ -304,6 +306,7 @@ export const benchmarkScreen: Screen = {
         h("label", {}, "Workload ", workloadSelect),
         workloadDescription,
         h("label", { class: "muted" }, "Time at least ", minDuration, " seconds (whole passes of the prompts; the result records it)"),
+        h("label", { class: "muted" }, scoreQuality, " Score the pictures with CLIP after the timed images (openai/clip-vit-large-patch14, 1.7 GB, downloaded once)"),
         runButton,
         h("details", {},
           h("summary", {}, "Quick run (custom, not a standard score)"),
