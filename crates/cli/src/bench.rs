@@ -19,23 +19,8 @@ use crate::progress::{format_duration, DownloadBar, RecentSteps};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    #[arg(
-        long,
-        value_parser = clap::builder::PossibleValuesParser::new(workload_names()),
-        help = workload_help()
-    )]
-    workload: Option<String>,
-    #[arg(long, help = model_help())]
-    model: Option<String>,
     #[command(flatten)]
-    model_files: crate::model_arg::ModelFileArgs,
-    /// Run on synthetic weights of the workload's architecture (no download; never a standard
-    /// score).
-    #[arg(long, conflicts_with = "model")]
-    synthetic: bool,
-    /// Hub revision (branch or commit).
-    #[arg(long, default_value = "main")]
-    revision: String,
+    chosen: ModelArgs,
     #[command(flatten)]
     device: crate::device_arg::DeviceArg,
     #[command(flatten)]
@@ -118,16 +103,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         prompt: args.prompt.clone(),
         batch: args.batch,
     };
-    let (workload, model) = workload_and_model(
-        &ModelArgs {
-            workload: args.workload.as_deref(),
-            model: args.model.as_deref(),
-            model_files: &args.model_files,
-            synthetic: args.synthetic,
-            revision: &args.revision,
-        },
-        &overrides,
-    )?;
+    let (workload, model) = workload_and_model(&args.chosen, &overrides)?;
     let format = Format::from_name(&args.format).expect("clap checked the format");
     check_out_path(&args.out)?;
     args.threads.apply()?;
@@ -202,12 +178,25 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 /// What names the model and workload, as `bench` and `sweep` take them.
-pub struct ModelArgs<'a> {
-    pub workload: Option<&'a str>,
-    pub model: Option<&'a str>,
-    pub model_files: &'a crate::model_arg::ModelFileArgs,
-    pub synthetic: bool,
-    pub revision: &'a str,
+#[derive(clap::Args, Debug)]
+pub struct ModelArgs {
+    #[arg(
+        long,
+        value_parser = clap::builder::PossibleValuesParser::new(workload_names()),
+        help = workload_help()
+    )]
+    workload: Option<String>,
+    #[arg(long, help = model_help())]
+    model: Option<String>,
+    #[command(flatten)]
+    model_files: crate::model_arg::ModelFileArgs,
+    /// Run on synthetic weights of the workload's architecture (no download; never a standard
+    /// score).
+    #[arg(long, conflicts_with = "model")]
+    synthetic: bool,
+    /// Hub revision (branch or commit).
+    #[arg(long, default_value = "main")]
+    revision: String,
 }
 
 /// The workload `--workload` names, else the one made for `--model`'s architecture (with a note
@@ -216,15 +205,15 @@ pub fn workload_and_model(
     args: &ModelArgs,
     overrides: &Overrides,
 ) -> anyhow::Result<(Workload, ModelChoice)> {
-    let named = match args.model {
-        Some(text) => Some((text, model_arg::parse(text, args.model_files)?)),
+    let named = match args.model.as_deref() {
+        Some(text) => Some((text, model_arg::parse(text, &args.model_files)?)),
         None => None,
     };
-    let workload = match (args.workload, &named) {
+    let workload = match (args.workload.as_deref(), &named) {
         (Some(name), _) => Workload::named(name)?,
         (None, Some((text, name))) => {
             let hub = HubSettings::from_env();
-            let (workload, why) = Workload::standard_for_model(name, text, &hub, args.revision)?;
+            let (workload, why) = Workload::standard_for_model(name, text, &hub, &args.revision)?;
             eprintln!("note: running --workload {}, {why}", workload.name);
             workload
         }
@@ -237,10 +226,10 @@ pub fn workload_and_model(
         match named {
             None => ModelChoice::Hub {
                 id: RepoId::parse(workload.preset.repository())?.0,
-                revision: args.revision.to_string(),
+                revision: args.revision.clone(),
                 fallback_to_synthetic: true,
             },
-            Some((_, name)) => ModelChoice::from_name(name, args.revision, false),
+            Some((_, name)) => ModelChoice::from_name(name, &args.revision, false),
         }
     };
     Ok((workload, model))

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use sdbench_bench::result::write_atomically;
 use sdbench_bench::sweep::Sweep;
-use sdbench_bench::BenchResult;
+use sdbench_bench::{BenchError, BenchResult};
 use sdbench_report::Run;
 
 #[derive(clap::Args, Debug)]
@@ -21,7 +21,13 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
-    if let Some(sweep) = sweep_file(&args.files)? {
+    // Each file is read once: it is a sweep or a result by what it says it is.
+    let texts = args
+        .files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display())))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some(sweep) = sweep_of(&args.files, &texts)? {
         let html = matches!(
             args.out
                 .extension()
@@ -40,10 +46,15 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         eprintln!("wrote {}", args.out.display());
         return Ok(());
     }
-    let results = args
-        .files
+    let results = texts
         .iter()
-        .map(|f| BenchResult::load(f))
+        .zip(&args.files)
+        .map(|(text, file)| {
+            BenchResult::from_json(text).map_err(|problem| BenchError::BadResult {
+                path: file.clone(),
+                problem,
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let labels: Vec<String> = results
         .iter()
@@ -69,13 +80,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
 }
 
 /// The sweep, where the files are one sweep file; an error where a sweep comes with others.
-fn sweep_file(files: &[PathBuf]) -> anyhow::Result<Option<Sweep>> {
+fn sweep_of(files: &[PathBuf], texts: &[String]) -> anyhow::Result<Option<Sweep>> {
     let mut sweeps = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
-        if Sweep::is_sweep(&text) {
-            sweeps.push(Sweep::from_json(&text).map_err(|problem| {
+    for (file, text) in files.iter().zip(texts) {
+        if Sweep::is_sweep(text) {
+            sweeps.push(Sweep::from_json(text).map_err(|problem| {
                 anyhow::anyhow!(
                     "{} is not a valid SD Bench sweep: {problem}",
                     file.display()

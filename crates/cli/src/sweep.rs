@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use sdbench_bench::sweep::{self, Batches, SweepAxes, SweepEvent, DEFAULT_SWEEP_FILE};
-use sdbench_bench::workload::workload_names;
 use sdbench_bench::{BenchError, Overrides, RunOptions};
 use sdbench_diffusion::device::probe_all;
 use sdbench_diffusion::limits::{self, batch_error, side_error};
@@ -17,20 +16,9 @@ use crate::bench::{app_info, check_out_path, workload_and_model, BenchProgress, 
 
 #[derive(clap::Args, Debug)]
 pub struct SweepArgs {
-    /// The workload every point runs (default: the one made for --model, else sd15-512-30).
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(workload_names()))]
-    workload: Option<String>,
-    /// The model, as `bench --model` takes it (default: the workload's own).
-    #[arg(long)]
-    model: Option<String>,
+    /// The workload and model every point runs, as `bench` takes them.
     #[command(flatten)]
-    model_files: crate::model_arg::ModelFileArgs,
-    /// Synthetic weights of the workload's architecture (no download).
-    #[arg(long, conflicts_with = "model")]
-    synthetic: bool,
-    /// Hub revision (branch or commit).
-    #[arg(long, default_value = "main")]
-    revision: String,
+    chosen: ModelArgs,
     /// Backends, comma-separated (cpu, cuda, rocm, vulkan, metal, dx12, auto), or `all`: every
     /// backend usable on this machine (as `sdbench devices` lists them).
     #[arg(long, default_value = "auto", value_delimiter = ',')]
@@ -74,16 +62,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         images: args.images,
         ..Overrides::default()
     };
-    let (workload, model) = workload_and_model(
-        &ModelArgs {
-            workload: args.workload.as_deref(),
-            model: args.model.as_deref(),
-            model_files: &args.model_files,
-            synthetic: args.synthetic,
-            revision: &args.revision,
-        },
-        &overrides,
-    )?;
+    let (workload, model) = workload_and_model(&args.chosen, &overrides)?;
     check_out_path(&args.out)?;
     args.threads.apply()?;
     let steps = workload.steps;

@@ -2,10 +2,12 @@
 //! loopback server that behaves like the Hub.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_test_server::{FakeRepo, TestServer};
+
+use crate::common::{sdbench, text};
 
 fn tiny() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures/tiny-sd")
@@ -17,25 +19,6 @@ fn dead_endpoint() -> String {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     format!("http://{addr}")
-}
-
-/// `sdbench` with its own Hub cache, endpoint and data folder.
-fn sdbench(home: &Path, endpoint: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sdbench"))
-        .args(args)
-        .env("HF_HUB_CACHE", home.join("hub"))
-        .env("HF_ENDPOINT", endpoint)
-        .env("SDBENCH_DATA_DIR", home.join("data"))
-        .env_remove("HF_TOKEN")
-        .env_remove("HF_HUB_OFFLINE")
-        .env_remove("HF_HOME")
-        .env_remove("SDBENCH_SUBMIT_ENDPOINT")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn ok(o: &Output) {

@@ -2,32 +2,13 @@
 //! from its folder and fetched from a loopback Hub (then from the cache, offline), against the
 //! scores torchmetrics gave (crates/diffusion/tests/fixtures/tiny-clip.reference.json).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use sdbench_diffusion::io::image::{write_png, RgbImage};
 use sdbench_test_server::{FakeRepo, TestServer};
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures")
-}
-
-fn sdbench(home: &Path, endpoint: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sdbench"))
-        .args(args)
-        .env("HF_HUB_CACHE", home.join("hub"))
-        .env("HF_ENDPOINT", endpoint)
-        .env("SDBENCH_DATA_DIR", home.join("data"))
-        .env_remove("HF_TOKEN")
-        .env_remove("HF_HUB_OFFLINE")
-        .env_remove("HF_HOME")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use crate::common::{fixtures, sdbench, text};
 
 /// The reference's picture formula.
 fn picture(width: usize, height: usize) -> RgbImage {

@@ -4,6 +4,7 @@
 mod bench;
 mod cli;
 mod clip_score;
+mod common;
 mod kernel_cache;
 mod reference;
 mod sweep;

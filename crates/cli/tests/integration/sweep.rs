@@ -2,7 +2,7 @@
 //! sweep file that `sdbench report` draws, `--batch max` stopping at the fit check's limit, and
 //! the axes' refusals.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use sdbench_bench::sweep::{Sweep, SWEEP_JSON_SCHEMA};
@@ -11,23 +11,15 @@ use sdbench_diffusion::{
 };
 
 use crate::cli::vulkan_usable;
+use crate::common::{fixtures, sdbench, text};
 
-fn tiny() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../diffusion/tests/fixtures/tiny-sd")
+fn tiny() -> std::path::PathBuf {
+    fixtures().join("tiny-sd")
 }
 
-fn sdbench(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sdbench"))
-        .args(args)
-        .env("HF_HUB_CACHE", home.join("hub"))
-        .env("SDBENCH_DATA_DIR", home.join("data"))
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// `sdbench` with no Hub to reach (the models are folders).
+fn run(home: &Path, args: &[&str]) -> Output {
+    sdbench(home, "http://127.0.0.1:9", args)
 }
 
 /// The common arguments: the tiny model, one step of one image at 32x24, no idle baseline.
@@ -86,7 +78,7 @@ fn a_sweep_over_backends_and_batches_writes_every_point_and_the_report_draws_it(
     let mut args = small(&model);
     let out_s = out.display().to_string();
     args.extend(["--backend", backends, "--batch", "1,2,4", "--out", &out_s]);
-    let o = sdbench(home.path(), &args);
+    let o = run(home.path(), &args);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let sweep = read_sweep(&out);
     let expected: Vec<(String, usize)> = backends
@@ -132,7 +124,7 @@ fn a_sweep_over_backends_and_batches_writes_every_point_and_the_report_draws_it(
 
     let page = home.path().join("sweep.html");
     let page_s = page.display().to_string();
-    let o = sdbench(home.path(), &["report", &out_s, "--out", &page_s]);
+    let o = run(home.path(), &["report", &out_s, "--out", &page_s]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("Images per minute against batch size"));
@@ -148,11 +140,11 @@ fn a_sweep_over_backends_and_batches_writes_every_point_and_the_report_draws_it(
             "{backend}"
         );
     }
-    let o = sdbench(home.path(), &["report", &out_s, "--out", "sweep.md"]);
+    let o = run(home.path(), &["report", &out_s, "--out", "sweep.md"]);
     assert!(text(&o.stderr).contains("a sweep's report is HTML"));
 
     // The history keeps every point under the sweep's id.
-    let o = sdbench(
+    let o = run(
         home.path(),
         &["history", "list", "--sweep", &sweep.sweep_id, "--json"],
     );
@@ -269,7 +261,7 @@ fn the_axes_are_refused_before_anything_runs() {
     ] {
         let mut args = small(&model);
         args.extend(extra.iter().copied());
-        let o = sdbench(home.path(), &args);
+        let o = run(home.path(), &args);
         assert!(!o.status.success());
         let err = text(&o.stderr);
         assert!(err.contains(says), "{extra:?}: {err}");
